@@ -1,0 +1,126 @@
+"""Validation helpers shared by every public boundary.
+
+Each helper raises :class:`~dpcloak.errors.InvalidParameterError` with a message that names the
+parameter, the allowed range and the value received, and returns the validated (converted) value.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from dpcloak.errors import InvalidParameterError
+
+__all__ = [
+    "check_int",
+    "check_real",
+    "check_probability",
+    "check_choice",
+    "check_array",
+    "check_vector",
+]
+
+
+def _describe(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def check_int(name: str, value: Any, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    """Return ``value`` as an ``int`` in ``[minimum, maximum]``."""
+    if isinstance(value, bool) or not isinstance(value, int | np.integer):
+        if isinstance(value, float | np.floating) and float(value).is_integer():
+            value = int(value)
+        else:
+            raise InvalidParameterError(f"{name} must be an integer, got {_describe(value)}")
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise InvalidParameterError(f"{name} must be an integer >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise InvalidParameterError(f"{name} must be an integer <= {maximum}, got {value}")
+    return value
+
+
+def check_real(
+    name: str,
+    value: Any,
+    *,
+    low: float | None = None,
+    high: float | None = None,
+    low_inclusive: bool = False,
+    high_inclusive: bool = False,
+    allow_inf: bool = False,
+) -> float:
+    """Return ``value`` as a finite ``float`` inside the given (open by default) interval."""
+    if isinstance(value, bool):
+        raise InvalidParameterError(f"{name} must be a real number, got {value!r}")
+    try:
+        x = float(value)
+    except (TypeError, ValueError):
+        raise InvalidParameterError(f"{name} must be a real number, got {_describe(value)}") from None
+    if math.isnan(x) or (math.isinf(x) and not allow_inf):
+        raise InvalidParameterError(f"{name} must be a finite real number, got {x}")
+    lo_txt = "[" if low_inclusive else "("
+    hi_txt = "]" if high_inclusive else ")"
+    lo_val = "-inf" if low is None else f"{low:g}"
+    hi_val = "inf" if high is None else f"{high:g}"
+    range_txt = f"{lo_txt}{lo_val}, {hi_val}{hi_txt}"
+    if low is not None and (x < low or (x == low and not low_inclusive)):
+        raise InvalidParameterError(f"{name} must lie in {range_txt}, got {x:g}")
+    if high is not None and (x > high or (x == high and not high_inclusive)):
+        raise InvalidParameterError(f"{name} must lie in {range_txt}, got {x:g}")
+    return x
+
+
+def check_probability(name: str, value: Any, *, open_low: bool = True, open_high: bool = True) -> float:
+    """Return ``value`` as a probability in (0, 1) (endpoints included on request)."""
+    return check_real(name, value, low=0.0, high=1.0, low_inclusive=not open_low, high_inclusive=not open_high)
+
+
+def check_choice(name: str, value: Any, choices: Sequence[str]) -> str:
+    """Return ``value`` if it is one of ``choices``."""
+    if not isinstance(value, str) or value not in choices:
+        allowed = ", ".join(repr(c) for c in choices)
+        raise InvalidParameterError(f"{name} must be one of {allowed}, got {_describe(value)}")
+    return value
+
+
+def check_array(
+    name: str,
+    value: ArrayLike,
+    *,
+    ndim: int | None = None,
+    shape: tuple[int | None, ...] | None = None,
+    nonnegative: bool = False,
+    allow_empty: bool = False,
+    dtype: type = float,
+) -> NDArray[Any]:
+    """Return ``value`` as a finite ndarray of ``dtype``, checking its dimension and shape."""
+    try:
+        arr = np.asarray(value, dtype=dtype)
+    except (TypeError, ValueError):
+        raise InvalidParameterError(f"{name} must be an array of numbers, got {_describe(value)}") from None
+    if ndim is not None and arr.ndim != ndim:
+        raise InvalidParameterError(f"{name} must be a {ndim}-D array, got an array of shape {arr.shape}")
+    if shape is not None:
+        ok = arr.ndim == len(shape) and all(s is None or s == a for s, a in zip(shape, arr.shape, strict=True))
+        if not ok:
+            want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ")"
+            raise InvalidParameterError(f"{name} must have shape {want}, got {arr.shape}")
+    if arr.size == 0 and not allow_empty:
+        raise InvalidParameterError(f"{name} must not be empty")
+    if np.issubdtype(arr.dtype, np.floating) and not np.all(np.isfinite(arr)):
+        bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
+        raise InvalidParameterError(f"{name} must be finite; it has {bad} NaN or infinite entries")
+    if nonnegative and arr.size and np.min(arr) < 0:
+        raise InvalidParameterError(f"{name} must be non-negative; its minimum is {np.min(arr):g}")
+    return arr
+
+
+def check_vector(name: str, value: ArrayLike, *, length: int | None = None, nonnegative: bool = False) -> NDArray[np.float64]:
+    """Return ``value`` as a finite 1-D float vector (of ``length`` if given)."""
+    return check_array(name, value, shape=(length,), nonnegative=nonnegative)

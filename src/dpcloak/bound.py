@@ -1,0 +1,32 @@
+"""The result type shared by every published bound dpcloak implements."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Bound"]
+
+
+@dataclass(frozen=True)
+class Bound:
+    """A bound from a paper, evaluated at given parameters.
+
+    Attributes
+    ----------
+    value : float
+        The bound's value (``nan`` when it does not apply).
+    kind : {"upper", "lower"}
+        Which side it bounds.
+    source : str
+        Where it comes from (paper, result number, and "corrected" when dpcloak fixed a typo).
+    applies : bool
+        Whether its assumptions hold at these parameters.
+    reason : str
+        Why it does not apply (empty when it does), or a note on unspecified constants.
+    """
+
+    value: float
+    kind: str
+    source: str
+    applies: bool = True
+    reason: str = ""

@@ -1,0 +1,129 @@
+"""The :class:`LinearModel` interface: forward operators from sources to sensor readings."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy.sparse.linalg import LinearOperator
+
+from dpcloak._validation import check_array, check_vector
+from dpcloak.domains.base import Domain
+from dpcloak.errors import InvalidParameterError
+
+__all__ = ["LinearModel", "DenseModel"]
+
+
+class LinearModel(ABC):
+    """A linear forward operator ``y = M f`` from sources on a :class:`Domain` to ``m`` sensors.
+
+    Subclasses implement :meth:`_matvec`, :meth:`_rmatvec` and :meth:`todense`; the public
+    methods validate their input. ``shape`` is ``(m, n)``: rows are sensors, columns are source
+    locations of :attr:`domain`.
+    """
+
+    def __init__(self, *, shape: tuple[int, int], domain: Domain, sensor_positions: NDArray[Any] | None) -> None:
+        if shape[1] != domain.size:
+            raise InvalidParameterError(
+                f"model has {shape[1]} columns but its domain has {domain.size} locations; they must agree"
+            )
+        self._shape = (int(shape[0]), int(shape[1]))
+        self._domain = domain
+        self._sensor_positions = sensor_positions
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        """``(m, n)``: number of sensors and number of source locations."""
+        return self._shape
+
+    @property
+    def domain(self) -> Domain:
+        """Where the sources live."""
+        return self._domain
+
+    @property
+    def sensor_positions(self) -> NDArray[Any] | None:
+        """Sensor positions (``(m,)`` on a line, ``(m, 2)`` on a floor, node indices on a graph)."""
+        return self._sensor_positions
+
+    # --- operator interface -------------------------------------------------------------------
+    @abstractmethod
+    def _matvec(self, x: NDArray[np.float64]) -> NDArray[np.float64]: ...
+
+    @abstractmethod
+    def _rmatvec(self, y: NDArray[np.float64]) -> NDArray[np.float64]: ...
+
+    @abstractmethod
+    def todense(self) -> NDArray[np.float64]:
+        """The ``(m, n)`` matrix as a dense array."""
+
+    def matvec(self, x: ArrayLike) -> NDArray[np.float64]:
+        """Sensor readings ``M x`` for a source vector ``x`` of length ``n``."""
+        return self._matvec(check_vector("x", x, length=self.shape[1]))
+
+    def rmatvec(self, y: ArrayLike) -> NDArray[np.float64]:
+        """Adjoint ``Mᵀ y`` for a reading vector ``y`` of length ``m``."""
+        return self._rmatvec(check_vector("y", y, length=self.shape[0]))
+
+    def matmat(self, x: ArrayLike) -> NDArray[np.float64]:
+        """``M X`` for a block ``X`` of shape ``(n, k)``."""
+        arr = check_array("X", x, shape=(self.shape[1], None))
+        return np.column_stack([self._matvec(arr[:, k]) for k in range(arr.shape[1])])
+
+    def columns(self, index: NDArray[np.intp]) -> NDArray[np.float64]:
+        """Columns ``M[:, index]`` as an ``(m, len(index))`` array."""
+        eye = np.zeros((self.shape[1], len(index)))
+        eye[np.asarray(index), np.arange(len(index))] = 1.0
+        return self.matmat(eye)
+
+    def column_difference_norms(self, pairs: NDArray[np.intp], *, chunk: int = 4096) -> NDArray[np.float64]:
+        """``‖M_i − M_j‖₂`` for each row ``(i, j)`` of ``pairs``, computed in chunks."""
+        pairs = np.asarray(pairs, dtype=np.intp).reshape(-1, 2)
+        out = np.empty(len(pairs))
+        for start in range(0, len(pairs), chunk):
+            block = pairs[start : start + chunk]
+            uniq, inv = np.unique(block.ravel(), return_inverse=True)
+            cols = self.columns(uniq)
+            inv = inv.reshape(-1, 2)
+            out[start : start + len(block)] = np.linalg.norm(cols[:, inv[:, 0]] - cols[:, inv[:, 1]], axis=0)
+        return out
+
+    def aslinearoperator(self) -> LinearOperator:
+        """The model as a :class:`scipy.sparse.linalg.LinearOperator`."""
+        return LinearOperator(self.shape, matvec=self._matvec, rmatvec=self._rmatvec, dtype=float)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(shape={self.shape}, domain={self.domain!r})"
+
+
+class DenseModel(LinearModel):
+    """A model stored as a dense matrix."""
+
+    def __init__(
+        self, matrix: NDArray[np.float64], *, domain: Domain, sensor_positions: NDArray[Any] | None = None
+    ) -> None:
+        self._matrix = np.ascontiguousarray(matrix, dtype=float)
+        self._matrix.setflags(write=False)
+        super().__init__(shape=self._matrix.shape, domain=domain, sensor_positions=sensor_positions)
+
+    @property
+    def matrix(self) -> NDArray[np.float64]:
+        """The read-only dense matrix."""
+        return self._matrix
+
+    def _matvec(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
+        return self._matrix @ x
+
+    def _rmatvec(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
+        return self._matrix.T @ y
+
+    def matmat(self, x: ArrayLike) -> NDArray[np.float64]:
+        return self._matrix @ check_array("X", x, shape=(self.shape[1], None))
+
+    def columns(self, index: NDArray[np.intp]) -> NDArray[np.float64]:
+        return self._matrix[:, np.asarray(index)]
+
+    def todense(self) -> NDArray[np.float64]:
+        return self._matrix.copy()

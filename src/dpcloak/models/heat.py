@@ -1,0 +1,198 @@
+"""Heat-kernel forward models: seed 000 section 2.1 (1-D) and its 2-D floor-plan analogue."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from dpcloak._validation import check_array, check_choice, check_int, check_real
+from dpcloak.domains.grid import Grid
+from dpcloak.domains.line import Line
+from dpcloak.errors import InvalidParameterError
+from dpcloak.models.base import DenseModel, LinearModel
+
+__all__ = ["HeatKernel1D", "HeatKernel2D", "KroneckerHeatKernel2D", "heat_kernel_1d", "heat_kernel_2d", "gaussian_kernel_1d"]
+
+
+def gaussian_kernel_1d(diff: NDArray[np.float64], T: float) -> NDArray[np.float64]:
+    """The 1-D heat kernel ``g(x) = exp(−x²/(4T)) / √(4πT)`` (seed 000, section 2.1)."""
+    return np.asarray(np.exp(-(diff**2) / (4.0 * T)) / math.sqrt(4.0 * math.pi * T))
+
+
+def _reflecting_kernel_1d(x: NDArray[np.float64], y: NDArray[np.float64], T: float, length: float) -> NDArray[np.float64]:
+    """Neumann heat kernel on ``[0, length]`` by the method of images.
+
+    ``g_N(x, y) = Σ_k g(x − y + 2kL) + g(x + y + 2kL)``; images are added until the next one is
+    below ``exp(−40)`` of the peak, so the truncation error is far under double precision.
+    """
+    reach = math.sqrt(160.0 * T)
+    images = int(math.ceil((length + reach) / (2.0 * length))) + 1
+    out = np.zeros(np.broadcast_shapes(x.shape, y.shape))
+    for k in range(-images, images + 1):
+        shift = 2.0 * k * length
+        out += gaussian_kernel_1d(x - y + shift, T) + gaussian_kernel_1d(x + y + shift, T)
+    return out
+
+
+def _axis_kernel(sensors: NDArray[np.float64], sources: NDArray[np.float64], T: float, length: float, walls: str | None) -> NDArray[np.float64]:
+    diff_x, diff_y = sensors[:, None], sources[None, :]
+    if walls == "reflecting":
+        return _reflecting_kernel_1d(diff_x, diff_y, T, length)
+    return gaussian_kernel_1d(diff_x - diff_y, T)
+
+
+class HeatKernel1D(DenseModel):
+    """The 1-D heat-kernel matrix of seed 000: ``A[j, i] = g(i/n − j/m)`` with ``T = μ t``."""
+
+    def __init__(self, *, n: int, m: int, t: float, mu: float) -> None:
+        self.n, self.m, self.t, self.mu = n, m, t, mu
+        self.T = mu * t
+        domain = Line(n)
+        sensors = np.arange(1, m + 1, dtype=float) / m
+        matrix = gaussian_kernel_1d(sensors[:, None] - domain.points()[None, :], self.T)
+        super().__init__(matrix, domain=domain, sensor_positions=sensors)
+
+    def __repr__(self) -> str:
+        return f"HeatKernel1D(n={self.n}, m={self.m}, t={self.t:g}, mu={self.mu:g})"
+
+
+def heat_kernel_1d(n: int, m: int, t: float, *, mu: float = 0.5) -> HeatKernel1D:
+    """The paper's 1-D heat-diffusion matrix (seed 000, section 2.1).
+
+    Sources sit at ``i/n`` (``i = 1..n``), sensors at ``j/m`` (``j = 1..m``) and the readings are
+    ``y = A f`` with ``A[j, i] = g(i/n − j/m)``, ``g(x) = exp(−x²/(4T))/√(4πT)``, ``T = μ t``
+    (heat equation on the whole real line, no boundary).
+
+    Parameters
+    ----------
+    n, m : int
+        Number of source locations and sensors, both ≥ 1.
+    t : float
+        Time lapse before measuring, > 0.
+    mu : float, default 0.5
+        Diffusion constant, > 0 (the papers' experiments use 1/2).
+
+    Examples
+    --------
+    >>> A = heat_kernel_1d(100, 50, 0.1)
+    >>> A.shape
+    (50, 100)
+    """
+    return HeatKernel1D(
+        n=check_int("n", n, minimum=1),
+        m=check_int("m", m, minimum=1),
+        t=check_real("t", t, low=0.0),
+        mu=check_real("mu", mu, low=0.0),
+    )
+
+
+class HeatKernel2D(DenseModel):
+    """2-D heat kernel from a source :class:`Grid` to sensors at arbitrary floor positions."""
+
+    def __init__(self, matrix: NDArray[np.float64], *, grid: Grid, sensors: NDArray[np.float64], t: float, mu: float, walls: str | None) -> None:
+        self.t, self.mu, self.T, self.walls = t, mu, mu * t, walls
+        super().__init__(matrix, domain=grid, sensor_positions=sensors)
+
+
+class KroneckerHeatKernel2D(LinearModel):
+    """2-D heat kernel with sensors on a grid: ``M = K_y ⊗ K_x`` (never formed unless asked).
+
+    With sources on a ``(ry, rx)`` grid and sensors on a ``(sy, sx)`` grid, the separable kernel
+    ``g(dy) g(dx)`` gives ``M f = vec(K_y F K_xᵀ)`` for ``F = f.reshape(ry, rx)``.
+    """
+
+    def __init__(self, *, grid: Grid, sensor_grid: Grid, ky: NDArray[np.float64], kx: NDArray[np.float64], t: float, mu: float, walls: str | None) -> None:
+        self.t, self.mu, self.T, self.walls = t, mu, mu * t, walls
+        self.sensor_grid = sensor_grid
+        self.ky, self.kx = ky, kx
+        super().__init__(shape=(sensor_grid.size, grid.size), domain=grid, sensor_positions=sensor_grid.coordinates())
+
+    @property
+    def factors(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """``(K_y, K_x)`` with ``M = kron(K_y, K_x)``."""
+        return self.ky, self.kx
+
+    def _matvec(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
+        F = x.reshape(self.ky.shape[1], self.kx.shape[1])
+        return np.asarray((self.ky @ F @ self.kx.T).ravel())
+
+    def _rmatvec(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
+        Y = y.reshape(self.ky.shape[0], self.kx.shape[0])
+        return np.asarray((self.ky.T @ Y @ self.kx).ravel())
+
+    def matmat(self, x: ArrayLike) -> NDArray[np.float64]:
+        arr = check_array("X", x, shape=(self.shape[1], None))
+        k = arr.shape[1]
+        blocks = arr.T.reshape(k, self.ky.shape[1], self.kx.shape[1])
+        out = np.einsum("ar,krc,bc->kab", self.ky, blocks, self.kx, optimize=True)
+        return np.asarray(out.reshape(k, -1).T)
+
+    def columns(self, index: NDArray[np.intp]) -> NDArray[np.float64]:
+        r, c = np.divmod(np.asarray(index), self.kx.shape[1])
+        return np.asarray((self.ky[:, r][:, None, :] * self.kx[:, c][None, :, :]).reshape(self.shape[0], -1))
+
+    def todense(self) -> NDArray[np.float64]:
+        return np.kron(self.ky, self.kx)
+
+
+def heat_kernel_2d(
+    source_grid: Grid, sensors: ArrayLike | Grid, t: float, *, mu: float = 0.5, walls: str | None = None
+) -> HeatKernel2D | KroneckerHeatKernel2D:
+    """2-D heat diffusion on a floor plan: ``M[s, c] = exp(−d²/(4T)) / (4πT)``, ``T = μ t``.
+
+    Parameters
+    ----------
+    source_grid : Grid
+        Where sources may be (cell centres).
+    sensors : array_like of shape (k, 2) or Grid
+        Sensor positions as ``(y, x)`` inside the floor ``[0, height] x [0, width]``, or a
+        :class:`Grid` with the same extent whose cell centres are the sensors. A sensor grid gives
+        the Kronecker-structured :class:`KroneckerHeatKernel2D` (fast matvecs, never densified).
+    t : float
+        Time lapse, > 0.
+    mu : float, default 0.5
+        Diffusion constant, > 0.
+    walls : {None, "reflecting"}
+        ``None``: the free-space kernel (heat leaves the room, as in the papers' unbounded line).
+        ``"reflecting"``: the room is a closed box with insulating walls (Neumann boundary), built
+        by the method of images per axis; total heat is conserved, which is what a real room with
+        walls does on the time scales of interest.
+
+    Notes
+    -----
+    The 2-D kernel is the product of two 1-D kernels, ``g₂(dy, dx) = g(dy) g(dx)``, and the image
+    sum of a box factorises per axis as well, so both wall models are separable.
+    """
+    if not isinstance(source_grid, Grid):
+        raise InvalidParameterError(f"source_grid must be a dpcloak Grid, got {type(source_grid).__name__}")
+    t = check_real("t", t, low=0.0)
+    mu = check_real("mu", mu, low=0.0)
+    walls_value: Any = walls
+    if walls_value is not None:
+        check_choice("walls", walls_value, ("reflecting",))
+    T = mu * t
+    height, width = source_grid.extent
+    ys, xs = source_grid.axes()
+    if isinstance(sensors, Grid):
+        if not np.allclose(sensors.extent, source_grid.extent):
+            raise InvalidParameterError(
+                f"sensor grid extent {sensors.extent} must equal the source grid extent {source_grid.extent}"
+            )
+        sy, sx = sensors.axes()
+        ky = _axis_kernel(sy, ys, T, height, walls)
+        kx = _axis_kernel(sx, xs, T, width, walls)
+        return KroneckerHeatKernel2D(grid=source_grid, sensor_grid=sensors, ky=ky, kx=kx, t=t, mu=mu, walls=walls)
+    pos = check_array("sensors", sensors, shape=(None, 2))
+    inside = (pos[:, 0] >= 0) & (pos[:, 0] <= height) & (pos[:, 1] >= 0) & (pos[:, 1] <= width)
+    if not np.all(inside):
+        bad = pos[~inside][0]
+        raise InvalidParameterError(
+            f"sensors must lie inside the floor [0, {height:g}] x [0, {width:g}]; got a sensor at {tuple(bad)}"
+        )
+    ky = _axis_kernel(pos[:, 0], ys, T, height, walls)
+    kx = _axis_kernel(pos[:, 1], xs, T, width, walls)
+    matrix = (ky[:, :, None] * kx[:, None, :]).reshape(len(pos), -1)
+    return HeatKernel2D(matrix, grid=source_grid, sensors=pos, t=t, mu=mu, walls=walls)
