@@ -101,7 +101,7 @@ def check_array(
 ) -> NDArray[Any]:
     """Return ``value`` as a finite ndarray of ``dtype``, checking its dimension and shape."""
     try:
-        arr = np.asarray(value, dtype=dtype)
+        arr: NDArray[Any] = np.asarray(value, dtype=dtype)
     except (TypeError, ValueError):
         raise InvalidParameterError(f"{name} must be an array of numbers, got {_describe(value)}") from None
     if ndim is not None and arr.ndim != ndim:
@@ -121,6 +121,8 @@ def check_array(
     return arr
 
 
-def check_vector(name: str, value: ArrayLike, *, length: int | None = None, nonnegative: bool = False) -> NDArray[np.float64]:
+def check_vector(
+    name: str, value: ArrayLike, *, length: int | None = None, nonnegative: bool = False
+) -> NDArray[np.float64]:
     """Return ``value`` as a finite 1-D float vector (of ``length`` if given)."""
     return check_array(name, value, shape=(length,), nonnegative=nonnegative)

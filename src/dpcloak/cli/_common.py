@@ -65,8 +65,18 @@ def build_graph(kind: str, nodes: int, *, p_in: float, p_out: float, seed: int) 
 
 
 def build_model(
-    model: str, *, n: int, m: int, t: float, mu: float, graph: str, nodes: int, tau: float,
-    p_in: float, p_out: float, seed: int,
+    model: str,
+    *,
+    n: int,
+    m: int,
+    t: float,
+    mu: float,
+    graph: str,
+    nodes: int,
+    tau: float,
+    p_in: float,
+    p_out: float,
+    seed: int,
 ) -> tuple[LinearModel, str]:
     """Build the model named on the command line and a one-line description of it."""
     if model == "heat1d":

@@ -35,8 +35,9 @@ def sensitivity(
     as_json: bool = typer.Option(False, "--json", help="Print a JSON object instead of a table."),
 ) -> None:
     """Exact l2 sensitivity Delta_2 of a forward model, its published bound and condition number."""
-    built, description = build_model(model, n=n, m=m, t=t, mu=mu, graph=graph, nodes=nodes, tau=tau,
-                                     p_in=p_in, p_out=p_out, seed=seed)
+    built, description = build_model(
+        model, n=n, m=m, t=t, mu=mu, graph=graph, nodes=nodes, tau=tau, p_in=p_in, p_out=p_out, seed=seed
+    )
     delta2 = l2_sensitivity(built, alpha=alpha)
     if isinstance(built, HeatKernel1D):
         published = heat1d_bound_published(built.n, built.m, built.t, mu=built.mu)
@@ -48,8 +49,17 @@ def sensitivity(
         proved = bound
     kappa = condition_number(built)
     if as_json:
-        emit_json({"model": description, "alpha": alpha, "delta2": delta2, "bound": bound, "bound_source": bound_name,
-                   "proved_bound": proved, "condition_number": kappa if math.isfinite(kappa) else None})
+        emit_json(
+            {
+                "model": description,
+                "alpha": alpha,
+                "delta2": delta2,
+                "bound": bound,
+                "bound_source": bound_name,
+                "proved_bound": proved,
+                "condition_number": kappa if math.isfinite(kappa) else None,
+            }
+        )
         return
     table = Table(title=description, show_header=True)
     table.add_column("quantity")

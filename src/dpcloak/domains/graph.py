@@ -47,7 +47,9 @@ class GraphDomain(Domain):
         for u, v, data in self.graph.edges(data=True):
             w = data.get(self.weight, 1.0)
             if not (isinstance(w, int | float | np.number) and np.isfinite(w) and w > 0):
-                raise InvalidParameterError(f"edge ({u!r}, {v!r}) must have a finite positive {self.weight!r}, got {w!r}")
+                raise InvalidParameterError(
+                    f"edge ({u!r}, {v!r}) must have a finite positive {self.weight!r}, got {w!r}"
+                )
         object.__setattr__(self, "nodes", list(self.graph.nodes))
 
     @property

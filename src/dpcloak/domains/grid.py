@@ -67,7 +67,9 @@ class Grid(Domain):
     def axes(self) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
         """Cell-centre coordinates along y (rows) and x (columns)."""
         hy, hx = self.spacing
-        return (np.arange(self.shape[0]) + 0.5) * hy, (np.arange(self.shape[1]) + 0.5) * hx
+        ys = (np.arange(self.shape[0], dtype=np.float64) + 0.5) * hy
+        xs = (np.arange(self.shape[1], dtype=np.float64) + 0.5) * hx
+        return ys, xs
 
     def coordinates(self) -> NDArray[np.float64]:
         ys, xs = self.axes()

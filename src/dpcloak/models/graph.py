@@ -136,4 +136,6 @@ def graph_diffusion(graph: nx.Graph | GraphDomain, tau: float, *, dense_limit: i
     domain.require_connected("graph diffusion")
     if domain.size < 2:
         raise InvalidParameterError(f"graph must have at least 2 nodes for diffusion, got {domain.size}")
-    return GraphDiffusion(domain, check_real("tau", tau, low=0.0), dense_limit=check_int("dense_limit", dense_limit, minimum=1))
+    return GraphDiffusion(
+        domain, check_real("tau", tau, low=0.0), dense_limit=check_int("dense_limit", dense_limit, minimum=1)
+    )

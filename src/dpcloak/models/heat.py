@@ -14,7 +14,14 @@ from dpcloak.domains.line import Line
 from dpcloak.errors import InvalidParameterError
 from dpcloak.models.base import DenseModel, LinearModel
 
-__all__ = ["HeatKernel1D", "HeatKernel2D", "KroneckerHeatKernel2D", "heat_kernel_1d", "heat_kernel_2d", "gaussian_kernel_1d"]
+__all__ = [
+    "HeatKernel1D",
+    "HeatKernel2D",
+    "KroneckerHeatKernel2D",
+    "heat_kernel_1d",
+    "heat_kernel_2d",
+    "gaussian_kernel_1d",
+]
 
 
 def gaussian_kernel_1d(diff: NDArray[np.float64], T: float) -> NDArray[np.float64]:
@@ -22,14 +29,16 @@ def gaussian_kernel_1d(diff: NDArray[np.float64], T: float) -> NDArray[np.float6
     return np.asarray(np.exp(-(diff**2) / (4.0 * T)) / math.sqrt(4.0 * math.pi * T))
 
 
-def _reflecting_kernel_1d(x: NDArray[np.float64], y: NDArray[np.float64], T: float, length: float) -> NDArray[np.float64]:
+def _reflecting_kernel_1d(
+    x: NDArray[np.float64], y: NDArray[np.float64], T: float, length: float
+) -> NDArray[np.float64]:
     """Neumann heat kernel on ``[0, length]`` by the method of images.
 
     ``g_N(x, y) = Σ_k g(x − y + 2kL) + g(x + y + 2kL)``; images are added until the next one is
     below ``exp(−40)`` of the peak, so the truncation error is far under double precision.
     """
     reach = math.sqrt(160.0 * T)
-    images = int(math.ceil((length + reach) / (2.0 * length))) + 1
+    images = math.ceil((length + reach) / (2.0 * length)) + 1
     out = np.zeros(np.broadcast_shapes(x.shape, y.shape))
     for k in range(-images, images + 1):
         shift = 2.0 * k * length
@@ -37,7 +46,9 @@ def _reflecting_kernel_1d(x: NDArray[np.float64], y: NDArray[np.float64], T: flo
     return out
 
 
-def _axis_kernel(sensors: NDArray[np.float64], sources: NDArray[np.float64], T: float, length: float, walls: str | None) -> NDArray[np.float64]:
+def _axis_kernel(
+    sensors: NDArray[np.float64], sources: NDArray[np.float64], T: float, length: float, walls: str | None
+) -> NDArray[np.float64]:
     diff_x, diff_y = sensors[:, None], sources[None, :]
     if walls == "reflecting":
         return _reflecting_kernel_1d(diff_x, diff_y, T, length)
@@ -92,7 +103,16 @@ def heat_kernel_1d(n: int, m: int, t: float, *, mu: float = 0.5) -> HeatKernel1D
 class HeatKernel2D(DenseModel):
     """2-D heat kernel from a source :class:`Grid` to sensors at arbitrary floor positions."""
 
-    def __init__(self, matrix: NDArray[np.float64], *, grid: Grid, sensors: NDArray[np.float64], t: float, mu: float, walls: str | None) -> None:
+    def __init__(
+        self,
+        matrix: NDArray[np.float64],
+        *,
+        grid: Grid,
+        sensors: NDArray[np.float64],
+        t: float,
+        mu: float,
+        walls: str | None,
+    ) -> None:
         self.t, self.mu, self.T, self.walls = t, mu, mu * t, walls
         super().__init__(matrix, domain=grid, sensor_positions=sensors)
 
@@ -104,7 +124,17 @@ class KroneckerHeatKernel2D(LinearModel):
     ``g(dy) g(dx)`` gives ``M f = vec(K_y F K_xᵀ)`` for ``F = f.reshape(ry, rx)``.
     """
 
-    def __init__(self, *, grid: Grid, sensor_grid: Grid, ky: NDArray[np.float64], kx: NDArray[np.float64], t: float, mu: float, walls: str | None) -> None:
+    def __init__(
+        self,
+        *,
+        grid: Grid,
+        sensor_grid: Grid,
+        ky: NDArray[np.float64],
+        kx: NDArray[np.float64],
+        t: float,
+        mu: float,
+        walls: str | None,
+    ) -> None:
         self.t, self.mu, self.T, self.walls = t, mu, mu * t, walls
         self.sensor_grid = sensor_grid
         self.ky, self.kx = ky, kx
@@ -135,7 +165,7 @@ class KroneckerHeatKernel2D(LinearModel):
         return np.asarray((self.ky[:, r][:, None, :] * self.kx[:, c][None, :, :]).reshape(self.shape[0], -1))
 
     def todense(self) -> NDArray[np.float64]:
-        return np.kron(self.ky, self.kx)
+        return np.asarray(np.kron(self.ky, self.kx), dtype=np.float64)
 
 
 def heat_kernel_2d(

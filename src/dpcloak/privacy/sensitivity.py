@@ -120,8 +120,13 @@ def heat1d_bound_published(n: int, m: int, t: float, *, mu: float = 0.5) -> Boun
     n, m = check_int("n", n, minimum=1), check_int("m", m, minimum=1)
     T = check_real("t", t, low=0.0) * check_real("mu", mu, low=0.0)
     value = math.sqrt(m / (4 * math.pi * T)) * max(-math.expm1(-3 / (4 * n * T)), -math.expm1(-2 / (4 * n * T)))
-    return Bound(value, "upper", "seed 000 Proposition 4 / Appendix A (as printed)", True,
-                 "the proof drops the sign of an exponent; verified numerically, not proved")
+    return Bound(
+        value,
+        "upper",
+        "seed 000 Proposition 4 / Appendix A (as printed)",
+        True,
+        "the proof drops the sign of an exponent; verified numerically, not proved",
+    )
 
 
 def heat1d_bound(n: int, m: int, t: float, *, mu: float = 0.5, alpha: float = 1.0) -> Bound:
@@ -164,7 +169,9 @@ def condition_lower_bound(model: LinearModel | ArrayLike, *, alpha: float = 1.0,
     value = alpha / kappa if variant == "thesis" else 1.0 / (kappa * math.sqrt(n))
     source = "seed 002 Lemma 7.2" if variant == "thesis" else "seed 000 Lemma 5"
     if n > m:
-        return Bound(value, "lower", source, False, f"needs n <= m (a duplicated column lowers the rank), got n={n} > m={m}")
+        return Bound(
+            value, "lower", source, False, f"needs n <= m (a duplicated column lowers the rank), got n={n} > m={m}"
+        )
     return Bound(value, "lower", source)
 
 
@@ -179,7 +186,9 @@ def graph_spectral_bound(model: GraphDiffusion, *, alpha: float = 1.0) -> Bound:
         raise InvalidParameterError(f"model must be a GraphDiffusion, got {type(model).__name__}")
     alpha = check_real("alpha", alpha, low=0.0)
     if model.eigenvectors is None or model.eigenvalues is None:
-        raise InvalidParameterError("graph_spectral_bound needs the model's spectrum; build it with a larger dense_limit")
+        raise InvalidParameterError(
+            "graph_spectral_bound needs the model's spectrum; build it with a larger dense_limit"
+        )
     pairs = model.domain.neighbours()
     weights = np.exp(-model.tau * model.eigenvalues)[1:]
     U = model.eigenvectors[:, 1:]

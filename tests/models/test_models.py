@@ -1,0 +1,144 @@
+"""Forward models: dot tests, the paper's formula entry by entry, and independent references
+(scipy.linalg.expm for graph diffusion, numerical quadrature for the reflecting kernel)."""
+
+import math
+
+import networkx as nx
+import numpy as np
+import pytest
+import scipy.linalg
+
+from dpcloak.domains import Grid
+from dpcloak.errors import DisconnectedGraphError, InvalidParameterError
+from dpcloak.models import (
+    GraphDiffusion,
+    KroneckerHeatKernel2D,
+    graph_diffusion,
+    heat_kernel_1d,
+    heat_kernel_2d,
+    matrix_model,
+)
+
+
+def _models():
+    rng = np.random.default_rng(0)
+    grid = Grid((6, 5), extent=(1.2, 1.0))
+    sensors = rng.uniform([0, 0], [1.2, 1.0], size=(7, 2))
+    sbm = nx.stochastic_block_model([40, 40], [[0.3, 0.01], [0.01, 0.3]], seed=3)
+    return {
+        "heat1d": heat_kernel_1d(30, 12, 0.05),
+        "heat2d-free": heat_kernel_2d(grid, sensors, 0.02),
+        "heat2d-walls": heat_kernel_2d(grid, sensors, 0.02, walls="reflecting"),
+        "heat2d-kron": heat_kernel_2d(grid, Grid((3, 4), extent=(1.2, 1.0)), 0.02),
+        "graph-dense": graph_diffusion(nx.path_graph(9), 0.7),
+        "graph-lanczos": graph_diffusion(sbm, 0.5, dense_limit=10),
+        "matrix": matrix_model(rng.normal(size=(4, 6))),
+    }
+
+
+@pytest.mark.parametrize("name", list(_models()))
+def test_dot_test(name):
+    """(M u)·v == u·(Mᵀ v) for random u, v: the adjoint is right."""
+    model = _models()[name]
+    rng = np.random.default_rng(1)
+    m, n = model.shape
+    u, v = rng.normal(size=n), rng.normal(size=m)
+    lhs, rhs = model.matvec(u) @ v, u @ model.rmatvec(v)
+    assert lhs == pytest.approx(rhs, rel=1e-10, abs=1e-12)
+
+
+@pytest.mark.parametrize("name", list(_models()))
+def test_operator_agrees_with_dense_matrix(name):
+    model = _models()[name]
+    dense = model.todense()
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(model.shape[1], 3))
+    np.testing.assert_allclose(model.matmat(x), dense @ x, rtol=1e-10, atol=1e-12)
+    idx = np.array([0, model.shape[1] - 1, 1])
+    np.testing.assert_allclose(model.columns(idx), dense[:, idx], rtol=1e-10, atol=1e-12)
+    pairs = model.domain.neighbours()[:5]
+    want = np.linalg.norm(dense[:, pairs[:, 0]] - dense[:, pairs[:, 1]], axis=0)
+    np.testing.assert_allclose(model.column_difference_norms(pairs), want, rtol=1e-9, atol=1e-14)
+    assert model.aslinearoperator().matvec(x[:, 0]) == pytest.approx(dense @ x[:, 0])
+
+
+def test_heat_kernel_1d_entry_by_entry():
+    """Oracle: seed 000 §2.1, A_ji = exp(−(i/n − j/m)²/(4T))/√(4πT), T = μt."""
+    n, m, t, mu = 20, 7, 0.3, 0.5
+    A = heat_kernel_1d(n, m, t, mu=mu).todense()
+    T = mu * t
+    for j in range(1, m + 1):
+        for i in range(1, n + 1):
+            want = math.exp(-((i / n - j / m) ** 2) / (4 * T)) / math.sqrt(4 * math.pi * T)
+            assert A[j - 1, i - 1] == pytest.approx(want, rel=1e-14)
+
+
+def test_kronecker_model_equals_dense_model_at_sensor_grid_points():
+    grid = Grid((6, 5))
+    sensor_grid = Grid((3, 4))
+    kron = heat_kernel_2d(grid, sensor_grid, 0.01, walls="reflecting")
+    assert isinstance(kron, KroneckerHeatKernel2D)
+    dense = heat_kernel_2d(grid, sensor_grid.coordinates(), 0.01, walls="reflecting")
+    np.testing.assert_allclose(kron.todense(), dense.todense(), rtol=1e-13)
+
+
+def test_reflecting_walls_conserve_heat_and_free_kernel_leaks():
+    """Oracle: the Neumann kernel integrates to 1 over the box (quadrature on a fine sensor grid)."""
+    grid = Grid((4, 4))
+    fine = Grid((200, 200))
+    walls = heat_kernel_2d(grid, fine, 0.05, walls="reflecting").todense()
+    free = heat_kernel_2d(grid, fine, 0.05).todense()
+    cell_area = 1.0 / fine.size
+    np.testing.assert_allclose(walls.sum(axis=0) * cell_area, 1.0, rtol=1e-4)
+    assert np.all(free.sum(axis=0) * cell_area < 0.999)  # heat escapes through the walls
+
+
+def test_graph_diffusion_matches_scipy_expm_and_conserves_heat():
+    g = nx.karate_club_graph()
+    model = graph_diffusion(g, 0.3)
+    L = nx.laplacian_matrix(g, weight="weight").toarray().astype(float)
+    np.testing.assert_allclose(model.todense(), scipy.linalg.expm(-0.3 * L), atol=1e-12)
+    np.testing.assert_allclose(model.todense().sum(axis=0), 1.0, atol=1e-12)
+
+
+def test_graph_diffusion_lanczos_and_matrix_free_paths_match_expm():
+    sbm = nx.stochastic_block_model([200, 200], [[0.3, 0.01], [0.01, 0.3]], seed=5)
+    L = nx.laplacian_matrix(sbm).toarray().astype(float)
+    exact = scipy.linalg.expm(-1.5 * L)
+    lanczos = graph_diffusion(sbm, 1.5, dense_limit=10)
+    assert lanczos.is_spectral and lanczos.eigenvalues is not None and len(lanczos.eigenvalues) < 20
+    np.testing.assert_allclose(lanczos.todense(), exact, atol=1e-12)
+    free = GraphDiffusion(lanczos.graph_domain, 1e-3, dense_limit=10)  # slow decay: matrix-free
+    assert not free.is_spectral
+    np.testing.assert_allclose(free.todense(), scipy.linalg.expm(-1e-3 * L), atol=1e-10)
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda: heat_kernel_1d(0, 5, 0.1), "n must be an integer >= 1, got 0"),
+        (lambda: heat_kernel_1d(5, -1, 0.1), "m must be an integer >= 1, got -1"),
+        (lambda: heat_kernel_1d(5, 5, 0.0), "t must lie in (0, inf), got 0"),
+        (lambda: heat_kernel_1d(5, 5, float("nan")), "t must be a finite real number"),
+        (lambda: heat_kernel_1d(5, 5, 0.1, mu=-1), "mu must lie in (0, inf)"),
+        (lambda: heat_kernel_2d(Grid((2, 2)), [[0.5, 1.5]], 0.1), "sensors must lie inside the floor"),
+        (lambda: heat_kernel_2d(Grid((2, 2)), [[0.5, 0.5]], 0.1, walls="open"), "walls must be one of"),
+        (lambda: heat_kernel_2d(Grid((2, 2)), [0.5, 0.5], 0.1), "sensors must have shape (*, 2)"),
+        (lambda: heat_kernel_2d([[1]], [[0.5, 0.5]], 0.1), "source_grid must be a dpcloak Grid"),
+        (lambda: heat_kernel_2d(Grid((2, 2)), Grid((2, 2), extent=(2, 2)), 0.1), "must equal the source grid extent"),
+        (lambda: graph_diffusion(nx.path_graph(4), -1.0), "tau must lie in (0, inf)"),
+        (lambda: matrix_model([[1.0, np.inf]]), "matrix must be finite"),
+        (lambda: matrix_model([1.0, 2.0]), "matrix must be a 2-D array"),
+        (lambda: heat_kernel_1d(5, 3, 0.1).matvec([1.0, 2.0]), "x must have shape (5)"),
+        (lambda: heat_kernel_1d(5, 3, 0.1).rmatvec([1.0, np.nan, 0.0]), "y must be finite"),
+    ],
+)
+def test_bad_model_inputs_raise_clear_errors(make, message):
+    with pytest.raises(InvalidParameterError) as info:
+        make()
+    assert message in str(info.value)
+
+
+def test_graph_diffusion_refuses_disconnected_graph():
+    with pytest.raises(DisconnectedGraphError):
+        graph_diffusion(nx.Graph([(0, 1), (2, 3)]), 1.0)
