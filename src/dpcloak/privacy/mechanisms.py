@@ -1,0 +1,403 @@
+r"""Additive-noise mechanisms with callable, re-checked privacy guarantees.
+
+Every mechanism here adds independent noise to a vector whose change between neighbouring inputs
+is bounded by a *sensitivity* (ℓ2 for the Gaussian, ℓ1 for the Laplace mechanism). It states that
+neighbouring relation and sensitivity and answers :meth:`~Mechanism.guarantee`. Any object with
+``privatize(values, *, rng=None)`` and ``guarantee()`` satisfies the :class:`Mechanism` protocol, so
+per-sensor privatisation (:mod:`dpcloak.privacy.local`) also accepts mechanisms whose guarantee is
+not (ε, δ)-DP (e.g. Farokhi–Sandberg bounded noise with a Fisher-information guarantee).
+
+Gaussian calibrations (``calibration=``)
+----------------------------------------
+``"paper"``
+    :math:`\sigma = 2\ln(1.25/\delta)\,\Delta_2/\varepsilon`, exactly as seed 000 (Lemma 3,
+    Proposition 4) and seed 002 (Lemma 2.8, Proposition 7.1) print it. Dwork & Roth's Theorem A.1
+    has the square root, :math:`\sqrt{2\ln(1.25/\delta)}`; the paper's version drops it, which adds
+    *more* noise whenever :math:`\ln(1.25/\delta) > 1/2` (δ < 0.758) — private but loose. The paper
+    states it for every ε > 0; for large ε it can overspend, and then it is refused (see below).
+``"classic"``
+    Dwork & Roth (2014), Theorem A.1: :math:`\sigma = \sqrt{2\ln(1.25/\delta)}\,\Delta_2/\varepsilon`,
+    proved only for ε < 1; refused for ε ≥ 1.
+``"analytic"``
+    Balle & Wang (2018), Theorem 8: the smallest σ whose exact privacy profile
+
+    .. math:: \delta(\varepsilon; \sigma, \Delta)
+              = \Phi\!\Big(\frac{\Delta}{2\sigma} - \frac{\varepsilon\sigma}{\Delta}\Big)
+              - e^{\varepsilon}\,\Phi\!\Big(-\frac{\Delta}{2\sigma} - \frac{\varepsilon\sigma}{\Delta}\Big)
+
+    is at most δ, for any ε > 0 (:func:`gaussian_delta`), found by a bracketing root-find in log σ.
+
+Calibration never overspends: whatever the calibration, the returned σ is re-checked against the
+exact profile above and the constructor raises :class:`~dpcloak.errors.InvalidParameterError`
+rather than return a σ with δ(ε; σ, Δ) > δ.
+
+Floating-point noise (Mironov 2012)
+-----------------------------------
+:class:`GaussianMechanism` and :class:`LaplaceMechanism` draw IEEE doubles from numpy. Their
+guarantees are the textbook ones for *real-valued* noise; on a computer the low-order bits of
+``value + noise`` can reveal ``value`` (Mironov, "On significance of the least significant bits for
+differential privacy", CCS 2012). They are meant for experiments and simulation. For deployment use
+the exact integer samplers of :mod:`dpcloak.privacy.discrete`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import optimize, special
+
+from dpcloak._rng import RngLike, as_generator
+from dpcloak._validation import check_array, check_choice, check_probability, check_real
+from dpcloak.errors import InvalidParameterError
+
+__all__ = [
+    "PrivacyGuarantee",
+    "Mechanism",
+    "QuantileNoise",
+    "GaussianMechanism",
+    "LaplaceMechanism",
+    "GAUSSIAN_CALIBRATIONS",
+    "DEFAULT_NEIGHBOURING",
+    "gaussian_delta",
+    "gaussian_epsilon",
+    "check_values",
+]
+
+GAUSSIAN_CALIBRATIONS = ("analytic", "classic", "paper")
+
+DEFAULT_NEIGHBOURING = "inputs whose released vectors differ by at most the sensitivity"
+
+
+@dataclass(frozen=True)
+class PrivacyGuarantee:
+    """What a mechanism promises, and under which assumptions.
+
+    Attributes
+    ----------
+    kind : str
+        ``"(ε, δ)-DP"``, ``"ε-DP"``, ``"(ε, δ)-SIM-CDP"`` (computational, keyed noise) or a
+        non-DP kind such as ``"Fisher information"``.
+    epsilon, delta : float or None
+        The privacy parameters (``None`` when the kind has none; ``delta`` is 0 for ε-DP).
+    neighbouring : str
+        The neighbouring relation the guarantee is stated for.
+    sensitivity : float
+        The sensitivity the calibration assumes (in the norm ``norm``).
+    norm : str
+        ``"l2"`` or ``"l1"``.
+    mechanism : str
+        One-line description of the noise (distribution, scale, calibration).
+    source : str
+        Paper and result the guarantee comes from.
+    fisher_information : float or None
+        For Fisher-information guarantees: the bound on the Fisher information (else ``None``).
+    """
+
+    kind: str
+    epsilon: float | None
+    delta: float | None
+    neighbouring: str
+    sensitivity: float
+    norm: str
+    mechanism: str
+    source: str
+    fisher_information: float | None = None
+
+
+@runtime_checkable
+class Mechanism(Protocol):
+    """Anything that privatizes a vector and states its guarantee."""
+
+    def privatize(self, values: ArrayLike, *, rng: RngLike = None) -> NDArray[np.float64]:
+        """Return ``values`` plus fresh noise (same shape)."""
+        ...
+
+    def guarantee(self) -> PrivacyGuarantee:
+        """The guarantee of one call to :meth:`privatize` on neighbouring inputs."""
+        ...
+
+
+@runtime_checkable
+class QuantileNoise(Protocol):
+    """An additive-noise mechanism whose i.i.d. noise has an exact inverse CDF.
+
+    Needed to drive the mechanism from an external uniform stream (the keyed backdoor of
+    :mod:`dpcloak.privacy.local`).
+    """
+
+    def noise_quantile(self, u: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Noise values ``F^{-1}(u)`` for uniforms ``u`` in (0, 1)."""
+        ...
+
+
+def check_values(values: ArrayLike, *, name: str = "values") -> NDArray[np.float64]:
+    """Validate readings to be privatized: a finite float array (scalars allowed, no NaN/inf)."""
+    return check_array(name, values, dtype=float)
+
+
+def _log_ndtr_diff(a: float, b: float, epsilon: float) -> float:
+    """``log(Φ(a) − e^ε Φ(b))`` computed without cancellation (−inf when it is ≤ 0)."""
+    la = float(special.log_ndtr(a))
+    lb = float(special.log_ndtr(b))
+    r = epsilon + lb - la
+    if r >= 0.0:
+        return -math.inf
+    return la + math.log(-math.expm1(r))
+
+
+def _log_gaussian_delta(epsilon: float, sigma: float, sensitivity: float) -> float:
+    u = sensitivity / (2.0 * sigma)
+    v = epsilon * sigma / sensitivity
+    return _log_ndtr_diff(u - v, -u - v, epsilon)
+
+
+def gaussian_delta(*, epsilon: float, sigma: float, sensitivity: float) -> float:
+    r"""Exact privacy profile of the Gaussian mechanism (Balle & Wang 2018, Theorem 8).
+
+    .. math:: \delta(\varepsilon) = \Phi\!\Big(\frac{\Delta}{2\sigma} - \frac{\varepsilon\sigma}{\Delta}\Big)
+              - e^{\varepsilon}\,\Phi\!\Big(-\frac{\Delta}{2\sigma} - \frac{\varepsilon\sigma}{\Delta}\Big)
+
+    the smallest δ for which adding :math:`N(0, \sigma^2 I)` to a query of ℓ2 sensitivity Δ is
+    (ε, δ)-DP. Evaluated as ``Φ(a)(1 − exp(ε + log Φ(b) − log Φ(a)))`` so that it stays accurate
+    for tiny δ and large ε.
+
+    Parameters
+    ----------
+    epsilon : float
+        ε ≥ 0.
+    sigma : float
+        Noise standard deviation σ > 0.
+    sensitivity : float
+        ℓ2 sensitivity Δ > 0.
+    """
+    eps = check_real("epsilon", epsilon, low=0.0, low_inclusive=True)
+    sig = check_real("sigma", sigma, low=0.0)
+    sens = check_real("sensitivity", sensitivity, low=0.0)
+    return math.exp(_log_gaussian_delta(eps, sig, sens))
+
+
+def gaussian_epsilon(*, delta: float, sigma: float, sensitivity: float) -> float:
+    """Smallest ε ≥ 0 with ``gaussian_delta(epsilon=ε, ...) ≤ delta`` (the profile's inverse).
+
+    Computed by a bracketing root-find on the exact profile; the returned ε is re-checked (rounded
+    up until the profile at ε is ≤ δ).
+    """
+    dlt = check_probability("delta", delta)
+    sig = check_real("sigma", sigma, low=0.0)
+    sens = check_real("sensitivity", sensitivity, low=0.0)
+    log_target = math.log(dlt)
+    if _log_gaussian_delta(0.0, sig, sens) <= log_target:
+        return 0.0
+    hi = 1.0
+    while _log_gaussian_delta(hi, sig, sens) > log_target:
+        hi *= 2.0
+    lo = hi / 2.0 if hi > 1.0 else 0.0
+    eps = float(optimize.brentq(lambda e: _log_gaussian_delta(e, sig, sens) - log_target, lo, hi,
+                                xtol=1e-14, rtol=4 * np.finfo(float).eps))
+    while _log_gaussian_delta(eps, sig, sens) > log_target:
+        eps = float(np.nextafter(eps, math.inf)) * (1 + 1e-15)
+    return eps
+
+
+def _analytic_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
+    """Smallest σ with δ(ε; σ, Δ) ≤ δ: bracket in log σ by doubling, then Brent's method."""
+    log_target = math.log(delta)
+
+    def excess(log_sigma: float) -> float:
+        val = _log_gaussian_delta(epsilon, math.exp(log_sigma), sensitivity)
+        return max(val, -1e300) - log_target  # the profile is positive for every finite σ
+
+    lo = hi = math.log(sensitivity)
+    while excess(hi) > 0.0:
+        hi += math.log(2.0)
+    while excess(lo) <= 0.0:
+        lo -= math.log(2.0)
+    root = float(optimize.brentq(excess, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps))
+    sigma = math.exp(root)
+    while _log_gaussian_delta(epsilon, sigma, sensitivity) > log_target:
+        sigma = float(np.nextafter(sigma, math.inf)) * (1 + 1e-15)
+    return sigma
+
+
+class GaussianMechanism:
+    r"""Add i.i.d. :math:`N(0, \sigma^2)` noise to each coordinate: the local Gaussian mechanism.
+
+    Seed 000 Lemma 3 / Proposition 4 and seed 002 Lemma 2.8 / Proposition 7.1: each sensor adds
+    Gaussian noise to its own reading; with σ calibrated to the ℓ2 sensitivity Δ2 of the vector of
+    all readings between neighbouring source vectors, the vector of noisy readings is (ε, δ)-DP.
+
+    Parameters
+    ----------
+    epsilon : float
+        ε > 0.
+    delta : float
+        δ in (0, 1).
+    sensitivity : float
+        ℓ2 sensitivity Δ2 > 0 of the released vector (e.g. :func:`dpcloak.privacy.l2_sensitivity`).
+    calibration : {"analytic", "classic", "paper"}
+        How σ is chosen (module docstring). ``"classic"`` refuses ε ≥ 1; every calibration is
+        re-checked against the exact profile :func:`gaussian_delta` and refused if it overspends.
+    neighbouring : str
+        The neighbouring relation Δ2 was computed for (reported by :meth:`guarantee`).
+
+    Attributes
+    ----------
+    sigma, variance : float
+        Noise standard deviation and variance.
+
+    Privacy guarantee
+    -----------------
+    (ε, δ)-DP for neighbouring inputs whose released vectors differ by at most Δ2 in ℓ2 (real-valued
+    noise; see the module docstring on floating point).
+    """
+
+    def __init__(
+        self,
+        *,
+        epsilon: float,
+        delta: float,
+        sensitivity: float,
+        calibration: str = "analytic",
+        neighbouring: str = DEFAULT_NEIGHBOURING,
+    ) -> None:
+        self.epsilon = check_real("epsilon", epsilon, low=0.0)
+        self.delta = check_probability("delta", delta)
+        self.sensitivity = check_real("sensitivity", sensitivity, low=0.0)
+        self.calibration = check_choice("calibration", calibration, GAUSSIAN_CALIBRATIONS)
+        self.neighbouring = str(neighbouring)
+        self.sigma = self._calibrate()
+
+    def _calibrate(self) -> float:
+        eps, dlt, sens = self.epsilon, self.delta, self.sensitivity
+        if self.calibration == "analytic":
+            sigma = _analytic_sigma(eps, dlt, sens)
+        elif self.calibration == "classic":
+            if eps >= 1.0:
+                raise InvalidParameterError(
+                    f"epsilon must lie in (0, 1) for the classic Gaussian calibration (Dwork & Roth Thm A.1), "
+                    f"got {eps:g}; use calibration='analytic' for any epsilon > 0"
+                )
+            sigma = math.sqrt(2.0 * math.log(1.25 / dlt)) * sens / eps
+        else:
+            sigma = 2.0 * math.log(1.25 / dlt) * sens / eps
+        achieved = math.exp(_log_gaussian_delta(eps, sigma, sens))
+        if not achieved <= dlt:
+            raise InvalidParameterError(
+                f"the {self.calibration} calibration gives sigma={sigma:.6g}, whose exact privacy profile "
+                f"delta(epsilon={eps:g}) = {achieved:.6g} exceeds the target delta={dlt:g}; "
+                "use calibration='analytic'"
+            )
+        return sigma
+
+    @property
+    def variance(self) -> float:
+        """σ²."""
+        return self.sigma**2
+
+    def privatize(self, values: ArrayLike, *, rng: RngLike = None) -> NDArray[np.float64]:
+        """Return ``values + N(0, σ² I)`` (same shape; scalars give a 0-d array).
+
+        Raises :class:`~dpcloak.errors.InvalidParameterError` on NaN or infinite values.
+        """
+        x = check_values(values)
+        gen = as_generator(rng)
+        return x + self.sigma * gen.standard_normal(x.shape)
+
+    def noise_quantile(self, u: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Gaussian noise by the inverse CDF: ``σ Φ⁻¹(u)`` (exact transform of a uniform)."""
+        return self.sigma * special.ndtri(np.asarray(u, dtype=float))
+
+    def guarantee(self) -> PrivacyGuarantee:
+        """(ε, δ)-DP with the achieved δ never above the target (re-checked at construction)."""
+        source = {
+            "analytic": "Balle & Wang 2018, Theorem 8 (exact profile), smallest sigma",
+            "classic": "Dwork & Roth 2014, Theorem A.1 (epsilon < 1)",
+            "paper": "seed 000 Lemma 3 / Prop. 4; seed 002 Lemma 2.8 (sigma = 2 ln(1.25/delta) Delta2 / epsilon)",
+        }[self.calibration]
+        return PrivacyGuarantee(
+            kind="(ε, δ)-DP",
+            epsilon=self.epsilon,
+            delta=self.delta,
+            neighbouring=self.neighbouring,
+            sensitivity=self.sensitivity,
+            norm="l2",
+            mechanism=f"Gaussian N(0, sigma^2), sigma={self.sigma:.6g}, {self.calibration} calibration",
+            source=source,
+        )
+
+    def __repr__(self) -> str:
+        return (f"GaussianMechanism(epsilon={self.epsilon:g}, delta={self.delta:g}, "
+                f"sensitivity={self.sensitivity:.6g}, calibration={self.calibration!r}, sigma={self.sigma:.6g})")
+
+
+class LaplaceMechanism:
+    r"""Add i.i.d. Laplace noise of scale :math:`b = \Delta_1/\varepsilon` to each coordinate.
+
+    Seed 003 (Ghazi et al.), Definition 2.2 and Lemma 2.2 ([DMNS06]): with ℓ1 sensitivity Δ1 the
+    Laplace mechanism with parameter Δ1/ε is ε-DP.
+
+    Parameters
+    ----------
+    epsilon : float
+        ε > 0.
+    sensitivity : float
+        ℓ1 sensitivity Δ1 > 0.
+    neighbouring : str
+        The neighbouring relation Δ1 was computed for.
+
+    Attributes
+    ----------
+    scale : float
+        The Laplace scale b (re-checked: Δ1 / b ≤ ε in floating point).
+
+    Privacy guarantee
+    -----------------
+    ε-DP (δ = 0) for neighbouring inputs whose released vectors differ by at most Δ1 in ℓ1
+    (real-valued noise; see the module docstring on floating point).
+    """
+
+    def __init__(self, *, epsilon: float, sensitivity: float, neighbouring: str = DEFAULT_NEIGHBOURING) -> None:
+        self.epsilon = check_real("epsilon", epsilon, low=0.0)
+        self.sensitivity = check_real("sensitivity", sensitivity, low=0.0)
+        self.neighbouring = str(neighbouring)
+        scale = self.sensitivity / self.epsilon
+        while self.sensitivity / scale > self.epsilon:  # re-check: never overspend by rounding
+            scale = float(np.nextafter(scale, math.inf))
+        self.scale = scale
+
+    @property
+    def variance(self) -> float:
+        """2 b²."""
+        return 2.0 * self.scale**2
+
+    def privatize(self, values: ArrayLike, *, rng: RngLike = None) -> NDArray[np.float64]:
+        """Return ``values + Lap(b)`` noise per coordinate (same shape)."""
+        x = check_values(values)
+        gen = as_generator(rng)
+        return x + gen.laplace(0.0, self.scale, x.shape)
+
+    def noise_quantile(self, u: NDArray[np.float64]) -> NDArray[np.float64]:
+        """Laplace noise by the inverse CDF ``−b sgn(u − ½) log(1 − 2|u − ½|)``."""
+        c = np.asarray(u, dtype=float) - 0.5
+        return -self.scale * np.sign(c) * np.log1p(-2.0 * np.abs(c))
+
+    def guarantee(self) -> PrivacyGuarantee:
+        """ε-DP (δ = 0)."""
+        return PrivacyGuarantee(
+            kind="ε-DP",
+            epsilon=self.epsilon,
+            delta=0.0,
+            neighbouring=self.neighbouring,
+            sensitivity=self.sensitivity,
+            norm="l1",
+            mechanism=f"Laplace Lap(b), b={self.scale:.6g}",
+            source="seed 003 Lemma 2.2 (Dwork, McSherry, Nissim & Smith 2006)",
+        )
+
+    def __repr__(self) -> str:
+        return f"LaplaceMechanism(epsilon={self.epsilon:g}, sensitivity={self.sensitivity:.6g}, scale={self.scale:.6g})"
+
