@@ -6,6 +6,7 @@ import typer
 
 from dpcloak import __version__
 from dpcloak.cli.demo import demo
+from dpcloak.cli.reproduce import reproduce
 from dpcloak.cli.sensitivity import sensitivity
 
 __all__ = ["app", "main"]
@@ -34,6 +35,7 @@ def _root(
 
 app.command()(demo)
 app.command()(sensitivity)
+app.command()(reproduce)
 
 
 def main() -> None:

@@ -1,0 +1,205 @@
+"""What an experiment is, and where the runner finds them.
+
+An :class:`Experiment` declares a parameter sweep (a list of parameter dictionaries, one per point),
+how many trials to run at each point, a top-level *trial function* that turns one parameter
+dictionary and a seeded generator into one result row, a *plot function* that draws the rows and
+a *claims function* that compares the rows with what the paper says.
+
+Registration needs no edit to this file: every module of the :mod:`dpcloak.experiments` package
+whose name does not start with ``_`` (and is not one of :data:`INFRASTRUCTURE`) is imported on
+first use, and each :class:`Experiment` in its module-level ``EXPERIMENTS`` tuple is registered.
+A module that fails to import is skipped and reported by :func:`discovery_errors` (the CLI shows
+it), so one broken module never hides the others.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dpcloak.errors import InvalidParameterError
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = [
+    "Claim",
+    "Experiment",
+    "INFRASTRUCTURE",
+    "Row",
+    "discovery_errors",
+    "get_experiment",
+    "list_experiments",
+    "register",
+    "vary",
+]
+
+#: One trial's result: parameter names and measured quantities mapped to plain values.
+Row = Mapping[str, Any]
+
+#: Modules of :mod:`dpcloak.experiments` that hold machinery, not experiments (never scanned).
+INFRASTRUCTURE = frozenset({"registry", "runner", "plotting", "report"})
+
+VERDICTS = ("confirmed", "not confirmed", "partly", "not applicable")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One line of a report's claim/measured table.
+
+    Attributes
+    ----------
+    claim : str
+        What the paper says, with its figure/section (e.g. "EMD grows as T → 0 and T → ∞ (Fig. 4c)").
+    measured : str
+        What this run measured, formatted from the data (never typed by hand).
+    verdict : str
+        One of ``"confirmed"``, ``"not confirmed"``, ``"partly"``, ``"not applicable"``.
+    """
+
+    claim: str
+    measured: str
+    verdict: str
+
+    def __post_init__(self) -> None:
+        if self.verdict not in VERDICTS:
+            raise InvalidParameterError(f"verdict must be one of {', '.join(VERDICTS)}, got {self.verdict!r}")
+
+    @classmethod
+    def check(cls, claim: str, measured: str, holds: bool | np.bool_) -> Claim:
+        """A claim whose verdict is ``confirmed`` when ``holds`` else ``not confirmed``."""
+        return cls(claim, measured, "confirmed" if bool(holds) else "not confirmed")
+
+
+@dataclass(frozen=True)
+class Experiment:
+    """A declared parameter sweep × trials with its trial, plot and claims functions.
+
+    Attributes
+    ----------
+    id : str
+        Short unique name used on the command line and as the output folder
+        (``<paper>-<figure>``, e.g. ``"sensor-fig3"``, ``"thesis-table8.2"``, ``"heatmaps-fig2"``).
+    title : str
+        One line shown by ``dpcloak reproduce --list``.
+    source : str
+        The document and figure/table reproduced (e.g. "Gilbert & McMillan (seed 000), Figure 3").
+    trial : callable
+        ``trial(params, rng) -> dict``. Must be a **module-level function** (it is pickled to worker
+        processes or Dask workers). ``params`` is one point of the sweep, ``rng`` a
+        :class:`numpy.random.Generator` seeded from the per-trial seed the runner records. Return
+        the measured values only (parameters and seed are added by the runner). Use the standard
+        names ``delta2``, ``sigma``, ``emd``, ``solve_time`` where they apply; raising a
+        :class:`~dpcloak.errors.DpcloakError` records the trial as failed (kept in the data).
+    sweep : sequence of dict
+        The points: one parameter dictionary each (build them with :func:`vary`). A ``panel`` key
+        groups points into figure panels.
+    quick_sweep : sequence of dict
+        A tiny sweep for ``--quick`` and the tests (seconds, not minutes).
+    plot : callable
+        ``plot(rows) -> matplotlib.figure.Figure`` from the list of rows (dicts with every parameter,
+        ``seed``, ``trial``, ``point`` and the trial's results). Use :mod:`dpcloak.experiments.plotting`.
+    claims : callable
+        ``claims(rows) -> sequence of Claim`` computed from the rows.
+    trials : int
+        Trials per point by default (the papers use 10; 1 for deterministic computations).
+    quick_trials : int
+        Trials per point with ``--quick``.
+    notes : str
+        Markdown paragraph copied into the report: choices the paper leaves open (sweep ranges,
+        readings of ambiguous captions) and discrepancies found.
+    """
+
+    id: str
+    title: str
+    source: str
+    trial: Callable[[Mapping[str, Any], np.random.Generator], Mapping[str, Any]]
+    sweep: Sequence[Mapping[str, Any]]
+    quick_sweep: Sequence[Mapping[str, Any]]
+    plot: Callable[[Sequence[Row]], Figure]
+    claims: Callable[[Sequence[Row]], Sequence[Claim]]
+    trials: int = 10
+    quick_trials: int = 2
+    notes: str = ""
+    tags: tuple[str, ...] = field(default=())
+
+    def __post_init__(self) -> None:
+        if not self.id or any(c.isspace() or c in "/\\" for c in self.id):
+            raise InvalidParameterError(f"experiment id must be non-empty without spaces or slashes, got {self.id!r}")
+        for name in ("trials", "quick_trials"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise InvalidParameterError(f"{name} must be an integer >= 1, got {value!r}")
+        for name in ("sweep", "quick_sweep"):
+            if len(getattr(self, name)) == 0:
+                raise InvalidParameterError(f"{name} of experiment {self.id!r} must contain at least one point")
+
+
+def vary(name: str, values: Iterable[Any], *, panel: str | None = None, **fixed: Any) -> list[dict[str, Any]]:
+    """Points varying one parameter with the others fixed (one panel of a paper figure).
+
+    >>> vary("n", [50, 100], panel="a", m=50)
+    [{'panel': 'a', 'm': 50, 'n': 50}, {'panel': 'a', 'm': 50, 'n': 100}]
+    """
+    head = {} if panel is None else {"panel": panel}
+    return [{**head, **fixed, name: value} for value in values]
+
+
+_REGISTRY: dict[str, Experiment] = {}
+_ERRORS: dict[str, str] = {}
+_DISCOVERED = False
+
+
+def register(experiment: Experiment) -> Experiment:
+    """Add an experiment to the registry (ids are unique) and return it."""
+    if not isinstance(experiment, Experiment):
+        raise InvalidParameterError(f"experiment must be an Experiment, got {type(experiment).__name__}")
+    existing = _REGISTRY.get(experiment.id)
+    if existing is not None and existing is not experiment:
+        raise InvalidParameterError(f"experiment id {experiment.id!r} is already registered ({existing.source})")
+    _REGISTRY[experiment.id] = experiment
+    return experiment
+
+
+def _discover() -> None:
+    global _DISCOVERED
+    if _DISCOVERED:
+        return
+    _DISCOVERED = True
+    package = importlib.import_module("dpcloak.experiments")
+    for info in sorted(pkgutil.iter_modules(package.__path__), key=lambda i: i.name):
+        if info.name.startswith("_") or info.name in INFRASTRUCTURE:
+            continue
+        name = f"dpcloak.experiments.{info.name}"
+        try:
+            module = importlib.import_module(name)
+            for experiment in getattr(module, "EXPERIMENTS", ()):
+                register(experiment)
+        except Exception as exc:  # a broken or half-written module must not hide the others
+            _ERRORS[name] = f"{type(exc).__name__}: {exc}"
+
+
+def list_experiments() -> list[Experiment]:
+    """Every registered experiment, sorted by id (discovers the package's modules on first call)."""
+    _discover()
+    return [_REGISTRY[key] for key in sorted(_REGISTRY)]
+
+
+def get_experiment(experiment_id: str) -> Experiment:
+    """The experiment with this id; :class:`InvalidParameterError` listing the ids if unknown."""
+    _discover()
+    if experiment_id not in _REGISTRY:
+        known = ", ".join(sorted(_REGISTRY)) or "none"
+        raise InvalidParameterError(f"unknown experiment {experiment_id!r}; known experiments: {known}")
+    return _REGISTRY[experiment_id]
+
+
+def discovery_errors() -> dict[str, str]:
+    """Experiment modules that failed to import, mapped to their error message."""
+    _discover()
+    return dict(_ERRORS)

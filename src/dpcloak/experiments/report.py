@@ -1,0 +1,105 @@
+"""Write a run's outputs: ``data.csv`` (one row per trial), ``figure.png`` and ``report.md``."""
+
+from __future__ import annotations
+
+import csv
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from dpcloak import __version__
+from dpcloak.experiments.registry import Experiment, Row
+
+if TYPE_CHECKING:
+    from dpcloak.experiments.runner import RunResult
+
+__all__ = ["STANDARD_COLUMNS", "columns", "write_csv", "write_outputs", "write_report"]
+
+#: Columns every data.csv has, empty where a quantity does not apply (e.g. EMD in a Δ2-only figure).
+STANDARD_COLUMNS = ("delta2", "sigma", "emd", "solve_time")
+_ID_COLUMNS = ("experiment", "point", "trial", "seed")
+
+
+def columns(rows: Sequence[Row]) -> list[str]:
+    """Column order: ids and seed, parameters/results in first-seen order, standard columns, ``error``."""
+    seen: dict[str, None] = dict.fromkeys(_ID_COLUMNS)
+    for row in rows:
+        seen.update(dict.fromkeys(k for k in row if k not in STANDARD_COLUMNS and k != "error"))
+    return [*seen, *STANDARD_COLUMNS, "error"]
+
+
+def _cell(value: Any) -> Any:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return value
+
+
+def write_csv(rows: Sequence[Row], path: Path) -> None:
+    """One line per trial with every column of :func:`columns` (missing values left empty)."""
+    names = columns(rows)
+    with path.open("w", newline="") as handle:
+        writer = csv.writer(handle)
+        writer.writerow(names)
+        for row in rows:
+            writer.writerow([_cell(row.get(name)) for name in names])
+
+
+def _truthy_count(rows: Sequence[Row], key: str) -> int:
+    return sum(1 for r in rows if r.get(key) is True or r.get(key) in (1, "True", "true"))
+
+
+def _sweep_lines(rows: Sequence[Row]) -> list[str]:
+    params = [k for k in columns(rows) if k not in (*_ID_COLUMNS, *STANDARD_COLUMNS, "error")]
+    lines = []
+    for key in params:
+        values = sorted({str(r.get(key)) for r in rows if key in r})
+        if 1 <= len(values) <= 40:
+            lines.append(f"- `{key}`: {', '.join(values)}")
+    return lines
+
+
+def write_report(experiment: Experiment, result: RunResult, path: Path) -> None:
+    """The markdown report: provenance, trial accounting, the claim/measured table and the figure."""
+    rows = result.rows
+    failed = [r for r in rows if r.get("error")]
+    policies = sorted({str(r["radius_policy"]) for r in rows if r.get("radius_policy")})
+    lines = [
+        f"# {experiment.id}: {experiment.title}",
+        "",
+        f"Source: {experiment.source}.",
+        "",
+        f"- dpcloak version: {__version__}",
+        f"- seed: {result.seed} (per-trial seeds in `data.csv`, column `seed`)",
+        f"- trials per point: {result.trials}{' (quick sweep)' if result.quick else ''}; "
+        f"total trials: {len(rows)}; executor: {result.executor}; trial time: {result.elapsed:.1f} s",
+        f"- failed trials (kept in `data.csv`, column `error`): {len(failed)}",
+    ]
+    if any("infeasible" in r for r in rows):
+        lines.append(f"- trials where the recovery constraint was infeasible (kept, flagged in column `infeasible`): "
+                     f"{_truthy_count(rows, 'infeasible')}")
+    if any("converged" in r for r in rows):
+        lines.append(f"- trials whose solver did not converge (kept, column `converged`): "
+                     f"{sum(1 for r in rows if 'converged' in r and not r['converged'])}")
+    if policies:
+        lines.append(f"- recovery radius policy: {', '.join(policies)}")
+    if failed:
+        lines.append(f"- first failure: `{failed[0]['error']}`")
+    lines += ["", "## Claims", "", "| claim (paper) | measured (this run) | verdict |", "|---|---|---|"]
+    for claim in result.claims:
+        cells = (c.replace("|", "\\|").replace("\n", " ") for c in (claim.claim, claim.measured, claim.verdict))
+        lines.append("| " + " | ".join(cells) + " |")
+    if experiment.notes:
+        lines += ["", "## Notes", "", experiment.notes.strip()]
+    lines += ["", "## Sweep", "", *_sweep_lines(rows), "", "## Figure", "", "![figure](figure.png)", ""]
+    path.write_text("\n".join(lines))
+
+
+def write_outputs(experiment: Experiment, result: RunResult) -> None:
+    """Create the output folder and write ``data.csv``, ``figure.png`` and ``report.md``."""
+    data, figure_path, report = result.files
+    result.out_dir.mkdir(parents=True, exist_ok=True)
+    write_csv(result.rows, data)
+    figure = experiment.plot(list(result.rows))
+    figure.savefig(figure_path, dpi=90)
+    write_report(experiment, result, report)
