@@ -1,0 +1,453 @@
+r"""Black-box auditing: test a privacy claim of any callable mechanism from its outputs alone.
+
+:func:`audit_blackbox` takes ``mechanism(database, rng) -> output`` (or, with ``vectorized=True``,
+``mechanism(database, rng, size) -> size outputs``), one neighbouring pair ``(d0, d1)`` or several,
+and the claimed ``(ε, δ)``, and runs a property tester of :mod:`dpcloak.audit.testers` on the two
+output distributions:
+
+* no side information → Algorithm 4 (aDP, no information). With ``δ = 0`` this only tests
+  ``δ_ε ≤ 2α``: pure DP cannot be verified from samples (thesis Theorem 10.5);
+* ``side_information`` and ``δ > 0`` → Algorithm 5; ``side_information`` and ``δ = 0`` → Algorithm 6.
+
+**What is tested is the discretised mechanism.** Outputs are mapped to a real number (the output
+itself if scalar; with ``feature`` a user map; otherwise the projection onto the direction
+``mean(pilot₁) − mean(pilot₀)`` estimated from a pilot sample) and then to one of ``n`` bins
+``(−∞, e₁], (e₁, e₂], …, (e_{n−1}, ∞)`` with user edges or, by default, the quantiles of a pooled
+pilot sample. The pilot samples are fresh (not reused by the tester), so the tester's guarantees
+hold conditionally on the binning. By post-processing, a mechanism that is ``(ε, δ)``-DP stays so
+after any projection and binning, so an honest mechanism is accepted with the stated probability;
+but a violation that the projection/binning hides (an event not a union of bins) cannot be seen —
+a REJECT is evidence against the claim, an ACCEPT is evidence only about the binned outputs.
+
+:func:`audit_random_pairs` is the random-pair conversion of §10.2 (Algorithm 3, Theorem 10.3) for
+random-DP notions: draw neighbouring pairs from a data distribution, test each pair repeatedly,
+and accept iff the fraction of rejected pairs is at most ``γ + α/λ``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import stats
+
+from dpcloak._rng import RngLike, as_generator
+from dpcloak._validation import check_int, check_real, check_vector
+from dpcloak.audit.testers import (
+    ACCEPT,
+    REJECT,
+    TesterResult,
+    adp_fi_tester,
+    adp_tester,
+    pdp_fi_tester,
+)
+from dpcloak.errors import InvalidParameterError
+
+__all__ = [
+    "Binning",
+    "PairAudit",
+    "BlackBoxAudit",
+    "RandomPairAudit",
+    "audit_blackbox",
+    "audit_random_pairs",
+    "random_pair_plan",
+]
+
+#: ``mechanism(database, rng)`` → one output; vectorized: ``mechanism(database, rng, size)``.
+Mechanism = Callable[..., Any]
+#: ``side_information(database, binning)`` → the claimed probability of each bin.
+SideInformation = Callable[[Any, "Binning"], ArrayLike]
+
+
+@dataclass(frozen=True)
+class Binning:
+    """How outputs are discretised before testing (part of what is tested).
+
+    Attributes
+    ----------
+    edges : ndarray
+        Increasing interior edges ``e₁ < … < e_{n−1}``; bin ``k`` is ``(e_k, e_{k+1}]`` with
+        ``e₀ = −∞`` and ``e_n = +∞``.
+    direction : ndarray or None
+        Unit vector vector outputs are projected on (``None`` for scalar outputs or a user feature).
+    source : str
+        ``"user edges"`` or ``"pilot quantiles"``, plus how outputs became scalars.
+    """
+
+    edges: NDArray[np.float64]
+    direction: NDArray[np.float64] | None
+    source: str
+
+    @property
+    def n_bins(self) -> int:
+        """Number of bins ``n``."""
+        return int(self.edges.size) + 1
+
+    def index(self, values: ArrayLike) -> NDArray[np.int64]:
+        """Bin index in ``[0, n)`` of each scalar value."""
+        return np.searchsorted(self.edges, np.asarray(values, dtype=float), side="left").astype(np.int64)
+
+
+@dataclass(frozen=True)
+class PairAudit:
+    """The test of one neighbouring pair: the tester's result, the binning and the pilot queries."""
+
+    test: TesterResult
+    binning: Binning
+    pilot_queries: int
+
+
+@dataclass(frozen=True)
+class BlackBoxAudit:
+    """Result of :func:`audit_blackbox`.
+
+    Attributes
+    ----------
+    verdict : {"ACCEPT", "REJECT"}
+        REJECT iff some pair's test rejected.
+    epsilon, delta : float
+        The claim tested.
+    pairs : tuple of PairAudit
+        One entry per neighbouring pair, with the evidence (statistic, threshold, queries, proximity).
+    queries : int
+        Total calls of the mechanism (pilot samples included).
+    notes : str
+        What the verdict does and does not establish (tester used, pure-DP caveat).
+    """
+
+    verdict: str
+    epsilon: float
+    delta: float
+    pairs: tuple[PairAudit, ...]
+    queries: int
+    notes: str
+
+    @property
+    def accepted(self) -> bool:
+        """``True`` when the verdict is ACCEPT."""
+        return self.verdict == ACCEPT
+
+    @property
+    def worst(self) -> PairAudit:
+        """The pair with the largest statistic relative to its threshold."""
+        return max(self.pairs, key=lambda p: p.test.statistic - p.test.threshold)
+
+
+@dataclass(frozen=True)
+class RandomPairAudit:
+    """Result of :func:`audit_random_pairs` (thesis Algorithm 3).
+
+    Attributes
+    ----------
+    verdict : {"ACCEPT", "REJECT"}
+        ACCEPT iff ``fraction_rejected ≤ threshold``.
+    fraction_rejected : float
+        ``y``: fraction of sampled pairs whose majority vote was REJECT.
+    threshold : float
+        ``γ + α/λ``.
+    n_pairs, repeats : int
+        Pairs sampled and tests per pair (majority vote).
+    queries : int
+        Total calls of the mechanism.
+    proximity : float
+        ``2α`` in the random-DP metric ``min{|δ_ε − δ'_ε|, λ|γ − γ'|}`` (Theorem 10.3).
+    """
+
+    verdict: str
+    fraction_rejected: float
+    threshold: float
+    n_pairs: int
+    repeats: int
+    queries: int
+    proximity: float
+
+
+# --------------------------------------------------------------------------------------------------
+# sampling and binning
+
+
+def _draw(mechanism: Mechanism, database: Any, size: int, rng: np.random.Generator, vectorized: bool) -> NDArray[Any]:
+    if vectorized:
+        out = np.asarray(mechanism(database, rng, size))
+        if out.shape[:1] != (size,):
+            raise InvalidParameterError(
+                f"a vectorized mechanism asked for {size} outputs returned an array of shape {out.shape}"
+            )
+    else:
+        out = np.asarray([mechanism(database, rng) for _ in range(size)])
+    try:
+        values = out.reshape(size, -1).astype(float)
+    except (TypeError, ValueError):
+        raise InvalidParameterError("mechanism outputs must be numbers or arrays of numbers") from None
+    if not np.all(np.isfinite(values)):
+        raise InvalidParameterError("mechanism outputs must be finite")
+    return values
+
+
+class _Scalarizer:
+    """Maps raw outputs (rows) to one real number each: identity, user feature or projection."""
+
+    def __init__(self, feature: Callable[[NDArray[Any]], ArrayLike] | None, direction: NDArray[np.float64] | None):
+        self.feature = feature
+        self.direction = direction
+
+    def __call__(self, values: NDArray[Any]) -> NDArray[np.float64]:
+        if self.feature is not None:
+            z = np.asarray(self.feature(values), dtype=float).reshape(-1)
+            if z.shape != (values.shape[0],):
+                raise InvalidParameterError(
+                    f"feature must map {values.shape[0]} outputs to {values.shape[0]} numbers, got shape {z.shape}"
+                )
+            return z
+        if values.shape[1] == 1:
+            return values[:, 0]
+        if self.direction is None or self.direction.size != values.shape[1]:
+            raise InvalidParameterError("vector outputs changed dimension between queries")
+        return values @ self.direction
+
+
+def _plan_binning(
+    pilot0: NDArray[Any], pilot1: NDArray[Any], *, bins: int | ArrayLike,
+    feature: Callable[[NDArray[Any]], ArrayLike] | None,
+) -> tuple[Binning, _Scalarizer]:
+    direction: NDArray[np.float64] | None = None
+    how = "scalar outputs"
+    if feature is not None:
+        how = "user feature"
+    elif pilot0.shape[1] > 1:
+        diff = pilot1.mean(axis=0) - pilot0.mean(axis=0)
+        norm = float(np.linalg.norm(diff))
+        direction = diff / norm if norm > 0 else np.eye(pilot0.shape[1])[0]
+        how = "projection on the pilot mean difference"
+    scal = _Scalarizer(feature, direction)
+    if isinstance(bins, int | np.integer) and not isinstance(bins, bool):
+        k = check_int("bins", bins, minimum=1)
+        pooled = np.concatenate([scal(pilot0), scal(pilot1)])
+        edges = np.unique(np.quantile(pooled, np.arange(1, k) / k)) if k > 1 else np.empty(0)
+        return Binning(edges, direction, f"pilot quantiles ({k} requested, {edges.size + 1} distinct); {how}"), scal
+    edges = check_vector("bins", bins)
+    if np.any(np.diff(edges) <= 0):
+        raise InvalidParameterError("bins (interior edges) must be strictly increasing")
+    return Binning(edges, direction, f"user edges; {how}"), scal
+
+
+def _audit_pair(
+    mechanism: Mechanism, d0: Any, d1: Any, *, epsilon: float, delta: float, alpha: float | None,
+    budget: float | None, bins: int | ArrayLike, feature: Callable[[NDArray[Any]], ArrayLike] | None, pilot: int,
+    side_information: SideInformation | None, vectorized: bool, failure_probability: float,
+    rng: np.random.Generator,
+) -> PairAudit:
+    p0 = _draw(mechanism, d0, 2, rng, vectorized)
+    p1 = _draw(mechanism, d1, 2, rng, vectorized)
+    probe = 2
+    user_edges = not isinstance(bins, int | np.integer) or isinstance(bins, bool)
+    if not user_edges or (feature is None and p0.shape[1] > 1):
+        p0 = _draw(mechanism, d0, pilot, rng, vectorized)
+        p1 = _draw(mechanism, d1, pilot, rng, vectorized)
+        probe += pilot
+    binning, scal = _plan_binning(p0, p1, bins=bins, feature=feature)
+    n = binning.n_bins
+
+    def sampler(database: Any) -> Callable[[int, np.random.Generator], NDArray[np.int64]]:
+        def draw(size: int, gen: np.random.Generator) -> NDArray[np.int64]:
+            if size == 0:
+                return np.empty(0, dtype=np.int64)
+            return binning.index(scal(_draw(mechanism, database, size, gen, vectorized)))
+        return draw
+
+    s0, s1 = sampler(d0), sampler(d1)
+    f = failure_probability
+    if side_information is None:
+        test = adp_tester(s0, s1, n=n, epsilon=epsilon, delta=delta, alpha=alpha, budget=budget,
+                          failure_probability=f, rng=rng)
+    else:
+        q0 = side_information(d0, binning)
+        q1 = side_information(d1, binning)
+        if delta > 0:
+            test = adp_fi_tester(s0, s1, q0=q0, q1=q1, epsilon=epsilon, delta=delta, alpha=alpha, budget=budget,
+                                 failure_probability=f, rng=rng)
+        else:
+            test = pdp_fi_tester(s0, s1, q0=q0, q1=q1, epsilon=epsilon, alpha=alpha, budget=budget,
+                                 failure_probability=f, rng=rng)
+    return PairAudit(test, binning, 2 * probe)
+
+
+def _pairs(neighbours: tuple[Any, Any] | Iterable[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
+    if isinstance(neighbours, tuple) and len(neighbours) == 2 and not _is_pair(neighbours[0]):
+        return [neighbours]
+    out = list(neighbours)
+    if not out or not all(_is_pair(p) for p in out):
+        raise InvalidParameterError("neighbours must be a pair (d0, d1) or a non-empty iterable of such pairs")
+    return out
+
+
+def _is_pair(obj: Any) -> bool:
+    return isinstance(obj, tuple) and len(obj) == 2
+
+
+def audit_blackbox(
+    mechanism: Mechanism,
+    neighbours: tuple[Any, Any] | Iterable[tuple[Any, Any]],
+    *,
+    epsilon: float,
+    delta: float = 0.0,
+    rng: RngLike = None,
+    alpha: float | None = None,
+    budget: float | None = None,
+    bins: int | ArrayLike = 10,
+    feature: Callable[[NDArray[Any]], ArrayLike] | None = None,
+    pilot: int = 2000,
+    side_information: SideInformation | None = None,
+    vectorized: bool = False,
+    failure_probability: float = 1 / 3,
+) -> BlackBoxAudit:
+    r"""Test the claim "``mechanism`` is ``(ε, δ)``-DP" on neighbouring databases, from samples.
+
+    Parameters
+    ----------
+    mechanism : callable
+        ``mechanism(database, rng) -> output`` (a number or an array of numbers); with
+        ``vectorized=True``, ``mechanism(database, rng, size)`` returning ``size`` outputs stacked
+        along axis 0 (much faster for numpy mechanisms).
+    neighbours : (d0, d1) or iterable of (d0, d1)
+        Neighbouring databases (any objects the mechanism accepts). An iterable is materialised;
+        each pair is tested with failure probability ``failure_probability / #pairs`` (union bound),
+        and the audit rejects if any pair is rejected.
+    epsilon, delta : float
+        The claim: ``ε ≥ 0``, ``δ ∈ [0, 1]``.
+    rng : Generator, int or None
+        All randomness (pilot, Poissonisation, the mechanism's noise) comes from here.
+    alpha, budget : float
+        Exactly one (default ``alpha = 0.05``): tester accuracy or expected queries per database.
+    bins : int or array_like
+        Number of pilot-quantile bins (default 10) or the interior bin edges.
+    feature : callable, optional
+        Vectorised map from an ``(size, d)`` array of outputs to ``size`` reals. Default: the output
+        itself if scalar, else its projection onto the pilot mean difference.
+    pilot : int
+        Pilot queries per database used to choose the projection and the bins (not used by the test).
+    side_information : callable, optional
+        ``side_information(database, binning)`` → claimed bin probabilities; selects the
+        full-information testers (Algorithm 5 if ``δ > 0``, Algorithm 6 if ``δ = 0``).
+    vectorized : bool
+        See ``mechanism``.
+    failure_probability : float
+        Bound on the probability that the audit errs, over all pairs.
+
+    Returns
+    -------
+    BlackBoxAudit
+        ``verdict``, the per-pair evidence, total queries and a note on what was verified.
+
+    Notes
+    -----
+    Verifying is as hard as breaking (thesis Theorem 10.2): if ``r`` queries suffice to verify a
+    claim, a violation of it can be exploited to distinguish two neighbours with ``r`` queries.
+    Strong claims (tiny ``δ``) therefore need infeasibly many queries; choose ``alpha`` of the order
+    of the violation you want to catch.
+    """
+    eps = check_real("epsilon", epsilon, low=0.0, low_inclusive=True)
+    dlt = check_real("delta", delta, low=0.0, high=1.0, low_inclusive=True, high_inclusive=True)
+    f = check_real("failure_probability", failure_probability, low=0.0, high=0.5)
+    pilot = check_int("pilot", pilot, minimum=2)
+    if alpha is None and budget is None:
+        alpha = 0.05
+    if not callable(mechanism):
+        raise InvalidParameterError("mechanism must be callable as mechanism(database, rng)")
+    pairs = _pairs(neighbours)
+    gen = as_generator(rng)
+    results = tuple(
+        _audit_pair(mechanism, d0, d1, epsilon=eps, delta=dlt, alpha=alpha, budget=budget, bins=bins,
+                    feature=feature, pilot=pilot, side_information=side_information, vectorized=vectorized,
+                    failure_probability=f / len(pairs), rng=gen)
+        for d0, d1 in pairs
+    )
+    verdict = ACCEPT if all(p.test.accepted for p in results) else REJECT
+    queries = sum(p.pilot_queries + sum(p.test.queries) for p in results)
+    tester = results[0].test.algorithm
+    if side_information is None and dlt == 0:
+        notes = (f"{tester} with delta = 0: only delta_eps <= 2 alpha is tested; pure DP is not verifiable "
+                 "without side information (thesis Theorem 10.5)")
+    else:
+        notes = f"{tester}; verdict concerns the binned outputs ({results[0].binning.source})"
+    return BlackBoxAudit(verdict, eps, dlt, results, queries, notes)
+
+
+# --------------------------------------------------------------------------------------------------
+# random pairs (thesis §10.2, Algorithm 3)
+
+
+def random_pair_plan(*, gamma: float, alpha: float, lam: float = 1.0) -> tuple[int, int]:
+    r"""``(n_pairs, repeats)`` of Algorithm 3 for ``γ``, proximity ``α`` and weight ``λ``.
+
+    ``n_pairs`` makes Theorem 10.3's Bernstein bound ``exp(−m(α/λ)²/(2(α/(2λ)+γ)² + 2α/λ))`` at most
+    1/3; ``repeats`` is the smallest odd ``k`` whose majority vote of 1/3-error tests errs with
+    probability ≤ ``α/(2λ)`` (exact binomial tail; the thesis writes ``log(2λ/α)`` up to constants).
+    """
+    g = check_real("gamma", gamma, low=0.0, high=1.0, low_inclusive=True)
+    a = check_real("alpha", alpha, low=0.0)
+    lm = check_real("lam", lam, low=0.0)
+    t = a / lm
+    n_pairs = math.ceil(math.log(3) * (2 * (t / 2 + g) ** 2 + 2 * t) / t**2)
+    target = min(t / 2, 0.5)
+    k = 1
+    while stats.binom.sf(k // 2, k, 1 / 3) > target:
+        k += 2
+    return n_pairs, k
+
+
+def audit_random_pairs(
+    mechanism: Mechanism,
+    sample_pair: Callable[[np.random.Generator], tuple[Any, Any]],
+    *,
+    epsilon: float,
+    delta: float,
+    gamma: float,
+    alpha: float,
+    lam: float = 1.0,
+    n_pairs: int | None = None,
+    repeats: int | None = None,
+    rng: RngLike = None,
+    bins: int | ArrayLike = 10,
+    feature: Callable[[NDArray[Any]], ArrayLike] | None = None,
+    pilot: int = 2000,
+    vectorized: bool = False,
+) -> RandomPairAudit:
+    r"""Test ``(ε, δ, γ)``-random approximate DP (thesis Algorithm 3, Theorem 10.3).
+
+    A mechanism is ``(ε, δ, γ)``-random DP if a neighbouring pair drawn from the data distribution
+    (``sample_pair(rng) -> (d0, d1)``) is ``(ε, δ)``-DP with probability ≥ ``1 − γ``. For each of
+    ``n_pairs`` sampled pairs, Algorithm 4 (through :func:`audit_blackbox`, accuracy ``α/2`` so its
+    proximity is ``α``) runs ``repeats`` times; ``x_i`` = majority REJECT; ACCEPT iff
+    ``y = mean(x_i) ≤ γ + α/λ``. Defaults for ``n_pairs`` and ``repeats``: :func:`random_pair_plan`.
+
+    Returns
+    -------
+    RandomPairAudit
+        Proximity ``2α`` in ``min{|δ_ε − δ'_ε|, λ|γ − γ'|}``.
+    """
+    g = check_real("gamma", gamma, low=0.0, high=1.0, low_inclusive=True)
+    a = check_real("alpha", alpha, low=0.0)
+    lm = check_real("lam", lam, low=0.0)
+    plan_pairs, plan_repeats = random_pair_plan(gamma=g, alpha=a, lam=lm)
+    m = plan_pairs if n_pairs is None else check_int("n_pairs", n_pairs, minimum=1)
+    k = plan_repeats if repeats is None else check_int("repeats", repeats, minimum=1)
+    gen = as_generator(rng)
+    votes = []
+    queries = 0
+    for _ in range(m):
+        d0, d1 = sample_pair(gen)
+        rejections = 0
+        for _ in range(k):
+            res = audit_blackbox(mechanism, (d0, d1), epsilon=epsilon, delta=delta, rng=gen, alpha=a / 2, bins=bins,
+                                 feature=feature, pilot=pilot, vectorized=vectorized)
+            rejections += not res.accepted
+            queries += res.queries
+        votes.append(2 * rejections > k)
+    y = float(np.mean(votes))
+    threshold = g + a / lm
+    return RandomPairAudit(ACCEPT if y <= threshold else REJECT, y, threshold, m, k, queries, 2 * a)
