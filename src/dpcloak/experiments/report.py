@@ -49,13 +49,23 @@ def _truthy_count(rows: Sequence[Row], key: str) -> int:
     return sum(1 for r in rows if r.get(key) is True or r.get(key) in (1, "True", "true"))
 
 
-def _sweep_lines(rows: Sequence[Row]) -> list[str]:
-    params = [k for k in columns(rows) if k not in (*_ID_COLUMNS, *STANDARD_COLUMNS, "error")]
+def _fmt(value: Any) -> str:
+    return f"{value:.4g}" if isinstance(value, float) else str(value)
+
+
+def _sweep_lines(points: Sequence[Row]) -> list[str]:
+    """One line per panel: the varied parameters with their values, then the fixed ones."""
+    panels: dict[str, list[Row]] = {}
+    for point in points:
+        panels.setdefault(str(point.get("panel", "")), []).append(point)
     lines = []
-    for key in params:
-        values = sorted({str(r.get(key)) for r in rows if key in r})
-        if 1 <= len(values) <= 40:
-            lines.append(f"- `{key}`: {', '.join(values)}")
+    for panel, group in panels.items():
+        keys = [k for k in dict.fromkeys(k for p in group for k in p) if k != "panel"]
+        values = {k: list(dict.fromkeys(_fmt(p.get(k)) for p in group)) for k in keys}
+        varied = "; ".join(f"`{k}` ∈ {{{', '.join(v)}}}" for k, v in values.items() if len(v) > 1)
+        fixed = ", ".join(f"`{k}` = {v[0]}" for k, v in values.items() if len(v) == 1)
+        head = f"- panel {panel}: " if panel else "- "
+        lines.append(head + (varied or "single point") + (f" (fixed: {fixed})" if fixed else ""))
     return lines
 
 
@@ -91,7 +101,8 @@ def write_report(experiment: Experiment, result: RunResult, path: Path) -> None:
         lines.append("| " + " | ".join(cells) + " |")
     if experiment.notes:
         lines += ["", "## Notes", "", experiment.notes.strip()]
-    lines += ["", "## Sweep", "", *_sweep_lines(rows), "", "## Figure", "", "![figure](figure.png)", ""]
+    points = experiment.quick_sweep if result.quick else experiment.sweep
+    lines += ["", "## Sweep", "", *_sweep_lines(points), "", "## Figure", "", "![figure](figure.png)", ""]
     path.write_text("\n".join(lines))
 
 
