@@ -1,0 +1,56 @@
+"""Differentially private heatmaps (Ghazi et al., seed 003): pyramid, hierarchical Laplace, RECONSTRUCT.
+
+points (user, x, y) ─bound_users─▶ UserAggregate s = Σ p_i ─hierarchical_laplace─▶ NoisyPyramid
+    ─reconstruct─▶ ŝ ─normalize─▶ â ─render─▶ H^σ_â.   ``private_heatmap`` runs the whole chain.
+"""
+
+from dpcloak.heatmaps.aggregate import LevelBudget, NoisyPyramid, hierarchical_laplace, level_budget
+from dpcloak.heatmaps.api import (
+    HeatmapResult,
+    heatmap_from_aggregate,
+    heatmap_from_frame,
+    laplace_baseline,
+    private_heatmap,
+)
+from dpcloak.heatmaps.baselines import BaselineRelease, laplace_cells
+from dpcloak.heatmaps.data import UserAggregate, bound_distributions, bound_users, snap
+from dpcloak.heatmaps.dense import DenseRelease, dense_aggregate
+from dpcloak.heatmaps.loaders import bounding_box, load_ais, load_points, lonlat_to_unit, pixels_to_unit
+from dpcloak.heatmaps.pyramid import pyramid_adjoint, pyramid_levels, pyramid_transform
+from dpcloak.heatmaps.reconstruct import Reconstruction, reconstruct
+from dpcloak.heatmaps.render import plot_heatmaps, render
+from dpcloak.heatmaps.synthetic import PointSet, gaussian_mixture_points
+
+__all__ = [
+    "BaselineRelease",
+    "DenseRelease",
+    "HeatmapResult",
+    "LevelBudget",
+    "NoisyPyramid",
+    "PointSet",
+    "Reconstruction",
+    "UserAggregate",
+    "bound_distributions",
+    "bound_users",
+    "bounding_box",
+    "dense_aggregate",
+    "gaussian_mixture_points",
+    "heatmap_from_aggregate",
+    "heatmap_from_frame",
+    "hierarchical_laplace",
+    "laplace_baseline",
+    "laplace_cells",
+    "level_budget",
+    "load_ais",
+    "load_points",
+    "lonlat_to_unit",
+    "pixels_to_unit",
+    "plot_heatmaps",
+    "private_heatmap",
+    "pyramid_adjoint",
+    "pyramid_levels",
+    "pyramid_transform",
+    "reconstruct",
+    "render",
+    "snap",
+]

@@ -1,0 +1,281 @@
+"""Front end: points (or a DataFrame) in, one normalised private heatmap out.
+
+``private_heatmap`` runs per-user bounding → Algorithm 1 → RECONSTRUCT (Ghazi et al.); ``laplace_baseline``
+runs per-user bounding → the [LXD+19] baseline. Both return :class:`HeatmapResult`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from dpcloak._rng import RngLike, as_generator
+from dpcloak._validation import check_choice, check_int, check_real
+from dpcloak.errors import InvalidParameterError
+from dpcloak.heatmaps.aggregate import check_aggregate, hierarchical_laplace
+from dpcloak.heatmaps.baselines import laplace_cells
+from dpcloak.heatmaps.data import UserAggregate, bound_users, check_resolution
+from dpcloak.heatmaps.reconstruct import reconstruct
+from dpcloak.heatmaps.render import render
+from dpcloak.privacy.mechanisms import PrivacyGuarantee
+
+__all__ = [
+    "METHODS",
+    "HeatmapResult",
+    "private_heatmap",
+    "laplace_baseline",
+    "heatmap_from_aggregate",
+    "heatmap_from_frame",
+    "normalize",
+]
+
+METHODS = ("pyramid", "laplace", "dense")
+
+
+@dataclass(frozen=True)
+class HeatmapResult:
+    """A released heatmap aggregate.
+
+    Attributes
+    ----------
+    aggregate : ndarray, shape (Δ, Δ)
+        â ≥ 0 with Σ â = 1 (rows are y, columns x).
+    method : str
+        ``"pyramid"`` (Algorithms 1–2), ``"laplace"`` ([LXD+19] baseline, ``top_percent`` in ``details``)
+        or ``"dense"`` (Appendix D).
+    epsilon : float
+        Total ε spent.
+    resolution, n_users, n_points : int
+        Δ, the number of users and of input points.
+    privacy : PrivacyGuarantee
+        What :meth:`guarantee` returns.
+    timings : mapping of str to float
+        Seconds per stage (``bound``, ``noise``, ``reconstruct``, ``normalize``, ``total``).
+    degenerate : bool
+        True when the private estimate was all zero and the uniform distribution was returned.
+    details : mapping
+        Method-specific numbers (w, γ, q, LP size, kept cells, ...).
+    """
+
+    aggregate: NDArray[np.float64]
+    method: str
+    epsilon: float
+    resolution: int
+    n_users: int
+    n_points: int
+    privacy: PrivacyGuarantee
+    timings: Mapping[str, float]
+    degenerate: bool = False
+    details: Mapping[str, Any] = field(default_factory=dict)
+
+    def guarantee(self) -> PrivacyGuarantee:
+        """ε-DP under add/remove-one-user (see the method's docstring)."""
+        return self.privacy
+
+    def render(self, *, sigma: float) -> NDArray[np.float64]:
+        """H^σ of the released aggregate (§2.3)."""
+        return render(self.aggregate, sigma=sigma)
+
+
+def normalize(estimate: NDArray[np.float64]) -> tuple[NDArray[np.float64], bool]:
+    """Clip at 0 and scale to sum 1; an all-zero estimate becomes uniform (flagged degenerate)."""
+    est = np.maximum(estimate, 0.0)
+    total = float(est.sum())
+    if not total > 0.0:
+        return np.full(est.shape, 1.0 / est.size), True
+    return est / total, False
+
+
+def _check_common(epsilon: float, resolution: int) -> None:
+    check_real("epsilon", epsilon, low=0.0)
+    check_resolution(resolution)
+
+
+def heatmap_from_aggregate(
+    aggregate: UserAggregate,
+    *,
+    method: str = "pyramid",
+    epsilon: float,
+    w: int = 20,
+    gamma: float = 2**-0.5,
+    top_percent: float | None = None,
+    rng: RngLike = None,
+    timings: Mapping[str, float] | None = None,
+) -> HeatmapResult:
+    """Release a heatmap from an already bounded aggregate (used by every front end and the experiments).
+
+    Parameters
+    ----------
+    aggregate : UserAggregate
+        Output of :func:`~dpcloak.heatmaps.data.bound_users` (or the Dask path).
+    method : {"pyramid", "laplace", "dense"}
+        Algorithm 1 + RECONSTRUCT, the [LXD+19] baseline, or Appendix D's dense algorithm.
+    epsilon : float
+        ε > 0.
+    w, gamma : int, float
+        Parameters of the pyramid method.
+    top_percent : float or None
+        Threshold of the baseline (``None``: plain baseline).
+    rng : Generator, int or None
+        Randomness.
+    timings : mapping, optional
+        Earlier stage timings to merge (e.g. ``bound``).
+
+    Privacy guarantee
+    -----------------
+    ε-DP under add/remove-one-user for every method (see :func:`private_heatmap`, :func:`laplace_baseline`,
+    :func:`~dpcloak.heatmaps.dense.dense_aggregate`); ``n_users`` and ``n_points`` are reported in the
+    clear as metadata.
+    """
+    agg = check_aggregate(aggregate)
+    meth = check_choice("method", method, METHODS)
+    check_real("epsilon", epsilon, low=0.0)
+    gen = as_generator(rng)
+    times = dict(timings or {})
+    details: dict[str, Any] = {}
+    t0 = time.perf_counter()
+    if meth == "pyramid":
+        width = check_int("w", w, minimum=1)
+        noisy = hierarchical_laplace(agg, epsilon=epsilon, w=width, gamma=gamma, rng=gen)
+        t1 = time.perf_counter()
+        rec = reconstruct(noisy, w=width)
+        estimate, privacy = rec.estimate, noisy.guarantee()
+        details.update(w=width, gamma=noisy.budget.gamma, q=noisy.budget.q, epsilons=noisy.budget.epsilons,
+                       lp_variables=rec.n_variables, lp_objective=rec.objective)
+    elif meth == "laplace":
+        rel = laplace_cells(agg, epsilon=epsilon, top_percent=top_percent, rng=gen)
+        t1 = time.perf_counter()
+        estimate, privacy = rel.estimate, rel.guarantee()
+        details.update(top_percent=top_percent, kept=rel.kept)
+    else:
+        from dpcloak.heatmaps.dense import dense_aggregate
+
+        dense = dense_aggregate(agg, epsilon=epsilon, rng=gen)
+        t1 = time.perf_counter()
+        estimate, privacy = dense.estimate, dense.guarantee()
+        details.update(coarse_resolution=dense.coarse_resolution)
+    t2 = time.perf_counter()
+    normalized, degenerate = normalize(estimate)
+    t3 = time.perf_counter()
+    times.update(noise=t1 - t0, reconstruct=t2 - t1, normalize=t3 - t2)
+    times["total"] = sum(v for k, v in times.items() if k != "total")
+    return HeatmapResult(
+        aggregate=normalized, method=meth, epsilon=float(epsilon), resolution=agg.resolution, n_users=agg.n_users,
+        n_points=agg.n_points, privacy=privacy, timings=times, degenerate=degenerate, details=details,
+    )
+
+
+def _bounded(users: ArrayLike, x: ArrayLike, y: ArrayLike, resolution: int) -> tuple[UserAggregate, dict[str, float]]:
+    t0 = time.perf_counter()
+    agg = bound_users(users, x, y, resolution=resolution)
+    return agg, {"bound": time.perf_counter() - t0}
+
+
+def private_heatmap(
+    users: ArrayLike,
+    x: ArrayLike,
+    y: ArrayLike,
+    *,
+    epsilon: float,
+    resolution: int,
+    w: int = 20,
+    gamma: float = 2**-0.5,
+    rng: RngLike = None,
+) -> HeatmapResult:
+    """ε-DP heatmap aggregate by Algorithms 1 and 2 of Ghazi et al. ("Differentially Private Heatmaps").
+
+    Parameters
+    ----------
+    users : array_like, shape (N,)
+        User id of each point; each user's points are bounded to one distribution (1/c per point).
+    x, y : array_like, shape (N,)
+        Coordinates in [0, 1) (see :func:`~dpcloak.heatmaps.loaders.lonlat_to_unit`).
+    epsilon : float
+        ε > 0.
+    resolution : int
+        Δ = 2^ℓ (other sizes are rejected).
+    w : int
+        Cells kept per level by RECONSTRUCT (paper: 20).
+    gamma : float
+        Budget decay rate γ (paper: 1/√2).
+    rng : Generator, int or None
+        Randomness.
+
+    Returns
+    -------
+    HeatmapResult
+        ``aggregate`` ≥ 0 summing to 1; error O(√k/(εn)) in EMD for k-sparse data (Theorem 3.1).
+
+    Privacy guarantee
+    -----------------
+    ε-DP under add/remove-one-user: levels q..ℓ of the pyramid of s = Σ p_i get Laplace noise of scale
+    1/ε_i with Σ ε_i = ε (basic composition); RECONSTRUCT and normalisation are post-processing.
+    """
+    _check_common(epsilon, resolution)
+    check_int("w", w, minimum=1)
+    agg, times = _bounded(users, x, y, resolution)
+    return heatmap_from_aggregate(agg, method="pyramid", epsilon=epsilon, w=w, gamma=gamma, rng=rng, timings=times)
+
+
+def laplace_baseline(
+    users: ArrayLike,
+    x: ArrayLike,
+    y: ArrayLike,
+    *,
+    epsilon: float,
+    resolution: int,
+    top_percent: float | None = None,
+    rng: RngLike = None,
+) -> HeatmapResult:
+    """The [LXD+19] baseline of Ghazi et al. §4: Lap(1/ε) on every cell, negatives zeroed, optional top-t %.
+
+    Privacy guarantee
+    -----------------
+    ε-DP under add/remove-one-user (Laplace mechanism on s with ℓ1 sensitivity 1).
+    """
+    _check_common(epsilon, resolution)
+    agg, times = _bounded(users, x, y, resolution)
+    return heatmap_from_aggregate(agg, method="laplace", epsilon=epsilon, top_percent=top_percent, rng=rng,
+                                  timings=times)
+
+
+def heatmap_from_frame(
+    frame: Any,
+    *,
+    epsilon: float,
+    resolution: int,
+    method: str = "pyramid",
+    user: str = "user",
+    x: str = "x",
+    y: str = "y",
+    w: int = 20,
+    gamma: float = 2**-0.5,
+    top_percent: float | None = None,
+    rng: RngLike = None,
+) -> HeatmapResult:
+    """DataFrame front end: columns ``user``, ``x``, ``y`` (x, y in [0, 1)); see :func:`private_heatmap`.
+
+    A pandas DataFrame is aggregated in memory; a Dask DataFrame is aggregated on its cluster
+    (:func:`~dpcloak.heatmaps.distributed.bound_users_dask`) and only the Δ × Δ aggregate leaves it.
+    """
+    check_choice("method", method, METHODS)
+    _check_common(epsilon, resolution)
+    missing = [c for c in (user, x, y) if c not in getattr(frame, "columns", ())]
+    if missing:
+        raise InvalidParameterError(f"frame must have columns {user!r}, {x!r}, {y!r}; missing {missing}")
+    t0 = time.perf_counter()
+    if type(frame).__module__.startswith("dask"):
+        from dpcloak.heatmaps.distributed import bound_users_dask
+
+        agg = bound_users_dask(frame, resolution=resolution, user=user, x=x, y=y)
+    else:
+        agg = bound_users(np.asarray(frame[user]), np.asarray(frame[x], dtype=float),
+                          np.asarray(frame[y], dtype=float), resolution=resolution)
+    times = {"bound": time.perf_counter() - t0}
+    return heatmap_from_aggregate(agg, method=method, epsilon=epsilon, w=w, gamma=gamma, top_percent=top_percent,
+                                  rng=rng, timings=times)

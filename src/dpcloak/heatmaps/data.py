@@ -1,0 +1,245 @@
+"""Snapping points to the Δ × Δ grid and bounding each user's contribution to one distribution.
+
+This module is the only way data enters the heatmap mechanisms: :func:`bound_users` (raw points) and
+:func:`bound_distributions` (per-user distributions) return a :class:`UserAggregate`, and every
+mechanism in :mod:`dpcloak.heatmaps` accepts nothing else. A :class:`UserAggregate` cannot be built
+by hand, so the ℓ1-sensitivity argument of Ghazi et al., Theorem 3.1 (each user's data is a
+distribution p_i with ‖p_i‖₁ ≤ 1, hence adding or removing a user moves every level P_i s of the
+pyramid by at most 1 in ℓ1) holds for every input the mechanisms see.
+
+Grid convention (Ghazi et al., §2): G_Δ = {(i/Δ, j/Δ)} ⊂ [0, 1)², Δ = 2^ℓ. A point (x, y) falls in the
+cell with column ⌊xΔ⌋ and row ⌊yΔ⌋; arrays are indexed ``[row, col]`` (y first, image convention),
+so ``plt.imshow(a, origin="lower")`` draws north up for latitude-derived y. Resolutions that are not
+powers of two are **rejected** (not padded): padding would change the meaning of [0, 1)² and of the
+EMD scale, so the caller picks Δ = 2^ℓ explicitly.
+
+Exact, order-independent sums: a user with c points gives each point the weight ⌊2^K / c⌋ / 2^K
+(K = :data:`FIXED_POINT_BITS` = 36), accumulated in int64. The user's total is ≤ 1 (never more, so the
+sensitivity bound holds) and short of 1 by less than c·2^-36; integer sums do not depend on the
+order of summation, so the in-memory path and the Dask path (:mod:`dpcloak.heatmaps.distributed`)
+produce bit-identical aggregates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from dpcloak._validation import check_array, check_int
+from dpcloak.errors import InvalidParameterError
+
+__all__ = [
+    "FIXED_POINT_BITS",
+    "MAX_USERS",
+    "UserAggregate",
+    "check_resolution",
+    "snap",
+    "bound_users",
+    "bound_distributions",
+    "user_codes",
+    "fixed_point_weights",
+]
+
+FIXED_POINT_BITS = 36
+"""K: per-point weights are multiples of 2^-K, so every sum is an exact int64."""
+
+MAX_USERS = 1 << (62 - FIXED_POINT_BITS)
+"""Largest number of users whose fixed-point total (≤ n·2^K) fits in int64 with headroom."""
+
+_ONE = 1 << FIXED_POINT_BITS
+_BOUNDED = object()
+
+
+def check_resolution(resolution: Any) -> int:
+    """Validate Δ = 2^ℓ (ℓ ≥ 0) and return ℓ; other sizes are rejected, not padded."""
+    res = check_int("resolution", resolution, minimum=1, maximum=1 << 15)
+    if res & (res - 1):
+        lower = 1 << (res.bit_length() - 1)
+        raise InvalidParameterError(
+            f"resolution must be a power of two Δ = 2^ℓ (the pyramid halves the grid at each level), got {res}; "
+            f"use {lower} or {lower * 2}"
+        )
+    return res.bit_length() - 1
+
+
+def _coordinates(x: ArrayLike, y: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    xa = check_array("x", x, ndim=1)
+    ya = check_array("y", y, ndim=1)
+    if xa.shape != ya.shape:
+        raise InvalidParameterError(f"x and y must have the same length, got {xa.size} and {ya.size}")
+    for name, arr in (("x", xa), ("y", ya)):
+        outside = np.count_nonzero((arr < 0.0) | (arr >= 1.0))
+        if outside:
+            raise InvalidParameterError(
+                f"{name} must lie in [0, 1); {outside} of {arr.size} points are outside (range "
+                f"[{arr.min():g}, {arr.max():g}]); map coordinates first with lonlat_to_unit or pixels_to_unit"
+            )
+    return xa, ya
+
+
+def snap(x: ArrayLike, y: ArrayLike, *, resolution: int) -> NDArray[np.int64]:
+    """Flat cell index ``row * Δ + col`` of each point, with row = ⌊yΔ⌋ and col = ⌊xΔ⌋.
+
+    Parameters
+    ----------
+    x, y : array_like, shape (N,)
+        Coordinates in [0, 1); anything else raises :class:`InvalidParameterError`.
+    resolution : int
+        Δ = 2^ℓ.
+    """
+    ell = check_resolution(resolution)
+    xa, ya = _coordinates(x, y)
+    return _snap_unchecked(xa, ya, ell)
+
+
+def _snap_unchecked(x: NDArray[np.float64], y: NDArray[np.float64], ell: int) -> NDArray[np.int64]:
+    delta = 1 << ell
+    col = np.minimum((x * delta).astype(np.int64), delta - 1)
+    row = np.minimum((y * delta).astype(np.int64), delta - 1)
+    return row * delta + col
+
+
+def user_codes(users: ArrayLike, n: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
+    """Integer codes for user ids and the number of points of each code.
+
+    Non-negative integer ids in a compact range are used directly (O(N)); anything else goes through
+    :func:`numpy.unique`. Codes with no points have count 0.
+    """
+    arr = np.asarray(users)
+    if arr.ndim != 1 or arr.shape[0] != n:
+        raise InvalidParameterError(f"users must be a 1-D array with one id per point ({n}), got shape {arr.shape}")
+    if arr.dtype.kind in "iu" and n:
+        lo, hi = int(arr.min()), int(arr.max())
+        if hi - lo < 4 * n + 1024:
+            codes = (arr - lo).astype(np.int64, copy=False)
+            return codes, np.bincount(codes)
+    if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
+        raise InvalidParameterError("users must be finite ids; found NaN or infinite ids")
+    _, inverse = np.unique(arr, return_inverse=True)
+    codes = inverse.astype(np.int64, copy=False).reshape(-1)
+    return codes, np.bincount(codes)
+
+
+def fixed_point_weights(counts: NDArray[np.int64]) -> NDArray[np.int64]:
+    """⌊2^K / c⌋ for each user's point count c (0 where c = 0): each user's total weight is ≤ 2^K."""
+    safe = np.maximum(counts, 1)
+    return np.where(counts > 0, _ONE // safe, 0).astype(np.int64)
+
+
+@dataclass(frozen=True)
+class UserAggregate:
+    """s = Σ_i p_i on the Δ × Δ grid, where each user's p_i has ‖p_i‖₁ ≤ 1 (Ghazi et al., §2.3, §3).
+
+    Built only by :func:`bound_users`, :func:`bound_distributions` or the Dask path; constructing it
+    directly raises, which keeps per-user bounding the only path into the mechanisms.
+
+    Attributes
+    ----------
+    fixed : ndarray of int64, shape (Δ, Δ)
+        s in units of 2^-K (:data:`FIXED_POINT_BITS`), exact.
+    resolution : int
+        Δ.
+    n_users : int
+        Number of users n (distinct ids with at least one point).
+    n_points : int
+        Number of input points (n for distribution input).
+    """
+
+    fixed: NDArray[np.int64]
+    resolution: int
+    n_users: int
+    n_points: int
+    _token: object = field(default=None, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self._token is not _BOUNDED:
+            raise InvalidParameterError(
+                "UserAggregate is produced by bound_users / bound_distributions (per-user bounding is the only "
+                "path into the mechanisms); do not construct it directly"
+            )
+
+    @property
+    def depth(self) -> int:
+        """ℓ = log₂ Δ."""
+        return self.resolution.bit_length() - 1
+
+    @property
+    def sums(self) -> NDArray[np.float64]:
+        """s as floats (each user contributes total mass ≤ 1)."""
+        return self.fixed.astype(np.float64) / _ONE
+
+    @property
+    def normalized(self) -> NDArray[np.float64]:
+        """a = s / ‖s‖₁, the true (non-private) normalised aggregate."""
+        return self.fixed.astype(np.float64) / float(self.fixed.sum(dtype=np.int64))
+
+
+def _make_aggregate(fixed: NDArray[np.int64], resolution: int, n_users: int, n_points: int) -> UserAggregate:
+    """Internal constructor shared by the in-memory and Dask paths."""
+    return UserAggregate(fixed=fixed, resolution=resolution, n_users=n_users, n_points=n_points, _token=_BOUNDED)
+
+
+def _check_user_count(n_users: int) -> None:
+    if n_users > MAX_USERS:
+        raise InvalidParameterError(f"at most {MAX_USERS} users are supported by the exact int64 sums, got {n_users}")
+
+
+def bound_users(users: ArrayLike, x: ArrayLike, y: ArrayLike, *, resolution: int) -> UserAggregate:
+    """Snap points to the grid and bound each user to one distribution (1/c per point).
+
+    Parameters
+    ----------
+    users : array_like, shape (N,)
+        User id of each point (integers, strings, ...).
+    x, y : array_like, shape (N,)
+        Coordinates in [0, 1).
+    resolution : int
+        Δ = 2^ℓ.
+
+    Returns
+    -------
+    UserAggregate
+        s = Σ_i p_i with p_i = (1/c_i) Σ_{points of i} 1_{cell}, in exact fixed point.
+
+    Notes
+    -----
+    Ghazi et al., §2.3: each user holds a distribution p_i over G_Δ. A user with c points is mapped
+    to the empirical distribution of its points, so adding or removing the user changes every
+    level of the pyramid by at most ‖p_i‖₁ ≤ 1 in ℓ1: this is the sensitivity used by Algorithm 1.
+    """
+    ell = check_resolution(resolution)
+    xa, ya = _coordinates(x, y)
+    cells = _snap_unchecked(xa, ya, ell)
+    codes, counts = user_codes(users, xa.size)
+    n_users = int(np.count_nonzero(counts))
+    _check_user_count(n_users)
+    delta = 1 << ell
+    fixed = np.zeros(delta * delta, dtype=np.int64)
+    np.add.at(fixed, cells, fixed_point_weights(counts)[codes])
+    return _make_aggregate(fixed.reshape(delta, delta), delta, n_users, int(xa.size))
+
+
+def bound_distributions(distributions: ArrayLike) -> UserAggregate:
+    """Aggregate per-user distributions p_i given as an (n, Δ, Δ) array.
+
+    Each p_i must be non-negative with ‖p_i‖₁ ≤ 1 (+1e-9); it is rounded down to multiples of 2^-K so
+    the bound still holds after rounding.
+    """
+    arr = check_array("distributions", distributions, ndim=3, nonnegative=True)
+    n, rows, cols = arr.shape
+    if rows != cols:
+        raise InvalidParameterError(f"distributions must be (n, Δ, Δ) with a square grid, got {arr.shape}")
+    check_resolution(rows)
+    totals = arr.reshape(n, -1).sum(axis=1)
+    if np.any(totals > 1.0 + 1e-9):
+        worst = int(np.argmax(totals))
+        raise InvalidParameterError(
+            f"each user's distribution must have total mass <= 1; user {worst} has {totals[worst]:.6g}"
+        )
+    _check_user_count(n)
+    scaled = arr / np.maximum(totals, 1.0)[:, None, None]
+    fixed_users = np.floor(scaled * _ONE).astype(np.int64)
+    return _make_aggregate(fixed_users.sum(axis=0), rows, n, n)
