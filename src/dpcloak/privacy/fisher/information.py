@@ -1,0 +1,235 @@
+r"""Fisher information of additive noise, the Cramér–Rao bound and the quality measure Q.
+
+Seed 004 (Farokhi & Sandberg) measures privacy by the Fisher information of the response
+:math:`y = f(x) + w` about the private :math:`x`. For noise with density γ independent of ``x``
+and a linear query :math:`f(x) = Cx` (seed 004, §3, display before Theorem 1)
+
+.. math:: \mathcal I = C^\top J C, \qquad
+          J = \int_{\mathcal W} \frac{\nabla\gamma(w)\,\nabla\gamma(w)^\top}{\gamma(w)}\,dw ,
+
+where ``J`` is the Fisher information of the noise about a location shift. Proposition 1 (the
+Cramér–Rao bound) then bounds the mean-squared error of *any* unbiased estimator,
+:math:`\mathbb E\|x - \hat x(y)\|^2 \ge \operatorname{Tr}(\mathcal I^{-1})`, and the quality of the
+response is :math:`\mathcal Q = \mathbb E\|w\|_2^2` (§2, before Problem 3).
+
+This module computes these quantities *numerically* (adaptive quadrature, optional finite
+differences); the mechanisms of this subpackage use closed forms that the tests check against it.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+from scipy import integrate, linalg
+
+from dpcloak._validation import check_array, check_real
+from dpcloak.bound import Bound
+from dpcloak.errors import InvalidParameterError
+from dpcloak.privacy.mechanisms import PrivacyGuarantee
+
+__all__ = [
+    "FisherInformation",
+    "FisherGuarantee",
+    "fisher_information_1d",
+    "product_fisher_information",
+    "query_fisher_information",
+    "cramer_rao_bound",
+    "quality_1d",
+]
+
+Density = Callable[[float], float]
+
+NOT_DP_NOTE = (
+    "NOT differential privacy: a Cramér–Rao lower bound on the mean-squared error of any unbiased "
+    "estimator of the private value (seed 004, Proposition 1); it says nothing about biased estimators "
+    "with prior knowledge, nor about (epsilon, delta)"
+)
+
+
+@dataclass(frozen=True)
+class FisherInformation:
+    """A Fisher information matrix and how it was obtained.
+
+    Attributes
+    ----------
+    matrix : ndarray, shape (k, k)
+        The (symmetric, positive semi-definite) Fisher information.
+    error_estimate : float
+        Absolute error estimate of the quadrature (0 for closed forms).
+    source : str
+        Closed form (paper and result) or numerical method.
+    """
+
+    matrix: NDArray[np.float64]
+    error_estimate: float
+    source: str
+
+    @property
+    def trace(self) -> float:
+        """``Tr(I)``, the privacy measure minimised in Problem 2 of seed 004."""
+        return float(np.trace(self.matrix))
+
+
+@dataclass(frozen=True)
+class FisherGuarantee(PrivacyGuarantee):
+    r"""The guarantee of a Farokhi–Sandberg mechanism: a Cramér–Rao bound, **not** differential privacy.
+
+    It is a :class:`~dpcloak.privacy.mechanisms.PrivacyGuarantee` (so any consumer of the
+    :class:`~dpcloak.privacy.mechanisms.Mechanism` protocol accepts it) with ``kind`` naming the
+    Fisher information, ``epsilon = delta = None`` and ``is_differential_privacy = False``.
+
+    Attributes
+    ----------
+    cramer_rao_bound : float
+        :math:`\operatorname{Tr}(\mathcal I^{-1})`: no unbiased estimator of the privatized value
+        has a smaller expected squared error (seed 004, Proposition 1).
+    quality : float
+        :math:`\mathcal Q = \mathbb E\|w\|^2`, the expected squared distortion of the response.
+    is_differential_privacy : bool
+        Always ``False``.
+    note : str
+        What the guarantee does and does not say.
+    """
+
+    cramer_rao_bound: float = math.nan
+    quality: float = math.nan
+    is_differential_privacy: bool = False
+    note: str = NOT_DP_NOTE
+
+
+def _integrate_pieces(func: Callable[[float], float], low: float, high: float,
+                      points: Sequence[float]) -> tuple[float, float]:
+    """Adaptive quadrature of ``func`` over [low, high], split at ``points`` (kinks, modes)."""
+    cuts = [low, *sorted(p for p in points if low < p < high), high]
+    total, err = 0.0, 0.0
+    for a, b in itertools.pairwise(cuts):
+        value, error = integrate.quad(func, a, b, limit=200, epsabs=1e-12, epsrel=1e-10)
+        total += value
+        err += error
+    return total, err
+
+
+def _support(low: float, high: float) -> tuple[float, float]:
+    lo = check_real("low", low, allow_inf=True)
+    hi = check_real("high", high, allow_inf=True)
+    if not lo < hi:
+        raise InvalidParameterError(f"low must be < high, got low={lo:g}, high={hi:g}")
+    return lo, hi
+
+
+def fisher_information_1d(
+    pdf: Density,
+    *,
+    low: float = -math.inf,
+    high: float = math.inf,
+    derivative: Density | None = None,
+    step: float = 1e-6,
+    points: Sequence[float] = (),
+) -> FisherInformation:
+    r"""Fisher information :math:`J = \int \gamma'(w)^2/\gamma(w)\,dw` of a 1-D density, by quadrature.
+
+    Parameters
+    ----------
+    pdf : callable
+        The density γ (a function of one float).
+    low, high : float
+        Its support (``±inf`` allowed).
+    derivative : callable, optional
+        γ'. By default a central finite difference with step ``step``.
+    step : float
+        Finite-difference step (absolute).
+    points : sequence of float
+        Points where the integrand is not smooth (e.g. 0 for the Laplace density); the quadrature
+        is split there.
+
+    Returns
+    -------
+    FisherInformation
+        A 1×1 matrix. Points where γ vanishes contribute 0 (the integrand's limit for the
+        densities of seed 004, which satisfy Assumption 2).
+    """
+    lo, hi = _support(low, high)
+    h = check_real("step", step, low=0.0)
+
+    def slope(w: float) -> float:
+        if derivative is not None:
+            return float(derivative(w))
+        return (float(pdf(w + h)) - float(pdf(w - h))) / (2.0 * h)
+
+    def integrand(w: float) -> float:
+        g = float(pdf(w))
+        return slope(w) ** 2 / g if g > 0.0 else 0.0
+
+    value, err = _integrate_pieces(integrand, lo, hi, points)
+    method = "quadrature, exact derivative" if derivative is not None else f"quadrature, central difference h={h:g}"
+    return FisherInformation(matrix=np.array([[value]]), error_estimate=err, source=method)
+
+
+def quality_1d(pdf: Density, *, low: float = -math.inf, high: float = math.inf,
+               points: Sequence[float] = ()) -> float:
+    r"""Second moment :math:`\int w^2\gamma(w)\,dw` of a 1-D density (seed 004's Q for m = 1), by quadrature."""
+    lo, hi = _support(low, high)
+    value, _ = _integrate_pieces(lambda w: w * w * float(pdf(w)), lo, hi, points)
+    return value
+
+
+def product_fisher_information(parts: Sequence[FisherInformation]) -> FisherInformation:
+    """Fisher information of a product density ``γ(w) = Π γ_i(w_i)``: the block-diagonal of the parts."""
+    if len(parts) == 0:
+        raise InvalidParameterError("parts must contain at least one FisherInformation")
+    matrix = linalg.block_diag(*(p.matrix for p in parts))
+    return FisherInformation(matrix=np.asarray(matrix, dtype=float),
+                             error_estimate=float(sum(p.error_estimate for p in parts)),
+                             source="product density: block-diagonal of " + "; ".join(p.source for p in parts))
+
+
+def query_fisher_information(noise: FisherInformation, query: ArrayLike) -> FisherInformation:
+    r"""Fisher information about ``x`` of ``y = Cx + w``: :math:`\mathcal I = C^\top J C` (seed 004, §3).
+
+    Parameters
+    ----------
+    noise : FisherInformation
+        ``J``, the noise's (m × m) location Fisher information.
+    query : array_like, shape (m, n)
+        The query matrix ``C`` (a 1-D array is one row, m = 1).
+    """
+    c = check_array("query", query, dtype=float)
+    if c.ndim == 1:
+        c = c[None, :]
+    m = noise.matrix.shape[0]
+    if c.ndim != 2 or c.shape[0] != m:
+        raise InvalidParameterError(f"query must have shape ({m}, n) to match the noise, got {c.shape}")
+    return FisherInformation(matrix=c.T @ noise.matrix @ c, error_estimate=noise.error_estimate * float(np.sum(c**2)),
+                             source=f"C^T J C with J from: {noise.source}")
+
+
+def cramer_rao_bound(information: FisherInformation | ArrayLike, *, rtol: float = 1e-10) -> Bound:
+    r"""Proposition 1 of seed 004: :math:`\mathbb E\|x-\hat x(y)\|_2^2 \ge \operatorname{Tr}(\mathcal I^{-1})`.
+
+    Valid for every unbiased estimator :math:`\hat x`. When :math:`\mathcal I` is singular (e.g. a
+    scalar query of a vector, m < n) no unbiased estimator exists and the returned bound has
+    ``applies=False`` and value ``nan``.
+
+    Parameters
+    ----------
+    information : FisherInformation or array_like
+        The Fisher information matrix about ``x``.
+    rtol : float
+        Eigenvalues below ``rtol · max eigenvalue`` count as zero.
+    """
+    matrix = information.matrix if isinstance(information, FisherInformation) else check_array(
+        "information", information, dtype=float)
+    matrix = np.atleast_2d(matrix)
+    if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
+        raise InvalidParameterError(f"information must be a square matrix, got shape {matrix.shape}")
+    eig = np.linalg.eigvalsh(0.5 * (matrix + matrix.T))
+    source = "seed 004, Proposition 1 (Cramér–Rao): E||x - x_hat||^2 >= Tr(I^-1) for unbiased x_hat"
+    if eig[-1] <= 0.0 or eig[0] <= rtol * eig[-1]:
+        return Bound(value=math.nan, kind="lower", source=source, applies=False,
+                     reason="the Fisher information is singular: no unbiased estimator of x exists")
+    return Bound(value=float(np.sum(1.0 / eig)), kind="lower", source=source)
