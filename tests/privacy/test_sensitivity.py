@@ -155,11 +155,12 @@ def test_table_8_2_as_printed_disagrees_with_exact():
 
 
 def test_large_heat_model_is_fast():
-    """Issue 2: n = 10⁴ sources, m = 10³ sensors well under a second (bound generous for shared CI)."""
+    """Issue 2: n = 10⁴ sources, m = 10³ sensors well under a second (measured in benchmarks/; the
+    bound here is 3 s so that a loaded CI machine does not flake, yet a 10x regression fails)."""
     model = heat_kernel_1d(10_000, 1_000, 0.1)
     start = time.perf_counter()
     l2_sensitivity(model)
-    assert time.perf_counter() - start < 2.0
+    assert time.perf_counter() - start < 3.0
 
 
 @pytest.mark.parametrize(

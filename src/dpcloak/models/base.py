@@ -125,5 +125,19 @@ class DenseModel(LinearModel):
     def columns(self, index: NDArray[np.intp]) -> NDArray[np.float64]:
         return self._matrix[:, np.asarray(index)]
 
+    def column_difference_norms(self, pairs: NDArray[np.intp], *, chunk: int = 4096) -> NDArray[np.float64]:
+        """``‖M_i − M_j‖₂`` per pair, accumulated over blocks of rows (cache-friendly gathers)."""
+        pairs = np.asarray(pairs, dtype=np.intp).reshape(-1, 2)
+        first, second = pairs[:, 0], pairs[:, 1]
+        adjacent_run = len(pairs) == self.shape[1] - 1 and np.array_equal(first, np.arange(len(pairs)))
+        adjacent_run = adjacent_run and np.array_equal(second, first + 1)
+        squares = np.zeros(len(pairs))
+        rows_per_block = max(1, (1 << 22) // max(1, len(pairs)))
+        for start in range(0, self.shape[0], rows_per_block):
+            block = self._matrix[start : start + rows_per_block]
+            diff = block[:, 1:] - block[:, :-1] if adjacent_run else block[:, first] - block[:, second]
+            squares += np.einsum("ij,ij->j", diff, diff)
+        return np.sqrt(squares)
+
     def todense(self) -> NDArray[np.float64]:
         return self._matrix.copy()

@@ -26,7 +26,11 @@ __all__ = [
 
 def gaussian_kernel_1d(diff: NDArray[np.float64], T: float) -> NDArray[np.float64]:
     """The 1-D heat kernel ``g(x) = exp(−x²/(4T)) / √(4πT)`` (seed 000, section 2.1)."""
-    return np.asarray(np.exp(-(diff**2) / (4.0 * T)) / math.sqrt(4.0 * math.pi * T))
+    out = np.square(diff, dtype=np.float64)  # in-place steps below: one temporary for large kernels
+    out *= -1.0 / (4.0 * T)
+    np.exp(out, out=out)
+    out *= 1.0 / math.sqrt(4.0 * math.pi * T)
+    return out
 
 
 def _reflecting_kernel_1d(
