@@ -11,23 +11,56 @@ Laplace, the floating-point-safe discrete samplers, or bounded Fisher-informatio
 single-reading path :meth:`SensorPrivatizer.privatize` and its vectorised path
 :meth:`SensorPrivatizer.privatize_all` have the same semantics: every reading gets independent
 noise from the mechanism's per-coordinate distribution.
+
+Keyed backdoor (seed 002, §7.2, Corollary 7.5)
+----------------------------------------------
+:class:`KeyedPrivatizer` replaces the randomness by a cryptographic pseudo-random stream so that a
+trusted holder of the key can remove the noise while everybody else sees private data:
+
+1. **Keys.** A 32-byte master key; sensor ``j`` is provisioned only with its own key
+   ``k_j = HMAC-SHA256(master, "dpcloak/sensor-key/v1" ‖ j)`` (:meth:`KeyedPrivatizer.sensor_key`).
+2. **Stream.** The noise of reading number ``r`` of sensor ``j`` comes from the ChaCha20 keystream
+   (``cryptography`` package, RFC 8439 block function) under key ``k_j`` with the 16-byte
+   nonce ``counter=0 (4 bytes) ‖ j (4 bytes, LE) ‖ r (8 bytes, LE)``: every (sensor, reading) pair has
+   its own nonce, so no keystream is ever reused (the privatizer refuses a reading index it has
+   already used for that sensor).
+3. **Uniform.** The first 8 keystream bytes, as a little-endian integer ``w``, give
+   ``u = (2⌊w / 2¹²⌋ + 1) / 2⁵³``: the midpoints of 2⁵² equal cells of (0, 1), computed exactly in
+   double precision (never 0 or 1).
+4. **Noise.** ``z = F⁻¹(u)`` with the mechanism's exact inverse CDF (``noise_quantile``; for the
+   Gaussian ``σ Φ⁻¹(u)``). The released value is ``y + z``.
+
+The holder of the master key recomputes ``z`` bit for bit and returns ``(y + z) − z``, which equals
+``y`` up to one rounding of the addition (|error| ≤ ulp(y + z)). Any other key gives an unrelated
+``z′`` and an error of order σ√2.
+
+Privacy guarantee of the keyed path: simulation-based *computational* DP (Mironov, Pandey, Reingold
+& Vadhan 2009; seed 002 Definition 7.4): against adversaries that cannot distinguish ChaCha20 from
+random, the release is as private as the mechanism it simulates. It inherits the floating-point
+caveat of continuous noise (Mironov 2012; see :mod:`dpcloak.privacy.discrete`): it serves the
+trusted-analyst scenario of §7.2, not a floating-point-safe release.
 """
 
 from __future__ import annotations
 
+import hmac
 from typing import Generic, TypeVar
 
 import numpy as np
+from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 from numpy.typing import ArrayLike, NDArray
 
 from dpcloak._rng import RngLike
 from dpcloak._validation import check_int, check_real
 from dpcloak.errors import InvalidParameterError
 from dpcloak.models.base import LinearModel
-from dpcloak.privacy.mechanisms import GaussianMechanism, Mechanism, PrivacyGuarantee, check_values
+from dpcloak.privacy.mechanisms import GaussianMechanism, Mechanism, PrivacyGuarantee, QuantileNoise, check_values
 from dpcloak.privacy.sensitivity import l2_sensitivity
 
-__all__ = ["SensorPrivatizer", "model_neighbouring"]
+__all__ = ["SensorPrivatizer", "KeyedPrivatizer", "keystream_uniforms", "derive_sensor_key", "model_neighbouring"]
+
+KEY_BYTES = 32
+_KEY_LABEL = b"dpcloak/sensor-key/v1"
 
 M = TypeVar("M", bound=Mechanism)
 
@@ -123,3 +156,159 @@ class SensorPrivatizer(Generic[M]):
 
     def __repr__(self) -> str:
         return f"SensorPrivatizer(mechanism={self.mechanism!r}, n_sensors={self.n_sensors})"
+
+
+def _check_key(name: str, key: bytes) -> bytes:
+    if not isinstance(key, bytes | bytearray) or len(key) != KEY_BYTES:
+        size = len(key) if isinstance(key, bytes | bytearray | str) else "?"
+        raise InvalidParameterError(f"{name} must be {KEY_BYTES} bytes (e.g. secrets.token_bytes({KEY_BYTES})), "
+                                    f"got {type(key).__name__} of length {size}")
+    return bytes(key)
+
+
+def derive_sensor_key(master_key: bytes, sensor: int) -> bytes:
+    """Per-sensor key ``HMAC-SHA256(master_key, "dpcloak/sensor-key/v1" ‖ sensor)`` (32 bytes)."""
+    mk = _check_key("master_key", master_key)
+    j = check_int("sensor", sensor, minimum=0, maximum=2**32 - 1)
+    return hmac.digest(mk, _KEY_LABEL + j.to_bytes(4, "little"), "sha256")
+
+
+def keystream_uniforms(sensor_key: bytes, *, sensor: int, index: int, size: int = 1) -> NDArray[np.float64]:
+    """``size`` uniforms in (0, 1) from the ChaCha20 stream of (sensor key, sensor id, reading index).
+
+    Nonce = 4-byte zero block counter ‖ sensor (uint32 LE) ‖ index (uint64 LE); each uniform takes
+    8 keystream bytes ``w`` (LE) to ``(2⌊w/2¹²⌋ + 1)/2⁵³`` exactly (module docstring).
+    """
+    key = _check_key("sensor_key", sensor_key)
+    j = check_int("sensor", sensor, minimum=0, maximum=2**32 - 1)
+    r = check_int("index", index, minimum=0, maximum=2**64 - 1)
+    n = check_int("size", size, minimum=1)
+    nonce = bytes(4) + j.to_bytes(4, "little") + r.to_bytes(8, "little")
+    stream = Cipher(algorithms.ChaCha20(key, nonce), mode=None).encryptor().update(bytes(8 * n))
+    words = np.frombuffer(stream, dtype="<u8") >> np.uint64(12)
+    odd = (words << np.uint64(1)) | np.uint64(1)
+    return odd.astype(np.float64) * 2.0**-53
+
+
+class KeyedPrivatizer:
+    """Per-sensor privatisation with keyed pseudo-random noise and a backdoor for the key holder.
+
+    Seed 002 §7.2 (Corollary 7.5): the noise is a deterministic function of a secret key, the
+    sensor id and the reading index (module docstring), so :meth:`remove_noise` with the same key
+    recovers the raw reading.
+
+    Parameters
+    ----------
+    mechanism : Mechanism with ``noise_quantile``
+        An additive i.i.d.-noise mechanism with an exact inverse CDF (e.g.
+        :class:`~dpcloak.privacy.GaussianMechanism`, :class:`~dpcloak.privacy.LaplaceMechanism`).
+    n_sensors : int
+        Number of sensors m.
+    key : bytes
+        32-byte master key (``secrets.token_bytes(32)``); keep it secret.
+
+    Privacy guarantee
+    -----------------
+    Computational (ε, δ)-DP (SIM-CDP, seed 002 Definition 7.4) with the mechanism's ε and δ, for
+    adversaries without the key; none at all against the key holder (by design).
+    """
+
+    def __init__(self, *, mechanism: Mechanism, n_sensors: int, key: bytes) -> None:
+        if not isinstance(mechanism, Mechanism) or not isinstance(mechanism, QuantileNoise):
+            raise InvalidParameterError(
+                "mechanism must have privatize, guarantee and noise_quantile methods (additive noise with an "
+                f"inverse CDF), got {type(mechanism).__name__}"
+            )
+        self.mechanism = mechanism
+        self._quantile: QuantileNoise = mechanism
+        self.n_sensors = check_int("n_sensors", n_sensors, minimum=1)
+        self._key = _check_key("key", key)
+        self._sensor_keys = [derive_sensor_key(self._key, j) for j in range(self.n_sensors)]
+        self._last_index = [-1] * self.n_sensors
+
+    def sensor_key(self, sensor: int) -> bytes:
+        """The key to provision sensor ``sensor`` with (it needs no other secret)."""
+        return self._sensor_keys[check_int("sensor", sensor, minimum=0, maximum=self.n_sensors - 1)]
+
+    def noise(self, *, sensor: int, index: int) -> float:
+        """The noise of reading ``index`` of sensor ``sensor`` (deterministic given the key)."""
+        u = keystream_uniforms(self.sensor_key(sensor), sensor=sensor, index=index)
+        return float(self._quantile.noise_quantile(u)[0])
+
+    def _noise_block(self, k: int, start: int) -> NDArray[np.float64]:
+        z = np.empty((k, self.n_sensors))
+        for r in range(k):
+            for j in range(self.n_sensors):
+                z[r, j] = self.noise(sensor=j, index=start + r)
+        return z
+
+    def _reserve(self, sensors: range, first: int, last: int) -> None:
+        for j in sensors:
+            if first <= self._last_index[j]:
+                raise InvalidParameterError(
+                    f"reading index {first} of sensor {j} is not after its last used index {self._last_index[j]}; "
+                    "reusing an index would reuse the noise and leak the difference of the readings"
+                )
+        for j in sensors:
+            self._last_index[j] = last
+
+    def _check_block(self, name: str, values: ArrayLike) -> NDArray[np.float64]:
+        y = check_values(values, name=name)
+        if y.ndim not in (1, 2) or y.shape[-1] != self.n_sensors:
+            raise InvalidParameterError(f"{name} must have shape ({self.n_sensors},) or (k, {self.n_sensors}), "
+                                        f"got {y.shape}")
+        return y
+
+    def privatize(self, reading: float, *, sensor: int, index: int) -> float:
+        """What sensor ``sensor`` sends for its reading number ``index``: ``reading + z``."""
+        x = check_values(reading, name="reading")
+        if x.ndim != 0:
+            raise InvalidParameterError(f"reading must be a single number, got an array of shape {x.shape}")
+        j = check_int("sensor", sensor, minimum=0, maximum=self.n_sensors - 1)
+        r = check_int("index", index, minimum=0)
+        z = self.noise(sensor=j, index=r)
+        self._reserve(range(j, j + 1), r, r)
+        return float(x) + z
+
+    def privatize_all(self, readings: ArrayLike, *, start: int = 0) -> NDArray[np.float64]:
+        """All sensors at once: row ``r`` of a ``(k, m)`` block (or one ``(m,)`` row) is reading index ``start + r``.
+
+        Elementwise identical to calling :meth:`privatize` for every (sensor, index).
+        """
+        y = self._check_block("readings", readings)
+        s0 = check_int("start", start, minimum=0)
+        block = np.atleast_2d(y)
+        z = self._noise_block(block.shape[0], s0)
+        self._reserve(range(self.n_sensors), s0, s0 + block.shape[0] - 1)
+        return (block + z).reshape(y.shape)
+
+    def remove_noise(self, noisy: float, *, sensor: int, index: int) -> float:
+        """Backdoor: the raw reading from one noisy value (exact up to one floating-point rounding)."""
+        x = check_values(noisy, name="noisy")
+        if x.ndim != 0:
+            raise InvalidParameterError(f"noisy must be a single number, got an array of shape {x.shape}")
+        return float(x) - self.noise(sensor=sensor, index=index)
+
+    def remove_noise_all(self, noisy: ArrayLike, *, start: int = 0) -> NDArray[np.float64]:
+        """Backdoor for a block produced by :meth:`privatize_all` with the same ``start``."""
+        y = self._check_block("noisy", noisy)
+        s0 = check_int("start", start, minimum=0)
+        block = np.atleast_2d(y)
+        return (block - self._noise_block(block.shape[0], s0)).reshape(y.shape)
+
+    def guarantee(self) -> PrivacyGuarantee:
+        """The mechanism's (ε, δ), as computational DP (SIM-CDP) against adversaries without the key."""
+        g = self.mechanism.guarantee()
+        return PrivacyGuarantee(
+            kind=f"{g.kind.replace('-DP', '')}-SIM-CDP (computational, keyed ChaCha20 noise)",
+            epsilon=g.epsilon,
+            delta=g.delta,
+            neighbouring=g.neighbouring,
+            sensitivity=g.sensitivity,
+            norm=g.norm,
+            mechanism=g.mechanism + "; noise from ChaCha20 keyed per sensor, inverse-CDF transform",
+            source="seed 002 §7.2, Definition 7.4 and Corollary 7.5 (Mironov et al. 2009); " + g.source,
+        )
+
+    def __repr__(self) -> str:
+        return f"KeyedPrivatizer(mechanism={self.mechanism!r}, n_sensors={self.n_sensors}, key=<secret>)"
