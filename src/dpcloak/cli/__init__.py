@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from dpcloak import __version__
+from dpcloak.cli.calibrate import calibrate
 from dpcloak.cli.demo import demo
 from dpcloak.cli.reproduce import reproduce
 from dpcloak.cli.sensitivity import sensitivity
@@ -35,6 +36,7 @@ def _root(
 
 app.command()(demo)
 app.command()(sensitivity)
+app.command()(calibrate)
 app.command()(reproduce)
 
 
