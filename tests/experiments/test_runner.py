@@ -88,3 +88,14 @@ def test_mean_ci_matches_scipy():
 def test_registry_lists_ids_unique():
     ids = [e.id for e in list_experiments()]
     assert len(ids) == len(set(ids))
+
+
+def test_dask_local_cluster_matches_local(tmp_path):
+    distributed = pytest.importorskip("dask.distributed")
+    local = run_experiment(TOY, workers=1, progress=False, out=tmp_path / "local")
+    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster:
+        by_address = run_experiment(TOY, scheduler=cluster.scheduler_address, progress=False, out=tmp_path / "addr")
+        with distributed.Client(cluster) as client:
+            by_client = run_experiment(TOY, scheduler=client, progress=False, out=tmp_path / "client")
+    assert by_address.rows == local.rows == by_client.rows
+    assert by_address.executor.startswith("dask(")

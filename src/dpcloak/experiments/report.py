@@ -91,6 +91,9 @@ def write_report(experiment: Experiment, result: RunResult, path: Path) -> None:
     if any("converged" in r for r in rows):
         lines.append(f"- trials whose solver did not converge (kept, column `converged`): "
                      f"{sum(1 for r in rows if 'converged' in r and not r['converged'])}")
+    if any("zero_estimate" in r for r in rows):
+        lines.append(f"- trials whose estimate was identically zero (kept; errors measured against the uniform "
+                     f"distribution, column `zero_estimate`): {_truthy_count(rows, 'zero_estimate')}")
     if policies:
         lines.append(f"- recovery radius policy: {', '.join(policies)}")
     if failed:

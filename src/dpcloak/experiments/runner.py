@@ -113,9 +113,9 @@ def run_trial(spec: TrialSpec) -> dict[str, Any]:
     row.update(spec.params)
     try:
         result = spec.trial_fn(spec.params, np.random.default_rng(spec.seed))
-        clash = set(result) & set(row)
+        clash = sorted(k for k in set(result) & set(row) if result[k] != row[k])
         if clash:
-            raise InvalidParameterError(f"trial results must not reuse parameter or id names: {sorted(clash)}")
+            raise InvalidParameterError(f"trial results must not change parameters or ids: {clash}")
         row.update(result)
         row["error"] = ""
     except DpcloakError as exc:
