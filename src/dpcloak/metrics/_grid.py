@@ -1,0 +1,85 @@
+"""Exact L1 EMD on a floor grid: network simplex over the 4-neighbour edges with a multiscale start.
+
+Moving mass one cell at a time along 4-neighbour edges is exact for the L1 ground metric (every
+monotone staircase path between two cells has the L1 length), so the EMD equals an uncapacitated
+min-cost flow on the grid graph with ``2·rows·cols`` edges instead of ``(rows·cols)²`` pairs.
+
+Multiscale start: the supplies are summed over 2 x 2 blocks, the coarse problem (cell size
+doubled) is solved recursively, and its optimal spanning tree is lifted to the fine grid (one
+crossing edge per coarse tree edge plus a fixed tree inside every block). Any spanning tree is a
+feasible basis here, so the lifted tree is a valid warm start and the fine solve only repairs it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpcloak.errors import ConvergenceError
+from dpcloak.metrics._flow import EPS_REL, tree_to_edge_flow
+from dpcloak.metrics._simplex import network_simplex
+
+__all__ = ["grid_edges", "grid_flow"]
+
+#: Below this many cells the solver starts from a breadth-first tree instead of a coarse solve.
+COARSEST = 256
+
+
+def grid_edges(
+    rows: int, cols: int, hy: float, hx: float
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
+    """Edges of the 4-neighbour grid graph: horizontal ones first (row-major), then vertical ones."""
+    idx = np.arange(rows * cols, dtype=np.int64).reshape(rows, cols)
+    eu = np.concatenate([idx[:, :-1].ravel(), idx[:-1, :].ravel()])
+    ev = np.concatenate([idx[:, 1:].ravel(), idx[1:, :].ravel()])
+    nh = rows * (cols - 1)
+    ew = np.full(eu.shape[0], hy)
+    ew[:nh] = hx
+    return eu, ev, ew
+
+
+def _lift(coarse_tree: NDArray[np.int64], rows: int, cols: int) -> NDArray[np.int64]:
+    """Fine spanning tree from a coarse one (edge ids as in :func:`grid_edges`)."""
+    rc, cc = (rows + 1) // 2, (cols + 1) // 2
+    nh, nhc = rows * (cols - 1), rc * (cc - 1)
+    hor = coarse_tree[coarse_tree < nhc]
+    ver = coarse_tree[coarse_tree >= nhc] - nhc
+    i, j = np.divmod(hor, cc - 1) if cc > 1 else (hor, hor)
+    cross_h = 2 * i * (cols - 1) + 2 * j + 1
+    i, j = np.divmod(ver, cc)
+    cross_v = nh + (2 * i + 1) * cols + 2 * j
+    bi, bj = np.divmod(np.arange(rc * cc, dtype=np.int64), cc)
+    has_right = 2 * bj + 1 < cols
+    has_below = 2 * bi + 1 < rows
+    top = (2 * bi * (cols - 1) + 2 * bj)[has_right]
+    left = (nh + 2 * bi * cols + 2 * bj)[has_below]
+    both = has_right & has_below
+    bottom = ((2 * bi + 1) * (cols - 1) + 2 * bj)[both]
+    return np.concatenate([cross_h, cross_v, top, left, bottom]).astype(np.int64)
+
+
+def _solve(b: NDArray[np.int64], hy: float, hx: float) -> tuple[NDArray[np.int64], NDArray[np.int64], int]:
+    """Multiscale solve; returns (pred edge per node, signed tree flow per node, pivots)."""
+    rows, cols = b.shape
+    eu, ev, ew = grid_edges(rows, cols, hy, hx)
+    tree = np.zeros(0, np.int64)
+    pivots = 0
+    if rows * cols > COARSEST and rows > 1 and cols > 1:
+        padded = np.zeros((rows + rows % 2, cols + cols % 2), np.int64)
+        padded[:rows, :cols] = b
+        coarse = padded.reshape(padded.shape[0] // 2, 2, padded.shape[1] // 2, 2).sum(axis=(1, 3))
+        coarse_pred, _, pivots = _solve(coarse, 2 * hy, 2 * hx)
+        tree = _lift(coarse_pred[coarse_pred >= 0], rows, cols)
+    status, _, pred, flow, _, piv = network_simplex(
+        rows * cols, eu, ev, ew, b.ravel(), 0, EPS_REL * max(hy, hx), 2**62, tree
+    )
+    if status != 0:
+        raise ConvergenceError(f"grid network simplex stopped with status {status}")
+    return pred, flow, pivots + piv
+
+
+def grid_flow(b: NDArray[np.int64], hy: float, hx: float) -> NDArray[np.int64]:
+    """Signed optimal integer flow per edge of :func:`grid_edges` for supplies ``b`` (2-D, sum 0)."""
+    rows, cols = b.shape
+    pred, tflow, _ = _solve(b, hy, hx)
+    return tree_to_edge_flow(pred, tflow, grid_edges(rows, cols, hy, hx)[0], 2 * rows * cols - rows - cols)
