@@ -1,14 +1,22 @@
-"""EMD against independent oracles: POT's emd2, scipy's wasserstein_distance and closed forms."""
+"""EMD, EMD plan and EMD norm against independent oracles.
+
+Oracles: POT's exact ``ot.emd2`` on the dense ground metric (every domain kind, 1e-9),
+``scipy.stats.wasserstein_distance`` on a line, closed forms for shifted point masses, the
+marginals of the returned plan, and hypothesis properties of a metric.
+"""
 
 import networkx as nx
 import numpy as np
 import ot
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
 from scipy.stats import wasserstein_distance
 
 from dpcloak.domains import GraphDomain, Grid, Line
-from dpcloak.errors import InvalidParameterError
-from dpcloak.metrics import emd
+from dpcloak.errors import ConvergenceError, DisconnectedGraphError, InvalidParameterError
+from dpcloak.metrics import _dense, emd, emd_norm, emd_plan
 
 
 def _pair(rng, n, sparsity=0.0):
@@ -20,42 +28,182 @@ def _pair(rng, n, sparsity=0.0):
     return p, q
 
 
-DOMAINS = [
-    Line(9),
-    Grid((4, 5), extent=(2.0, 3.0)),
-    Grid((5, 3), extent=(1.0, 2.5), metric="l2"),
-    GraphDomain(nx.random_regular_graph(3, 12, seed=1)),
-]
+def _weighted_graph():
+    g = nx.connected_watts_strogatz_graph(15, 4, 0.3, seed=2)
+    rng = np.random.default_rng(5)
+    for u, v in g.edges:
+        g.edges[u, v]["weight"] = float(rng.uniform(0.5, 3.0))
+    return GraphDomain(g)
 
 
-@pytest.mark.parametrize("domain", DOMAINS, ids=lambda d: type(d).__name__ + getattr(d, "metric", ""))
-def test_matches_pot_emd2(domain):
-    """Oracle: POT's exact network simplex on the dense ground metric."""
+DOMAINS = {
+    "line": Line(9),
+    "grid-l1": Grid((4, 5), extent=(2.0, 3.0)),
+    "grid-l1-multiscale": Grid((33, 21), extent=(1.0, 0.7)),
+    "grid-l2": Grid((5, 3), extent=(1.0, 2.5), metric="l2"),
+    "graph-unit": GraphDomain(nx.random_regular_graph(3, 12, seed=1)),
+    "graph-weighted": _weighted_graph(),
+}
+
+
+@pytest.mark.parametrize("name", DOMAINS)
+def test_emd_matches_pot_emd2(name):
+    """Oracle: POT's exact network simplex on the dense ground metric, tolerance 1e-9."""
+    domain = DOMAINS[name]
     rng = np.random.default_rng(3)
-    for _ in range(5):
-        p, q = _pair(rng, domain.size, sparsity=0.3)
-        want = ot.emd2(p / p.sum(), q / q.sum(), domain.distances(), numItermax=10**7)
+    cost = domain.distances()
+    for sparsity in (0.0, 0.3, 0.8):
+        p, q = _pair(rng, domain.size, sparsity)
+        want = ot.emd2(p / p.sum(), q / q.sum(), cost, numItermax=10**8)
         assert emd(p, q, domain) == pytest.approx(want, rel=1e-9, abs=1e-12)
+        m = 2.5
+        raw = emd(m * p / p.sum(), m * q / q.sum(), domain, normalize=False)
+        assert raw == pytest.approx(m * want, rel=1e-9, abs=1e-12)
+
+
+def test_emd_with_explicit_cost_matrix_matches_pot():
+    """Oracle: POT on a random (non-metric) cost matrix."""
+    rng = np.random.default_rng(8)
+    cost = rng.random((12, 12)) * 4
+    p, q = _pair(rng, 12, 0.2)
+    want = ot.emd2(p / p.sum(), q / q.sum(), cost, numItermax=10**8)
+    assert emd(p, q, cost) == pytest.approx(want, rel=1e-9)
+
+
+def test_grid_accepts_2d_arrays_and_matches_flat():
+    grid = Grid((6, 7))
+    rng = np.random.default_rng(1)
+    p, q = rng.random((6, 7)), rng.random((6, 7))
+    assert emd(p, q, grid) == emd(p.ravel(), q.ravel(), grid)
 
 
 def test_line_matches_scipy_wasserstein():
     """Oracle: scipy.stats.wasserstein_distance on the points i/n."""
     rng = np.random.default_rng(4)
     line = Line(50)
-    p, q = _pair(rng, 50, sparsity=0.5)
-    want = wasserstein_distance(line.points(), line.points(), p, q)
-    assert emd(p, q, line) == pytest.approx(want, rel=1e-12)
+    for sparsity in (0.0, 0.5, 0.9):
+        p, q = _pair(rng, 50, sparsity)
+        want = wasserstein_distance(line.points(), line.points(), p, q)
+        assert emd(p, q, line) == pytest.approx(want, rel=1e-12)
 
 
 def test_point_mass_shift_costs_distance():
-    """Closed form: a unit point mass moved by (dy, dx) costs |dy| + |dx| in physical units."""
-    grid = Grid((6, 8), extent=(3.0, 2.0))
-    p = np.zeros(grid.shape)
-    q = np.zeros(grid.shape)
+    """Closed form: a point mass moved by (dy, dx) cells costs |dy| h_y + |dx| h_x (L1) or hypot (L2)."""
+    shape, extent = (6, 8), (3.0, 2.0)
+    p, q = np.zeros(shape), np.zeros(shape)
     p[1, 2] = 1.0
     q[4, 7] = 1.0
-    hy, hx = grid.spacing
-    assert emd(p, q, grid) == pytest.approx(3 * hy + 5 * hx, rel=1e-12)
+    hy, hx = 3.0 / 6, 2.0 / 8
+    assert emd(p, q, Grid(shape, extent=extent)) == pytest.approx(3 * hy + 5 * hx, rel=1e-12)
+    assert emd(p, q, Grid(shape, extent=extent, metric="l2")) == pytest.approx(np.hypot(3 * hy, 5 * hx), rel=1e-12)
+    line = np.zeros(20)
+    moved = np.zeros(20)
+    line[3], moved[11] = 1.0, 1.0
+    assert emd(line, moved, Line(20)) == pytest.approx(8 / 20, rel=1e-12)
+
+
+def test_large_grid_point_masses_and_split_mass():
+    """Closed form at heatmap scale: half the mass moves (a, b) cells, half stays put."""
+    d = 128
+    grid = Grid((d, d))
+    p, q = np.zeros((d, d)), np.zeros((d, d))
+    p[10, 20] = p[100, 100] = 1.0
+    q[10, 20] = 1.0
+    q[30, 7] = 1.0
+    assert emd(p, q, grid) == pytest.approx(0.5 * (70 + 93) / d, rel=1e-12)
+
+
+@pytest.mark.parametrize("name", ["line", "grid-l1", "grid-l1-multiscale", "grid-l2", "graph-weighted"])
+def test_plan_has_the_right_marginals_and_cost(name):
+    """Oracle: the plan's marginals are p and q, its cost is Σ γ d and equals POT's optimum."""
+    domain = DOMAINS[name]
+    rng = np.random.default_rng(11)
+    p, q = _pair(rng, domain.size, 0.4)
+    plan = emd_plan(p, q, domain)
+    gamma = plan.todense()
+    np.testing.assert_allclose(gamma.sum(axis=1), p / p.sum(), atol=1e-12)
+    np.testing.assert_allclose(gamma.sum(axis=0), q / q.sum(), atol=1e-12)
+    assert np.all(plan.mass > 0)
+    dist = domain.distances()
+    want = ot.emd2(p / p.sum(), q / q.sum(), dist, numItermax=10**8)
+    assert float(np.sum(gamma * dist)) == pytest.approx(want, rel=1e-9)
+    assert plan.cost == pytest.approx(want, rel=1e-9)
+
+
+@pytest.mark.parametrize("name", ["line", "grid-l1", "grid-l2", "graph-weighted"])
+def test_emd_norm_matches_pot_with_a_dummy_location(name):
+    """Oracle: POT on the problem extended by one location at distance α from all others."""
+    domain = DOMAINS[name]
+    rng = np.random.default_rng(12)
+    n = domain.size
+    for alpha in (0.3, 2.0):
+        w = rng.normal(size=n)
+        w[rng.random(n) < 0.3] = 0.0
+        plus, minus = np.maximum(w, 0), np.maximum(-w, 0)
+        cost = np.zeros((n + 1, n + 1))
+        cost[:n, :n] = domain.distances()
+        cost[:n, n] = cost[n, :n] = alpha
+        want = ot.emd2(np.append(plus, minus.sum()), np.append(minus, plus.sum()), cost, numItermax=10**8)
+        assert emd_norm(w, domain, penalty=alpha) == pytest.approx(want, rel=1e-9)
+
+
+def test_emd_norm_of_balanced_difference_is_the_emd_and_unmatched_mass_pays_alpha():
+    """Closed forms: ‖p − q‖_EMD = EMD(p, q) for equal masses (default α = diameter of [0,1]² = 2);
+    a lone unit of mass pays α; seed 003's α = 2 for the unit square."""
+    grid = Grid((16, 16))
+    rng = np.random.default_rng(2)
+    p, q = rng.random(grid.size), rng.random(grid.size)
+    p, q = p / p.sum(), q / q.sum()
+    assert emd_norm(p - q, grid) == pytest.approx(emd(p, q, grid), rel=1e-9)
+    lone = np.zeros(grid.size)
+    lone[5] = 0.25
+    assert emd_norm(lone, grid) == pytest.approx(0.25 * 2.0, rel=1e-12)
+    assert emd_norm(-lone, grid, penalty=0.5) == pytest.approx(0.125, rel=1e-12)
+    assert emd_norm(np.zeros(grid.size), grid) == 0.0
+
+
+def test_non_converged_pot_result_is_never_returned(monkeypatch):
+    """A POT solve stopped by its iteration cap raises instead of returning a too-high EMD."""
+    monkeypatch.setattr(_dense, "NUM_ITER_MAX", 3)
+    rng = np.random.default_rng(0)
+    p, q = _pair(rng, 64, 0.0)
+    with pytest.raises(ConvergenceError, match="optimal"):
+        emd(p, q, Grid((8, 8), metric="l2"))
+
+
+# ---- metric properties (hypothesis) -------------------------------------------------------------
+
+GRID = Grid((4, 5), extent=(1.0, 2.0))
+_mass = arrays(np.float64, (4, 5), elements=st.floats(0.0, 10.0, allow_nan=False, allow_subnormal=False))
+
+
+def _unit(x):
+    x = np.asarray(x, dtype=float).copy()
+    x[0, 0] += 1e-3
+    return x
+
+
+@settings(max_examples=40, deadline=None)
+@given(_mass, _mass)
+def test_symmetric_and_zero_iff_equal(a, b):
+    p, q = _unit(a), _unit(b)
+    d = emd(p, q, GRID)
+    assert d == pytest.approx(emd(q, p, GRID), rel=1e-9, abs=1e-14)
+    assert emd(p, p, GRID) == pytest.approx(0.0, abs=1e-14)
+    # EMD >= (shortest edge) x (total variation): zero exactly when the unit-mass vectors agree
+    tv = 0.5 * np.abs(p / p.sum() - q / q.sum()).sum()
+    assert d >= min(GRID.spacing) * tv - 1e-12
+
+
+@settings(max_examples=40, deadline=None)
+@given(_mass, _mass, _mass)
+def test_triangle_inequality(a, b, c):
+    p, q, r = _unit(a), _unit(b), _unit(c)
+    for domain in (GRID, Grid((4, 5), extent=(1.0, 2.0), metric="l2")):
+        assert emd(p, r, domain) <= emd(p, q, domain) + emd(q, r, domain) + 1e-12
+
+
+# ---- bad input ----------------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize(
@@ -63,18 +211,35 @@ def test_point_mass_shift_costs_distance():
     [
         ([1.0, -0.5, 0.5], [1.0, 1.0, 1.0], "non-negative"),
         ([1.0, np.nan, 0.5], [1.0, 1.0, 1.0], "finite"),
+        ([1.0, 1.0, 1.0], [1.0, np.inf, 1.0], "finite"),
         ([1.0, 1.0], [1.0, 1.0, 1.0], "shape"),
+        ([[1.0, 1.0, 1.0]], [1.0, 1.0, 1.0], "shape"),
         ([0.0, 0.0, 0.0], [1.0, 1.0, 1.0], "positive total mass"),
+        ([1.0, 1.0, 1.0], [0.0, 0.0, 0.0], "positive total mass"),
+        (["a", "b", "c"], [1.0, 1.0, 1.0], "array of numbers"),
     ],
 )
-def test_bad_input(p, q, match):
+@pytest.mark.parametrize("fn", [emd, emd_plan])
+def test_bad_input_raises(p, q, match, fn):
     with pytest.raises(InvalidParameterError, match=match):
-        emd(p, q, Line(3))
+        fn(p, q, Line(3))
 
 
-def test_empty_and_unequal_mass():
+def test_more_bad_input():
     with pytest.raises(InvalidParameterError, match="empty"):
         emd([], [], Line(1))
     with pytest.raises(InvalidParameterError, match="equal total mass"):
         emd([1.0, 0.0], [0.0, 2.0], Line(2), normalize=False)
+    with pytest.raises(InvalidParameterError, match="shape"):
+        emd(np.ones((3, 4)), np.ones((3, 4)), Grid((4, 3)))
+    with pytest.raises(InvalidParameterError, match="square"):
+        emd([1.0, 1.0], [1.0, 1.0], np.ones((2, 3)))
+    with pytest.raises(InvalidParameterError, match="non-negative"):
+        emd([1.0, 1.0], [1.0, 1.0], -np.ones((2, 2)))
+    with pytest.raises(DisconnectedGraphError, match="connected"):
+        emd([1.0, 0.0], [0.0, 1.0], GraphDomain(nx.empty_graph(2)))
+    with pytest.raises(InvalidParameterError, match="finite"):
+        emd_norm([1.0, np.nan], Line(2))
+    with pytest.raises(InvalidParameterError, match="penalty"):
+        emd_norm([1.0, -1.0], Line(2), penalty=0.0)
     assert emd([2.0, 0.0], [0.0, 2.0], Line(2), normalize=False) == pytest.approx(1.0)

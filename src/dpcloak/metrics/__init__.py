@@ -5,6 +5,7 @@
 holds SIM, Pearson CC, KL divergence and EMD on 2-D heatmaps (seed 003, section 4).
 """
 
+from dpcloak.metrics import heatmap
 from dpcloak.metrics.earth_mover import TransportPlan, emd, emd_norm, emd_plan
 
-__all__ = ["TransportPlan", "emd", "emd_norm", "emd_plan"]
+__all__ = ["TransportPlan", "emd", "emd_norm", "emd_plan", "heatmap"]
