@@ -94,6 +94,7 @@ class WeightedOptimalNoise:
         self.centre = 0.5 * (self.low + self.high)
         self.weight = weight
         self.weight_derivative = weight_derivative
+        self._normalisers: dict[float, float] = {}  # c(x) of the last few x (cost evaluations reuse them)
 
     def log_weight_slope(self, x: float) -> float:
         """p'(x)/p(x)."""
@@ -117,8 +118,15 @@ class WeightedOptimalNoise:
 
     def normaliser(self, x: float) -> float:
         """c(x) = 1 / ∫ exp(−r(x)(w + x)) cos²(π(w − c)/L) dw, by adaptive quadrature."""
-        value, _ = integrate.quad(lambda w: float(self._kernel(np.array(w), x)), self.low, self.high,
+        xv = check_real("x", x)
+        cached = self._normalisers.get(xv)
+        if cached is not None:
+            return cached
+        value, _ = integrate.quad(lambda w: float(self._kernel(np.array(w), xv)), self.low, self.high,
                                   epsabs=0.0, epsrel=1e-12, limit=200)
+        if len(self._normalisers) >= 16:
+            self._normalisers.clear()
+        self._normalisers[xv] = 1.0 / value
         return 1.0 / value
 
     def density(self, w: ArrayLike, x: float) -> NDArray[np.float64]:
