@@ -173,6 +173,14 @@ def derive_sensor_key(master_key: bytes, sensor: int) -> bytes:
     return hmac.digest(mk, _KEY_LABEL + j.to_bytes(4, "little"), "sha256")
 
 
+def _chacha_uniforms(key: bytes, sensor: int, index: int, size: int) -> NDArray[np.float64]:
+    nonce = bytes(4) + sensor.to_bytes(4, "little") + index.to_bytes(8, "little")
+    stream = Cipher(algorithms.ChaCha20(key, nonce), mode=None).encryptor().update(bytes(8 * size))
+    words = np.frombuffer(stream, dtype="<u8") >> np.uint64(12)
+    odd = (words << np.uint64(1)) | np.uint64(1)
+    return odd.astype(np.float64) * 2.0**-53
+
+
 def keystream_uniforms(sensor_key: bytes, *, sensor: int, index: int, size: int = 1) -> NDArray[np.float64]:
     """``size`` uniforms in (0, 1) from the ChaCha20 stream of (sensor key, sensor id, reading index).
 
@@ -182,12 +190,7 @@ def keystream_uniforms(sensor_key: bytes, *, sensor: int, index: int, size: int 
     key = _check_key("sensor_key", sensor_key)
     j = check_int("sensor", sensor, minimum=0, maximum=2**32 - 1)
     r = check_int("index", index, minimum=0, maximum=2**64 - 1)
-    n = check_int("size", size, minimum=1)
-    nonce = bytes(4) + j.to_bytes(4, "little") + r.to_bytes(8, "little")
-    stream = Cipher(algorithms.ChaCha20(key, nonce), mode=None).encryptor().update(bytes(8 * n))
-    words = np.frombuffer(stream, dtype="<u8") >> np.uint64(12)
-    odd = (words << np.uint64(1)) | np.uint64(1)
-    return odd.astype(np.float64) * 2.0**-53
+    return _chacha_uniforms(key, j, r, check_int("size", size, minimum=1))
 
 
 class KeyedPrivatizer:
@@ -236,11 +239,12 @@ class KeyedPrivatizer:
         return float(self._quantile.noise_quantile(u)[0])
 
     def _noise_block(self, k: int, start: int) -> NDArray[np.float64]:
-        z = np.empty((k, self.n_sensors))
+        """Noise of reading indices ``start … start + k − 1`` of every sensor (same values as :meth:`noise`)."""
+        u = np.empty((k, self.n_sensors))
         for r in range(k):
-            for j in range(self.n_sensors):
-                z[r, j] = self.noise(sensor=j, index=start + r)
-        return z
+            for j, key in enumerate(self._sensor_keys):
+                u[r, j] = _chacha_uniforms(key, j, start + r, 1)[0]
+        return np.asarray(self._quantile.noise_quantile(u), dtype=float)
 
     def _reserve(self, sensors: range, first: int, last: int) -> None:
         for j in sensors:
