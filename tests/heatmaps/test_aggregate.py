@@ -1,0 +1,93 @@
+"""Algorithm 1: budgets ε_i = γ^{|i−q|} ε/Z summing to ε, and the Laplace noise actually added per level."""
+
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+
+from dpcloak.errors import InvalidParameterError
+from dpcloak.heatmaps.aggregate import default_start_level, hierarchical_laplace, level_budget
+from dpcloak.heatmaps.data import bound_users
+from dpcloak.heatmaps.pyramid import pyramid_levels
+
+
+@pytest.mark.parametrize("w", [1, 3, 4, 15, 16, 20, 63, 64, 1000])
+def test_q_is_floor_log2_sqrt_w(w):
+    # Oracle: q = ⌊log₂ √w⌋ computed in floating point (exact away from powers of 4, checked separately).
+    assert default_start_level(w) == math.floor(math.log2(math.sqrt(w)) + 1e-12)
+
+
+@pytest.mark.parametrize(("epsilon", "depth", "w", "gamma"), [(1.0, 8, 20, 2**-0.5), (0.1, 10, 20, 0.8),
+                                                              (7.3, 3, 1, 0.5), (1e-3, 0, 20, 2**-0.5)])
+def test_budgets_follow_formula_and_sum_to_epsilon(epsilon, depth, w, gamma):
+    b = level_budget(epsilon, depth=depth, w=w, gamma=gamma)
+    q = min(math.floor(math.log2(math.sqrt(w)) + 1e-12), depth)
+    assert b.q == q and b.levels == tuple(range(q, depth + 1))
+    z = sum(gamma ** abs(i - q) for i in range(q, depth + 1))
+    np.testing.assert_allclose(b.epsilons, [gamma ** abs(i - q) * epsilon / z for i in b.levels], rtol=1e-12)
+    total = math.fsum(b.epsilons)
+    assert total <= epsilon and total == pytest.approx(epsilon, rel=1e-15)
+
+
+def test_full_pyramid_variant_of_theorem_3_1():
+    b = level_budget(1.0, depth=6, w=20, start_level=0)
+    assert b.levels == tuple(range(7)) and b.q == 2
+    assert b.epsilons[2] == max(b.epsilons)
+    assert math.fsum(b.epsilons) <= 1.0
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [({"epsilon": 0.0}, "epsilon"), ({"epsilon": -1.0}, "epsilon"),
+                                               ({"epsilon": 1.0, "w": 0}, "w"),
+                                               ({"epsilon": 1.0, "gamma": 0.0}, "gamma")])
+def test_bad_budget_parameters(kwargs, match):
+    with pytest.raises(InvalidParameterError, match=match):
+        level_budget(depth=4, **kwargs)
+
+
+def _aggregate(seed=0, delta=256):
+    rng = np.random.default_rng(seed)
+    users = rng.integers(0, 300, 3000)
+    return bound_users(users, rng.random(3000) ** 2, rng.random(3000), resolution=delta)
+
+
+def _standardised_noise(agg, noisy, epsilon_claimed):
+    """Noise of every measured level times the ε_i the claimed budget assigns it (should be Lap(1))."""
+    budget = level_budget(epsilon_claimed, depth=agg.depth, w=20)
+    exact = pyramid_levels(agg.sums, start_level=budget.levels[0])
+    return np.concatenate([(lev - ex).ravel() * eps for lev, ex, eps in zip(noisy.levels, exact, budget.epsilons,
+                                                                             strict=True)])
+
+
+def _scale_test(z):
+    """Seeded statistical test: for Lap(1), mean|z| estimates b = 1 with sd 1/√N (|z| ~ Exp(1)); accept within 4 sd."""
+    return abs(np.mean(np.abs(z)) - 1.0) <= 4.0 / math.sqrt(z.size)
+
+
+def test_level_noise_is_laplace_at_its_epsilon_and_undernoising_fails():
+    agg = _aggregate()
+    eps = 1.0
+    honest = hierarchical_laplace(agg, epsilon=eps, rng=11)
+    z = _standardised_noise(agg, honest, eps)
+    assert z.size == sum(4**i for i in range(2, 9))
+    assert _scale_test(z)
+    assert stats.kstest(z, "laplace").pvalue > 1e-3
+    # The finest level alone (65 536 cells) at its own ε_i.
+    finest = z[-(256 * 256):]
+    assert _scale_test(finest)
+    # A deliberately weakened release (10 % less noise than the budget for ε claims) is caught.
+    weak = hierarchical_laplace(agg, epsilon=1.1 * eps, rng=11)
+    zw = _standardised_noise(agg, weak, eps)
+    assert not _scale_test(zw)
+    assert stats.kstest(zw, "laplace").pvalue < 1e-6
+
+
+def test_guarantee_and_input_path():
+    agg = _aggregate(delta=16)
+    noisy = hierarchical_laplace(agg, epsilon=2.0, w=20, rng=0)
+    g = noisy.guarantee()
+    assert g.kind == "ε-DP" and g.delta == 0.0 and g.epsilon == pytest.approx(2.0, rel=1e-15) and g.epsilon <= 2.0
+    assert "add/remove one user" in g.neighbouring and g.sensitivity == 1.0 and g.norm == "l1"
+    np.testing.assert_allclose(noisy.scales, [1.0 / e for e in noisy.budget.epsilons], rtol=1e-12)
+    with pytest.raises(InvalidParameterError, match="UserAggregate"):
+        hierarchical_laplace(np.ones((16, 16)), epsilon=1.0)

@@ -1,0 +1,110 @@
+"""Per-user bounding and snapping: each user is one distribution (ℓ1 ≤ 1), the only path into the mechanisms."""
+
+import numpy as np
+import pytest
+
+from dpcloak.errors import InvalidParameterError
+from dpcloak.heatmaps.data import (
+    FIXED_POINT_BITS,
+    UserAggregate,
+    bound_distributions,
+    bound_users,
+    check_resolution,
+    snap,
+)
+
+
+def test_snap_matches_floor_definition():
+    # Oracle: §2 of seed 003, the cell of (x, y) is (⌊yΔ⌋, ⌊xΔ⌋).
+    x = np.array([0.0, 0.124, 0.125, 0.999999, 0.5])
+    y = np.array([0.0, 0.9, 0.3, 0.0, 0.5])
+    cells = snap(x, y, resolution=8)
+    rows, cols = np.divmod(cells, 8)
+    np.testing.assert_array_equal(cols, [0, 0, 1, 7, 4])
+    np.testing.assert_array_equal(rows, [0, 7, 2, 0, 4])
+
+
+def test_user_with_many_points_contributes_one_distribution():
+    # Oracle: p_i = (1/c) Σ 1_cell for a user with c points (seed 003 §2.3), computed by hand.
+    rng = np.random.default_rng(0)
+    heavy = 5000
+    users = np.concatenate([np.zeros(heavy, dtype=int), [1, 2, 2]])
+    x = np.concatenate([rng.random(heavy) * 0.5, [0.9, 0.9, 0.1]])
+    y = np.concatenate([rng.random(heavy) * 0.5, [0.9, 0.1, 0.9]])
+    agg = bound_users(users, x, y, resolution=4)
+    assert agg.n_users == 3 and agg.n_points == heavy + 3
+    s = agg.sums
+    # The heavy user's 5000 points occupy the lower-left 2×2 block with total mass ≤ 1.
+    heavy_mass = s[:2, :2].sum()
+    assert heavy_mass <= 1.0 and heavy_mass > 1.0 - heavy * 2.0**-FIXED_POINT_BITS
+    assert s[3, 3] == pytest.approx(1.0)  # user 1
+    assert s[0, 3] == pytest.approx(0.5) and s[3, 0] == pytest.approx(0.5)  # user 2, two points
+    expected = np.zeros((4, 4))
+    np.add.at(expected, ((y[:heavy] * 4).astype(int), (x[:heavy] * 4).astype(int)), 1.0 / heavy)
+    np.testing.assert_allclose(s[:2, :2], expected[:2, :2], atol=1e-9)
+
+
+def test_every_user_total_at_most_one_and_string_ids():
+    rng = np.random.default_rng(1)
+    users = rng.choice(np.array(["ann", "bob", "cy", "dee"]), size=999)
+    x, y = rng.random(999), rng.random(999)
+    agg = bound_users(users, x, y, resolution=16)
+    assert agg.n_users == 4
+    assert agg.fixed.sum() <= 4 * (1 << FIXED_POINT_BITS)
+    assert agg.sums.sum() == pytest.approx(4.0, abs=1e-6)
+    np.testing.assert_allclose(agg.normalized.sum(), 1.0)
+    # Removing one user changes s by at most 1 in ℓ1 (the sensitivity of Theorem 3.1).
+    keep = users != "bob"
+    other = bound_users(users[keep], x[keep], y[keep], resolution=16)
+    assert np.abs(agg.sums - other.sums).sum() <= 1.0
+
+
+def test_order_independent_exact_sums():
+    rng = np.random.default_rng(2)
+    users = rng.integers(0, 50, 2000)
+    x, y = rng.random(2000), rng.random(2000)
+    perm = rng.permutation(2000)
+    a = bound_users(users, x, y, resolution=32)
+    b = bound_users(users[perm], x[perm], y[perm], resolution=32)
+    np.testing.assert_array_equal(a.fixed, b.fixed)
+
+
+def test_distributions_input():
+    rng = np.random.default_rng(3)
+    d = rng.random((5, 8, 8))
+    d /= d.sum(axis=(1, 2), keepdims=True)
+    agg = bound_distributions(d)
+    assert agg.n_users == 5
+    np.testing.assert_allclose(agg.sums, d.sum(axis=0), atol=1e-9)
+    with pytest.raises(InvalidParameterError, match="total mass <= 1"):
+        bound_distributions(d * 2)
+
+
+def test_aggregate_cannot_be_built_by_hand():
+    with pytest.raises(InvalidParameterError, match="only"):
+        UserAggregate(fixed=np.zeros((2, 2), dtype=np.int64), resolution=2, n_users=1, n_points=1)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"x": [0.1, np.nan], "y": [0.1, 0.2]}, "finite"),
+        ({"x": [0.1, np.inf], "y": [0.1, 0.2]}, "finite"),
+        ({"x": [0.1, 1.0], "y": [0.1, 0.2]}, r"\[0, 1\)"),
+        ({"x": [0.1, 0.2], "y": [-0.1, 0.2]}, r"\[0, 1\)"),
+        ({"x": [], "y": []}, "empty"),
+        ({"x": [0.1], "y": [0.1, 0.2]}, "same length"),
+    ],
+)
+def test_bad_points(kwargs, match):
+    users = np.arange(len(kwargs["x"]))
+    with pytest.raises(InvalidParameterError, match=match):
+        bound_users(users, kwargs["x"], kwargs["y"], resolution=8)
+
+
+def test_resolution_must_be_power_of_two():
+    assert check_resolution(256) == 8 and check_resolution(1) == 0
+    with pytest.raises(InvalidParameterError, match=r"power of two.*use 256 or 512"):
+        check_resolution(300)
+    with pytest.raises(InvalidParameterError):
+        check_resolution(0)
