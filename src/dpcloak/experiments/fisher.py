@@ -146,13 +146,24 @@ def fig2_trial(params: Mapping[str, Any], rng: np.random.Generator) -> dict[str,
 
 
 _FIG2_EPS = np.round(np.linspace(0.1, 10.0, 34), 6)
-_FIG2_DELTA = np.geomspace(1e-12, 0.9, 30)
+_FIG2_DELTA = np.concatenate([np.geomspace(1e-12, 0.5, 30), [0.6, 0.75, 0.9]])
 
 
 def _fig2_sweep(quick: bool) -> list[dict[str, Any]]:
     eps = [0.5, 2.0, 8.0] if quick else [float(e) for e in _FIG2_EPS]
     dlt = [1e-6, 0.1, 0.4, 0.7] if quick else [float(d) for d in _FIG2_DELTA]
     return [{"panel": "fig2", "epsilon": e, "delta": d, "theta": 1.0} for e in eps for d in dlt]
+
+
+def _edges(centres: np.ndarray, *, log: bool) -> np.ndarray:
+    """Cell edges around sorted centres (geometric midpoints on a log axis)."""
+    c = np.log(centres) if log else centres
+    if c.size == 1:
+        mid = np.array([c[0] - 0.5, c[0] + 0.5])
+    else:
+        inner = 0.5 * (c[1:] + c[:-1])
+        mid = np.concatenate([[2 * c[0] - inner[0]], inner, [2 * c[-1] - inner[-1]]])
+    return np.exp(mid) if log else mid
 
 
 def fig2_plot(rows: Sequence[Row]) -> Figure:
@@ -167,7 +178,8 @@ def fig2_plot(rows: Sequence[Row]) -> Figure:
         i, j = int(np.searchsorted(dlt, r["delta"])), int(np.searchsorted(eps, r["epsilon"]))
         grid[i, j] = float(r["cond16_published"])
         exact[i, j] = float(r["exact_private"])
-    ax.pcolormesh(eps, dlt, grid, shading="nearest", cmap="Greys_r", vmin=-0.6, vmax=1.0)
+    ax.pcolormesh(_edges(eps, log=False), _edges(dlt, log=True), grid, shading="flat", cmap="Greys_r",
+                  vmin=-0.6, vmax=1.0)
     if eps.size > 1 and dlt.size > 1:
         ax.contour(eps, dlt, exact, levels=[0.5], colors="tab:red", linewidths=1.2)
     ax.axhline(0.5, ls="--", color="k", lw=1)
@@ -355,6 +367,9 @@ def laplace_gaussian_plot(rows: Sequence[Row]) -> Figure:
         ax.legend(fontsize=7)
     axes[0].set_yscale("log")
     axes[2].set_yscale("log")
+    axes[0].set_ylabel("noise Fisher information")
+    axes[1].set_ylabel("bound ratio")
+    axes[2].set_ylabel("ε")
     return fig
 
 

@@ -162,3 +162,14 @@ def test_bad_inputs_raise():
         BoundedOptimalNoise(low=0.0, high=1.0).privatize([1.0, math.inf])
     with pytest.raises(InvalidParameterError):
         corollary2_kappa(m=0)
+
+
+def test_keyed_privatizer_accepts_bounded_noise():
+    from dpcloak.privacy.local import KeyedPrivatizer
+
+    noise = BoundedOptimalNoise(low=-0.2, high=0.3)
+    keyed = KeyedPrivatizer(mechanism=noise, n_sensors=2, key=b"0123456789abcdef0123456789abcdef")
+    block = keyed.privatize_all(np.zeros((2000, 2)))
+    assert np.all(block >= -0.2) and np.all(block <= 0.3)
+    assert block[5, 1] == pytest.approx(keyed.noise(sensor=1, index=5))
+    assert stats.kstest(block.ravel(), reference_cdf(-0.2, 0.3)).pvalue > 1e-3
