@@ -173,3 +173,37 @@ def test_keyed_privatizer_accepts_bounded_noise():
     assert np.all(block >= -0.2) and np.all(block <= 0.3)
     assert block[5, 1] == pytest.approx(keyed.noise(sensor=1, index=5))
     assert stats.kstest(block.ravel(), reference_cdf(-0.2, 0.3)).pvalue > 1e-3
+
+
+def test_corollary5_nonlinear_query_fisher_information_by_finite_differences():
+    # y = f(x) + w, f the sample variance of n = 2 entries (Example 3); oracle: the n x n Fisher
+    # information of p(y|x) = gamma(y - f(x)) from its definition (quadrature over y, d/dx by differences)
+    low, high = 0.0, 1.5
+    noise = BoundedOptimalNoise(low=low, high=high)
+
+    def f(x):
+        return float(np.var(x, ddof=1))
+
+    x = np.array([0.3, 1.1])
+    h = 1e-6
+
+    def dens(y, xx):
+        return float(noise.pdf(y - f(xx)))
+
+    info = np.zeros((2, 2))
+    for i in range(2):
+        for j in range(2):
+            ei, ej = np.eye(2)[i] * h, np.eye(2)[j] * h
+
+            def integrand(y, ei=ei, ej=ej):
+                p = dens(y, x)
+                if p <= 0:
+                    return 0.0
+                di = (dens(y, x + ei) - dens(y, x - ei)) / (2 * h)
+                dj = (dens(y, x + ej) - dens(y, x - ej)) / (2 * h)
+                return di * dj / p
+
+            info[i, j] = integrate.quad(integrand, f(x) + low + 1e-5, f(x) + high - 1e-5, limit=200)[0]
+    grad = np.array([x[0] - x[1], x[1] - x[0]])  # gradient of the n = 2 sample variance
+    expected = noise.fisher_information().trace * np.outer(grad, grad)  # F^T J F (Section 3, Corollary 5)
+    np.testing.assert_allclose(info, expected, rtol=1e-4, atol=1e-6)

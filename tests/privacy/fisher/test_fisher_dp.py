@@ -10,7 +10,7 @@ import math
 
 import numpy as np
 import pytest
-from scipy import optimize
+from scipy import optimize, stats
 
 from dpcloak.errors import InvalidParameterError
 from dpcloak.privacy.fisher import (
@@ -123,6 +123,20 @@ def test_laplace_vs_gaussian_fisher_and_one_plus_kappa():
     assert comp.ratio_max == pytest.approx(2.0)  # x = 0 = 0 * C lies in the box, where a(x) = 0
     assert comp.kappa_published == pytest.approx(1 / (1 + 2 * gram**2 * comp.residual_max / theta))
     assert comp.gaussian_epsilon > 0 and comp.laplace_epsilon == pytest.approx(1.0 / b * 0.4)
+
+
+def test_section5_entropies_against_scipy_and_printed_forms():
+    for theta in (0.25, 1.0, 4.0):
+        comp = compare_laplace_gaussian(weights=WEIGHTS, low=0.0, high=1.0, theta=theta)
+        lap = stats.laplace(scale=math.sqrt(theta / 2)).entropy() / math.log(2)
+        gau = stats.norm(scale=math.sqrt(theta)).entropy() / math.log(2)
+        assert comp.laplace_entropy_bits == pytest.approx(lap)
+        assert comp.gaussian_entropy_bits == pytest.approx(gau)
+        assert comp.gaussian_entropy_bits > comp.laplace_entropy_bits  # the paper's conclusion holds
+        printed_lap = math.log2(math.e * math.sqrt(2) * theta)
+        printed_gau = math.log2(math.sqrt(math.e * 2 * math.pi) * theta)
+        assert (printed_lap == pytest.approx(lap)) == (theta == 1.0)  # printed forms right only at theta = 1
+        assert (printed_gau == pytest.approx(gau)) == (theta == 1.0)
 
 
 def test_residual_range_against_brute_force():

@@ -232,6 +232,8 @@ class BoundedOptimalNoise:
         """Return ``values + w`` with fresh independent noise (same shape as ``values``).
 
         Scalar bounds: every entry gets its own noise. Vector bounds: ``values`` has last axis m.
+        The noise has mean ``(low + high)/2`` (the support need not be centred, e.g. ``[0, w̄]`` so that
+        a reading never decreases); subtract it for an unbiased release.
         """
         x = check_values(values)
         self._check_last_axis("values", x)

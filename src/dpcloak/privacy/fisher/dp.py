@@ -31,6 +31,10 @@ Discrepancies with the paper (each checked in the tests)
   therefore the **infimum** over the box, not the supremum it is labelled. The supremum is at
   :math:`\min_x a` (0 when the box meets the row space of C, giving a factor 2).
   :func:`compare_laplace_gaussian` reports both, with the corrected :math:`s = CC^\top`.
+* **Entropies.** §5 prints :math:`H(\gamma) = \log_2(e\sqrt2\,\vartheta)` (Laplace) and
+  :math:`H(\gamma^*) = \log_2(\sqrt{2\pi e}\,\vartheta)` (Gaussian) at :math:`\mathcal Q = \vartheta`;
+  with ϑ a variance they are :math:`\log_2(e\sqrt{2\vartheta})` and :math:`\log_2\sqrt{2\pi e\vartheta}`
+  (ϑ should be √ϑ). The conclusion :math:`H(\gamma^*) \ge H(\gamma)` still holds (√(2πe) ≈ 4.13 > e√2 ≈ 3.84).
 """
 
 from __future__ import annotations
@@ -203,6 +207,8 @@ class LaplaceGaussianComparison:
         (``ratio_min = 1 + κ`` with the paper's κ formula and s = CCᵀ).
     kappa_published : float
         The paper's κ = 1/(1 + 2(CCᵀ)² max a/ϑ).
+    laplace_entropy_bits, gaussian_entropy_bits : float
+        Differential entropies (bits) at Q = ϑ: log2(e√(2ϑ)) and log2 √(2πeϑ) (corrected §5 formulas).
     """
 
     theta: float
@@ -219,6 +225,8 @@ class LaplaceGaussianComparison:
     ratio_min: float
     ratio_max: float
     kappa_published: float
+    laplace_entropy_bits: float
+    gaussian_entropy_bits: float
 
 
 def compare_laplace_gaussian(*, weights: ArrayLike, low: float, high: float, theta: float,
@@ -250,4 +258,6 @@ def compare_laplace_gaussian(*, weights: ArrayLike, low: float, high: float, the
         ratio_min=ratio(a_max),
         ratio_max=ratio(a_min),
         kappa_published=1.0 / (1.0 + 2.0 * gram**2 * a_max / th),
+        laplace_entropy_bits=math.log2(math.e * math.sqrt(2.0 * th)),
+        gaussian_entropy_bits=0.5 * math.log2(2.0 * math.pi * math.e * th),
     )
