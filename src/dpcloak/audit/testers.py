@@ -50,7 +50,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from dpcloak._rng import RngLike, as_generator
 from dpcloak._validation import check_int, check_real
-from dpcloak.audit.divergence import check_distribution, delta_epsilon
+from dpcloak.audit.divergence import check_distribution, delta_epsilon, pure_epsilon
 from dpcloak.errors import InvalidParameterError
 
 __all__ = [
@@ -76,6 +76,9 @@ Sampler = Callable[[int, np.random.Generator], ArrayLike]
 #: Largest proximity parameter Algorithm 6's soundness proof covers (it needs
 #: ``1/(3 − 2e^α) ≤ e^{4α}``, true up to α ≈ 0.29).
 PDP_MAX_ALPHA = 0.25
+
+#: Relative slack when comparing a claimed distribution's exact ε to the claim (rounding of the claim).
+CLAIM_TOLERANCE = 1e-9
 
 
 @dataclass(frozen=True)
@@ -296,8 +299,7 @@ def adp_tester(
     z = max(z_fwd, z_bwd)
     threshold = dlt + a
     verdict = ACCEPT if z < threshold else REJECT
-    reason = (f"estimated delta_eps = {z:.4g} (forward {z_fwd:.4g}, backward {z_bwd:.4g}) "
-              f"{'<' if verdict == ACCEPT else '>='} delta + alpha = {threshold:.4g}")
+    reason = f"z = {z:.3g} {'<' if verdict == ACCEPT else '>='} δ + α = {threshold:.3g} (forward {z_fwd:.3g})"
     return TesterResult(verdict, "Algorithm 4 (aDP, no information)", z, threshold, (r0, r1), lam, a, 2 * a,
                         "delta_epsilon", f, reason)
 
@@ -357,12 +359,12 @@ def identity_tester(
     if outside:
         return TesterResult(REJECT, "identity tester (chi-square, Acharya et al. 2015)", math.inf, threshold, (r,),
                             lam, a, a, "total_variation", f,
-                            f"{outside} samples fell on outcomes that q gives probability 0")
+                            f"{outside} samples where q is 0")
     keep = qv >= a / (4 * n)
     expected = lam * qv[keep]
     z = float((((counts[keep] - expected) ** 2 - counts[keep]) / expected).sum() / lam)
     verdict = ACCEPT if z < threshold else REJECT
-    reason = f"chi-square statistic {z:.4g} {'<' if verdict == ACCEPT else '>='} 9 alpha^2/32 = {threshold:.4g}"
+    reason = f"χ² = {z:.3g} {'<' if verdict == ACCEPT else '>='} 9α²/32 = {threshold:.3g}"
     return TesterResult(verdict, "identity tester (chi-square, Acharya et al. 2015)", z, threshold, (r,), lam, a, a,
                         "total_variation", f, reason)
 
@@ -409,13 +411,12 @@ def adp_fi_tester(
     claimed = delta_epsilon(a0, a1, eps).value
     if claimed > dlt:
         return TesterResult(REJECT, name, claimed, dlt, (0, 0), 0.0, a, (1 + math.exp(eps)) * a, "delta_epsilon", f,
-                            f"the side information itself has delta_eps = {claimed:.4g} > delta = {dlt:.4g}")
+                            f"claimed δ_ε = {claimed:.3g} > δ = {dlt:.3g}")
     gen = as_generator(rng)
     t0 = identity_tester(sampler0, a0, budget=lam, failure_probability=f / 2, rng=gen)
     t1 = identity_tester(sampler1, a1, budget=lam, failure_probability=f / 2, rng=gen)
     verdict = ACCEPT if t0.accepted and t1.accepted else REJECT
-    reason = (f"side information delta_eps = {claimed:.4g} <= {dlt:.4g}; identity tests: database 0 "
-              f"{t0.verdict} ({t0.reason}), database 1 {t1.verdict} ({t1.reason})")
+    reason = f"claimed δ_ε = {claimed:.3g} ≤ δ; identity: {t0.reason} | {t1.reason}"
     return TesterResult(verdict, name, max(t0.statistic, t1.statistic), t0.threshold, t0.queries + t1.queries, lam, a,
                         (1 + math.exp(eps)) * a, "delta_epsilon", f, reason)
 
@@ -466,8 +467,10 @@ def pdp_fi_tester(
     * ``ε̂ = max_i |ln(x_i / y_i)|`` (``+∞`` if some count is 0); REJECT if ``ε̂ > ε + 2α``;
     * ACCEPT iff every ``x_i/q0_i`` and ``y_i/q1_i`` lies in ``[e^{−α}, e^{α}]``.
 
-    If one claimed distribution gives probability 0 to an outcome the other can produce, the side
-    information has ``ε = ∞`` and ``β = 0`` (unverifiable, Theorem 10.12): REJECT without queries.
+    Added step (mirroring Algorithm 5's first step; it never rejects an ``ε``-DP mechanism with exact
+    side information): if the side information itself is not ``ε``-pDP (:func:`pure_epsilon`, ``+∞``
+    when one claimed distribution gives probability 0 to an outcome the other can produce), REJECT
+    without queries. Without it a non-private claim with tiny probabilities would make ``λ`` huge.
 
     Returns
     -------
@@ -482,11 +485,11 @@ def pdp_fi_tester(
     name = "Algorithm 6 (pDP, full information)"
     n = a0.size
     support = (a0 > 0) | (a1 > 0)
-    if np.any((a0 > 0) != (a1 > 0)):
+    claimed = pure_epsilon(a0, a1)
+    if claimed > eps + CLAIM_TOLERANCE * max(1.0, eps):  # tolerance: claims computed in floating point
         a = check_real("alpha", alpha, low=0.0) if alpha is not None else math.nan
-        return TesterResult(REJECT, name, math.inf, eps, (0, 0), 0.0, a, 12 * a, "epsilon", f,
-                            "the side information gives probability 0 to an outcome under one database only: "
-                            "its pure epsilon is infinite")
+        return TesterResult(REJECT, name, claimed, eps, (0, 0), 0.0, a, 12 * a, "epsilon", f,
+                            f"claimed distributions have epsilon {claimed:.4g} > {eps:.4g}")
     beta = float(min(a0[support].min(), a1[support].min()))
     log_term = _pdp_log_term(n, f)
     a, lam = _resolve(alpha, budget,
@@ -499,7 +502,7 @@ def pdp_fi_tester(
     threshold = eps + 2 * a
     if np.any(x_counts[~support]) or np.any(y_counts[~support]):
         return TesterResult(REJECT, name, math.inf, threshold, (r0, r1), lam, a, 12 * a, "epsilon", f,
-                            "samples fell on outcomes the side information gives probability 0")
+                            "samples where the claim has probability 0")
     xs, ys = x_counts[support] / lam, y_counts[support] / lam
     if np.any(xs == 0) or np.any(ys == 0):
         eps_hat = math.inf
@@ -507,12 +510,7 @@ def pdp_fi_tester(
     else:
         eps_hat = float(np.max(np.abs(np.log(xs) - np.log(ys))))
         deviation = float(max(np.max(np.abs(np.log(xs / a0[support]))), np.max(np.abs(np.log(ys / a1[support])))))
-    if eps_hat > threshold:
-        verdict, reason = REJECT, f"empirical epsilon {eps_hat:.4g} > epsilon + 2 alpha = {threshold:.4g}"
-    elif deviation > a:
-        verdict, reason = REJECT, (f"empirical epsilon {eps_hat:.4g} <= {threshold:.4g} but the samples deviate "
-                                   f"from the side information by a log-ratio {deviation:.4g} > alpha = {a:.4g}")
-    else:
-        verdict, reason = ACCEPT, (f"empirical epsilon {eps_hat:.4g} <= {threshold:.4g} and every log-ratio to "
-                                   f"the side information <= alpha (max {deviation:.4g}); beta = {beta:.4g}")
+    verdict = ACCEPT if eps_hat <= threshold and deviation <= a else REJECT
+    reason = (f"ε̂ = {eps_hat:.3g} {'≤' if eps_hat <= threshold else '>'} ε + 2α = {threshold:.3g}; "
+              f"max |log(freq/claim)| = {deviation:.3g} {'≤' if deviation <= a else '>'} α = {a:.3g}")
     return TesterResult(verdict, name, eps_hat, threshold, (r0, r1), lam, a, 12 * a, "epsilon", f, reason)

@@ -5,8 +5,10 @@ from __future__ import annotations
 import typer
 
 from dpcloak import __version__
+from dpcloak.cli.audit import audit
 from dpcloak.cli.calibrate import calibrate
 from dpcloak.cli.demo import demo
+from dpcloak.cli.heatmap import heatmap
 from dpcloak.cli.reproduce import reproduce
 from dpcloak.cli.sensitivity import sensitivity
 
@@ -35,9 +37,11 @@ def _root(
 
 
 app.command()(demo)
+app.command()(audit)
 app.command()(sensitivity)
 app.command()(calibrate)
 app.command()(reproduce)
+app.command()(heatmap)
 
 
 def main() -> None:
