@@ -185,3 +185,20 @@ def test_bad_inputs_laplace_and_readings() -> None:
             mech.privatize(float("inf"), rng=0)
     with pytest.raises(InvalidParameterError, match="delta"):
         gaussian_epsilon(delta=1.5, sigma=1.0, sensitivity=1.0)
+
+
+def test_analytic_never_overspends_under_high_precision_oracle() -> None:
+    """60 random (ε, δ, Δ) over wide ranges, checked with 50-digit mpmath (independent of float rounding)."""
+    mp = pytest.importorskip("mpmath")
+    mp.mp.dps = 50
+
+    def profile(eps: float, sigma: float, sens: float):  # type: ignore[no-untyped-def]
+        e, s, d = mp.mpf(eps), mp.mpf(sigma), mp.mpf(sens)
+        return mp.ncdf(d / (2 * s) - e * s / d) - mp.exp(e) * mp.ncdf(-d / (2 * s) - e * s / d)
+
+    rng = np.random.default_rng(0)
+    for _ in range(60):
+        eps, delta, sens = 10 ** rng.uniform(-3, 1.7), 10 ** rng.uniform(-15, -0.05), 10 ** rng.uniform(-3, 3)
+        sigma = GaussianMechanism(epsilon=eps, delta=delta, sensitivity=sens).sigma
+        assert profile(eps, sigma, sens) <= delta
+        assert profile(eps, 0.999 * sigma, sens) > delta

@@ -71,6 +71,8 @@ GAUSSIAN_CALIBRATIONS = ("analytic", "classic", "paper")
 
 DEFAULT_NEIGHBOURING = "inputs whose released vectors differ by at most the sensitivity"
 
+_SAFETY = 1e-9  # relative margin of the analytic calibration against rounding in Φ
+
 
 @dataclass(frozen=True)
 class PrivacyGuarantee:
@@ -204,8 +206,12 @@ def gaussian_epsilon(*, delta: float, sigma: float, sensitivity: float) -> float
 
 
 def _analytic_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
-    """Smallest σ with δ(ε; σ, Δ) ≤ δ: bracket in log σ by doubling, then Brent's method."""
-    log_target = math.log(delta)
+    """Smallest σ with δ(ε; σ, Δ) ≤ δ: bracket in log σ by doubling, then Brent's method.
+
+    The root is sought for δ(1 − 10⁻⁹), a relative margin that absorbs the rounding error of
+    evaluating Φ, so the returned σ meets δ even under an exact (high-precision) evaluation.
+    """
+    log_target = math.log(delta) + math.log1p(-_SAFETY)
 
     def excess(log_sigma: float) -> float:
         val = _log_gaussian_delta(epsilon, math.exp(log_sigma), sensitivity)
@@ -216,9 +222,8 @@ def _analytic_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
         hi += math.log(2.0)
     while excess(lo) <= 0.0:
         lo -= math.log(2.0)
-    root = float(optimize.brentq(excess, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps))
-    sigma = math.exp(root)
-    while _log_gaussian_delta(epsilon, sigma, sensitivity) > log_target:
+    sigma = math.exp(float(optimize.brentq(excess, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps)))
+    while excess(math.log(sigma)) > 0.0:
         sigma = float(np.nextafter(sigma, math.inf)) * (1 + 1e-15)
     return sigma
 
