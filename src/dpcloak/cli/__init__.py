@@ -9,6 +9,7 @@ from dpcloak.cli.audit import audit
 from dpcloak.cli.calibrate import calibrate
 from dpcloak.cli.demo import demo
 from dpcloak.cli.heatmap import heatmap
+from dpcloak.cli.heatmap import heatmap
 from dpcloak.cli.reproduce import reproduce
 from dpcloak.cli.sensitivity import sensitivity
 
@@ -41,6 +42,7 @@ app.command()(audit)
 app.command()(sensitivity)
 app.command()(calibrate)
 app.command()(reproduce)
+app.command()(heatmap)
 app.command()(heatmap)
 
 

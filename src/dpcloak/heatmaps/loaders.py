@@ -120,7 +120,8 @@ def load_points(
     lon: str = "lon",
     bbox: BBox | None = None,
     drop_outside: bool = False,
-) -> tuple[PointSet, BBox]:
+    unit_columns: tuple[str, str] | None = None,
+) -> tuple[PointSet, BBox | None]:
     """Read (user, lat, lon[, time, ...]) records from a CSV or Parquet file and map them to [0, 1)².
 
     Parameters
@@ -133,6 +134,9 @@ def load_points(
         Box mapped to [0, 1)²; ``None`` uses the data's bounding box (see :func:`bounding_box`).
     drop_outside : bool
         Drop points outside ``bbox`` instead of raising.
+    unit_columns : (str, str) or None
+        Names of columns already holding x, y in [0, 1) (then ``lat``, ``lon`` and ``bbox`` are unused
+        and the returned box is ``None``).
 
     Returns
     -------
@@ -143,7 +147,16 @@ def load_points(
     if not p.exists():
         raise InvalidParameterError(f"path does not exist: {p}")
     frame = pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p)
-    return _frame_to_points(frame, user, lat, lon, bbox, drop_outside)
+    if unit_columns is None:
+        return _frame_to_points(frame, user, lat, lon, bbox, drop_outside)
+    cx, cy = unit_columns
+    missing = [c for c in (user, cx, cy) if c not in frame.columns]
+    if missing:
+        raise InvalidParameterError(f"input must have columns {user!r}, {cx!r}, {cy!r}; missing {missing}")
+    x = check_array(cx, frame[cx].to_numpy(dtype=float), ndim=1)
+    y = check_array(cy, frame[cy].to_numpy(dtype=float), ndim=1)
+    keep = _finish(x, y, drop_outside, "unit square [0, 1)²")
+    return PointSet(users=frame[user].to_numpy()[keep], x=x[keep], y=y[keep]), None
 
 
 def load_ais(*, bbox: BBox | None = None, drop_outside: bool = False) -> tuple[PointSet, BBox]:

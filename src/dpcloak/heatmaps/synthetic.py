@@ -9,6 +9,7 @@ components, the spread and the number of points control the sparsity (fraction o
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
@@ -32,7 +33,7 @@ class PointSet:
         Coordinates in [0, 1).
     """
 
-    users: NDArray[np.int64]
+    users: NDArray[Any]
     x: NDArray[np.float64]
     y: NDArray[np.float64]
 
