@@ -9,7 +9,6 @@ from dpcloak.cli.audit import audit
 from dpcloak.cli.calibrate import calibrate
 from dpcloak.cli.demo import demo
 from dpcloak.cli.heatmap import heatmap
-from dpcloak.cli.heatmap import heatmap
 from dpcloak.cli.reproduce import reproduce
 from dpcloak.cli.sensitivity import sensitivity
 
@@ -42,7 +41,6 @@ app.command()(audit)
 app.command()(sensitivity)
 app.command()(calibrate)
 app.command()(reproduce)
-app.command()(heatmap)
 app.command()(heatmap)
 
 
