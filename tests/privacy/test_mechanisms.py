@@ -202,3 +202,12 @@ def test_analytic_never_overspends_under_high_precision_oracle() -> None:
         sigma = GaussianMechanism(epsilon=eps, delta=delta, sensitivity=sens).sigma
         assert profile(eps, sigma, sens) <= delta
         assert profile(eps, 0.999 * sigma, sens) > delta
+
+
+@pytest.mark.parametrize(("eps", "delta"), [(1.0, 0.1), (0.5, 1e-5), (5.0, 1e-8)])
+def test_analytic_sigma_agrees_with_dp_accounting(eps: float, delta: float) -> None:
+    """dp_accounting's own analytic-Gaussian calibration, an independent implementation."""
+    from dp_accounting.pld import accountant, common
+
+    theirs = accountant.get_smallest_gaussian_noise(common.DifferentialPrivacyParameters(eps, delta), 1, 2.5)
+    assert GaussianMechanism(epsilon=eps, delta=delta, sensitivity=2.5).sigma == pytest.approx(theirs, rel=1e-6)
