@@ -207,3 +207,10 @@ def test_corollary5_nonlinear_query_fisher_information_by_finite_differences():
     grad = np.array([x[0] - x[1], x[1] - x[0]])  # gradient of the n = 2 sample variance
     expected = noise.fisher_information().trace * np.outer(grad, grad)  # F^T J F (Section 3, Corollary 5)
     np.testing.assert_allclose(info, expected, rtol=1e-4, atol=1e-6)
+
+
+def test_no_dp_accounting_for_fisher_guarantees():
+    from dpcloak.privacy.accounting import dp_event
+
+    with pytest.raises(InvalidParameterError, match="no \\(epsilon, delta\\) accounting"):
+        dp_event(SensorPrivatizer(mechanism=BoundedOptimalNoise(low=0.0, high=1.0), n_sensors=2))
