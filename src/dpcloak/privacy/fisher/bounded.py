@@ -116,11 +116,14 @@ def _t_minus_sin(t: NDArray[np.float64]) -> NDArray[np.float64]:
 def _half_quantile(u: NDArray[np.float64]) -> NDArray[np.float64]:
     """Solve ``t − sin t = 2πu`` for ``t ∈ [0, π]`` given ``u ∈ [0, 1/2]`` (Newton from the right).
 
-    ``g(t) = t − sin t`` is increasing and convex on [0, π], so after one Newton step from the
-    initial guess the iterates approach the root monotonically from the right (clamped at π).
+    ``g(t) = t − sin t`` is increasing and convex on [0, π], so from any start in [0, π] the Newton
+    iterates (clamped to [0, π]) are right of the root after at most one step and then decrease to it
+    monotonically. The start is the series inversion ``t ≈ s(1 + s²/60 + s⁴/1400)``, ``s = (6·2πu)^{1/3}``,
+    of ``g(t) = t³/6 − t⁵/120 + t⁷/5040 − …`` (four iterations reach 1e-13 relative accuracy).
     """
     target = _TWO_PI * u
-    t = np.minimum(np.cbrt(6.0 * target), math.pi)  # g(t) <= t³/6: a start at or left of the root
+    s = np.cbrt(6.0 * target)
+    t = np.minimum(s * (1.0 + s * s / 60.0 + s**4 / 1400.0), math.pi)
     for _ in range(30):
         slope = 2.0 * np.sin(0.5 * t) ** 2  # g'(t) = 1 − cos t
         safe = slope > 0.0
