@@ -228,6 +228,7 @@ def _plan_binning(
         k = check_int("bins", bins, minimum=1)
         pooled = np.concatenate([scal(pilot0), scal(pilot1)])
         edges = np.unique(np.quantile(pooled, np.arange(1, k) / k)) if k > 1 else np.empty(0)
+        edges = edges[edges < pooled.max()]  # an edge at the maximum would only add an empty bin
         return Binning(edges, direction, f"pilot quantiles ({k} requested, {edges.size + 1} distinct); {how}"), scal
     edges = check_vector("bins", bins)
     if np.any(np.diff(edges) <= 0):
@@ -443,7 +444,7 @@ def audit_random_pairs(
         d0, d1 = sample_pair(gen)
         rejections = 0
         for _ in range(k):
-            res = audit_blackbox(mechanism, (d0, d1), epsilon=epsilon, delta=delta, rng=gen, alpha=a / 2, bins=bins,
+            res = audit_blackbox(mechanism, [(d0, d1)], epsilon=epsilon, delta=delta, rng=gen, alpha=a / 2, bins=bins,
                                  feature=feature, pilot=pilot, vectorized=vectorized)
             rejections += not res.accepted
             queries += res.queries

@@ -250,7 +250,9 @@ def adp_tester(
 
     .. math:: z = \sum_{i=1}^n \max\Big\{0,\ \frac{x_i - e^\epsilon y_i}{\lambda}\Big\},
 
-    an estimate of ``δ_ε(P0‖P1)`` with bias ≤ ``α/2`` and variance ``≤ (1+e^{2ε})/λ``; with
+    (``x`` and ``y`` from independent ``Poi(λ)`` sample sizes, as in the proof of Theorem 10.8; the
+    algorithm box draws one ``r`` for both), an estimate of ``δ_ε(P0‖P1)`` with bias ≤ ``α/2`` and
+    variance ``≤ (1+e^{2ε})/λ``; with
     ``symmetric=True`` (default) also the same with ``x`` and ``y`` swapped, and ``z`` is the larger.
     ACCEPT iff ``z < δ + α``.
 
