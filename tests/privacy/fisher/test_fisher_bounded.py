@@ -77,7 +77,7 @@ def test_fisher_information_equals_closed_form(low, high):
     numeric = fisher_information_1d(lambda w: float(cos2_pdf(w, low, high)), low=low, high=high)
     assert numeric.trace == pytest.approx(4 * math.pi**2 / (high - low) ** 2, rel=1e-6)
     assert noise.fisher_information().trace == pytest.approx(numeric.trace, rel=1e-6)
-    assert cos2_fisher_information(high - low) == pytest.approx(numeric.trace, rel=1e-6)
+    assert cos2_fisher_information(width=high - low) == pytest.approx(numeric.trace, rel=1e-6)
 
 
 def test_corollary2_i_kappa_and_appendix_e_discrepancy():

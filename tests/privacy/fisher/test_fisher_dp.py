@@ -140,7 +140,8 @@ def test_section5_entropies_against_scipy_and_printed_forms():
 
 
 def test_residual_range_against_brute_force():
-    a_min, a_max = residual_range(weights=WEIGHTS, low=1.0, high=2.0)
+    box = residual_range(weights=WEIGHTS, low=1.0, high=2.0)
+    a_min, a_max = box.minimum, box.maximum
     proj = np.eye(4) - np.outer(WEIGHTS, WEIGHTS) / (WEIGHTS @ WEIGHTS)
     pts = np.random.default_rng(1).uniform(1.0, 2.0, (20000, 4))
     vals = np.sum((pts @ proj) ** 2, axis=1)

@@ -14,6 +14,7 @@ from dpcloak.privacy.fisher.bounded import (
 from dpcloak.privacy.fisher.convex_check import DiscretisedOptimum, solve_discretised_problem2
 from dpcloak.privacy.fisher.dp import (
     LaplaceGaussianComparison,
+    ResidualRange,
     compare_laplace_gaussian,
     example2_error_bound,
     gaussian_dp_condition,
@@ -50,6 +51,7 @@ __all__ = [
     "FisherInformation",
     "GaussianOptimalNoise",
     "LaplaceGaussianComparison",
+    "ResidualRange",
     "WeightedOptimalNoise",
     "compare_laplace_gaussian",
     "corollary2_kappa",

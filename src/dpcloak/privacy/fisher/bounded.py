@@ -81,7 +81,7 @@ def check_support(low: ArrayLike, high: ArrayLike) -> tuple[NDArray[np.float64],
     return np.array(lo, dtype=float), np.array(hi, dtype=float)
 
 
-def cos2_fisher_information(width: float) -> float:
+def cos2_fisher_information(*, width: float) -> float:
     r"""Closed-form Fisher information :math:`4\pi^2/L^2` of the cos² density of width ``L``."""
     lo, hi = check_support(0.0, width)
     return float(4.0 * math.pi**2 / (hi - lo) ** 2)

@@ -59,6 +59,7 @@ __all__ = [
     "gaussian_dp_condition",
     "example2_error_bound",
     "residual_range",
+    "ResidualRange",
     "LaplaceGaussianComparison",
     "compare_laplace_gaussian",
 ]
@@ -145,7 +146,15 @@ def _residual_projector(c: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.eye(c.size) - np.outer(c, c) / float(c @ c)
 
 
-def residual_range(*, weights: ArrayLike, low: float, high: float, max_vertices: int = 2**16) -> tuple[float, float]:
+@dataclass(frozen=True)
+class ResidualRange:
+    """Range of a(x) = ‖(I − C†C)x‖² over a box: ``minimum`` (bounded least squares), ``maximum`` (vertices)."""
+
+    minimum: float
+    maximum: float
+
+
+def residual_range(*, weights: ArrayLike, low: float, high: float, max_vertices: int = 2**16) -> ResidualRange:
     r"""min and max of :math:`a(x) = \|(I - C^\dagger C)x\|^2` over the box :math:`[\underline x, \bar x]^n`.
 
     The max of this convex quadratic is at a vertex (enumerated, ``2^n ≤ max_vertices``); the min is
@@ -160,8 +169,7 @@ def residual_range(*, weights: ArrayLike, low: float, high: float, max_vertices:
     verts = np.array(list(itertools.product((lo, hi), repeat=c.size)))
     a_max = float(np.max(np.sum((verts @ proj) ** 2, axis=1)))
     res = optimize.lsq_linear(proj, np.zeros(c.size), bounds=(lo, hi), tol=1e-12)
-    a_min = float(max(2.0 * res.cost, 0.0))
-    return a_min, a_max
+    return ResidualRange(minimum=float(max(2.0 * res.cost, 0.0)), maximum=a_max)
 
 
 def example2_error_bound(x: ArrayLike, *, weights: ArrayLike, noise_fisher: float, reading: str = "corrected") -> float:
@@ -236,7 +244,8 @@ def compare_laplace_gaussian(*, weights: ArrayLike, low: float, high: float, the
     th = check_real("theta", theta, low=0.0)
     dlt = check_probability("delta", delta)
     sens = weighted_average_sensitivity(weights=c, low=low, high=high)
-    a_min, a_max = residual_range(weights=c, low=low, high=high)
+    rng_a = residual_range(weights=c, low=low, high=high)
+    a_min, a_max = rng_a.minimum, rng_a.maximum
     gram = float(c @ c)
 
     def ratio(a: float) -> float:
