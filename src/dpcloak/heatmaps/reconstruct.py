@@ -52,6 +52,11 @@ class Reconstruction:
         ‖ŷ − P ŝ‖₁ over the measured rows.
     message : str
         HiGHS status message.
+    region_levels, region_cells : ndarray of int64
+        The LP's regions: level j and flat cell index (at level j) of each left-out cell and finest
+        selected cell.
+    region_masses : ndarray
+        Their optimal masses m_r ≥ 0 (``estimate`` spreads each uniformly over its pixels).
     """
 
     estimate: NDArray[np.float64]
@@ -59,6 +64,9 @@ class Reconstruction:
     n_variables: int
     objective: float
     message: str
+    region_levels: NDArray[np.int64]
+    region_cells: NDArray[np.int64]
+    region_masses: NDArray[np.float64]
 
 
 CellSets = tuple[NDArray[np.int64], ...]
@@ -151,7 +159,8 @@ def reconstruct(noisy: NoisyPyramid, *, w: int = 20) -> Reconstruction:
     mass = np.maximum(res.x[:n_reg], 0.0)
     estimate = _spread(mass, reg_level, reg_cell, ell)
     return Reconstruction(
-        estimate=estimate, selected=selected, n_variables=n_reg, objective=float(res.fun), message=str(res.message)
+        estimate=estimate, selected=selected, n_variables=n_reg, objective=float(res.fun), message=str(res.message),
+        region_levels=reg_level, region_cells=reg_cell, region_masses=mass,
     )
 
 
