@@ -198,7 +198,7 @@ def test_analytic_never_overspends_under_high_precision_oracle() -> None:
 
     rng = np.random.default_rng(0)
     for _ in range(60):
-        eps, delta, sens = 10 ** rng.uniform(-3, 1.7), 10 ** rng.uniform(-15, -0.05), 10 ** rng.uniform(-3, 3)
+        eps, delta, sens = 10 ** rng.uniform(-5, 1.7), 10 ** rng.uniform(-15, -0.05), 10 ** rng.uniform(-3, 3)
         sigma = GaussianMechanism(epsilon=eps, delta=delta, sensitivity=sens).sigma
         assert profile(eps, sigma, sens) <= delta
         assert profile(eps, 0.999 * sigma, sens) > delta

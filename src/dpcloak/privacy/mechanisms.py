@@ -71,7 +71,7 @@ GAUSSIAN_CALIBRATIONS = ("analytic", "classic", "paper")
 
 DEFAULT_NEIGHBOURING = "inputs whose released vectors differ by at most the sensitivity"
 
-_SAFETY = 1e-9  # relative margin of the analytic calibration against rounding in Φ
+_UNIT_ROUNDOFF = float(np.finfo(float).eps) / 2
 
 
 @dataclass(frozen=True)
@@ -141,20 +141,24 @@ def check_values(values: ArrayLike, *, name: str = "values") -> NDArray[np.float
     return check_array(name, values, dtype=float)
 
 
-def _log_ndtr_diff(a: float, b: float, epsilon: float) -> float:
-    """``log(Φ(a) − e^ε Φ(b))`` computed without cancellation (−inf when it is ≤ 0)."""
-    la = float(special.log_ndtr(a))
-    lb = float(special.log_ndtr(b))
-    r = epsilon + lb - la
-    if r >= 0.0:
-        return -math.inf
-    return la + math.log(-math.expm1(r))
+def _log_gaussian_delta(epsilon: float, sigma: float, sensitivity: float, *, upper: bool = False) -> float:
+    """``log δ(ε; σ, Δ)`` as ``log Φ(a) + log(1 − exp(ε + log Φ(b) − log Φ(a)))`` (no cancellation).
 
-
-def _log_gaussian_delta(epsilon: float, sigma: float, sensitivity: float) -> float:
-    u = sensitivity / (2.0 * sigma)
+    With ``upper=True`` it returns a rounding-safe upper bound: ``log Φ`` is accurate to a few ulp of
+    its magnitude, so ``r = ε + log Φ(b) − log Φ(a)`` is uncertain by
+    ``err = 8u(|log Φ(a)| + |log Φ(b)| + ε + 1)`` (u the unit roundoff) and δ ≤ Φ(a)(1 − e^{r − err}).
+    This matters for tiny ε and σ ≫ Δ, where r is tiny and its relative error large.
+    """
+    half = sensitivity / (2.0 * sigma)
     v = epsilon * sigma / sensitivity
-    return _log_ndtr_diff(u - v, -u - v, epsilon)
+    la = float(special.log_ndtr(half - v))
+    lb = float(special.log_ndtr(-half - v))
+    r = epsilon + lb - la
+    if not upper:
+        return -math.inf if r >= 0.0 else la + math.log(-math.expm1(r))
+    err = 8.0 * _UNIT_ROUNDOFF * (abs(la) + abs(lb) + epsilon + 1.0)
+    r_low = min(r - err, -err)
+    return la + math.log1p(err) + math.log(-math.expm1(r_low))
 
 
 def gaussian_delta(*, epsilon: float, sigma: float, sensitivity: float) -> float:
@@ -185,22 +189,25 @@ def gaussian_delta(*, epsilon: float, sigma: float, sensitivity: float) -> float
 def gaussian_epsilon(*, delta: float, sigma: float, sensitivity: float) -> float:
     """Smallest ε ≥ 0 with ``gaussian_delta(epsilon=ε, ...) ≤ delta`` (the profile's inverse).
 
-    Computed by a bracketing root-find on the exact profile; the returned ε is re-checked (rounded
-    up until the profile at ε is ≤ δ).
+    Computed by a bracketing root-find on a rounding-safe upper bound of the exact profile; the
+    returned ε is re-checked (rounded up until that bound at ε is ≤ δ).
     """
     dlt = check_probability("delta", delta)
     sig = check_real("sigma", sigma, low=0.0)
     sens = check_real("sensitivity", sensitivity, low=0.0)
     log_target = math.log(dlt)
-    if _log_gaussian_delta(0.0, sig, sens) <= log_target:
+
+    def excess(e: float) -> float:
+        return _log_gaussian_delta(e, sig, sens, upper=True) - log_target
+
+    if excess(0.0) <= 0.0:
         return 0.0
     hi = 1.0
-    while _log_gaussian_delta(hi, sig, sens) > log_target:
+    while excess(hi) > 0.0:
         hi *= 2.0
     lo = hi / 2.0 if hi > 1.0 else 0.0
-    eps = float(optimize.brentq(lambda e: _log_gaussian_delta(e, sig, sens) - log_target, lo, hi,
-                                xtol=1e-14, rtol=4 * np.finfo(float).eps))
-    while _log_gaussian_delta(eps, sig, sens) > log_target:
+    eps = float(optimize.brentq(excess, lo, hi, xtol=1e-14, rtol=4 * np.finfo(float).eps))
+    while excess(eps) > 0.0:  # re-check with the rounding-safe bound
         eps = float(np.nextafter(eps, math.inf)) * (1 + 1e-15)
     return eps
 
@@ -208,22 +215,22 @@ def gaussian_epsilon(*, delta: float, sigma: float, sensitivity: float) -> float
 def _analytic_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
     """Smallest σ with δ(ε; σ, Δ) ≤ δ: bracket in log σ by doubling, then Brent's method.
 
-    The root is sought for δ(1 − 10⁻⁹), a relative margin that absorbs the rounding error of
-    evaluating Φ, so the returned σ meets δ even under an exact (high-precision) evaluation.
+    The root is sought for a rounding-safe upper bound of the profile (``_log_gaussian_delta(...,
+    upper=True)``), so the returned σ meets δ even under an exact (high-precision) evaluation.
     """
-    log_target = math.log(delta) + math.log1p(-_SAFETY)
+    log_target = math.log(delta)
 
-    def excess(log_sigma: float) -> float:
-        val = _log_gaussian_delta(epsilon, math.exp(log_sigma), sensitivity)
-        return max(val, -1e300) - log_target  # the profile is positive for every finite σ
+    def over(sigma: float) -> float:
+        return _log_gaussian_delta(epsilon, sigma, sensitivity, upper=True) - log_target
 
     lo = hi = math.log(sensitivity)
-    while excess(hi) > 0.0:
+    while over(math.exp(hi)) > 0.0:
         hi += math.log(2.0)
-    while excess(lo) <= 0.0:
+    while over(math.exp(lo)) <= 0.0:
         lo -= math.log(2.0)
-    sigma = math.exp(float(optimize.brentq(excess, lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps)))
-    while excess(math.log(sigma)) > 0.0:
+    root = float(optimize.brentq(lambda ls: over(math.exp(ls)), lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps))
+    sigma = math.exp(root)
+    while over(sigma) > 0.0:  # the re-check in GaussianMechanism applies exactly this test
         sigma = float(np.nextafter(sigma, math.inf)) * (1 + 1e-15)
     return sigma
 
@@ -289,8 +296,9 @@ class GaussianMechanism:
             sigma = math.sqrt(2.0 * math.log(1.25 / dlt)) * sens / eps
         else:
             sigma = 2.0 * math.log(1.25 / dlt) * sens / eps
-        achieved = math.exp(_log_gaussian_delta(eps, sigma, sens))
-        if not achieved <= dlt:
+        log_achieved = _log_gaussian_delta(eps, sigma, sens, upper=True)
+        if not log_achieved <= math.log(dlt):
+            achieved = math.exp(log_achieved)
             raise InvalidParameterError(
                 f"the {self.calibration} calibration gives sigma={sigma:.6g}, whose exact privacy profile "
                 f"delta(epsilon={eps:g}) = {achieved:.6g} exceeds the target delta={dlt:g}; "
