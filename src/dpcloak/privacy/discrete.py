@@ -42,7 +42,9 @@ integer vectors of neighbouring inputs differ by at most :math:`\Delta_2/g + \sq
   -concentrated DP, i.e. Rényi DP of order α at most :math:`\alpha\Delta^2/(2\sigma^2)` (CKS
   Theorem 14, multivariate) — the same Rényi curve as the continuous Gaussian. σ is the smallest
   value whose (ε, δ) from that Rényi curve, converted by ``dp_accounting``'s RDP accountant, is at
-  most ε at the target δ; it is re-checked before it is returned.
+  most ε at the target δ; it is re-checked before it is returned. The price of going through
+  concentrated DP: at (ε, δ) = (1, 0.1) and a fine grid, σ is about 1.26× the continuous analytic σ
+  (1.366 vs 1.086 for Δ2 = 1, ``benchmarks/bench_mechanisms.py``).
 """
 
 from __future__ import annotations
