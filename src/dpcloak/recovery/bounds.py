@@ -1,0 +1,189 @@
+"""EMD error bounds for basis pursuit denoising with the 1-D heat kernel (seeds 000 and 002).
+
+Every function returns a :class:`dpcloak.bound.Bound`. The papers state these results with
+``O(·)`` / ``Ω(·)``: the hidden constants are **not specified** (seed 000 Appendices B–C only bound
+them by further ``Ω``'s), so each ``value`` is the bracketed expression with constant 1 — the
+*shape* of the bound, good for comparing trends against experiments, not a certified number. Each
+``reason`` says so. Assumptions are checked at the given parameters; when one fails the bound has
+``applies=False``, ``value=nan`` and the ``reason`` names the failed assumption.
+
+Notation: ``T = μ t``; ``k`` sources of unit intensity; ``A > 0`` the separation margin of
+assumption 3 (``|x_i − x_j| > √(2T) + 2A``); ``separation`` the smallest distance between two true
+sources (``None`` for one source).
+"""
+
+from __future__ import annotations
+
+import math
+
+from dpcloak._validation import check_int, check_probability, check_real
+from dpcloak.bound import Bound
+
+__all__ = ["theorem8_bound", "corollary9_bound", "theorem10_lower_bound", "theorem86_bound"]
+
+_UNSPECIFIED = "O(·) constant not specified by the paper; value is the bracket with constant 1"
+
+
+def _common(m: int, t: float, mu: float, k: int, A: float, separation: float | None) -> tuple[float, list[str]]:
+    """``T`` and the failed assumptions among 1–3 of seed 000 Theorem 8."""
+    T = mu * t
+    failed = []
+    if not m * math.sqrt(T / 2.0) > 1.0:
+        failed.append(f"assumption 1 (m·√(T/2) > 1) fails: m·√(T/2) = {m * math.sqrt(T / 2.0):.4g}")
+    if not math.sqrt(2.0 * T) < 1.0:
+        failed.append(f"assumption 2 (√(2T) < 1) fails: √(2T) = {math.sqrt(2.0 * T):.4g}")
+    if k > 1 and separation is not None and not separation > math.sqrt(2.0 * T) + 2.0 * A:
+        need = math.sqrt(2 * T) + 2 * A
+        failed.append(f"assumption 3 (|x_i − x_j| > √(2T) + 2A) fails: separation {separation:.4g} ≤ {need:.4g}")
+    if k > 1 and separation is None:
+        failed.append("assumption 3 cannot be checked: give the smallest distance between sources (separation)")
+    return T, failed
+
+
+def _validate(m: int, t: float, mu: float, k: int, A: float, separation: float | None) -> tuple[int, float, float, int,
+                                                                                                 float, float | None]:
+    m = check_int("m", m, minimum=1)
+    t = check_real("t", t, low=0.0)
+    mu = check_real("mu", mu, low=0.0)
+    k = check_int("k", k, minimum=1)
+    A = check_real("A", A, low=0.0)
+    sep = None if separation is None else check_real("separation", separation, low=0.0)
+    return m, t, mu, k, A, sep
+
+
+def theorem8_bound(*, m: int, t: float, sigma: float, k: int, A: float, separation: float | None = None,
+                   mu: float = 0.5) -> Bound:
+    """Seed 000 Theorem 8: EMD upper bound for Algorithm 1 with Gaussian noise of level σ.
+
+    .. math::
+
+        \\mathrm{EMD} ≤ O\\Big[\\frac{1}{1−c}\\Big(\\frac1k e^{−1/(2m²T)} T^{0.75}\\sqrt{B}
+        + \\big(k\\sqrt T + \\tfrac{T^2}{k}\\big) e^{−1/(4m²T)} B\\Big)\\Big],
+        \\quad B = 2σ + \\tfrac{k}{\\sqrt{2π}} e^{−A²/(4T)},
+
+    under assumptions 1. ``m√(T/2) > 1``, 2. ``√(2T) < 1``, 3. ``|x_i − x_j| > √(2T) + 2A`` and
+    4. ``c := √T · B < 1`` (the paper's "``≤ c < 1`` for some constant ``c``"; dpcloak takes the
+    smallest admissible ``c``). The result is independent of ``n``.
+    """
+    m, t, mu, k, A, sep = _validate(m, t, mu, k, A, separation)
+    sigma = check_real("sigma", sigma, low=0.0, low_inclusive=True)
+    T, failed = _common(m, t, mu, k, A, sep)
+    B = 2.0 * sigma + k / math.sqrt(2.0 * math.pi) * math.exp(-(A**2) / (4.0 * T))
+    c = math.sqrt(T) * B
+    if not c < 1.0:
+        failed.append(f"assumption 4 (√T(2σ + k e^(−A²/4T)/√(2π)) ≤ c < 1) fails: it equals {c:.4g}")
+    source = "seed 000 Theorem 8"
+    if failed:
+        return Bound(value=math.nan, kind="upper", source=source, applies=False, reason="; ".join(failed))
+    value = _bracket(T, m, k, B, c)
+    return Bound(value=value, kind="upper", source=source, applies=True, reason=f"{_UNSPECIFIED}; c = {c:.4g}")
+
+
+def _bracket(T: float, m: int, k: int, B: float, c: float) -> float:
+    first = math.exp(-1.0 / (2.0 * m * m * T)) * T**0.75 * math.sqrt(B) / k
+    second = (k * math.sqrt(T) + T**2 / k) * math.exp(-1.0 / (4.0 * m * m * T)) * B
+    return (first + second) / (1.0 - c)
+
+
+def corollary9_bound(*, n: int, m: int, t: float, epsilon: float, delta: float, k: int, A: float,
+                     separation: float | None = None, mu: float = 0.5) -> Bound:
+    """Seed 000 Corollary 9: Theorem 8 with the noise of the locally private mechanism.
+
+    As published, ``2σ`` is replaced by ``2√m log(1/δ) / (ε n T^{1.5})`` (Proposition 4's
+    sensitivity ``O(√m/(nT^{1.5}))`` times a Gaussian-mechanism factor). Note: the Gaussian
+    mechanism's factor is ``√(2 log(1.25/δ))/ε``, not ``log(1/δ)/ε``; the corollary's ``log(1/δ)``
+    is an upper bound on it only for small δ (δ ≤ 0.1: ``√(2 log 12.5) = 2.25 < log 10 = 2.30``
+    holds barely). dpcloak implements the published expression.
+
+    Assumptions: 1–3 of Theorem 8, and in place of 4: (i) ``√m/(nT) = o(1)`` — an asymptotic
+    statement that cannot be checked at one point; dpcloak requires ``√m/(nT) < 1`` and reports
+    its value — and (ii) ``k√T ≤ √π``. The paper also needs Theorem 8's ``c < 1`` implicitly
+    (the ``1/(1 − c)`` factor), which is checked too.
+    """
+    n = check_int("n", n, minimum=1)
+    m, t, mu, k, A, sep = _validate(m, t, mu, k, A, separation)
+    epsilon = check_real("epsilon", epsilon, low=0.0)
+    delta = check_probability("delta", delta)
+    T, failed = _common(m, t, mu, k, A, sep)
+    ratio = math.sqrt(m) / (n * T)
+    if not ratio < 1.0:
+        failed.append(f"assumption (i) √m/(nT) = o(1) is not met: √m/(nT) = {ratio:.4g} ≥ 1")
+    if not k * math.sqrt(T) <= math.sqrt(math.pi):
+        failed.append(f"assumption (ii) k√T ≤ √π fails: k√T = {k * math.sqrt(T):.4g}")
+    noise = 2.0 * math.sqrt(m) * math.log(1.0 / delta) / (epsilon * n * T**1.5)
+    B = noise + k / math.sqrt(2.0 * math.pi) * math.exp(-(A**2) / (4.0 * T))
+    c = math.sqrt(T) * B
+    if not c < 1.0:
+        failed.append(f"the factor 1/(1 − c) needs c = √T·(noise + k e^(−A²/4T)/√(2π)) < 1; c = {c:.4g}")
+    source = "seed 000 Corollary 9"
+    if failed:
+        return Bound(value=math.nan, kind="upper", source=source, applies=False, reason="; ".join(failed))
+    return Bound(value=_bracket(T, m, k, B, c), kind="upper", source=source, applies=True,
+                 reason=f"{_UNSPECIFIED}; √m/(nT) = {ratio:.4g}; c = {c:.4g}")
+
+
+def theorem10_lower_bound(*, m: int, t: float, sigma: float, mu: float = 0.5, C: float | None = None,
+                          lipschitz: float | None = None) -> Bound:
+    """Seed 000 Theorem 10 (thesis Theorem 8.7): minimax lower bound on the expected EMD.
+
+    ``inf_f̂ sup_f₀ E[EMD(f₀, f̂)] = Ω(min{1/2, T^{1.5} σ / √m})``. The proof (Appendix C) sets
+    ``a = min{1/2, T^{1.5} σ / (√(2C) √m)}`` with ``C`` the unspecified constant of Lemma 14
+    (``‖A f − A f'‖² ≤ 2C m T^{−3} EMD(f, f')²``).
+
+    Constant of the conclusion: the proof applies Fano's inequality (Lemma 15) with
+    ``d_KL + 1 ≤ 3/2`` and ``log M = 2``, which gives ``P(EMD ≥ a/2) ≥ 1 − 3/4 = 1/4`` and hence
+    ``E[EMD] ≥ a/8``; the paper writes ``≥ 3a/4``. dpcloak returns the value that follows from the
+    stated lemmas, ``a/8`` (source marked "corrected").
+
+    Parameters
+    ----------
+    C : float, optional
+        Lemma 14's constant. Default: 1 (shape only; the reason says so).
+    lipschitz : float, optional
+        An explicit ``L`` with ``‖A f − A f'‖ ≤ L · EMD(f, f')`` for probability vectors, e.g.
+        ``n · Δ₂(A)`` from :func:`dpcloak.privacy.sensitivity.l2_sensitivity` (Lemma 14's proof).
+        Then ``a = min{1/2, σ/L}`` and the bound is fully explicit (overrides ``C``).
+    """
+    m = check_int("m", m, minimum=1)
+    t = check_real("t", t, low=0.0)
+    mu = check_real("mu", mu, low=0.0)
+    sigma = check_real("sigma", sigma, low=0.0)
+    T = mu * t
+    source = "seed 000 Theorem 10 (constant corrected: a/8, not 3a/4)"
+    if lipschitz is not None:
+        L = check_real("lipschitz", lipschitz, low=0.0)
+        a = min(0.5, sigma / L)
+        reason = f"explicit: a = min(1/2, σ/L) with L = {L:.4g}"
+    else:
+        const = 1.0 if C is None else check_real("C", C, low=0.0)
+        a = min(0.5, T**1.5 * sigma / (math.sqrt(2.0 * const) * math.sqrt(m)))
+        reason = ("Lemma 14's constant C not specified by the paper; C = 1 used (shape only)" if C is None
+                  else f"with Lemma 14's constant C = {const:g}")
+    return Bound(value=a / 8.0, kind="lower", source=source, applies=True, reason=reason)
+
+
+def theorem86_bound(*, m: int, t: float, sigma: float, k: int, A: float, separation: float | None = None,
+                    mu: float = 0.5) -> Bound:
+    """Thesis (seed 002) Theorem 8.6: the alternative EMD upper bound, assumptions 1–3 only.
+
+    .. math::
+
+        \\mathrm{EMD} ≤ \\min\\Big\\{1, O\\Big[\\frac{1}{1 − \\min\\{1, C\\}}\\Big(\\frac1k
+        \\sqrt{\\frac{T^{1.5} C}{\\sqrt T + 1}} + k\\min\\{1, C\\} + \\frac{T^2 C}{(T+1)k}\\Big)\\Big]\\Big\\},
+        \\quad C = \\min\\{k, \\sqrt T(σ + k e^{−A²/(4T)})\\}.
+
+    When ``C ≥ 1`` the bracket's prefactor is infinite and the bound is the trivial 1.
+    """
+    m, t, mu, k, A, sep = _validate(m, t, mu, k, A, separation)
+    sigma = check_real("sigma", sigma, low=0.0, low_inclusive=True)
+    T, failed = _common(m, t, mu, k, A, sep)
+    source = "seed 002 Theorem 8.6"
+    if failed:
+        return Bound(value=math.nan, kind="upper", source=source, applies=False, reason="; ".join(failed))
+    C = min(float(k), math.sqrt(T) * (sigma + k * math.exp(-(A**2) / (4.0 * T))))
+    cap = min(1.0, C)
+    if cap >= 1.0:
+        return Bound(value=1.0, kind="upper", source=source, applies=True, reason=f"C = {C:.4g} ≥ 1: trivial bound 1")
+    inner = math.sqrt(T**1.5 * C / (math.sqrt(T) + 1.0)) / k + k * cap + T**2 * C / ((T + 1.0) * k)
+    return Bound(value=min(1.0, inner / (1.0 - cap)), kind="upper", source=source, applies=True,
+                 reason=f"{_UNSPECIFIED}; C = {C:.4g}")
