@@ -37,7 +37,7 @@ from scipy import stats
 from dpcloak._rng import RngLike, as_generator
 from dpcloak.audit.blackbox import Binning, BlackBoxAudit, audit_blackbox
 from dpcloak.audit.testers import ACCEPT, REJECT
-from dpcloak.errors import InvalidParameterError
+from dpcloak.errors import DpcloakError, InvalidParameterError
 
 __all__ = ["SuiteCase", "SuiteRow", "SuiteReport", "suite_cases", "run_suite"]
 
@@ -101,17 +101,32 @@ class SuiteRow:
 
 @dataclass(frozen=True)
 class SuiteReport:
-    """All rows, the entries that could not run (and why), the seed and the total time."""
+    """Result of :func:`run_suite`.
+
+    Attributes
+    ----------
+    rows : tuple of SuiteRow
+        One per audit run (verdict ``"ERROR"`` if the mechanism raised while being audited).
+    missing : tuple of str
+        Groups whose mechanism module is not installed (not a failure), with the reason.
+    errors : tuple of str
+        Groups whose mechanisms could not be built at their claimed parameters (a failure).
+    seed : int
+        The suite's seed (−1 when a Generator was passed).
+    seconds : float
+        Total wall time.
+    """
 
     rows: tuple[SuiteRow, ...]
     missing: tuple[str, ...]
+    errors: tuple[str, ...]
     seed: int
     seconds: float
 
     @property
     def passed(self) -> bool:
-        """Every shipped mechanism accepted and every broken variant rejected."""
-        return all(r.passed for r in self.rows)
+        """Every shipped mechanism accepted, every broken variant rejected, nothing failed to build."""
+        return not self.errors and all(r.passed for r in self.rows)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -354,16 +369,19 @@ _GROUPS: tuple[tuple[str, Callable[[], list[SuiteCase]]], ...] = (
 )
 
 
-def suite_cases() -> tuple[list[SuiteCase], list[str]]:
-    """All cases whose mechanisms can be imported, and a note for each group that could not."""
+def suite_cases() -> tuple[list[SuiteCase], list[str], list[str]]:
+    """All cases that can be built; notes for groups not installed and for groups that failed to build."""
     cases: list[SuiteCase] = []
     missing: list[str] = []
+    errors: list[str] = []
     for name, build in _GROUPS:
         try:
             cases.extend(build())
         except ImportError as exc:  # a mechanism module not available in this installation
             missing.append(f"{name}: {exc}")
-    return cases, missing
+        except DpcloakError as exc:  # a shipped mechanism refused its own claimed parameters
+            errors.append(f"{name}: {exc}")
+    return cases, missing, errors
 
 
 def _detects(audit: BlackBoxAudit) -> str:
@@ -397,17 +415,19 @@ def run_suite(*, rng: RngLike = 0, select: str | None = None) -> SuiteReport:
     """
     gen = as_generator(rng)
     seed = int(rng) if isinstance(rng, int | np.integer) else -1
-    cases, missing = suite_cases()
+    cases, missing, errors = suite_cases()
     if select is not None:
         cases = [c for c in cases if select.lower() in c.mechanism.lower()]
     rows = []
     start = time.perf_counter()
     for case in cases:
         t0 = time.perf_counter()
-        audit = case.run(gen)
-        elapsed = time.perf_counter() - t0
-        test = audit.worst.test
+        try:
+            audit = case.run(gen)
+        except DpcloakError as exc:  # the mechanism itself failed while being queried
+            rows.append(SuiteRow(case.mechanism, case.claim, "-", case.expected, "ERROR", 0,
+                                 time.perf_counter() - t0, "-", str(exc)))
+            continue
         rows.append(SuiteRow(case.mechanism, case.claim, _tester_name(audit), case.expected, audit.verdict,
-                             audit.queries, elapsed, _detects(audit),
-                             test.reason))
-    return SuiteReport(tuple(rows), tuple(missing), seed, time.perf_counter() - start)
+                             audit.queries, time.perf_counter() - t0, _detects(audit), audit.worst.test.reason))
+    return SuiteReport(tuple(rows), tuple(missing), tuple(errors), seed, time.perf_counter() - start)

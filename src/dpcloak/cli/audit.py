@@ -23,7 +23,7 @@ def audit(
     if seed < 0:
         raise InvalidParameterError(f"--seed must be a non-negative integer, got {seed}")
     report = run_suite(rng=seed, select=select or None)
-    if not report.rows:
+    if not report.rows and not report.errors:
         raise InvalidParameterError(f"--select {select!r} matched no mechanism of the audit suite")
     if as_json:
         emit_json({
@@ -31,6 +31,7 @@ def audit(
             "seconds": report.seconds,
             "passed": report.passed,
             "missing": list(report.missing),
+            "errors": list(report.errors),
             "rows": [
                 {"mechanism": r.mechanism, "claim": r.claim, "tester": r.tester, "expected": r.expected,
                  "verdict": r.verdict, "queries": r.queries, "seconds": r.seconds, "detects": r.detects,
@@ -56,6 +57,8 @@ def audit(
                       "tester on an ε-DP claim only checks δ_ε. Verifying is as hard as breaking (Theorem 10.2), "
                       "so claims are audited at (ε, δ) where a violation is detectable.")
         for note in report.missing:
-            console.print(f"[yellow]not audited[/]: {note}")
+            console.print(f"[yellow]not audited (not installed)[/]: {note}", highlight=False)
+        for note in report.errors:
+            console.print(f"[bold red]could not build at its claim[/]: {note}", highlight=False)
     if not report.passed:
         raise typer.Exit(code=1)
