@@ -19,6 +19,7 @@ from dpcloak.errors import InvalidParameterError
 from dpcloak.models import heat_kernel_1d
 from dpcloak.privacy import (
     DiscreteGaussianMechanism,
+    DiscreteLaplaceMechanism,
     GaussianMechanism,
     KeyedPrivatizer,
     LaplaceMechanism,
@@ -155,7 +156,7 @@ def test_keyed_refuses_index_reuse_and_bad_inputs() -> None:
     with pytest.raises(InvalidParameterError, match="32 bytes"):
         KeyedPrivatizer(mechanism=GaussianMechanism(epsilon=1, delta=0.1, sensitivity=1), n_sensors=2, key=b"short")
     with pytest.raises(InvalidParameterError, match="noise_quantile"):
-        KeyedPrivatizer(mechanism=DiscreteGaussianMechanism(epsilon=1, delta=0.1, sensitivity=1), n_sensors=2, key=KEY)
+        KeyedPrivatizer(mechanism=_FisherLikeNoise(), n_sensors=2, key=KEY)
     with pytest.raises(InvalidParameterError, match="NaN"):
         kp.privatize(float("nan"), sensor=0, index=100)
     g = kp.guarantee()
@@ -180,3 +181,41 @@ def test_keyed_empirical_dp_passes_and_halved_fails() -> None:
     bad = check_dp(_keyed(KEY, 0.5).privatize_all(zeros).ravel(),
                    _keyed(OTHER_KEY, 0.5).privatize_all(shifted).ravel(), epsilon=1.0, delta=0.1)
     assert not bad.passed, bad
+
+
+@pytest.mark.parametrize("grid_mech", [
+    DiscreteGaussianMechanism(epsilon=1.0, delta=0.1, sensitivity=0.5, resolution=0.5 / 256, dimension=10),
+    DiscreteLaplaceMechanism(epsilon=1.0, sensitivity=0.5, resolution=0.5 / 256, dimension=10),
+], ids=["discrete-gauss", "discrete-laplace"])
+def test_keyed_grid_mechanism_round_trip_to_the_grid(grid_mech) -> None:  # type: ignore[no-untyped-def]
+    """Floating-point-safe keyed path: the key holder gets g·round(y/g) back exactly; a wrong key does not."""
+    g = grid_mech.resolution
+    y = np.random.default_rng(3).uniform(-2, 2, (20, 10))
+    kp = KeyedPrivatizer(mechanism=grid_mech, n_sensors=10, key=KEY)
+    noisy = kp.privatize_all(y, start=1)
+    assert np.array_equal(noisy / g, np.round(noisy / g))  # outputs on the grid
+    on_grid = np.rint(y / g) * g
+    back = KeyedPrivatizer(mechanism=grid_mech, n_sensors=10, key=KEY).remove_noise_all(noisy, start=1)
+    assert np.array_equal(back, on_grid)
+    assert kp.remove_noise(noisy[4, 7], sensor=7, index=5) == on_grid[4, 7]
+    assert noisy[4, 7] == KeyedPrivatizer(mechanism=grid_mech, n_sensors=10, key=KEY).privatize(
+        y[4, 7], sensor=7, index=5)
+    wrong = KeyedPrivatizer(mechanism=grid_mech, n_sensors=10, key=OTHER_KEY).remove_noise_all(noisy, start=1)
+    assert np.mean(wrong == on_grid) < 0.05
+    assert "exact integer sampler" in kp.guarantee().mechanism
+
+
+def test_keyed_discrete_gaussian_noise_has_the_right_pmf() -> None:
+    """Chi-square of the keystream-driven integer noise against the discrete Gaussian pmf."""
+    mech = DiscreteGaussianMechanism(epsilon=1.0, delta=0.1, sensitivity=1.0, resolution=0.5)
+    kp = KeyedPrivatizer(mechanism=mech, n_sensors=5, key=KEY)
+    z = np.rint(kp.privatize_all(np.zeros((2_000, 5))) / 0.5).ravel()
+    s2 = float(mech.sigma2)
+    support = np.arange(-12, 13)
+    wide = np.arange(-200, 201)
+    pmf = np.exp(-(support**2) / (2 * s2)) / np.exp(-(wide**2) / (2 * s2)).sum()
+    counts = np.array([np.sum(z == k) for k in support])
+    keep = pmf * z.size >= 5
+    obs = np.append(counts[keep], z.size - counts[keep].sum())
+    exp = np.append(pmf[keep] * z.size, z.size - (pmf[keep] * z.size).sum())
+    assert stats.chisquare(obs, exp).pvalue > 1e-4

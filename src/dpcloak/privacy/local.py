@@ -34,17 +34,24 @@ The holder of the master key recomputes ``z`` bit for bit and returns ``(y + z) 
 ``y`` up to one rounding of the addition (|error| ≤ ulp(y + z)). Any other key gives an unrelated
 ``z′`` and an error of order σ√2.
 
+Floating-point-safe variant: with a grid mechanism of :mod:`dpcloak.privacy.discrete`
+(:class:`~dpcloak.privacy.DiscreteGaussianMechanism`, :class:`~dpcloak.privacy.DiscreteLaplaceMechanism`)
+steps 3–4 become: the keystream of (sensor, reading) is read as a source of uniform integers (minimal
+number of bits, rejection) that drives the exact Canonne–Kamath–Steinke sampler, giving an integer
+``z``; the sensor sends ``g(⌊y/g⌉ + z)``. The key holder gets back ``g⌊y/g⌉`` exactly — the raw
+reading rounded to the grid, which is all the sensor ever used.
+
 Privacy guarantee of the keyed path: simulation-based *computational* DP (Mironov, Pandey, Reingold
 & Vadhan 2009; seed 002 Definition 7.4): against adversaries that cannot distinguish ChaCha20 from
-random, the release is as private as the mechanism it simulates. It inherits the floating-point
-caveat of continuous noise (Mironov 2012; see :mod:`dpcloak.privacy.discrete`): it serves the
-trusted-analyst scenario of §7.2, not a floating-point-safe release.
+random, the release is as private as the mechanism it simulates. With a continuous mechanism it
+inherits the floating-point caveat of continuous noise (Mironov 2012; see
+:mod:`dpcloak.privacy.discrete`); with a grid mechanism it does not.
 """
 
 from __future__ import annotations
 
 import hmac
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar, cast, runtime_checkable
 
 import numpy as np
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
@@ -54,6 +61,7 @@ from dpcloak._rng import RngLike
 from dpcloak._validation import check_int, check_real
 from dpcloak.errors import InvalidParameterError
 from dpcloak.models.base import LinearModel
+from dpcloak.privacy.discrete import RandBelow
 from dpcloak.privacy.mechanisms import GaussianMechanism, Mechanism, PrivacyGuarantee, QuantileNoise, check_values
 from dpcloak.privacy.sensitivity import l2_sensitivity
 
@@ -181,6 +189,37 @@ def _chacha_uniforms(key: bytes, sensor: int, index: int, size: int) -> NDArray[
     return odd.astype(np.float64) * 2.0**-53
 
 
+class _KeystreamIntegers:
+    """Uniform integers below ``n`` read from the ChaCha20 stream of one (sensor, reading): a ``RandBelow``.
+
+    Each draw takes the fewest whole bytes holding ``n.bit_length()`` bits, keeps the top bits and
+    rejects values ≥ n, so the integers are exactly uniform if the keystream is.
+    """
+
+    def __init__(self, key: bytes, sensor: int, index: int) -> None:
+        nonce = bytes(4) + sensor.to_bytes(4, "little") + index.to_bytes(8, "little")
+        self._stream = Cipher(algorithms.ChaCha20(key, nonce), mode=None).encryptor()
+
+    def __call__(self, n: int) -> int:
+        if n == 1:
+            return 0
+        bits = (n - 1).bit_length()
+        nbytes = (bits + 7) // 8
+        while True:
+            r = int.from_bytes(self._stream.update(bytes(nbytes)), "little") >> (8 * nbytes - bits)
+            if r < n:
+                return r
+
+
+@runtime_checkable
+class _GridNoise(Protocol):
+    """A floating-point-safe grid mechanism (dpcloak.privacy.discrete): integer noise on ``resolution · ℤ``."""
+
+    resolution: float
+
+    def sample_noise(self, count: int, randbelow: RandBelow) -> list[int]: ...
+
+
 def keystream_uniforms(sensor_key: bytes, *, sensor: int, index: int, size: int = 1) -> NDArray[np.float64]:
     """``size`` uniforms in (0, 1) from the ChaCha20 stream of (sensor key, sensor id, reading index).
 
@@ -202,9 +241,12 @@ class KeyedPrivatizer:
 
     Parameters
     ----------
-    mechanism : Mechanism with ``noise_quantile``
-        An additive i.i.d.-noise mechanism with an exact inverse CDF (e.g.
-        :class:`~dpcloak.privacy.GaussianMechanism`, :class:`~dpcloak.privacy.LaplaceMechanism`).
+    mechanism : Mechanism
+        Either an additive i.i.d.-noise mechanism with an exact inverse CDF ``noise_quantile``
+        (:class:`~dpcloak.privacy.GaussianMechanism`, :class:`~dpcloak.privacy.LaplaceMechanism`):
+        the raw reading comes back to floating point; or a floating-point-safe grid mechanism
+        (:class:`~dpcloak.privacy.DiscreteGaussianMechanism`,
+        :class:`~dpcloak.privacy.DiscreteLaplaceMechanism`): the reading comes back rounded to the grid.
     n_sensors : int
         Number of sensors m.
     key : bytes
@@ -217,13 +259,15 @@ class KeyedPrivatizer:
     """
 
     def __init__(self, *, mechanism: Mechanism, n_sensors: int, key: bytes) -> None:
-        if not isinstance(mechanism, Mechanism) or not isinstance(mechanism, QuantileNoise):
+        grid = isinstance(mechanism, _GridNoise)
+        if not isinstance(mechanism, Mechanism) or not (grid or isinstance(mechanism, QuantileNoise)):
             raise InvalidParameterError(
-                "mechanism must have privatize, guarantee and noise_quantile methods (additive noise with an "
-                f"inverse CDF), got {type(mechanism).__name__}"
+                "mechanism must have privatize and guarantee methods and either noise_quantile (additive noise with "
+                f"an inverse CDF) or resolution and sample_noise (a grid mechanism), got {type(mechanism).__name__}"
             )
         self.mechanism = mechanism
-        self._quantile: QuantileNoise = mechanism
+        self._grid: _GridNoise | None = mechanism if isinstance(mechanism, _GridNoise) else None
+        self._quantile: QuantileNoise | None = mechanism if isinstance(mechanism, QuantileNoise) else None
         self.n_sensors = check_int("n_sensors", n_sensors, minimum=1)
         self._key = _check_key("key", key)
         self._sensor_keys = [derive_sensor_key(self._key, j) for j in range(self.n_sensors)]
@@ -233,18 +277,46 @@ class KeyedPrivatizer:
         """The key to provision sensor ``sensor`` with (it needs no other secret)."""
         return self._sensor_keys[check_int("sensor", sensor, minimum=0, maximum=self.n_sensors - 1)]
 
+    def _raw_noise(self, sensor: int, index: int) -> float:
+        """Noise of one (sensor, reading): in reading units, or in grid cells for a grid mechanism."""
+        key = self._sensor_keys[sensor]
+        if self._grid is not None:
+            return float(self._grid.sample_noise(1, _KeystreamIntegers(key, sensor, index))[0])
+        quantile = cast(QuantileNoise, self._quantile)  # not None when there is no grid (checked in __init__)
+        return float(quantile.noise_quantile(_chacha_uniforms(key, sensor, index, 1))[0])
+
     def noise(self, *, sensor: int, index: int) -> float:
-        """The noise of reading ``index`` of sensor ``sensor`` (deterministic given the key)."""
-        u = keystream_uniforms(self.sensor_key(sensor), sensor=sensor, index=index)
-        return float(self._quantile.noise_quantile(u)[0])
+        """The noise of reading ``index`` of sensor ``sensor`` in reading units (deterministic given the key)."""
+        j = check_int("sensor", sensor, minimum=0, maximum=self.n_sensors - 1)
+        z = self._raw_noise(j, check_int("index", index, minimum=0, maximum=2**64 - 1))
+        return z * self._grid.resolution if self._grid is not None else z
 
     def _noise_block(self, k: int, start: int) -> NDArray[np.float64]:
-        """Noise of reading indices ``start … start + k − 1`` of every sensor (same values as :meth:`noise`)."""
-        u = np.empty((k, self.n_sensors))
-        for r in range(k):
+        """Raw noise of reading indices ``start … start + k − 1`` of every sensor."""
+        if start + k - 1 > 2**64 - 1:
+            raise InvalidParameterError(f"reading indices must stay below 2**64, got up to {start + k - 1}")
+        z = np.empty((k, self.n_sensors))
+        if self._grid is not None:
+            for r in range(k):
+                for j in range(self.n_sensors):
+                    z[r, j] = self._raw_noise(j, start + r)
+            return z
+        for r in range(k):  # uniforms first, then one vectorised inverse CDF (same values as _raw_noise)
             for j, key in enumerate(self._sensor_keys):
-                u[r, j] = _chacha_uniforms(key, j, start + r, 1)[0]
-        return np.asarray(self._quantile.noise_quantile(u), dtype=float)
+                z[r, j] = _chacha_uniforms(key, j, start + r, 1)[0]
+        return np.asarray(cast(QuantileNoise, self._quantile).noise_quantile(z), dtype=float)
+
+    def _add(self, values: NDArray[np.float64], z: NDArray[np.float64]) -> NDArray[np.float64]:
+        if self._grid is None:
+            return values + z
+        g = self._grid.resolution
+        return (np.rint(values / g) + z) * g  # integers (exact in float64) times the grid step
+
+    def _subtract(self, noisy: NDArray[np.float64], z: NDArray[np.float64]) -> NDArray[np.float64]:
+        if self._grid is None:
+            return noisy - z
+        g = self._grid.resolution
+        return (np.rint(noisy / g) - z) * g
 
     def _reserve(self, sensors: range, first: int, last: int) -> None:
         for j in sensors:
@@ -263,16 +335,19 @@ class KeyedPrivatizer:
                                         f"got {y.shape}")
         return y
 
-    def privatize(self, reading: float, *, sensor: int, index: int) -> float:
-        """What sensor ``sensor`` sends for its reading number ``index``: ``reading + z``."""
-        x = check_values(reading, name="reading")
+    def _check_one(self, name: str, value: float, sensor: int, index: int) -> tuple[NDArray[np.float64], int, int]:
+        x = check_values(value, name=name)
         if x.ndim != 0:
-            raise InvalidParameterError(f"reading must be a single number, got an array of shape {x.shape}")
+            raise InvalidParameterError(f"{name} must be a single number, got an array of shape {x.shape}")
         j = check_int("sensor", sensor, minimum=0, maximum=self.n_sensors - 1)
-        r = check_int("index", index, minimum=0)
-        z = self.noise(sensor=j, index=r)
+        return x, j, check_int("index", index, minimum=0, maximum=2**64 - 1)
+
+    def privatize(self, reading: float, *, sensor: int, index: int) -> float:
+        """What sensor ``sensor`` sends for its reading number ``index``."""
+        x, j, r = self._check_one("reading", reading, sensor, index)
+        out = float(self._add(x, np.asarray(self._raw_noise(j, r))))
         self._reserve(range(j, j + 1), r, r)
-        return float(x) + z
+        return out
 
     def privatize_all(self, readings: ArrayLike, *, start: int = 0) -> NDArray[np.float64]:
         """All sensors at once: row ``r`` of a ``(k, m)`` block (or one ``(m,)`` row) is reading index ``start + r``.
@@ -282,27 +357,30 @@ class KeyedPrivatizer:
         y = self._check_block("readings", readings)
         s0 = check_int("start", start, minimum=0)
         block = np.atleast_2d(y)
-        z = self._noise_block(block.shape[0], s0)
+        out = self._add(block, self._noise_block(block.shape[0], s0))
         self._reserve(range(self.n_sensors), s0, s0 + block.shape[0] - 1)
-        return (block + z).reshape(y.shape)
+        return out.reshape(y.shape)
 
     def remove_noise(self, noisy: float, *, sensor: int, index: int) -> float:
-        """Backdoor: the raw reading from one noisy value (exact up to one floating-point rounding)."""
-        x = check_values(noisy, name="noisy")
-        if x.ndim != 0:
-            raise InvalidParameterError(f"noisy must be a single number, got an array of shape {x.shape}")
-        return float(x) - self.noise(sensor=sensor, index=index)
+        """Backdoor: the raw reading from one noisy value.
+
+        Exact up to one floating-point rounding for continuous noise; exactly the reading rounded to
+        the grid for a grid mechanism.
+        """
+        x, j, r = self._check_one("noisy", noisy, sensor, index)
+        return float(self._subtract(x, np.asarray(self._raw_noise(j, r))))
 
     def remove_noise_all(self, noisy: ArrayLike, *, start: int = 0) -> NDArray[np.float64]:
         """Backdoor for a block produced by :meth:`privatize_all` with the same ``start``."""
         y = self._check_block("noisy", noisy)
         s0 = check_int("start", start, minimum=0)
         block = np.atleast_2d(y)
-        return (block - self._noise_block(block.shape[0], s0)).reshape(y.shape)
+        return self._subtract(block, self._noise_block(block.shape[0], s0)).reshape(y.shape)
 
     def guarantee(self) -> PrivacyGuarantee:
         """The mechanism's (ε, δ), as computational DP (SIM-CDP) against adversaries without the key."""
         g = self.mechanism.guarantee()
+        how = "exact integer sampler driven by the keystream" if self._grid is not None else "inverse-CDF transform"
         return PrivacyGuarantee(
             kind=f"{g.kind.replace('-DP', '')}-SIM-CDP (computational, keyed ChaCha20 noise)",
             epsilon=g.epsilon,
@@ -310,7 +388,7 @@ class KeyedPrivatizer:
             neighbouring=g.neighbouring,
             sensitivity=g.sensitivity,
             norm=g.norm,
-            mechanism=g.mechanism + "; noise from ChaCha20 keyed per sensor, inverse-CDF transform",
+            mechanism=f"{g.mechanism}; noise from ChaCha20 keyed per sensor, {how}",
             source="seed 002 §7.2, Definition 7.4 and Corollary 7.5 (Mironov et al. 2009); " + g.source,
         )
 
