@@ -1,0 +1,34 @@
+"""Seed 003 experiments in --quick mode: output files, metric ranges from their definitions, claims present."""
+
+from __future__ import annotations
+
+import pytest
+
+from dpcloak.experiments import run_experiment
+from dpcloak.experiments.heatmaps import METHODS
+
+
+def _run(exp_id, tmp_path):
+    res = run_experiment(exp_id, quick=True, workers=1, progress=False, out=tmp_path)
+    assert all(p.exists() and p.stat().st_size > 0 for p in res.files)
+    assert res.n_failed == 0 and res.claims
+    return res
+
+
+@pytest.mark.parametrize("exp_id", ["heatmaps-fig1", "heatmaps-fig11"])
+def test_metric_experiments(exp_id, tmp_path):
+    res = _run(exp_id, tmp_path)
+    for r in res.rows:
+        assert r["emd"] == r["emd_ours"]
+        assert 0.0 < r["sparsity"] <= 1.0
+        for name in METHODS:
+            # SIM ∈ [0, 1], CC ∈ [−1, 1], KL ≥ 0, EMD ∈ [0, 2(1 − 1/Δ)] (ℓ1 diameter of G_Δ).
+            assert 0.0 <= r[f"sim_{name}"] <= 1.0 + 1e-12
+            assert -1.0 - 1e-12 <= r[f"cc_{name}"] <= 1.0 + 1e-12
+            assert r[f"kl_{name}"] >= -1e-12
+            assert 0.0 <= r[f"emd_{name}"] <= 2.0
+
+
+def test_visual_panel(tmp_path):
+    res = _run("heatmaps-fig3", tmp_path)
+    assert {r["epsilon"] for r in res.rows} == {1.0, 5.0}
