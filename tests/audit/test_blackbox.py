@@ -107,7 +107,8 @@ def test_random_pairs_accept_and_reject():
             return (0, eps), (1, eps)
         return draw
 
-    n_pairs, repeats = random_pair_plan(gamma=0.1, alpha=0.2)
+    plan = random_pair_plan(gamma=0.1, alpha=0.2)
+    n_pairs, repeats = plan.n_pairs, plan.repeats
     assert n_pairs == math.ceil(math.log(3) * (2 * 0.2**2 + 0.4) / 0.04)
     assert stats.binom.sf(repeats // 2, repeats, 1 / 3) <= 0.1 < stats.binom.sf((repeats - 2) // 2, repeats - 2, 1 / 3)
     kw = {"epsilon": 1.0, "delta": 0.0, "gamma": 0.1, "alpha": 0.2, "vectorized": True, "pilot": 200}

@@ -52,6 +52,7 @@ __all__ = [
     "PairAudit",
     "BlackBoxAudit",
     "RandomPairAudit",
+    "RandomPairPlan",
     "audit_blackbox",
     "audit_random_pairs",
     "random_pair_plan",
@@ -382,8 +383,16 @@ def audit_blackbox(
 # random pairs (thesis §10.2, Algorithm 3)
 
 
-def random_pair_plan(*, gamma: float, alpha: float, lam: float = 1.0) -> tuple[int, int]:
-    r"""``(n_pairs, repeats)`` of Algorithm 3 for ``γ``, proximity ``α`` and weight ``λ``.
+@dataclass(frozen=True)
+class RandomPairPlan:
+    """Sample sizes of Algorithm 3: ``n_pairs`` neighbouring pairs, each tested ``repeats`` times."""
+
+    n_pairs: int
+    repeats: int
+
+
+def random_pair_plan(*, gamma: float, alpha: float, lam: float = 1.0) -> RandomPairPlan:
+    r"""``n_pairs`` and ``repeats`` of Algorithm 3 for ``γ``, proximity ``α`` and weight ``λ``.
 
     ``n_pairs`` makes Theorem 10.3's Bernstein bound ``exp(−m(α/λ)²/(2(α/(2λ)+γ)² + 2α/λ))`` at most
     1/3; ``repeats`` is the smallest odd ``k`` whose majority vote of 1/3-error tests errs with
@@ -398,7 +407,7 @@ def random_pair_plan(*, gamma: float, alpha: float, lam: float = 1.0) -> tuple[i
     k = 1
     while stats.binom.sf(k // 2, k, 1 / 3) > target:
         k += 2
-    return n_pairs, k
+    return RandomPairPlan(n_pairs, k)
 
 
 def audit_random_pairs(
@@ -434,9 +443,9 @@ def audit_random_pairs(
     g = check_real("gamma", gamma, low=0.0, high=1.0, low_inclusive=True)
     a = check_real("alpha", alpha, low=0.0)
     lm = check_real("lam", lam, low=0.0)
-    plan_pairs, plan_repeats = random_pair_plan(gamma=g, alpha=a, lam=lm)
-    m = plan_pairs if n_pairs is None else check_int("n_pairs", n_pairs, minimum=1)
-    k = plan_repeats if repeats is None else check_int("repeats", repeats, minimum=1)
+    plan = random_pair_plan(gamma=g, alpha=a, lam=lm)
+    m = plan.n_pairs if n_pairs is None else check_int("n_pairs", n_pairs, minimum=1)
+    k = plan.repeats if repeats is None else check_int("repeats", repeats, minimum=1)
     gen = as_generator(rng)
     votes = []
     queries = 0
