@@ -36,7 +36,7 @@ SOLVERS = ("ipm", "cvxpy")
 
 #: When the ball is out of reach, the returned point has residual ≤ (1 + this) × the smallest
 #: residual attainable in the box.
-UNREACHABLE_SLACK = 1e-6
+UNREACHABLE_SLACK = 1e-4
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ class Recovery:
         Wall-clock seconds spent in the solver (including any compression not yet cached).
     feasible : bool
         Whether some ``f`` within the bounds has ``‖M f − ỹ‖ ≤ r``. When not, ``x`` is the
-        point of least ``‖f‖₁`` among those with residual ≤ ``(1 + 1e-6) min_f ‖M f − ỹ‖``.
+        point of least ``‖f‖₁`` among those with residual ≤ ``(1 + 1e-4) min_f ‖M f − ỹ‖``.
     solver : str
         ``"ipm"`` or ``"cvxpy:<SOLVER>"``.
     lower_bound : float
@@ -98,7 +98,7 @@ def bpdn(
     radius_policy: str = "chi2",
     failure_probability: float = 0.05,
     solver: str = "ipm",
-    tol: float = 1e-10,
+    tol: float = 1e-9,
     max_iter: int = 200,
     rank_rtol: float = DEFAULT_RTOL,
     cvxpy_solver: str = "CLARABEL",
@@ -127,7 +127,7 @@ def bpdn(
         Probability that the true sources fall outside the ball (``"chi2"``, ``"lemma6"``).
     solver : {"ipm", "cvxpy"}, default "ipm"
         dpcloak's compressed interior-point solver, or the CVXPY reference path.
-    tol : float, default 1e-10
+    tol : float, default 1e-9
         Relative certified duality gap at which the interior-point solver stops.
     max_iter : int, default 200
         Iteration cap per interior-point phase.
@@ -144,7 +144,7 @@ def bpdn(
         ``converged=False`` with ``feasible=False`` and an explanatory ``message`` when no source
         vector in the box reaches the ball — common with the paper's ``σ√m`` (the noise norm
         exceeds it about half the time). The returned point then has the smallest attainable
-        residual (up to a factor ``1 + 1e-6``) and the least ``‖f‖₁`` among such points.
+        residual (up to a factor ``1 + 1e-4``) and the least ``‖f‖₁`` among such points.
 
     Raises
     ------
@@ -157,7 +157,7 @@ def bpdn(
     >>> from dpcloak.models import heat_kernel_1d
     >>> A = heat_kernel_1d(100, 50, 0.1)
     >>> f0 = np.zeros(100); f0[49] = 1.0
-    >>> rec = bpdn(A, A.matvec(f0), radius=1e-6)
+    >>> rec = bpdn(A, A.matvec(f0), radius=1e-3)
     >>> int(np.argmax(rec.x)), rec.converged
     (49, True)
     """
@@ -225,7 +225,11 @@ def _solve_ipm(
         return _finish(attempt, True, phase1)
     rho_used = math.sqrt(2.0 * max(phase1.objective, 0.0)) * (1.0 + UNREACHABLE_SLACK) + 1e-300
     final = solve_box_quadratic(G, z, c, lo, hi, rho=rho_used, tol=tol, max_iter=max_iter)
-    return _finish(final, False, phase1, attempt)
+    if final.converged:
+        return _finish(final, False, phase1, attempt)
+    steps = phase1.n_iter + final.n_iter + (attempt.n_iter if attempt is not None else 0)
+    return (phase1.x, False, steps, False, math.nan,
+            f"{steps} Newton steps; returned a minimum-residual point without minimising ‖f‖₁ among them")
 
 
 def _finish(
