@@ -9,6 +9,7 @@ from dpcloak.cli.audit import audit
 from dpcloak.cli.calibrate import calibrate
 from dpcloak.cli.demo import demo
 from dpcloak.cli.heatmap import heatmap
+from dpcloak.cli.recover import recover
 from dpcloak.cli.reproduce import reproduce
 from dpcloak.cli.sensitivity import sensitivity
 
@@ -37,6 +38,7 @@ def _root(
 
 
 app.command()(demo)
+app.command()(recover)
 app.command()(audit)
 app.command()(sensitivity)
 app.command()(calibrate)
