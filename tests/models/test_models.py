@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 import scipy.linalg
 
+import dpcloak.models.graph as graph_module
 from dpcloak.domains import Grid
 from dpcloak.errors import DisconnectedGraphError, InvalidParameterError
 from dpcloak.models import (
@@ -101,14 +102,15 @@ def test_graph_diffusion_matches_scipy_expm_and_conserves_heat():
     np.testing.assert_allclose(model.todense().sum(axis=0), 1.0, atol=1e-12)
 
 
-def test_graph_diffusion_lanczos_and_matrix_free_paths_match_expm():
+def test_graph_diffusion_lanczos_and_matrix_free_paths_match_expm(monkeypatch):
     sbm = nx.stochastic_block_model([200, 200], [[0.3, 0.01], [0.01, 0.3]], seed=5)
     L = nx.laplacian_matrix(sbm).toarray().astype(float)
     exact = scipy.linalg.expm(-1.5 * L)
     lanczos = graph_diffusion(sbm, 1.5, dense_limit=10)
     assert lanczos.is_spectral and lanczos.eigenvalues is not None and len(lanczos.eigenvalues) < 20
     np.testing.assert_allclose(lanczos.todense(), exact, atol=1e-12)
-    free = GraphDiffusion(lanczos.graph_domain, 1e-3, dense_limit=10)  # slow decay: matrix-free
+    monkeypatch.setattr(graph_module, "DENSE_FALLBACK_LIMIT", 0)
+    free = GraphDiffusion(lanczos.graph_domain, 1e-3, dense_limit=10)  # slow decay, no dense fallback
     assert not free.is_spectral
     np.testing.assert_allclose(free.todense(), scipy.linalg.expm(-1e-3 * L), atol=1e-10)
 
@@ -142,3 +144,13 @@ def test_bad_model_inputs_raise_clear_errors(make, message):
 def test_graph_diffusion_refuses_disconnected_graph():
     with pytest.raises(DisconnectedGraphError):
         graph_diffusion(nx.Graph([(0, 1), (2, 3)]), 1.0)
+
+
+def test_lanczos_certification_refuses_a_spectrum_with_a_missed_eigenvector():
+    """A privacy-critical guard: an incomplete low spectrum must never be accepted."""
+    model = graph_diffusion(nx.stochastic_block_model([200, 200], [[0.3, 0.01], [0.01, 0.3]], seed=5), 1.5)
+    U = model.eigenvectors
+    assert U is not None
+    threshold = -math.log(graph_module.SPECTRAL_TOLERANCE) / model.tau
+    assert model._nothing_missed(U, threshold)
+    assert not model._nothing_missed(U[:, :-1], threshold)

@@ -21,18 +21,22 @@ __all__ = ["GraphDiffusion", "graph_diffusion"]
 #: error this causes is at most this number times ``‖x‖`` (``√2`` times it for column differences).
 SPECTRAL_TOLERANCE = 1e-17
 
+#: Above ``dense_limit`` a dense ``eigh`` is still the fallback up to this many nodes.
+DENSE_FALLBACK_LIMIT = 6000
+
 
 class GraphDiffusion(LinearModel):
     """``A_G = exp(−τ L)`` with ``L = D − W`` the weighted graph Laplacian; sensors on every node.
 
     The operator is represented by the eigenpairs of ``L`` whose weight ``exp(−τ s)`` is above
     :data:`SPECTRAL_TOLERANCE`: all of them from a dense ``eigh`` for moderate ``n``, the few
-    smallest from sparse shift-invert Lanczos (``eigsh``) when the spectrum decays fast, which is
-    the usual case for well-connected graphs. :attr:`truncation_error` bounds ``‖A_G − Â_G‖₂``.
-    When neither fits, products use :func:`scipy.sparse.linalg.expm_multiply` (matrix-free).
+    smallest from sparse Lanczos (``eigsh``, certified complete by deflation) when the spectrum
+    decays fast, which is the usual case for well-connected graphs; a dense ``eigh`` is the
+    fallback up to :data:`DENSE_FALLBACK_LIMIT` nodes. :attr:`truncation_error` bounds
+    ``‖A_G − Â_G‖₂``. When neither fits, products use :func:`scipy.sparse.linalg.expm_multiply`.
     """
 
-    def __init__(self, domain: GraphDomain, tau: float, *, dense_limit: int = 3000) -> None:
+    def __init__(self, domain: GraphDomain, tau: float, *, dense_limit: int = 1000) -> None:
         super().__init__(shape=(domain.size, domain.size), domain=domain, sensor_positions=np.arange(domain.size))
         self.tau = tau
         self.graph_domain = domain
@@ -44,26 +48,57 @@ class GraphDiffusion(LinearModel):
 
     def _compute_spectrum(self, dense_limit: int) -> None:
         n = self.shape[0]
-        if n <= dense_limit:
+        if n > dense_limit and self._lanczos_spectrum():
+            return
+        if n <= max(dense_limit, DENSE_FALLBACK_LIMIT):
             w, U = np.linalg.eigh(self._laplacian.toarray())
             keep = np.exp(-self.tau * w) > SPECTRAL_TOLERANCE
             self.eigenvalues, self.eigenvectors = w[keep], U[:, keep]
             dropped = w[~keep]
             self.truncation_error = float(np.exp(-self.tau * dropped.min())) if dropped.size else 0.0
-            return
+        # otherwise products stay matrix-free (expm_multiply)
+
+    def _lanczos_spectrum(self) -> bool:
+        """Smallest Laplacian eigenpairs by Lanczos, certified complete below the threshold."""
+        n = self.shape[0]
         threshold = -math.log(SPECTRAL_TOLERANCE) / self.tau
+        laplacian = self._laplacian.astype(float)
         k = 8
-        while k < min(n // 4, 2000):
-            w, U = spla.eigsh(self._laplacian.astype(float), k=k, sigma=-1.0, which="LM")
+        while k <= min(n // 4, 64):
+            try:
+                w, U = spla.eigsh(laplacian, k=k, which="SA", tol=0.0)
+            except spla.ArpackNoConvergence:
+                return False
             order = np.argsort(w)
             w, U = w[order], U[:, order]
             if w[-1] > threshold:
                 keep = w <= threshold
+                if not self._nothing_missed(U[:, keep], threshold):
+                    return False
                 self.eigenvalues, self.eigenvectors = w[keep], U[:, keep]
                 self.truncation_error = float(np.exp(-self.tau * w[~keep].min()))
-                return
+                return True
             k *= 2
-        self.eigenvalues = self.eigenvectors = None  # matrix-free fallback
+        return False
+
+    def _nothing_missed(self, U: NDArray[np.float64], threshold: float) -> bool:
+        """Certify that no eigenvalue below ``threshold`` is missing from ``U``.
+
+        Lanczos can miss copies of a repeated eigenvalue; a missed eigenvector with weight above
+        the tolerance would make column differences (and so Δ2) too small — a privacy bug. The
+        found eigenvectors are shifted far up (deflation) and the smallest eigenvalue of what is
+        left must exceed the threshold.
+        """
+        shift = 2.0 * threshold + 1.0
+        laplacian = self._laplacian.astype(float)
+        deflated = spla.LinearOperator(
+            laplacian.shape, matvec=lambda x: laplacian @ x + shift * (U @ (U.T @ x)), dtype=float
+        )
+        try:
+            smallest = spla.eigsh(deflated, k=1, which="SA", tol=1e-8, return_eigenvectors=False)[0]
+        except spla.ArpackNoConvergence:
+            return False
+        return bool(smallest > threshold)
 
     @property
     def is_spectral(self) -> bool:
@@ -112,7 +147,7 @@ class GraphDiffusion(LinearModel):
         return f"GraphDiffusion(n={self.shape[0]}, tau={self.tau:g})"
 
 
-def graph_diffusion(graph: nx.Graph | GraphDomain, tau: float, *, dense_limit: int = 3000) -> GraphDiffusion:
+def graph_diffusion(graph: nx.Graph | GraphDomain, tau: float, *, dense_limit: int = 1000) -> GraphDiffusion:
     """The graph diffusion model ``A_G = exp(−τ L)`` of thesis section 8.3.
 
     Parameters
@@ -121,7 +156,7 @@ def graph_diffusion(graph: nx.Graph | GraphDomain, tau: float, *, dense_limit: i
         Connected undirected graph; edge attribute ``weight`` (default 1) gives ``W``.
     tau : float
         Diffusion time, > 0.
-    dense_limit : int, default 3000
+    dense_limit : int, default 1000
         Up to this many nodes the full spectrum comes from a dense ``eigh``; above it, from sparse
         Lanczos when the spectrum decays fast enough, else products are matrix-free.
 
