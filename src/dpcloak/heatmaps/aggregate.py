@@ -138,6 +138,9 @@ class NoisyPyramid:
         Laplace scales b_i = 1/ε_i actually used (re-checked by :class:`LaplaceMechanism`).
     resolution, n_users : int
         Δ and the number of users n.
+    privacy : PrivacyGuarantee or None
+        Set by other protocols producing the same release (e.g. the shuffle model of
+        :mod:`dpcloak.heatmaps.shuffle`); ``None`` means the central Laplace guarantee below.
 
     Privacy guarantee
     -----------------
@@ -151,6 +154,7 @@ class NoisyPyramid:
     scales: tuple[float, ...]
     resolution: int
     n_users: int
+    privacy: PrivacyGuarantee | None = None
 
     @property
     def start_level(self) -> int:
@@ -163,7 +167,9 @@ class NoisyPyramid:
         return self.budget.levels[-1]
 
     def guarantee(self) -> PrivacyGuarantee:
-        """ε-DP under add/remove-one-user, ε = Σ_i ε_i."""
+        """ε-DP under add/remove-one-user, ε = Σ_i ε_i (or ``privacy`` when another protocol produced it)."""
+        if self.privacy is not None:
+            return self.privacy
         return user_level_guarantee(
             math.fsum(self.budget.epsilons),
             mechanism=(
