@@ -2,6 +2,10 @@
 
 points (user, x, y) ─bound_users─▶ UserAggregate s = Σ p_i ─hierarchical_laplace─▶ NoisyPyramid
     ─reconstruct─▶ ŝ ─normalize─▶ â ─render─▶ H^σ_â.   ``private_heatmap`` runs the whole chain.
+
+Also: the [LXD+19] baseline (``laplace_cells``), Appendix D (``dense_aggregate``), Appendix A
+(``private_kmedian``), Appendix F (``shuffle_pyramid``), and the Dask path
+(:mod:`dpcloak.heatmaps.distributed`, imported lazily: it needs the ``dask`` extra).
 """
 
 from dpcloak.heatmaps.aggregate import LevelBudget, NoisyPyramid, hierarchical_laplace, level_budget
@@ -15,14 +19,27 @@ from dpcloak.heatmaps.api import (
 from dpcloak.heatmaps.baselines import BaselineRelease, laplace_cells
 from dpcloak.heatmaps.data import UserAggregate, bound_distributions, bound_users, snap
 from dpcloak.heatmaps.dense import DenseRelease, dense_aggregate
+from dpcloak.heatmaps.evaluate import HeatmapScores, score_heatmap
+from dpcloak.heatmaps.kmedian import Coreset, KMedianResult, kmedian, kmedian_cost, private_coreset, private_kmedian
 from dpcloak.heatmaps.loaders import bounding_box, load_ais, load_points, lonlat_to_unit, pixels_to_unit
 from dpcloak.heatmaps.pyramid import pyramid_adjoint, pyramid_levels, pyramid_transform
 from dpcloak.heatmaps.reconstruct import Reconstruction, reconstruct
 from dpcloak.heatmaps.render import plot_heatmaps, render
+from dpcloak.heatmaps.shuffle import ShuffleRelease, shuffle_pyramid
 from dpcloak.heatmaps.synthetic import PointSet, gaussian_mixture_points
 
 __all__ = [
     "BaselineRelease",
+    "Coreset",
+    "HeatmapScores",
+    "KMedianResult",
+    "ShuffleRelease",
+    "kmedian",
+    "kmedian_cost",
+    "private_coreset",
+    "private_kmedian",
+    "score_heatmap",
+    "shuffle_pyramid",
     "DenseRelease",
     "HeatmapResult",
     "LevelBudget",
