@@ -97,3 +97,15 @@ def test_private_heatmap_beats_baseline_in_emd():
     d = np.array(diffs)
     upper = d.mean() + stats.t.ppf(0.95, d.size - 1) * d.std(ddof=1) / math.sqrt(d.size)
     assert upper < 0.0, f"paired EMD differences {d}"
+
+
+def test_huge_epsilon_returns_true_normalised_aggregate_when_w_sparse():
+    # Oracle: exact recovery (Algorithm 2 with negligible noise on a 12-cell aggregate, w = 20).
+    rng = np.random.default_rng(9)
+    cells = rng.choice(128 * 128, 12, replace=False)
+    pick = rng.choice(cells, 500)
+    users = rng.integers(0, 150, 500)
+    x, y = (pick % 128 + 0.5) / 128, (pick // 128 + 0.5) / 128
+    res = private_heatmap(users, x, y, epsilon=1e12, resolution=128, rng=0)
+    truth = bound_users(users, x, y, resolution=128).normalized
+    np.testing.assert_allclose(res.aggregate, truth, atol=1e-10)
