@@ -79,6 +79,8 @@ def test_discrete_gaussian_calibration_tight_and_rechecked() -> None:
     assert gaussian_rdp_epsilon(noise_multiplier=mech.noise_multiplier, delta=1e-5) <= 1.0
     assert gaussian_rdp_epsilon(noise_multiplier=0.99 * mech.noise_multiplier, delta=1e-5) > 1.0
     assert isinstance(mech.sigma2, Fraction) and isinstance(mech, Mechanism)
+    with pytest.raises(AttributeError, match="immutable"):
+        mech.sigma2 = Fraction(1)
     g = mech.guarantee()
     assert (g.kind, g.epsilon, g.delta, g.norm) == ("(ε, δ)-DP", 1.0, 1e-5, "l2")
 
@@ -112,11 +114,12 @@ Discrete = DiscreteGaussianMechanism | DiscreteLaplaceMechanism
 
 
 def _halved(mech: Discrete) -> Discrete:
+    """A deliberately under-noised copy (bypassing the mechanism's immutability on purpose)."""
     weak = copy.copy(mech)
     if isinstance(weak, DiscreteGaussianMechanism):
-        weak.sigma2 = mech.sigma2 / 4
+        object.__setattr__(weak, "sigma2", mech.sigma2 / 4)
     else:
-        weak.scale = mech.scale / 2
+        object.__setattr__(weak, "scale", mech.scale / 2)
     return weak
 
 

@@ -100,7 +100,7 @@ def test_sensor_privatizer_bad_inputs(model) -> None:  # type: ignore[no-untyped
 
 def _keyed(key: bytes = KEY, sigma_scale: float = 1.0) -> KeyedPrivatizer:
     mech = GaussianMechanism(epsilon=1.0, delta=0.1, sensitivity=0.5)
-    mech.sigma *= sigma_scale
+    object.__setattr__(mech, "sigma", mech.sigma * sigma_scale)  # deliberately re-noised for the test
     return KeyedPrivatizer(mechanism=mech, n_sensors=10, key=key)
 
 

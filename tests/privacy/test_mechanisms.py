@@ -88,6 +88,14 @@ def test_laplace_scale_and_guarantee() -> None:
     np.testing.assert_allclose(mech.noise_quantile(u), stats.laplace.ppf(u, scale=mech.scale), rtol=1e-12)
 
 
+def test_mechanisms_are_immutable() -> None:
+    mech = GaussianMechanism(epsilon=1.0, delta=0.1, sensitivity=1.0)
+    with pytest.raises(AttributeError, match="immutable"):
+        mech.sigma = 0.1
+    with pytest.raises(AttributeError, match="immutable"):
+        LaplaceMechanism(epsilon=1.0, sensitivity=1.0).scale = 0.1
+
+
 def test_guarantee_and_protocols() -> None:
     mech = GaussianMechanism(epsilon=1.0, delta=0.1, sensitivity=0.5, neighbouring="swap two adjacent sources")
     g = mech.guarantee()
@@ -111,11 +119,12 @@ def test_privatize_shape_seed_and_moments() -> None:
 
 
 def _weakened(mech: GaussianMechanism | LaplaceMechanism) -> GaussianMechanism | LaplaceMechanism:
+    """A deliberately under-noised copy (bypassing the mechanism's immutability on purpose)."""
     weak = copy.copy(mech)
     if isinstance(weak, GaussianMechanism):
-        weak.sigma = mech.sigma / 2
+        object.__setattr__(weak, "sigma", mech.sigma / 2)
     else:
-        weak.scale = mech.scale / 2
+        object.__setattr__(weak, "scale", mech.scale / 2)
     return weak
 
 

@@ -62,7 +62,7 @@ from scipy import optimize
 from dpcloak._rng import RngLike, as_generator
 from dpcloak._validation import check_int, check_probability, check_real
 from dpcloak.errors import InvalidParameterError
-from dpcloak.privacy.mechanisms import DEFAULT_NEIGHBOURING, PrivacyGuarantee, check_values
+from dpcloak.privacy.mechanisms import DEFAULT_NEIGHBOURING, Immutable, PrivacyGuarantee, check_values
 
 __all__ = [
     "RandBelow",
@@ -186,7 +186,7 @@ def _resolution(resolution: float | None, sensitivity: float) -> float:
     return check_real("resolution", resolution, low=0.0)
 
 
-class DiscreteLaplaceMechanism:
+class DiscreteLaplaceMechanism(Immutable):
     """ε-DP with exact discrete Laplace noise on the grid ``resolution · ℤ`` (deployment sampler).
 
     Parameters
@@ -234,6 +234,7 @@ class DiscreteLaplaceMechanism:
         self.scale = Fraction(self.grid_sensitivity) / Fraction(self.epsilon)
         if self.grid_sensitivity / self.scale > Fraction(self.epsilon):  # re-check (exact arithmetic)
             raise InvalidParameterError("discrete Laplace calibration overspends epsilon")
+        self._frozen = True
 
     @property
     def scale_value(self) -> float:
@@ -279,7 +280,7 @@ def gaussian_rdp_epsilon(*, noise_multiplier: float, delta: float) -> float:
     return float(acc.get_epsilon(delta))
 
 
-class DiscreteGaussianMechanism:
+class DiscreteGaussianMechanism(Immutable):
     """(ε, δ)-DP with exact discrete Gaussian noise on the grid ``resolution · ℤ`` (deployment sampler).
 
     The floating-point-safe version of seed 000's local Gaussian mechanism (Lemma 3 / Prop. 4).
@@ -333,6 +334,7 @@ class DiscreteGaussianMechanism:
         self.neighbouring = str(neighbouring)
         self.grid_sensitivity = self.sensitivity / self.resolution + math.sqrt(self.dimension)
         self.sigma2 = self._calibrate()
+        self._frozen = True
 
     def _calibrate(self) -> Fraction:
         eps, dlt, sens = self.epsilon, self.delta, self.grid_sensitivity

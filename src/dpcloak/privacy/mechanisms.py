@@ -65,6 +65,7 @@ __all__ = [
     "gaussian_delta",
     "gaussian_epsilon",
     "check_values",
+    "Immutable",
 ]
 
 GAUSSIAN_CALIBRATIONS = ("analytic", "classic", "paper")
@@ -134,6 +135,21 @@ class QuantileNoise(Protocol):
     def noise_quantile(self, u: NDArray[np.float64]) -> NDArray[np.float64]:
         """Noise values ``F^{-1}(u)`` for uniforms ``u`` in (0, 1)."""
         ...
+
+
+class Immutable:
+    """Mixin: attributes cannot be changed once ``__init__`` has finished (``_frozen`` is set).
+
+    A mechanism's guarantee is computed from its calibrated noise; letting ``sigma`` be reassigned
+    afterwards would make :meth:`guarantee` state something the noise no longer delivers.
+    """
+
+    _frozen: bool = False
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if self._frozen:
+            raise AttributeError(f"{type(self).__name__} is immutable; build a new one to change {name!r}")
+        object.__setattr__(self, name, value)
 
 
 def check_values(values: ArrayLike, *, name: str = "values") -> NDArray[np.float64]:
@@ -235,7 +251,7 @@ def _analytic_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
     return sigma
 
 
-class GaussianMechanism:
+class GaussianMechanism(Immutable):
     r"""Add i.i.d. :math:`N(0, \sigma^2)` noise to each coordinate: the local Gaussian mechanism.
 
     Seed 000 Lemma 3 / Proposition 4 and seed 002 Lemma 2.8 / Proposition 7.1: each sensor adds
@@ -282,6 +298,7 @@ class GaussianMechanism:
         self.calibration = check_choice("calibration", calibration, GAUSSIAN_CALIBRATIONS)
         self.neighbouring = str(neighbouring)
         self.sigma = self._calibrate()
+        self._frozen = True
 
     def _calibrate(self) -> float:
         eps, dlt, sens = self.epsilon, self.delta, self.sensitivity
@@ -347,7 +364,7 @@ class GaussianMechanism:
                 f"sensitivity={self.sensitivity:.6g}, calibration={self.calibration!r}, sigma={self.sigma:.6g})")
 
 
-class LaplaceMechanism:
+class LaplaceMechanism(Immutable):
     r"""Add i.i.d. Laplace noise of scale :math:`b = \Delta_1/\varepsilon` to each coordinate.
 
     Seed 003 (Ghazi et al.), Definition 2.2 and Lemma 2.2 ([DMNS06]): with ℓ1 sensitivity Δ1 the
@@ -381,6 +398,7 @@ class LaplaceMechanism:
         while self.sensitivity / scale > self.epsilon:  # re-check: never overspend by rounding
             scale = float(np.nextafter(scale, math.inf))
         self.scale = scale
+        self._frozen = True
 
     @property
     def variance(self) -> float:
