@@ -91,3 +91,17 @@ def test_guarantee_and_input_path():
     np.testing.assert_allclose(noisy.scales, [1.0 / e for e in noisy.budget.epsilons], rtol=1e-12)
     with pytest.raises(InvalidParameterError, match="UserAggregate"):
         hierarchical_laplace(np.ones((16, 16)), epsilon=1.0)
+
+
+def test_default_gamma_minimises_footnote_5_error_term():
+    # Oracle: numerical minimisation of Z·Σ_i (2γ)^-i → 1/((1−γ)(1−0.5/γ)) (seed 003, footnote 5) over γ ∈ (½, 1).
+    from scipy import optimize
+
+    res = optimize.minimize_scalar(lambda g: 1.0 / ((1.0 - g) * (1.0 - 0.5 / g)), bounds=(0.51, 0.99),
+                                   method="bounded", options={"xatol": 1e-10})
+    assert res.x == pytest.approx(2**-0.5, abs=1e-6)
+    # and the finite-ℓ version of the term with the measured-level normaliser converges to it
+    g, q, ell = 2**-0.5, 2, 60
+    z = sum(g ** (i - q) for i in range(q, ell + 1))
+    term = z * sum((2 * g) ** -i for i in range(ell - q))
+    assert term == pytest.approx(1.0 / ((1 - g) * (1 - 0.5 / g)), rel=1e-6)
