@@ -14,7 +14,9 @@ Gaussian calibrations (``calibration=``)
     Proposition 4) and seed 002 (Lemma 2.8, Proposition 7.1) print it. Dwork & Roth's Theorem A.1
     has the square root, :math:`\sqrt{2\ln(1.25/\delta)}`; the paper's version drops it, which adds
     *more* noise whenever :math:`\ln(1.25/\delta) > 1/2` (δ < 0.758) — private but loose. The paper
-    states it for every ε > 0; for large ε it can overspend, and then it is refused (see below).
+    states it for every ε > 0; for large ε and δ it overspends — e.g. at (ε, δ) = (5, 0.7), (10, 0.5),
+    (20, 0.3), (50, 0.1) its exact δ exceeds the target — and then it is refused (see below). The
+    parameters of seeds 000/001 (ε ≤ 5, δ = 0.1) are not affected.
 ``"classic"``
     Dwork & Roth (2014), Theorem A.1: :math:`\sigma = \sqrt{2\ln(1.25/\delta)}\,\Delta_2/\varepsilon`,
     proved only for ε < 1; refused for ε ≥ 1.
