@@ -221,11 +221,17 @@ def solve_box_quadratic(
     width = np.where(finite, hi - lo, np.inf)
     scale_c = max(1.0, float(np.max(np.abs(c))))
     mu = _MU0 * scale_c * (float(np.max(width[finite])) if np.any(finite) else 1.0) / n
-    x_mid = np.where(finite, lo + 0.5 * np.where(finite, width, 0.0), lo + 1.0)
-    e_mid = G @ x_mid - z
-    w = gamma * e_mid if not constrained else e_mid * (scale_c / max(float(np.linalg.norm(e_mid)), 1e-300) ** 2)
+    if constrained:
+        # start along −z, scaled so that a = c + Gᵀw stays positive but reaches half of c's scale:
+        # the multiplier pulls mass towards where the data are, as at the optimum
+        pull = float(np.max(G.T @ z))
+        w = -0.5 * scale_c * z / pull if pull > 0 else -z / max(float(np.linalg.norm(z)), 1e-300)
+    else:
+        x_mid = np.where(finite, lo + 0.5 * np.where(finite, width, 0.0), lo + 1.0)
+        w = gamma * (G @ x_mid - z)
     if not np.any(w):
         w = np.full(k, 1e-8)
+    w_scale = float(np.linalg.norm(w))
     eye = np.eye(k)
 
     def conj(w: NDArray[np.float64]) -> tuple[float, NDArray[np.float64], NDArray[np.float64]]:
@@ -256,6 +262,13 @@ def solve_box_quadratic(
     while steps < max_iter:
         # centring: Newton's method on the concave d_μ
         for _ in range(_MAX_NEWTON):
+            if constrained and float(np.linalg.norm(w)) < 1e-3 * w_scale:
+                # ρ‖w‖ has a kink at 0 that traps Newton; if the ball is violated there, the
+                # supergradient G x − z is an ascent direction: restart along it
+                e0 = G @ x - z
+                if float(np.linalg.norm(e0)) > rho:  # type: ignore[operator]
+                    w = w_scale * e0 / float(np.linalg.norm(e0))
+                    dval, x, xp = dual(w, mu)
             _, hg, hh = conj(w)
             grad = G @ x - z - hg
             negH = (G * -xp) @ G.T + hh
