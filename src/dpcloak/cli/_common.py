@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass, fields
 from typing import Any, TypeVar
 
 import networkx as nx
@@ -85,3 +87,69 @@ def build_model(
         g = build_graph(graph, nodes, p_in=p_in, p_out=p_out, seed=seed)
         return graph_diffusion(g, tau), f"graph diffusion exp(-tau L), {graph} graph, {nodes} nodes, tau={tau:g}"
     raise InvalidParameterError(f"--model must be one of {', '.join(MODEL_KINDS)}, got {model!r}")
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """A forward model as described by the shared command-line options (see :func:`model_options`)."""
+
+    model: str = "heat1d"
+    n: int = 100
+    m: int = 50
+    t: float = 0.1
+    mu: float = 0.5
+    graph: str = "sbm"
+    nodes: int = 100
+    tau: float = 2.0
+    p_in: float = 0.05
+    p_out: float = 0.001
+    seed: int = 0
+
+    def build(self) -> tuple[LinearModel, str]:
+        """The model and a one-line description of it."""
+        return build_model(
+            self.model, n=self.n, m=self.m, t=self.t, mu=self.mu, graph=self.graph, nodes=self.nodes,
+            tau=self.tau, p_in=self.p_in, p_out=self.p_out, seed=self.seed,
+        )
+
+
+_MODEL_HELP = {
+    "model": "Forward model: heat1d or graph.",
+    "n": "heat1d: number of source locations.",
+    "m": "heat1d: number of sensors.",
+    "t": "heat1d: time lapse t (T = mu t).",
+    "mu": "heat1d: diffusion constant.",
+    "graph": "graph: complete, star, path or sbm.",
+    "nodes": "graph: number of nodes.",
+    "tau": "graph: diffusion time tau.",
+    "p_in": "sbm: edge probability inside a community.",
+    "p_out": "sbm: edge probability between communities.",
+    "seed": "sbm: random seed of the graph.",
+}
+
+
+def model_options(fn: F) -> F:
+    """Give a command the shared model options; it receives them as ``spec: ModelSpec``.
+
+    The command's own signature must have a keyword ``spec`` parameter; Typer sees the model
+    options (``--model``, ``--n``, ``--m``, ``--t``, ``--mu``, ``--graph``, ``--nodes``, ``--tau``,
+    ``--p-in``, ``--p-out``, ``--seed``) in its place.
+    """
+    signature = inspect.signature(fn)
+    own = [p for name, p in signature.parameters.items() if name != "spec"]
+    injected = [
+        inspect.Parameter(
+            f.name, inspect.Parameter.KEYWORD_ONLY, annotation=type(f.default),
+            default=typer.Option(f.default, help=_MODEL_HELP[f.name]),
+        )
+        for f in fields(ModelSpec)
+    ]
+
+    @functools.wraps(fn)
+    def wrapper(**kwargs: Any) -> Any:
+        spec = ModelSpec(**{f.name: kwargs.pop(f.name) for f in fields(ModelSpec)})
+        return fn(spec=spec, **kwargs)
+
+    keyword_own = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own]
+    wrapper.__signature__ = signature.replace(parameters=injected + keyword_own)  # type: ignore[attr-defined]
+    return wrapper  # type: ignore[return-value]

@@ -8,7 +8,7 @@ import typer
 from rich.table import Table
 
 from dpcloak._validation import check_choice
-from dpcloak.cli._common import build_model, cli_errors, console, emit_json
+from dpcloak.cli._common import ModelSpec, cli_errors, console, emit_json, model_options
 from dpcloak.errors import InvalidParameterError
 from dpcloak.privacy.mechanisms import GAUSSIAN_CALIBRATIONS, GaussianMechanism
 from dpcloak.privacy.sensitivity import l2_sensitivity
@@ -24,18 +24,10 @@ def _row(calibration: str, *, epsilon: float, delta: float, delta2: float) -> di
 
 
 @cli_errors
+@model_options
 def calibrate(
-    model: str = typer.Option("heat1d", help="Forward model: heat1d or graph."),
-    n: int = typer.Option(100, help="heat1d: number of source locations."),
-    m: int = typer.Option(50, help="heat1d: number of sensors."),
-    t: float = typer.Option(0.1, help="heat1d: time lapse t (T = mu t)."),
-    mu: float = typer.Option(0.5, help="heat1d: diffusion constant."),
-    graph: str = typer.Option("sbm", help="graph: complete, star, path or sbm."),
-    nodes: int = typer.Option(100, help="graph: number of nodes."),
-    tau: float = typer.Option(2.0, help="graph: diffusion time tau."),
-    p_in: float = typer.Option(0.05, help="sbm: edge probability inside a community."),
-    p_out: float = typer.Option(0.001, help="sbm: edge probability between communities."),
-    seed: int = typer.Option(0, help="sbm: random seed of the graph."),
+    *,
+    spec: ModelSpec,
     alpha: float = typer.Option(1.0, help="Neighbour radius alpha (EMD steps)."),
     epsilon: float = typer.Option(1.0, help="Privacy parameter epsilon > 0."),
     delta: float = typer.Option(0.1, help="Privacy parameter delta in (0, 1)."),
@@ -47,8 +39,7 @@ def calibrate(
     """Noise sigma of the local Gaussian mechanism for a model: analytic, classic and paper calibrations."""
     if calibration is not None:
         check_choice("--calibration", calibration, GAUSSIAN_CALIBRATIONS)
-    built, description = build_model(model, n=n, m=m, t=t, mu=mu, graph=graph, nodes=nodes, tau=tau,
-                                     p_in=p_in, p_out=p_out, seed=seed)
+    built, description = spec.build()
     delta2 = l2_sensitivity(built, alpha=alpha)
     if calibration is not None:
         # a single requested calibration that is refused is an error (exit status 2)

@@ -7,7 +7,7 @@ import math
 import typer
 from rich.table import Table
 
-from dpcloak.cli._common import build_model, cli_errors, console, emit_json
+from dpcloak.cli._common import ModelSpec, cli_errors, console, emit_json, model_options
 from dpcloak.models import GraphDiffusion, HeatKernel1D
 from dpcloak.privacy.sensitivity import (
     condition_number,
@@ -19,25 +19,15 @@ from dpcloak.privacy.sensitivity import (
 
 
 @cli_errors
+@model_options
 def sensitivity(
-    model: str = typer.Option("heat1d", help="Forward model: heat1d or graph."),
-    n: int = typer.Option(100, help="heat1d: number of source locations."),
-    m: int = typer.Option(50, help="heat1d: number of sensors."),
-    t: float = typer.Option(0.1, help="heat1d: time lapse t (T = mu t)."),
-    mu: float = typer.Option(0.5, help="heat1d: diffusion constant."),
-    graph: str = typer.Option("sbm", help="graph: complete, star, path or sbm."),
-    nodes: int = typer.Option(100, help="graph: number of nodes."),
-    tau: float = typer.Option(2.0, help="graph: diffusion time tau."),
-    p_in: float = typer.Option(0.05, help="sbm: edge probability inside a community."),
-    p_out: float = typer.Option(0.001, help="sbm: edge probability between communities."),
-    seed: int = typer.Option(0, help="sbm: random seed of the graph."),
+    *,
+    spec: ModelSpec,
     alpha: float = typer.Option(1.0, help="Neighbour radius alpha (EMD steps)."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON object instead of a table."),
 ) -> None:
     """Exact l2 sensitivity Delta_2 of a forward model, its published bound and condition number."""
-    built, description = build_model(
-        model, n=n, m=m, t=t, mu=mu, graph=graph, nodes=nodes, tau=tau, p_in=p_in, p_out=p_out, seed=seed
-    )
+    built, description = spec.build()
     delta2 = l2_sensitivity(built, alpha=alpha)
     if isinstance(built, HeatKernel1D):
         published = heat1d_bound_published(built.n, built.m, built.t, mu=built.mu)
