@@ -207,6 +207,7 @@ def solve_box_quadratic(
     tol: float = 1e-10,
     max_iter: int = 200,
     stop: Callable[[float, float], bool] | None = None,
+    gram: Callable[[NDArray[np.float64]], NDArray[np.float64]] | None = None,
 ) -> IpmResult:
     """Minimise ``cᵀx + γ/2 ‖Gx − z‖²`` (``rho is None``) or ``cᵀx`` s.t. ``‖Gx − z‖ ≤ ρ`` over the box.
 
@@ -271,7 +272,7 @@ def solve_box_quadratic(
                     dval, x, xp = dual(w, mu)
             _, hg, hh = conj(w)
             grad = G @ x - z - hg
-            negH = (G * -xp) @ G.T + hh
+            negH = (gram(-xp) if gram is not None else (G * -xp) @ G.T) + hh
             sc = 1.0 / np.sqrt(np.diag(negH))
             try:
                 chol = sla.cho_factor(negH * sc[:, None] * sc[None, :], lower=True, check_finite=False)
@@ -280,10 +281,10 @@ def solve_box_quadratic(
             step = sc * sla.cho_solve(chol, sc * grad, check_finite=False)
             decrement = float(grad @ step)
             steps += 1
-            if decrement <= 1e-3 * _CENTRED * mu:
-                break
+            if decrement <= max(1e-3 * _CENTRED * mu, 1e-15 * max(1.0, abs(dval))):
+                break  # centred, or below what double precision can resolve in d_μ
             t = 1.0
-            while t > 1e-12:
+            while t > 1e-6:
                 dn, xn, xpn = dual(w + t * step, mu)
                 if dn >= dval + _ARMIJO * t * decrement:
                     break

@@ -216,15 +216,17 @@ def _solve_ipm(
     c = np.ones_like(lo)
     attempt = None
     if rho2 > 0:
-        attempt = solve_box_quadratic(G, z, c, lo, hi, rho=math.sqrt(rho2), tol=tol, max_iter=max_iter)
+        attempt = solve_box_quadratic(G, z, c, lo, hi, rho=math.sqrt(rho2), tol=tol, max_iter=max_iter,
+                                      gram=comp.weighted_gram)
         if attempt.converged:
             return _finish(attempt, True)
     # the ball may be out of reach: the smallest residual attainable in the box decides
-    phase1 = solve_box_quadratic(G, z, np.zeros_like(lo), lo, hi, gamma=1.0, tol=1e-12, max_iter=max_iter)
+    phase1 = solve_box_quadratic(G, z, np.zeros_like(lo), lo, hi, gamma=1.0, tol=1e-12, max_iter=max_iter,
+                                 gram=comp.weighted_gram)
     if attempt is not None and not attempt.infeasible and 2.0 * phase1.objective < rho2 * (1.0 - 1e-9):
         return _finish(attempt, True, phase1)
     rho_used = math.sqrt(2.0 * max(phase1.objective, 0.0)) * (1.0 + UNREACHABLE_SLACK) + 1e-300
-    final = solve_box_quadratic(G, z, c, lo, hi, rho=rho_used, tol=tol, max_iter=max_iter)
+    final = solve_box_quadratic(G, z, c, lo, hi, rho=rho_used, tol=tol, max_iter=max_iter, gram=comp.weighted_gram)
     if final.converged:
         return _finish(final, False, phase1, attempt)
     steps = phase1.n_iter + final.n_iter + (attempt.n_iter if attempt is not None else 0)

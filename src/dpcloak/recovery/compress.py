@@ -29,7 +29,7 @@ from numpy.typing import NDArray
 from dpcloak._validation import check_real
 from dpcloak.models import DenseModel, GraphDiffusion, KroneckerHeatKernel2D, LinearModel
 
-__all__ = ["CompressedModel", "ProjectedData", "compress", "clear_compression_cache"]
+__all__ = ["CompressedModel", "KroneckerRows", "ProjectedData", "compress", "clear_compression_cache"]
 
 #: Singular values below ``DEFAULT_RTOL · s₁`` are dropped.
 DEFAULT_RTOL = 1e-13
@@ -44,6 +44,32 @@ class ProjectedData:
 
     z: NDArray[np.float64]
     outside_norm: float
+
+
+@dataclass(frozen=True)
+class KroneckerRows:
+    """Rows ``G_r = s_r (a_{i_r} ⊗ b_{j_r})`` of a compressed Kronecker product ``K_y ⊗ K_x``.
+
+    ``A`` (``p × n_y``) and ``B`` (``q × n_x``) hold the right singular vectors of the factors that
+    occur; ``iy``/``ix`` index them per row. ``G diag(d) Gᵀ`` then costs
+    ``O(p² n_y n_x + p² q² n_x)`` instead of ``O(k² n_y n_x)``.
+    """
+
+    A: NDArray[np.float64]
+    B: NDArray[np.float64]
+    iy: NDArray[np.intp]
+    ix: NDArray[np.intp]
+    s: NDArray[np.float64]
+
+    def weighted_gram(self, d: NDArray[np.float64]) -> NDArray[np.float64]:
+        p, ny = self.A.shape
+        q, nx = self.B.shape
+        D = d.reshape(ny, nx)
+        E = (self.A[:, None, :] * self.A[None, :, :]).reshape(p * p, ny) @ D  # Σ_y a_i a_i' D(y, x)
+        F = E @ (self.B[:, None, :] * self.B[None, :, :]).reshape(q * q, nx).T  # Σ_x … b_j b_j'
+        F4 = F.reshape(p, p, q, q)
+        out = F4[self.iy[:, None], self.iy[None, :], self.ix[:, None], self.ix[None, :]]
+        return np.asarray(out * np.outer(self.s, self.s))
 
 
 @dataclass(frozen=True)
@@ -66,11 +92,18 @@ class CompressedModel:
     G: NDArray[np.float64]
     singular_values: NDArray[np.float64]
     error: float
+    kron: KroneckerRows | None = None
 
     @property
     def rank(self) -> int:
         """Number of kept singular triplets ``k``."""
         return int(self.G.shape[0])
+
+    def weighted_gram(self, d: NDArray[np.float64]) -> NDArray[np.float64]:
+        """``G diag(d) Gᵀ`` (``k × k``), exploiting Kronecker rows when present."""
+        if self.kron is None:
+            return np.asarray((self.G * d) @ self.G.T)
+        return self.kron.weighted_gram(d)
 
     def project(self, y: NDArray[np.float64]) -> ProjectedData:
         """``z = Uᵀ y`` and the norm of the part of ``y`` outside the range of ``U``."""
@@ -136,7 +169,10 @@ def _kronecker_svd(ky: NDArray[np.float64], kx: NDArray[np.float64], rtol: float
     U = (Uy[:, iy][:, None, :] * Ux[:, ix][None, :, :]).reshape(ky.shape[0] * kx.shape[0], k)
     V = (Vyt[iy][:, :, None] * Vxt[ix][:, None, :]).reshape(k, ky.shape[1] * kx.shape[1])
     error = float(s_all[k]) if k < s_all.size else 0.0
-    return CompressedModel(U=U, G=s[:, None] * V, singular_values=s, error=error)
+    uy, ry = np.unique(iy, return_inverse=True)
+    ux, rx = np.unique(ix, return_inverse=True)
+    rows = KroneckerRows(A=Vyt[uy], B=Vxt[ux], iy=ry, ix=rx, s=s)
+    return CompressedModel(U=U, G=s[:, None] * V, singular_values=s, error=error, kron=rows)
 
 
 def _graph_svd(model: GraphDiffusion, rtol: float) -> CompressedModel:
