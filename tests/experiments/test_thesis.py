@@ -37,3 +37,18 @@ def test_table82_closed_forms(tmp_path):
 def test_fig82_is_fig5(tmp_path):
     res = _run("thesis-fig8.2", tmp_path)
     assert {r["panel"] for r in res.rows} == {"a", "b", "c"}
+
+
+def test_fig81_profile(tmp_path):
+    res = _run("thesis-fig8.1", tmp_path)
+    assert all(r["locations"] == "0.24 0.76" and 0 <= r["emd"] <= 1 for r in res.rows)
+
+
+def test_fig83_communities(tmp_path):
+    res = _run("thesis-fig8.3", tmp_path)
+    assert res.n_failed == 0
+    for r in res.rows:
+        assert r["intra_edges"] > 10 * r["inter_edges"]  # the swapped reading has communities
+        assert r["mass_source_community"] + r["mass_other_community"] == pytest.approx(r["estimate_mass"], abs=1e-3)
+    strong = [r for r in res.rows if r["epsilon"] == 64.0]
+    assert strong and all(r["mass_source_community"] > r["mass_other_community"] for r in strong)

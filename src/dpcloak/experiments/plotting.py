@@ -76,12 +76,12 @@ def errorbar(ax: Axes, rows: Sequence[Row], x: str, y: str, *, label: str | None
 
 
 def loglog_slope(x: Sequence[float] | NDArray[np.float64], y: Sequence[float] | NDArray[np.float64]) -> float:
-    """Least-squares slope of ``log y`` against ``log x`` (the fitted power-law exponent)."""
-    lx, ly = np.log(np.asarray(x, dtype=float)), np.log(np.asarray(y, dtype=float))
-    keep = np.isfinite(lx) & np.isfinite(ly)
+    """Least-squares slope of ``log y`` against ``log x`` over positive finite pairs (NaN if fewer than two)."""
+    xa, ya = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
+    keep = np.isfinite(xa) & np.isfinite(ya) & (xa > 0) & (ya > 0)
     if keep.sum() < 2:
         return math.nan
-    return float(np.polyfit(lx[keep], ly[keep], 1)[0])
+    return float(np.polyfit(np.log(xa[keep]), np.log(ya[keep]), 1)[0])
 
 
 def new_figure(panels: int, *, ncols: int = 3, size: tuple[float, float] = (4.0, 3.2),

@@ -356,7 +356,7 @@ FIG3 = _experiment(
 FIG4 = _experiment(
     id="sensor-fig4", title="Private recovery: EMD vs n, m, t, ε, δ (paper and analytic calibration)",
     source="Gilbert & McMillan (seed 000), Figure 4 / Corollary 9, Table 1", trial=private_trial,
-    sweep=fig4_sweep(), quick_sweep=fig4_sweep(quick=True), plot=fig4_plot, claims=fig4_claims, quick_trials=2,
+    sweep=fig4_sweep(), quick_sweep=fig4_sweep(quick=True), plot=fig4_plot, claims=fig4_claims, quick_trials=1,
     notes=FIG4_NOTES,
 )
 

@@ -107,8 +107,8 @@ _FIG83_BASE: dict[str, Any] = dict(tau=2.0, epsilon=4.0, delta=0.1, calibration=
 def fig83_sweep(quick: bool = False) -> list[dict[str, Any]]:
     """(a) both readings at the caption's τ = 2, ε = 4, δ = 0.1; (b) larger ε (analytic calibration)."""
     base = {k: v for k, v in _FIG83_BASE.items() if k not in ("epsilon", "calibration")}
-    eps = [4.0, 64.0] if quick else [4.0, 16.0, 64.0, 256.0]
-    return ([{"panel": "a", **_FIG83_BASE, "reading": r} for r in READINGS]
+    readings, eps = (["communities"], [64.0]) if quick else (list(READINGS), [4.0, 16.0, 64.0, 256.0])
+    return ([{"panel": "a", **_FIG83_BASE, "reading": r} for r in readings]
             + vary("epsilon", eps, panel="b", reading="communities", calibration="analytic", **base))
 
 
