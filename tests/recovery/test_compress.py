@@ -43,3 +43,11 @@ def test_projection_identity():
     lhs = np.linalg.norm(model.matvec(f) - y) ** 2
     rhs = np.linalg.norm(comp.G @ f - proj.z) ** 2 + proj.outside_norm**2
     assert lhs == pytest.approx(rhs, rel=1e-10)
+
+
+def test_kronecker_weighted_gram_matches_dense():
+    comp = compress(heat_kernel_2d(Grid((16, 20)), Grid((8, 10)), 0.05))
+    assert comp.kron is not None
+    d = np.random.default_rng(2).uniform(size=320)
+    dense = (comp.G * d) @ comp.G.T
+    np.testing.assert_allclose(comp.weighted_gram(d), dense, rtol=0, atol=1e-12 * np.abs(dense).max())

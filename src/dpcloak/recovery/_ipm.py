@@ -117,7 +117,8 @@ def _solve_active(
         return None
     qz = Q.T @ zt
     xi = sla.solve_triangular(R, qz, check_finite=False)
-    outside2 = max(0.0, float(zt @ zt) - float(qz @ qz))
+    resid = zt - Q @ qz
+    outside2 = float(resid @ resid)  # explicit residual: no cancellation in ‖z̃‖² − ‖Qᵀz̃‖²
     y = sla.solve_triangular(R, c[free], trans="T", check_finite=False)
     if rho is None:
         lam = gamma
@@ -142,7 +143,7 @@ def _certify(
         w = gamma * e
         f = float(c @ x) + 0.5 * gamma * ee
     else:
-        if ee > rho * rho * (1 + 1e-10):
+        if ee > rho * rho * (1 + 1e-9):  # radius within 5e-10 relative
             return None
         free = (x > lo) & (x < hi)
         gte = G.T @ e
@@ -309,11 +310,15 @@ def solve_box_quadratic(
                 return IpmResult(x=x, objective=f, lower_bound=lower, n_iter=steps, converged=False)
         if 2.0 * n * mu <= _POLISH_AT * max(1.0, abs(objective(x))) and (constrained or gamma > 0):
             sl, su = x - lo, np.where(finite, hi - x, np.inf)
-            score = np.minimum(sl, su) ** 2 / mu
-            for cand in _polish_candidates(G, z, c, lo, hi, score, su < sl, gamma, rho):
-                cert = _certify(G, z, c, lo, hi, cand, gamma, rho, tol)
-                if cert is not None:
-                    return IpmResult(x=cand, objective=cert[0], lower_bound=cert[1], n_iter=steps, converged=True)
+            # two readings of the active set: the primal barrier point (slack² / μ) and the dual
+            # (complementary slackness: x_i is free only where a_i = c_i + (Gᵀw)_i vanishes)
+            a_now = c + G.T @ w
+            guesses = ((np.minimum(sl, su) ** 2 / mu, su < sl), (1.0 / np.maximum(np.abs(a_now), 1e-300), a_now < 0))
+            for score, near_hi in guesses:
+                for cand in _polish_candidates(G, z, c, lo, hi, score, near_hi, gamma, rho):
+                    cert = _certify(G, z, c, lo, hi, cand, gamma, rho, tol)
+                    if cert is not None:
+                        return IpmResult(x=cand, objective=cert[0], lower_bound=cert[1], n_iter=steps, converged=True)
         if mu < 1e-18 * scale_c:
             break
         mu /= _SHRINK
