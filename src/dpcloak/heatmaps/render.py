@@ -8,9 +8,10 @@ reading under which Z depends on (x', y') is the sum over the output points (x, 
 which also makes H^σ mass-preserving (each source's kernel is normalised over the truncated grid), in
 line with the constant Z of the untruncated version in Appendix B.
 
-The kernel is separable and Z(x', y') = Z_x(x') Z_y(y'), so H^σ = G ∗ (p / Z) with Z = G ∗ 1, where
-G is a zero-padded 1-D Gaussian filter applied along each axis (:func:`scipy.ndimage.gaussian_filter1d`,
-truncated at 6σ: relative error below e^{-18}). Cost O(Δ² σΔ) instead of O(Δ⁴).
+The kernel is separable: with the 1-D Gram matrix K[a, b] = e^{-((a−b)/Δ)²/(2σ²)} and z = K 1,
+Z(x', y') = z(y') z(x') and H^σ_p = K (p ⊘ z zᵀ) Kᵀ, two dense Δ × Δ matrix products (BLAS; a few
+ms at Δ = 256, ~0.1 s at Δ = 1024). The kernel is not truncated, so the result equals the definition
+up to floating-point rounding (tails below e^{-745} underflow to 0, as in the definition itself).
 """
 
 from __future__ import annotations
@@ -20,19 +21,15 @@ from collections.abc import Mapping
 import numpy as np
 from matplotlib.figure import Figure
 from numpy.typing import ArrayLike, NDArray
-from scipy import ndimage
 
 from dpcloak._validation import check_array, check_real
 from dpcloak.errors import InvalidParameterError
 
 __all__ = ["render", "plot_heatmaps"]
 
-_TRUNCATE = 6.0
-
-
-def _gauss(arr: NDArray[np.float64], sigma_px: float) -> NDArray[np.float64]:
-    out = ndimage.gaussian_filter1d(arr, sigma_px, axis=0, mode="constant", cval=0.0, truncate=_TRUNCATE)
-    return ndimage.gaussian_filter1d(out, sigma_px, axis=1, mode="constant", cval=0.0, truncate=_TRUNCATE)
+def _gram(delta: int, sigma: float) -> NDArray[np.float64]:
+    d = np.arange(delta) / delta
+    return np.exp(-((d[:, None] - d[None, :]) ** 2) / (2.0 * sigma * sigma))
 
 
 def render(p: ArrayLike, *, sigma: float) -> NDArray[np.float64]:
@@ -54,11 +51,11 @@ def render(p: ArrayLike, *, sigma: float) -> NDArray[np.float64]:
     if arr.shape[0] != arr.shape[1]:
         raise InvalidParameterError(f"p must be a square Δ × Δ array, got shape {arr.shape}")
     sig = check_real("sigma", sigma, low=0.0, low_inclusive=True)
-    sigma_px = sig * arr.shape[0]
-    if sigma_px == 0.0:
+    if sig == 0.0:
         return arr.copy()
-    z = _gauss(np.ones_like(arr), sigma_px)
-    return _gauss(arr / z, sigma_px)
+    k = _gram(arr.shape[0], sig)
+    z = k.sum(axis=0)
+    return np.asarray(k @ (arr / np.outer(z, z)) @ k.T, dtype=np.float64)
 
 
 def plot_heatmaps(
