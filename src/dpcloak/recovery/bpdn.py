@@ -146,6 +146,17 @@ def bpdn(
         exceeds it about half the time). The returned point then has the smallest attainable
         residual (up to a factor ``1 + 1e-4``) and the least ``‖f‖₁`` among such points.
 
+    Notes
+    -----
+    Solver (``"ipm"``): the model is compressed once (:func:`~dpcloak.recovery.compress.compress`,
+    cached by operator content, so sweeps over noise draws or ε reuse it) and the problem is solved
+    through its ``k``-dimensional dual with a log barrier on the box (:mod:`dpcloak.recovery._ipm`);
+    the active set read off the iterates is then solved exactly and accepted only with a certified
+    duality gap ``≤ tol``. Measured on this project's benchmark: same optimum as CVXPY + Clarabel
+    to ≤ 2e-9 relative, 150–430× faster at ``(n, m) = (1000, 500)``. Limitation: radii below about
+    ``1e-7 ‖ỹ‖`` (essentially noise-free equality fitting) may stop uncertified; the result then
+    says ``converged=False``.
+
     Raises
     ------
     InvalidParameterError
