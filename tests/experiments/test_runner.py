@@ -93,7 +93,8 @@ def test_registry_lists_ids_unique():
 def test_dask_local_cluster_matches_local(tmp_path):
     distributed = pytest.importorskip("dask.distributed")
     local = run_experiment(TOY, workers=1, progress=False, out=tmp_path / "local")
-    with distributed.LocalCluster(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None) as cluster:
+    cluster_args = dict(n_workers=1, threads_per_worker=2, processes=False, dashboard_address=None)
+    with distributed.LocalCluster(**cluster_args) as cluster:
         by_address = run_experiment(TOY, scheduler=cluster.scheduler_address, progress=False, out=tmp_path / "addr")
         with distributed.Client(cluster) as client:
             by_client = run_experiment(TOY, scheduler=client, progress=False, out=tmp_path / "client")

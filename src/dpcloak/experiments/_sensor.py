@@ -21,7 +21,7 @@ from dpcloak.privacy.sensitivity import l2_sensitivity
 
 __all__ = [
     "MU", "RADIUS_POLICY", "estimate_string", "heat_model", "panel_slope", "parse_estimate", "placed_sources",
-    "recover", "sources",
+    "recover", "sources", "theory_columns",
 ]
 
 #: Diffusion constant of every experiment in seed 000 (section 5).
@@ -113,6 +113,37 @@ def recover(
         "estimate_mass": mass,
         "estimate": estimate_string(x),
     }
+
+
+#: Separation margin used for one source: Theorem 8's assumption 3 is vacuous and the interference
+#: term ``k e^{−A²/4T}/√(2π)`` is absent, i.e. ``A → ∞``; any A ≫ √T gives that numerically.
+SINGLE_SOURCE_A = 100.0
+
+
+def theory_columns(f0: NDArray[np.float64], *, m: int, t: float, sigma: float, delta2: float,
+                   epsilon: float | None = None, delta: float | None = None) -> dict[str, Any]:
+    """Theorem 8 (or Corollary 9 when ``epsilon``/``delta`` are given) and Theorem 10 at a trial's parameters.
+
+    ``upper_shape`` is the bound's bracket with constant 1 (the papers give no constant; NaN where
+    an assumption fails, named in ``upper_reason``); ``A`` is the largest margin assumption 3 allows
+    for the trial's sources. ``lower_explicit`` is Theorem 10 with the explicit Lipschitz constant
+    ``L = n Δ2`` (fully explicit, minimax over all estimators and all f0).
+    """
+    from dpcloak.recovery.bounds import corollary9_bound, theorem8_bound, theorem10_lower_bound
+
+    n = f0.size
+    where = np.flatnonzero(f0) / n
+    k = int(where.size)
+    separation = float(np.diff(np.sort(where)).min()) if k > 1 else None
+    T = MU * t
+    A = SINGLE_SOURCE_A if separation is None else max((separation - np.sqrt(2 * T)) / 2, 1e-12)
+    if epsilon is None or delta is None:
+        upper = theorem8_bound(m=m, t=t, sigma=sigma, k=k, A=A, separation=separation, mu=MU)
+    else:
+        upper = corollary9_bound(n=n, m=m, t=t, epsilon=epsilon, delta=delta, k=k, A=A, separation=separation, mu=MU)
+    lower = theorem10_lower_bound(m=m, t=t, sigma=sigma, mu=MU, lipschitz=n * delta2)
+    return {"upper_shape": upper.value, "upper_applies": upper.applies, "upper_reason": upper.reason if not
+            upper.applies else "", "lower_explicit": lower.value}
 
 
 def panel_slope(rows: Sequence[Row], panel: str, x: str, y: str, *, points: slice = slice(None)) -> float:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["Summary", "errorbar", "loglog_slope", "mean_ci", "new_figure", "ok_rows", "select", "summarise"]
+__all__ = ["Summary", "errorbar", "log_axes", "loglog_slope", "mean_ci", "new_figure", "ok_rows", "select", "summarise"]
 
 
 def ok_rows(rows: Sequence[Row]) -> list[Row]:
@@ -73,6 +73,18 @@ def errorbar(ax: Axes, rows: Sequence[Row], x: str, y: str, *, label: str | None
     ax.set_xlabel(x)
     ax.set_ylabel(y)
     return s
+
+
+def log_axes(ax: Axes, *, x: bool = True, y: bool = True) -> None:
+    """Logarithmic axes without crowded minor tick labels."""
+    from matplotlib.ticker import NullFormatter
+
+    if x:
+        ax.set_xscale("log")
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    if y:
+        ax.set_yscale("log")
+        ax.yaxis.set_minor_formatter(NullFormatter())
 
 
 def loglog_slope(x: Sequence[float] | NDArray[np.float64], y: Sequence[float] | NDArray[np.float64]) -> float:

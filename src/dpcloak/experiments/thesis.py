@@ -128,7 +128,7 @@ def fig83_plot(rows: Sequence[Row]) -> Figure:
     axes[0].legend(fontsize=7)
     for key, label in (("mass_source_community", "source's community"), ("mass_other_community", "other community")):
         plotting.errorbar(axes[1], rows, "epsilon", key, label=label, panel="b")
-    axes[1].set_xscale("log")
+    plotting.log_axes(axes[1], y=False)
     axes[1].set_ylabel("recovered mass")
     axes[1].legend(fontsize=7)
     return fig
@@ -220,7 +220,7 @@ def table82_plot(rows: Sequence[Row]) -> Figure:
                 c = plotting.summarise(rows, "n", key, graph=graph, tau=tau)
                 ax.plot(c.x, c.mean, marker, color=colour, ls="none", ms=7,
                         label=f"Table 8.2 as printed, τ={tau:g}" if key == "published" else None)
-        ax.set_yscale("log")
+        plotting.log_axes(ax, x=False)
         ax.set_ylabel("Δ2(A_G)")
         ax.legend(fontsize=7, title="+ corrected closed form", title_fontsize=7)
     return fig
