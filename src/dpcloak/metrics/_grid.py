@@ -71,7 +71,7 @@ def _solve(b: NDArray[np.int64], hy: float, hx: float) -> tuple[NDArray[np.int64
         coarse_pred, _, pivots = _solve(coarse, 2 * hy, 2 * hx)
         tree = _lift(coarse_pred[coarse_pred >= 0], rows, cols)
     status, _, pred, flow, _, piv = network_simplex(
-        rows * cols, eu, ev, ew, b.ravel(), 0, EPS_REL * max(hy, hx), 2**62, tree
+        rows * cols, eu, ev, ew, b.ravel(), (rows // 2) * cols + cols // 2, EPS_REL * max(hy, hx), 2**62, tree
     )
     if status != 0:
         raise ConvergenceError(f"grid network simplex stopped with status {status}")

@@ -4,7 +4,8 @@ Every edge ``{u, v}`` of length ``w`` carries two uncapacitated arcs ``u→v`` a
 ``w``. Because arcs are uncapacitated in both directions *any* spanning tree is a feasible basis,
 so the solver starts from a breadth-first tree, keeps it strongly feasible (zero-flow tree arcs
 point to the root; the leaving arc is the last blocking arc of the pivot cycle counted from its
-apex, Ahuja–Magnanti–Orlin §11.5, which prevents cycling) and pivots with a block-search rule.
+apex, Ahuja–Magnanti–Orlin §11.5, which prevents cycling) and pivots with a block-search rule
+(the most violated arc of the next :data:`BLOCK` arcs that contain a violated one).
 
 Supplies are int64 (the caller scales unit masses by ``2**60``), so flows are exact integers and
 the ratio test has no rounding; only potentials and costs are floating point.
@@ -19,6 +20,9 @@ from numpy.typing import NDArray
 __all__ = ["network_simplex"]
 
 _INF = np.int64(2**62)
+#: Arcs per pricing block. Measured on 128² and 256² grids, tiny blocks beat LEMON's √m by 3-6x:
+#: the scan walks the edge list in grid order, so successive pivots stay local and cheap.
+BLOCK = 4
 
 
 @njit(cache=True)
@@ -142,7 +146,7 @@ def network_simplex(
     old_up = np.empty(n, np.bool_)
     old_f = np.empty(n, np.int64)
     stack = np.empty(n, np.int64)
-    block = max(int(np.sqrt(m)), 16)
+    block = BLOCK
     next_e = 0
     pivots = 0
     while True:
