@@ -100,3 +100,13 @@ def test_dask_local_cluster_matches_local(tmp_path):
             by_client = run_experiment(TOY, scheduler=client, progress=False, out=tmp_path / "client")
     assert by_address.rows == local.rows == by_client.rows
     assert by_address.executor.startswith("dask(")
+
+
+def test_dask_missing_names_the_extra(monkeypatch):
+    import sys
+
+    from dpcloak.errors import MissingExtraError
+
+    monkeypatch.setitem(sys.modules, "dask.distributed", None)  # import fails as if dask were not installed
+    with pytest.raises(MissingExtraError, match="dpcloak\\[dask\\]"):
+        run_experiment(TOY, scheduler="tcp://127.0.0.1:1", progress=False)
