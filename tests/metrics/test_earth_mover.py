@@ -77,6 +77,31 @@ def test_grid_accepts_2d_arrays_and_matches_flat():
     assert emd(p, q, grid) == emd(p.ravel(), q.ravel(), grid)
 
 
+def test_deep_multiscale_grid_matches_pot():
+    """Oracle: POT on a 40 x 40 grid (three coarsening levels) for noise and a smooth bump pair."""
+    grid = Grid((40, 40), extent=(1.0, 1.0))
+    rng = np.random.default_rng(21)
+    y, x = np.mgrid[0:40, 0:40] / 40
+    pairs = [
+        (rng.random((40, 40)) ** 4, rng.random((40, 40)) ** 4),
+        (np.exp(-((y - 0.3) ** 2 + (x - 0.6) ** 2) / 0.01), np.exp(-((y - 0.7) ** 2 + (x - 0.2) ** 2) / 0.02)),
+    ]
+    cost = grid.distances()
+    for p, q in pairs:
+        want = ot.emd2(p.ravel() / p.sum(), q.ravel() / q.sum(), cost, numItermax=10**8)
+        assert emd(p, q, grid) == pytest.approx(want, rel=1e-9)
+
+
+def test_single_row_grid_is_a_line():
+    """Closed form: a 1 x n grid of width n/k is the line with spacing 1/k (scipy oracle)."""
+    rng = np.random.default_rng(6)
+    p, q = rng.random(30), rng.random(30)
+    pts = np.arange(30) / 10
+    want = wasserstein_distance(pts, pts, p, q)
+    assert emd(p, q, Grid((1, 30), extent=(1.0, 3.0))) == pytest.approx(want, rel=1e-12)
+    assert emd(p, q, Grid((30, 1), extent=(3.0, 1.0))) == pytest.approx(want, rel=1e-12)
+
+
 def test_line_matches_scipy_wasserstein():
     """Oracle: scipy.stats.wasserstein_distance on the points i/n."""
     rng = np.random.default_rng(4)
@@ -130,7 +155,7 @@ def test_plan_has_the_right_marginals_and_cost(name):
     assert plan.cost == pytest.approx(want, rel=1e-9)
 
 
-@pytest.mark.parametrize("name", ["line", "grid-l1", "grid-l2", "graph-weighted"])
+@pytest.mark.parametrize("name", ["line", "grid-l1", "grid-l1-multiscale", "grid-l2", "graph-weighted"])
 def test_emd_norm_matches_pot_with_a_dummy_location(name):
     """Oracle: POT on the problem extended by one location at distance α from all others."""
     domain = DOMAINS[name]

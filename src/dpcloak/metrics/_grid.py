@@ -4,6 +4,9 @@ Moving mass one cell at a time along 4-neighbour edges is exact for the L1 groun
 monotone staircase path between two cells has the L1 length), so the EMD equals an uncapacitated
 min-cost flow on the grid graph with ``2·rows·cols`` edges instead of ``(rows·cols)²`` pairs.
 
+The EMD norm (seed 003, section 2.1) adds one outside node joined to every cell at the penalty
+``α``; the same solver handles it (coarse problems keep the outside node and ``α``).
+
 Multiscale start: the supplies are summed over 2 x 2 blocks, the coarse problem (cell size
 doubled) is solved recursively, and its optimal spanning tree is lifted to the fine grid (one
 crossing edge per coarse tree edge plus a fixed tree inside every block). Any spanning tree is a
@@ -39,15 +42,18 @@ def grid_edges(
 
 
 def _lift(coarse_tree: NDArray[np.int64], rows: int, cols: int) -> NDArray[np.int64]:
-    """Fine spanning tree from a coarse one (edge ids as in :func:`grid_edges`)."""
+    """Fine spanning tree from a coarse one (edge ids as in :func:`_graph`)."""
     rc, cc = (rows + 1) // 2, (cols + 1) // 2
     nh, nhc = rows * (cols - 1), rc * (cc - 1)
+    mf, mc = nh + (rows - 1) * cols, nhc + (rc - 1) * cc
     hor = coarse_tree[coarse_tree < nhc]
-    ver = coarse_tree[coarse_tree >= nhc] - nhc
+    ver = coarse_tree[(coarse_tree >= nhc) & (coarse_tree < mc)] - nhc
     i, j = np.divmod(hor, cc - 1) if cc > 1 else (hor, hor)
     cross_h = 2 * i * (cols - 1) + 2 * j + 1
     i, j = np.divmod(ver, cc)
     cross_v = nh + (2 * i + 1) * cols + 2 * j
+    i, j = np.divmod(coarse_tree[coarse_tree >= mc] - mc, cc)
+    hub = mf + 2 * i * cols + 2 * j  # the outside node joins a block through its first cell
     bi, bj = np.divmod(np.arange(rc * cc, dtype=np.int64), cc)
     has_right = 2 * bj + 1 < cols
     has_below = 2 * bi + 1 < rows
@@ -55,31 +61,54 @@ def _lift(coarse_tree: NDArray[np.int64], rows: int, cols: int) -> NDArray[np.in
     left = (nh + 2 * bi * cols + 2 * bj)[has_below]
     both = has_right & has_below
     bottom = ((2 * bi + 1) * (cols - 1) + 2 * bj)[both]
-    return np.concatenate([cross_h, cross_v, top, left, bottom]).astype(np.int64)
+    return np.concatenate([cross_h, cross_v, hub, top, left, bottom]).astype(np.int64)
 
 
-def _solve(b: NDArray[np.int64], hy: float, hx: float) -> tuple[NDArray[np.int64], NDArray[np.int64], int]:
+def _graph(
+    rows: int, cols: int, hy: float, hx: float, penalty: float | None
+) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArray[np.float64]]:
+    """Grid edges, then (given a ``penalty``) an edge of that length from every cell to an outside node."""
+    eu, ev, ew = grid_edges(rows, cols, hy, hx)
+    if penalty is None:
+        return eu, ev, ew
+    n = rows * cols
+    cells = np.arange(n, dtype=np.int64)
+    hub = np.full(n, n, np.int64)
+    return np.concatenate([eu, cells]), np.concatenate([ev, hub]), np.concatenate([ew, np.full(n, penalty)])
+
+
+def _solve(
+    b: NDArray[np.int64], hy: float, hx: float, penalty: float | None
+) -> tuple[NDArray[np.int64], NDArray[np.int64], int]:
     """Multiscale solve; returns (pred edge per node, signed tree flow per node, pivots)."""
     rows, cols = b.shape
-    eu, ev, ew = grid_edges(rows, cols, hy, hx)
+    eu, ev, ew = _graph(rows, cols, hy, hx, penalty)
+    supply = b.ravel() if penalty is None else np.append(b.ravel(), -b.sum())
+    root = (rows // 2) * cols + cols // 2 if penalty is None else rows * cols
     tree = np.zeros(0, np.int64)
     pivots = 0
     if rows * cols > COARSEST and rows > 1 and cols > 1:
         padded = np.zeros((rows + rows % 2, cols + cols % 2), np.int64)
         padded[:rows, :cols] = b
         coarse = padded.reshape(padded.shape[0] // 2, 2, padded.shape[1] // 2, 2).sum(axis=(1, 3))
-        coarse_pred, _, pivots = _solve(coarse, 2 * hy, 2 * hx)
+        coarse_pred, _, pivots = _solve(coarse, 2 * hy, 2 * hx, penalty)
         tree = _lift(coarse_pred[coarse_pred >= 0], rows, cols)
     status, _, pred, flow, _, piv = network_simplex(
-        rows * cols, eu, ev, ew, b.ravel(), (rows // 2) * cols + cols // 2, EPS_REL * max(hy, hx), 2**62, tree
+        supply.shape[0], eu, ev, ew, supply, root, EPS_REL * float(ew.max()), 2**62, tree
     )
     if status != 0:
         raise ConvergenceError(f"grid network simplex stopped with status {status}")
     return pred, flow, pivots + piv
 
 
-def grid_flow(b: NDArray[np.int64], hy: float, hx: float) -> NDArray[np.int64]:
-    """Signed optimal integer flow per edge of :func:`grid_edges` for supplies ``b`` (2-D, sum 0)."""
+def grid_flow(b: NDArray[np.int64], hy: float, hx: float, *, penalty: float | None = None) -> NDArray[np.int64]:
+    """Signed optimal integer flow for supplies ``b`` (2-D) on the grid with spacing ``(hy, hx)``.
+
+    Without ``penalty`` ``b`` must sum to 0 and the flow is per edge of :func:`grid_edges`. With a
+    ``penalty`` every cell is also joined to an outside node (taking the imbalance) by an edge of
+    that length; those edges follow the grid edges, one per cell in row-major order.
+    """
     rows, cols = b.shape
-    pred, tflow, _ = _solve(b, hy, hx)
-    return tree_to_edge_flow(pred, tflow, grid_edges(rows, cols, hy, hx)[0], 2 * rows * cols - rows - cols)
+    pred, tflow, _ = _solve(b, hy, hx, penalty)
+    eu = _graph(rows, cols, hy, hx, penalty)[0]
+    return tree_to_edge_flow(pred, tflow, eu, eu.shape[0])

@@ -251,19 +251,18 @@ def emd_norm(w: ArrayLike, domain: Domain | ArrayLike, *, penalty: float | None 
         return 0.0
     n = len(wv)
     if isinstance(space, Domain) and _by_edges(space):
-        eu, ev, ew = _edges(space)
-        hub = np.arange(n, dtype=np.int64)
         scale = UNIT / (tp + tm)
         supply = np.floor(plus * scale).astype(np.int64) - np.floor(minus * scale).astype(np.int64)
-        supply = np.append(supply, -supply.sum())
-        flow = edge_flow(
-            supply,
-            np.concatenate([eu, hub]),
-            np.concatenate([ev, np.full(n, n, np.int64)]),
-            np.concatenate([ew, np.full(n, alpha)]),
-            root=n,
-        )
-        return flow_cost(flow, np.concatenate([ew, np.full(n, alpha)]), scale)
+        eu, ev, ew = _edges(space)
+        ew = np.concatenate([ew, np.full(n, alpha)])
+        if isinstance(space, Grid):
+            hy, hx = space.spacing
+            flow = grid_flow(supply.reshape(space.shape), hy, hx, penalty=alpha)
+        else:
+            hub = np.full(n, n, np.int64)
+            eu, ev = np.concatenate([eu, np.arange(n, dtype=np.int64)]), np.concatenate([ev, hub])
+            flow = edge_flow(np.append(supply, -supply.sum()), eu, ev, ew, root=n)
+        return flow_cost(flow, ew, scale)
     cost = space.distances() if isinstance(space, Domain) else space
     ext = np.zeros((n + 1, n + 1))
     ext[:n, :n] = cost
