@@ -141,11 +141,22 @@ def _iterate_dask(specs: Sequence[TrialSpec], scheduler: Any) -> Iterator[dict[s
         raise MissingExtraError(
             "running on a Dask cluster needs the 'dask' extra: pip install 'dpcloak[dask]'"
         ) from exc
-    client = scheduler if isinstance(scheduler, Client) else Client(scheduler)
+    if isinstance(scheduler, Client):
+        client = scheduler
+    else:
+        try:
+            client = Client(scheduler, timeout=30)
+        except (OSError, TimeoutError, ValueError) as exc:
+            raise InvalidParameterError(f"cannot connect to the Dask scheduler at {scheduler!r}: {exc}") from exc
     try:
         futures = client.map(run_trial, list(specs), pure=False)
         for future in dask_completed(futures):
             yield future.result()
+    except (ImportError, RuntimeError) as exc:  # the cluster's Python cannot unpickle dpcloak's trial functions
+        if isinstance(exc, RuntimeError) and "deserializ" not in str(exc):
+            raise
+        raise MissingExtraError(f"the Dask cluster cannot import what the trials need ({exc}); install dpcloak "
+                                f"(same version) on the scheduler and every worker") from exc
     finally:
         if client is not scheduler:
             client.close()
