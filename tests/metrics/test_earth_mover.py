@@ -187,6 +187,18 @@ def test_emd_norm_of_balanced_difference_is_the_emd_and_unmatched_mass_pays_alph
     assert emd_norm(np.zeros(grid.size), grid) == 0.0
 
 
+@settings(max_examples=30, deadline=None)
+@given(arrays(np.float64, (4, 5), elements=st.floats(-5.0, 5.0, allow_nan=False, allow_subnormal=False)))
+def test_emd_norm_bounds(w):
+    """Imbalance pays α (so seed 003 Lemma 2.1's step holds as |‖s‖₁ − ‖ŝ‖₁| ≤ ζ), and the norm
+    never exceeds deleting everything (α ‖w‖₁); it is a norm: ‖−w‖ = ‖w‖, ‖2w‖ = 2‖w‖."""
+    norm = emd_norm(w, GRID, penalty=1.5)
+    assert norm >= 1.5 * abs(w.sum()) - 1e-9
+    assert norm <= 1.5 * np.abs(w).sum() + 1e-9
+    assert emd_norm(-w, GRID, penalty=1.5) == pytest.approx(norm, rel=1e-9, abs=1e-12)
+    assert emd_norm(2 * w, GRID, penalty=1.5) == pytest.approx(2 * norm, rel=1e-9, abs=1e-12)
+
+
 def test_non_converged_pot_result_is_never_returned(monkeypatch):
     """A POT solve stopped by its iteration cap raises instead of returning a too-high EMD."""
     monkeypatch.setattr(_dense, "NUM_ITER_MAX", 3)

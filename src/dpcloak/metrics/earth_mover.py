@@ -241,6 +241,13 @@ def emd_norm(w: ArrayLike, domain: Domain | ArrayLike, *, penalty: float | None 
     -------
     float
         The norm, in the same unit as :func:`emd` with ``normalize=False``. Zero for ``w = 0``.
+
+    Notes
+    -----
+    Any imbalance must be absorbed by ``r``, so ``‖w‖_EMD ≥ α |Σ w|``; for ``w = s − ŝ`` this
+    gives ``|‖s‖₁ − ‖ŝ‖₁| ≤ ‖s − ŝ‖_EMD / α``. The proof of seed 003's Lemma 2.1 prints this
+    step as "≥ ζ"; the inequality that holds (and that the proof uses) is "≤ ζ" (checked in the
+    tests).
     """
     space = _space(domain)
     wv = as_masses("w", w, space, nonnegative=False)
