@@ -46,7 +46,10 @@ _NOTES_DATA = (
     "data). Compare trends, not absolute values. Metrics: SIM, CC and KL on the heatmaps rendered with "
     f"σ = {DEFAULT_SIGMA} (units of [0, 1)²; the paper does not state σ), EMD exact on the normalised aggregates "
     "(ℓ1 ground metric, the quantity Theorem 3.1 bounds). w = 20, γ = 1/√2, levels q..ℓ measured as in §4. "
-    "Thresholds t ∈ {1, 0.1, 0.01} %."
+    "Thresholds t ∈ {1, 0.1, 0.01} %. KL depends strongly on σ: with σ = 0.01 a cluster that the private "
+    "output misses gets ĥ below the 2.2e-16 smoothing constant, so the dense baseline (never zero) wins KL at "
+    "small ε; with σ = 0.05 ours has the lower KL at ε = 1 and 5 (checked on 4 synthetic seeds: 0.56 vs 0.71 and "
+    "0.076 vs 0.69)."
 )
 
 
