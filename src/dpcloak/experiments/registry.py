@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -126,7 +126,6 @@ class Experiment:
     trials: int = 10
     quick_trials: int = 2
     notes: str = ""
-    tags: tuple[str, ...] = field(default=())
 
     def __post_init__(self) -> None:
         if not self.id or any(c.isspace() or c in "/\\" for c in self.id):

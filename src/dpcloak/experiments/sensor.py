@@ -389,11 +389,7 @@ and assumption 2 fails for t ≥ 1, so the upper bound applies at almost no poin
 fall below it."""
 
 
-def _experiment(**kwargs: Any) -> Experiment:
-    return Experiment(**kwargs)
-
-
-FIG1 = _experiment(
+FIG1 = Experiment(
     id="sensor-fig1", title="One recovery: n=100, m=50, T=0.5, σ=0.5 (EMD close, ℓ1/ℓ2 not)",
     source="Gilbert & McMillan (seed 000), Figure 1", trial=profile_trial,
     sweep=_FIG1_POINTS, quick_sweep=_FIG1_POINTS, plot=fig1_plot, claims=fig1_claims, quick_trials=2,
@@ -401,7 +397,7 @@ FIG1 = _experiment(
 One unit source at 0.5; T = μt = 0.5 (t = 1). Run with the printed radius σ√m and with the exact χ²_m
 95 % quantile (dpcloak's default, used in the other figures). The profiles show the first trial.""",
 )
-FIG2 = _experiment(
+FIG2 = Experiment(
     id="sensor-fig2", title="Two sources close together vs far apart (T=0.05, σ=0.1), EMD vs separation",
     source="Gilbert & McMillan (seed 000), Figure 2", trial=profile_trial,
     sweep=_fig2_points([0.04, 0.1, 0.2, 0.3, 0.4, 0.5, 0.7]), quick_sweep=_fig2_points([0.1, 0.5]),
@@ -411,12 +407,12 @@ far = 0.25 and 0.75 (0.5, where Theorem 8's assumption 3 can hold). Panel (c) ad
 (symmetric about 0.5) that the paper does not have. "Centred between" = more than half of f̂'s mass lies
 within d/4 of the midpoint of two sources at distance d.""",
 )
-FIG3 = _experiment(
+FIG3 = Experiment(
     id="sensor-fig3", title="Noisy recovery: EMD vs n, m, T, σ and k",
     source="Gilbert & McMillan (seed 000), Figure 3 / Theorem 8, Table 2", trial=noisy_trial, sweep=fig3_sweep(),
     quick_sweep=fig3_sweep(quick=True), plot=fig3_plot, claims=fig3_claims, quick_trials=2, notes=FIG3_NOTES,
 )
-FIG4 = _experiment(
+FIG4 = Experiment(
     id="sensor-fig4", title="Private recovery: EMD vs n, m, t, ε, δ (paper and analytic calibration)",
     source="Gilbert & McMillan (seed 000), Figure 4 / Corollary 9, Table 1", trial=private_trial,
     sweep=fig4_sweep(), quick_sweep=fig4_sweep(quick=True), plot=fig4_plot, claims=fig4_claims, quick_trials=1,
