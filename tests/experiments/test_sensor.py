@@ -62,7 +62,7 @@ def test_fig3_noise_matches_parameters(tmp_path):
     _check_recovery_rows(res)
     assert {r["panel"] for r in res.rows} == set("abcde")
     assert all(r["sigma"] == 0.2 for r in res.rows if r["panel"] == "c")  # the caption's panel (c)
-    assert len(res.claims) == 6
+    assert len(res.claims) == 7
     for r in res.rows:  # Theorem 8's assumption 2 (sqrt(2T) < 1) fails at the caption's T = 0.5
         assert r["upper_applies"] == (r["upper_reason"] == "")
         if r["T"] >= 0.5:
