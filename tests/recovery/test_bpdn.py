@@ -169,3 +169,21 @@ def test_cvxpy_missing_names_the_extra(paper_model, monkeypatch):
     monkeypatch.setitem(sys.modules, "cvxpy", None)
     with pytest.raises(MissingExtraError, match="reference"):
         bpdn(paper_model, np.ones(50), sigma=0.1, solver="cvxpy")
+
+
+def test_warm_start_along_a_sigma_sweep_reaches_the_same_optimum_faster(paper_model):
+    rng = np.random.default_rng(11)
+    f0 = sources(100, [30, 70])
+    noise = rng.standard_normal(50)
+    cold_steps = warm_steps = 0
+    prev = None
+    for sigma in np.linspace(0.04, 0.06, 6):
+        y = paper_model.matvec(f0) + sigma * noise
+        cold = bpdn(paper_model, y, sigma=sigma)
+        warm = bpdn(paper_model, y, sigma=sigma, warm_start=prev)
+        assert warm.converged and cold.converged
+        assert warm.objective == pytest.approx(cold.objective, rel=1e-9)
+        cold_steps += cold.n_iter
+        warm_steps += warm.n_iter
+        prev = warm
+    assert warm_steps < cold_steps

@@ -43,6 +43,7 @@ __all__ = ["IpmResult", "solve_box_quadratic"]
 
 _SHRINK = 30.0  # μ ← μ / _SHRINK after each centring
 _ARMIJO = 1e-4
+_WARM_MU = 1e-3
 _MAX_FREE = 256
 _MAX_CANDIDATES = 32
 _MAX_NEWTON = 60  # Newton steps per centring
@@ -61,6 +62,7 @@ class IpmResult:
     n_iter: int
     converged: bool
     infeasible: bool = False
+    dual: NDArray[np.float64] | None = None
 
 
 def _dual_bound(
@@ -209,6 +211,7 @@ def solve_box_quadratic(
     max_iter: int = 200,
     stop: Callable[[float, float], bool] | None = None,
     gram: Callable[[NDArray[np.float64]], NDArray[np.float64]] | None = None,
+    w0: NDArray[np.float64] | None = None,
 ) -> IpmResult:
     """Minimise ``cᵀx + γ/2 ‖Gx − z‖²`` (``rho is None``) or ``cᵀx`` s.t. ``‖Gx − z‖ ≤ ρ`` over the box.
 
@@ -231,6 +234,9 @@ def solve_box_quadratic(
     else:
         x_mid = np.where(finite, lo + 0.5 * np.where(finite, width, 0.0), lo + 1.0)
         w = gamma * (G @ x_mid - z)
+    if w0 is not None and w0.shape == (k,) and np.all(np.isfinite(w0)) and np.any(w0):
+        w = w0.astype(float).copy()
+        mu *= _WARM_MU
     if not np.any(w):
         w = np.full(k, 1e-8)
     w_scale = float(np.linalg.norm(w))
@@ -298,16 +304,17 @@ def solve_box_quadratic(
         # certificates at this μ
         lower = max(lower, _dual_bound(G, z, c, lo, hi, w, gamma, rho))
         if constrained and _separates(G, z, lo, hi, w, rho):  # type: ignore[arg-type]
-            return IpmResult(x=x, objective=math.inf, lower_bound=lower, n_iter=steps, converged=False, infeasible=True)
+            return IpmResult(x=x, objective=math.inf, lower_bound=lower, n_iter=steps, converged=False,
+                             infeasible=True, dual=w)
         e = G @ x - z
         if not constrained or float(e @ e) <= rho * rho:  # type: ignore[operator]
             f = objective(x)
             if best is None or f < best[1]:
                 best = (x, f)
             if f - lower <= tol * max(1.0, abs(f)):
-                return IpmResult(x=x, objective=f, lower_bound=lower, n_iter=steps, converged=True)
+                return IpmResult(x=x, objective=f, lower_bound=lower, n_iter=steps, converged=True, dual=w)
             if stop is not None and stop(f, lower):
-                return IpmResult(x=x, objective=f, lower_bound=lower, n_iter=steps, converged=False)
+                return IpmResult(x=x, objective=f, lower_bound=lower, n_iter=steps, converged=False, dual=w)
         if 2.0 * n * mu <= _POLISH_AT * max(1.0, abs(objective(x))) and (constrained or gamma > 0):
             sl, su = x - lo, np.where(finite, hi - x, np.inf)
             # two readings of the active set: the primal barrier point (slack² / μ) and the dual
@@ -318,11 +325,12 @@ def solve_box_quadratic(
                 for cand in _polish_candidates(G, z, c, lo, hi, score, near_hi, gamma, rho):
                     cert = _certify(G, z, c, lo, hi, cand, gamma, rho, tol)
                     if cert is not None:
-                        return IpmResult(x=cand, objective=cert[0], lower_bound=cert[1], n_iter=steps, converged=True)
+                        return IpmResult(x=cand, objective=cert[0], lower_bound=cert[1], n_iter=steps,
+                                         converged=True, dual=w)
         if mu < 1e-18 * scale_c:
             break
         mu /= _SHRINK
         dval, x, xp = dual(w, mu)
     if best is None:
-        return IpmResult(x=x, objective=objective(x), lower_bound=lower, n_iter=steps, converged=False)
-    return IpmResult(x=best[0], objective=best[1], lower_bound=lower, n_iter=steps, converged=False)
+        return IpmResult(x=x, objective=objective(x), lower_bound=lower, n_iter=steps, converged=False, dual=w)
+    return IpmResult(x=best[0], objective=best[1], lower_bound=lower, n_iter=steps, converged=False, dual=w)

@@ -72,6 +72,9 @@ class Recovery:
     lower_bound : float
         A certified lower bound on the optimal ``‖f‖₁`` of the problem actually solved (``nan``
         for the reference path).
+    dual : ndarray or None
+        The dual multiplier in the compressed coordinates; pass the whole result as
+        ``warm_start`` to a neighbouring problem with the same model (``None`` for CVXPY).
     """
 
     x: NDArray[np.float64]
@@ -86,6 +89,7 @@ class Recovery:
     feasible: bool
     solver: str
     lower_bound: float
+    dual: NDArray[np.float64] | None = None
 
 
 def bpdn(
@@ -102,6 +106,7 @@ def bpdn(
     max_iter: int = 200,
     rank_rtol: float = DEFAULT_RTOL,
     cvxpy_solver: str = "CLARABEL",
+    warm_start: Recovery | None = None,
 ) -> Recovery:
     """Recover sources from noisy readings by basis pursuit denoising (seed 000 Algorithm 1).
 
@@ -137,6 +142,10 @@ def bpdn(
         point satisfies the full-model constraint.
     cvxpy_solver : str, default "CLARABEL"
         Solver CVXPY uses on the reference path (e.g. ``"SCS"``).
+    warm_start : Recovery, optional
+        A previous result on the same model (e.g. the neighbouring point of a sweep over σ or
+        noise draws): its dual starts the interior-point method closer to the optimum. Ignored
+        when it does not fit; a warm start that fails to certify falls back to a cold start.
 
     Returns
     -------
@@ -188,12 +197,13 @@ def bpdn(
         from dpcloak.recovery.reference import bpdn_cvxpy
 
         ref = bpdn_cvxpy(mdl.todense(), yv, lo, hi, r, solver=cvxpy_solver, unreachable_slack=UNREACHABLE_SLACK)
-        x, feasible, n_iter, lower = ref.x, ref.feasible, ref.n_iter, math.nan
+        x, feasible, n_iter, lower, dual = ref.x, ref.feasible, ref.n_iter, math.nan, None
         ok = ref.status == "optimal"
         detail = f"CVXPY status {ref.status}"
         solver_name = f"cvxpy:{cvxpy_solver}"
     else:
-        x, feasible, n_iter, ok, lower, detail = _solve_ipm(mdl, yv, lo, hi, r, tol, max_iter, rank_rtol)
+        w0 = warm_start.dual if isinstance(warm_start, Recovery) else None
+        x, feasible, n_iter, ok, lower, detail, dual = _solve_ipm(mdl, yv, lo, hi, r, tol, max_iter, rank_rtol, w0)
         solver_name = "ipm"
     elapsed = time.perf_counter() - start
     residual = float(np.linalg.norm(mdl.matvec(x) - yv))
@@ -208,16 +218,16 @@ def bpdn(
         message = f"stopped before reaching the tolerance ({detail})"
     return Recovery(x=x, objective=objective, residual=residual, radius=r, radius_policy=choice.policy,
                     n_iter=n_iter, converged=bool(ok and feasible), message=message, solve_time=elapsed,
-                    feasible=feasible, solver=solver_name, lower_bound=lower)
+                    feasible=feasible, solver=solver_name, lower_bound=lower, dual=dual)
 
 
 def _solve_ipm(
     model: LinearModel, y: NDArray[np.float64], lo: NDArray[np.float64], hi: NDArray[np.float64], r: float,
-    tol: float, max_iter: int, rank_rtol: float,
-) -> tuple[NDArray[np.float64], bool, int, bool, float, str]:
+    tol: float, max_iter: int, rank_rtol: float, w0: NDArray[np.float64] | None,
+) -> tuple[NDArray[np.float64], bool, int, bool, float, str, NDArray[np.float64] | None]:
     """BPDN on the compression; if the ball is out of reach, the least-residual fallback."""
     if float(np.linalg.norm(model.matvec(lo) - y)) <= r:
-        return lo.copy(), True, 0, True, float(np.sum(lo)), "the lower bound itself is inside the ball"
+        return lo.copy(), True, 0, True, float(np.sum(lo)), "the lower bound itself is inside the ball", None
     comp = compress(model, rtol=rank_rtol)
     proj = comp.project(y)
     G, z = comp.G, proj.z
@@ -228,7 +238,13 @@ def _solve_ipm(
     attempt = None
     if rho2 > 0:
         attempt = solve_box_quadratic(G, z, c, lo, hi, rho=math.sqrt(rho2), tol=tol, max_iter=max_iter,
-                                      gram=comp.weighted_gram)
+                                      gram=comp.weighted_gram, w0=w0)
+        if w0 is not None and not attempt.converged and not attempt.infeasible:
+            cold = solve_box_quadratic(G, z, c, lo, hi, rho=math.sqrt(rho2), tol=tol, max_iter=max_iter,
+                                       gram=comp.weighted_gram)
+            attempt = IpmResult(x=cold.x, objective=cold.objective, lower_bound=cold.lower_bound,
+                                n_iter=cold.n_iter + attempt.n_iter, converged=cold.converged,
+                                infeasible=cold.infeasible, dual=cold.dual)
         if attempt.converged:
             return _finish(attempt, True)
     # the ball may be out of reach: the smallest residual attainable in the box decides
@@ -242,13 +258,13 @@ def _solve_ipm(
         return _finish(final, False, phase1, attempt)
     steps = phase1.n_iter + final.n_iter + (attempt.n_iter if attempt is not None else 0)
     return (phase1.x, False, steps, False, math.nan,
-            f"{steps} Newton steps; returned a minimum-residual point without minimising ‖f‖₁ among them")
+            f"{steps} Newton steps; returned a minimum-residual point without minimising ‖f‖₁ among them", None)
 
 
 def _finish(
     result: IpmResult, feasible: bool, *earlier: IpmResult | None
-) -> tuple[NDArray[np.float64], bool, int, bool, float, str]:
+) -> tuple[NDArray[np.float64], bool, int, bool, float, str, NDArray[np.float64] | None]:
     n_iter = result.n_iter + sum(r.n_iter for r in earlier if r is not None)
     gap = result.objective - result.lower_bound
     detail = f"{n_iter} Newton steps, certified gap {gap:.2e}"
-    return result.x, feasible, n_iter, result.converged, result.lower_bound, detail
+    return result.x, feasible, n_iter, result.converged, result.lower_bound, detail, result.dual
