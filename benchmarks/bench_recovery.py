@@ -6,7 +6,8 @@ Kronecker heat kernel with a 64 × 64 source grid and 32 × 32 grid sensors (t =
 
 Printed per case: dpcloak cold (compression not cached) and warm (cached, the sweep situation),
 each reference's time, the speed-up ratios and the relative objective gaps (positive = dpcloak
-higher). BLAS is pinned to one thread (unless already set) so every solver gets the same core.
+higher); then a σ sweep with and without ``warm_start``. BLAS is pinned to one thread (unless
+already set) so every solver gets the same core.
 
 Run: ``PYTHONPATH=src /work/venv/bin/python benchmarks/bench_recovery.py [--quick] [--repeat R]``
 (``--quick`` skips the references on the 2-D case, where CVXPY + Clarabel takes minutes).
@@ -66,6 +67,31 @@ def run(name: str, model: LinearModel, sigma: float, *, seeds: int, repeat: int,
         print(line, flush=True)
 
 
+def sweep(name: str, model: LinearModel, sigma0: float, points: int = 11) -> None:
+    """A σ sweep on one noise draw (an experiment's inner loop): cold starts vs ``warm_start``."""
+    y0 = _case(model, 3, 0.0, 0)
+    noise = np.random.default_rng(99).standard_normal(model.shape[0])
+    bpdn(model, y0 + sigma0 * noise, sigma=sigma0)  # compression cached, as in any sweep
+    totals = {"cold": [0.0, 0], "warm": [0.0, 0]}
+    prev = None
+    worst = 0.0
+    for sigma in np.linspace(0.8, 1.2, points) * sigma0:
+        y = y0 + sigma * noise
+        start = time.perf_counter()
+        cold = bpdn(model, y, sigma=sigma)
+        totals["cold"][0] += time.perf_counter() - start
+        start = time.perf_counter()
+        warm = bpdn(model, y, sigma=sigma, warm_start=prev)
+        totals["warm"][0] += time.perf_counter() - start
+        totals["cold"][1] += cold.n_iter
+        totals["warm"][1] += warm.n_iter
+        worst = max(worst, abs(warm.objective - cold.objective) / max(1.0, cold.objective))
+        prev = warm
+    print(f"\n== σ sweep ({points} points, ±20 %), {name}: cold {totals['cold'][0] * 1e3:.0f} ms / "
+          f"{totals['cold'][1]} steps, warm-started {totals['warm'][0] * 1e3:.0f} ms / {totals['warm'][1]} steps, "
+          f"largest objective difference {worst:.1e}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="skip the references on the 2-D case")
@@ -77,6 +103,8 @@ def main() -> None:
     grid2d = heat_kernel_2d(Grid((64, 64)), Grid((32, 32)), 0.1)
     run("2-D heat kernel, 64×64 sources, 32×32 sensors, t = 0.1", grid2d, 0.05, seeds=2, repeat=args.repeat,
         references=not args.quick)
+    sweep("1-D (1000, 500), T = 0.5", heat_kernel_1d(1000, 500, 1.0), 0.1)
+    sweep("2-D 64×64 / 32×32", grid2d, 0.05)
 
 
 if __name__ == "__main__":
