@@ -169,6 +169,7 @@ def main() -> None:
         return
     run_dpcloak(*instance("noise", 8), 8)  # compile numba kernels (cached) before timing
     print(f"{'kind':8} {'Δ':>4} {'solver':8} {'time [s]':>9} {'ratio':>8} {'rel. diff':>10}  note")
+    goals = []
     for kind in args.kinds:
         for d in args.sizes:
             p, q = instance(kind, d)
@@ -176,13 +177,22 @@ def main() -> None:
             mine = run_dpcloak(p, q, d)
             mine_t = time.perf_counter() - t
             print(f"{kind:8} {d:4d} {'dpcloak':8} {mine_t:9.3f} {'1.0':>8} {'':>10}  EMD = {mine:.12g}", flush=True)
+            fastest = float("inf")
             for peer in args.peers:
                 pt, pv, note = _peer(peer, kind, d, args.timeout)
                 if pt is None or pv is None:
                     print(f"{kind:8} {d:4d} {peer:8} {'-':>9} {'-':>8} {'-':>10}  {note}", flush=True)
                     continue
+                fastest = min(fastest, pt)
                 rel = abs(pv - mine) / max(abs(mine), 1e-300)
                 print(f"{kind:8} {d:4d} {peer:8} {pt:9.3f} {pt / mine_t:8.1f} {rel:10.1e}", flush=True)
+            if d == 256:
+                goals.append(f"goal 256x256 <= 2 s ({kind}): {mine_t:.2f} s -> {'met' if mine_t <= 2 else 'missed'}")
+            if d == 128:
+                ratio = fastest / mine_t
+                verdict = "met" if ratio >= 10 else "missed"
+                goals.append(f"goal >= 10x the fastest peer at 128x128 ({kind}): {ratio:.1f}x -> {verdict}")
+    print("\n".join(goals))
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from numpy.typing import NDArray
 from dpcloak.errors import ConvergenceError, DisconnectedGraphError
 from dpcloak.metrics._simplex import network_simplex
 
-__all__ = ["UNIT", "quantize", "edge_flow", "flow_cost", "decompose"]
+__all__ = ["UNIT", "EPS_REL", "quantize", "edge_flow", "tree_to_edge_flow", "flow_cost", "decompose"]
 
 UNIT = 2**60
 #: Reduced costs above ``-EPS_REL * max edge length`` count as non-negative (rounding of potentials).

@@ -11,7 +11,7 @@ from dpcloak._validation import check_array
 from dpcloak.domains import Domain, Grid
 from dpcloak.errors import InvalidParameterError
 
-__all__ = ["as_cost_matrix", "as_masses", "domain_size"]
+__all__ = ["as_cost_matrix", "as_masses", "domain_size", "total_mass"]
 
 
 def domain_size(domain: Domain | NDArray[np.float64]) -> int:

@@ -14,10 +14,14 @@ Solvers (all exact up to floating-point rounding):
   min-cost flow over the domain's edges (moving mass one edge at a time is exact for the L1
   metric on the grid and for the shortest-path metric on a graph).
 * :class:`~dpcloak.domains.Grid` with the L2 metric, or an explicit ``(n, n)`` ground-cost
-  matrix — POT's network simplex with a raised iteration cap and a checked result code.
+  matrix — POT's network simplex with a raised iteration cap and a checked result code
+  (a :class:`~dpcloak.errors.ConvergenceError` instead of a silently too-high value). This
+  path holds the dense ``(n, n)`` cost matrix, so it suits up to a few thousand locations.
 
 The edge-based solver is a network simplex compiled with numba (``dpcloak.metrics._simplex``);
 on grids it starts from the lifted optimal tree of the 2 x 2-coarsened problem (``_grid``).
+Measured on this project's 2-core machine (``benchmarks/bench_emd.py``): a 256 x 256 grid of
+i.i.d. noise (the hardest case) takes about 2 s, smooth heatmaps well under 0.2 s.
 """
 
 from __future__ import annotations
