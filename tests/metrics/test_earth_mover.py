@@ -16,7 +16,7 @@ from scipy.stats import wasserstein_distance
 
 from dpcloak.domains import GraphDomain, Grid, Line
 from dpcloak.errors import ConvergenceError, DisconnectedGraphError, InvalidParameterError
-from dpcloak.metrics import _dense, emd, emd_norm, emd_plan
+from dpcloak.metrics import _dense, _flow, _grid, emd, emd_norm, emd_plan
 
 
 def _pair(rng, n, sparsity=0.0):
@@ -206,6 +206,17 @@ def test_non_converged_pot_result_is_never_returned(monkeypatch):
     p, q = _pair(rng, 64, 0.0)
     with pytest.raises(ConvergenceError, match="optimal"):
         emd(p, q, Grid((8, 8), metric="l2"))
+
+
+def test_pivot_limit_raises_instead_of_returning_a_suboptimal_flow(monkeypatch):
+    monkeypatch.setattr(_grid, "pivot_cap", lambda n: 1)
+    monkeypatch.setattr(_flow, "pivot_cap", lambda n: 1)
+    rng = np.random.default_rng(0)
+    p, q = _pair(rng, 64, 0.0)
+    with pytest.raises(ConvergenceError, match="pivot limit"):
+        emd(p, q, Grid((8, 8)))
+    with pytest.raises(ConvergenceError, match="pivot limit"):
+        emd(p[:15], q[:15], DOMAINS["graph-weighted"])
 
 
 # ---- metric properties (hypothesis) -------------------------------------------------------------

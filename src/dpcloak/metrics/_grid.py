@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpcloak.errors import ConvergenceError
-from dpcloak.metrics._flow import EPS_REL, tree_to_edge_flow
+from dpcloak.metrics._flow import EPS_REL, STATUS, pivot_cap, tree_to_edge_flow
 from dpcloak.metrics._simplex import network_simplex
 
 __all__ = ["grid_edges", "grid_flow"]
@@ -94,10 +94,10 @@ def _solve(
         coarse_pred, _, pivots = _solve(coarse, 2 * hy, 2 * hx, penalty)
         tree = _lift(coarse_pred[coarse_pred >= 0], rows, cols)
     status, _, pred, flow, _, piv = network_simplex(
-        supply.shape[0], eu, ev, ew, supply, root, EPS_REL * float(ew.max()), 2**62, tree
+        supply.shape[0], eu, ev, ew, supply, root, EPS_REL * float(ew.max()), pivot_cap(supply.shape[0]), tree
     )
     if status != 0:
-        raise ConvergenceError(f"grid network simplex stopped with status {status}")
+        raise ConvergenceError(f"grid network simplex stopped before optimality: {STATUS[status]}")
     return pred, flow, pivots + piv
 
 
