@@ -32,3 +32,12 @@ def test_metric_experiments(exp_id, tmp_path):
 def test_visual_panel(tmp_path):
     res = _run("heatmaps-fig3", tmp_path)
     assert {r["epsilon"] for r in res.rows} == {1.0, 5.0}
+
+
+def test_shuffle_experiment(tmp_path):
+    res = _run("heatmaps-fig12", tmp_path)
+    shuffled = [r for r in res.rows if r["B"] > 0]
+    # r·m messages per user, each ⌈log₂(mq)⌉ bits: the bit count is a multiple of the message count.
+    for r in shuffled:
+        assert r["bits_per_user"] % r["messages_per_user"] == 0
+        assert 0.0 <= r["emd_shuffle"] <= 2.0
