@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import threading
+import weakref
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -27,6 +28,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpcloak._validation import check_real
+from dpcloak.errors import InvalidParameterError
 from dpcloak.models import DenseModel, GraphDiffusion, KroneckerHeatKernel2D, LinearModel
 
 __all__ = ["CompressedModel", "KroneckerRows", "ProjectedData", "compress", "clear_compression_cache"]
@@ -36,6 +38,7 @@ DEFAULT_RTOL = 1e-13
 _CACHE_SIZE = 16
 _cache: OrderedDict[tuple[object, ...], CompressedModel] = OrderedDict()
 _cache_lock = threading.Lock()
+_by_model: weakref.WeakKeyDictionary[LinearModel, dict[float, CompressedModel]] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True)
@@ -199,6 +202,11 @@ def compress(model: LinearModel, *, rtol: float = DEFAULT_RTOL) -> CompressedMod
     rtol : float, default 1e-13
         Singular values ``≤ rtol · s₁`` are dropped, in (0, 1).
 
+    Notes
+    -----
+    Models are treated as immutable: a model object seen before is answered without re-hashing
+    its operator.
+
     Returns
     -------
     CompressedModel
@@ -206,12 +214,16 @@ def compress(model: LinearModel, *, rtol: float = DEFAULT_RTOL) -> CompressedMod
         models built separately share one entry, e.g. in a sweep over noise draws or ε).
     """
     if not isinstance(model, LinearModel):
-        raise TypeError(f"model must be a LinearModel, got {type(model).__name__}")
+        raise InvalidParameterError(f"model must be a dpcloak LinearModel, got {type(model).__name__}")
     rtol = check_real("rtol", rtol, low=0.0, high=1.0)
+    with _cache_lock:
+        known = _by_model.get(model, {}).get(rtol)
+    if known is not None:  # the same model object again: no need to hash its operator
+        return known
     if isinstance(model, KroneckerHeatKernel2D):
         key: tuple[object, ...] = ("kron", rtol, _digest(*model.factors))
     elif isinstance(model, GraphDiffusion) and model.eigenvectors is not None:
-        key = ("graph", rtol, id(model), _digest(model.eigenvalues, model.eigenvectors))  # type: ignore[arg-type]
+        key = ("graph", rtol, _digest(model.eigenvalues, model.eigenvectors))  # type: ignore[arg-type]
     else:
         dense = model.matrix if isinstance(model, DenseModel) else model.todense()
         key = ("dense", rtol, _digest(dense))
@@ -219,6 +231,7 @@ def compress(model: LinearModel, *, rtol: float = DEFAULT_RTOL) -> CompressedMod
         hit = _cache.get(key)
         if hit is not None:
             _cache.move_to_end(key)
+            _by_model.setdefault(model, {})[rtol] = hit
             return hit
     if key[0] == "kron":
         assert isinstance(model, KroneckerHeatKernel2D)
@@ -232,6 +245,7 @@ def compress(model: LinearModel, *, rtol: float = DEFAULT_RTOL) -> CompressedMod
         arr.setflags(write=False)
     with _cache_lock:
         _cache[key] = result
+        _by_model.setdefault(model, {})[rtol] = result
         while len(_cache) > _CACHE_SIZE:
             _cache.popitem(last=False)
     return result
@@ -241,4 +255,5 @@ def clear_compression_cache() -> None:
     """Forget every cached compression (e.g. to time a cold start)."""
     with _cache_lock:
         _cache.clear()
+        _by_model.clear()
 
