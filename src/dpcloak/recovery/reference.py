@@ -43,7 +43,7 @@ def import_cvxpy() -> Any:
 
 def bpdn_cvxpy(
     matrix: NDArray[np.float64], y: NDArray[np.float64], lo: NDArray[np.float64], hi: NDArray[np.float64],
-    radius: float, *, solver: str = "CLARABEL", unreachable_slack: float = 1e-6,
+    radius: float, *, solver: str = "CLARABEL", unreachable_slack: float = 1e-4,
 ) -> ReferenceSolution:
     """``min Σ f s.t. ‖A f − y‖₂ ≤ radius, lo ≤ f ≤ hi`` with CVXPY (inputs already validated)."""
     cp = import_cvxpy()
