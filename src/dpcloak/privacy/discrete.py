@@ -52,7 +52,7 @@ from __future__ import annotations
 import math
 import random
 import secrets
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from fractions import Fraction
 
 import numpy as np
@@ -62,12 +62,13 @@ from scipy import optimize
 from dpcloak._rng import RngLike, as_generator
 from dpcloak._validation import check_int, check_probability, check_real
 from dpcloak.errors import InvalidParameterError
-from dpcloak.privacy.mechanisms import DEFAULT_NEIGHBOURING, Immutable, PrivacyGuarantee, check_values
+from dpcloak.privacy.mechanisms import DEFAULT_NEIGHBOURING, AdditiveMechanism, PrivacyGuarantee, check_values
 
 __all__ = [
     "RandBelow",
     "secure_randbelow",
     "generator_randbelow",
+    "randbelow_for",
     "bernoulli_exp",
     "sample_discrete_laplace",
     "sample_discrete_gaussian",
@@ -96,7 +97,8 @@ def generator_randbelow(gen: np.random.Generator) -> RandBelow:
     return random.Random(int(gen.integers(2**63))).randrange
 
 
-def _randbelow_for(rng: RngLike) -> RandBelow:
+def randbelow_for(rng: RngLike) -> RandBelow:
+    """The integer source for ``rng``: :func:`secure_randbelow` for ``None`` (deployment), else reproducible."""
     return secure_randbelow if rng is None else generator_randbelow(as_generator(rng))
 
 
@@ -186,7 +188,45 @@ def _resolution(resolution: float | None, sensitivity: float) -> float:
     return check_real("resolution", resolution, low=0.0)
 
 
-class DiscreteLaplaceMechanism(Immutable):
+class _GridMechanism(AdditiveMechanism):
+    """Shared part of the exact integer-noise mechanisms: the grid, the draws and the release.
+
+    Subclasses validate their budget, call :meth:`_set_grid` and implement :meth:`_draw` (one exact
+    integer noise draw in grid units).
+    """
+
+    resolution: float
+    dimension: int
+
+    def _set_grid(self, resolution: float | None, dimension: int, neighbouring: str) -> None:
+        self.resolution = _resolution(resolution, self.sensitivity)
+        self.dimension = check_int("dimension", dimension, minimum=1)
+        self.neighbouring = str(neighbouring)
+
+    def _draw(self, randbelow: RandBelow) -> int:
+        raise NotImplementedError
+
+    def sample_noise(self, count: int, randbelow: RandBelow) -> list[int]:
+        """``count`` exact integer noise draws (grid units) from the integer source ``randbelow``."""
+        return [self._draw(randbelow) for _ in range(count)]
+
+    def privatize_grid(self, grid_values: Sequence[int], *, rng: RngLike = None) -> NDArray[np.float64]:
+        """Add exact noise to readings already on the grid, given as integers in grid units (1-d result).
+
+        For inputs that are exact multiples of ``resolution`` (e.g. fixed-point sums); there is no
+        rounding step, and the exact integer ``value + noise`` is scaled back to reading units
+        (``rng=None``: :mod:`secrets`).
+        """
+        noise = self.sample_noise(len(grid_values), randbelow_for(rng))
+        return np.array([int(i) + z for i, z in zip(grid_values, noise, strict=True)], dtype=float) * self.resolution
+
+    def privatize(self, values: ArrayLike, *, rng: RngLike = None) -> NDArray[np.float64]:
+        """Round ``values`` to the grid and add exact integer noise (``rng=None``: :mod:`secrets`)."""
+        x, idx = _grid(values, self.resolution)
+        return self.privatize_grid(idx, rng=rng).reshape(x.shape)
+
+
+class DiscreteLaplaceMechanism(_GridMechanism):
     """ε-DP with exact discrete Laplace noise on the grid ``resolution · ℤ`` (deployment sampler).
 
     Parameters
@@ -216,6 +256,9 @@ class DiscreteLaplaceMechanism(Immutable):
     the noise is an exact integer and the output is a fixed function of an integer.
     """
 
+    _norm = "l1"
+    _repr_fields = ("epsilon", "sensitivity", "resolution", "scale_value")
+
     def __init__(
         self,
         *,
@@ -227,9 +270,7 @@ class DiscreteLaplaceMechanism(Immutable):
     ) -> None:
         self.epsilon = check_real("epsilon", epsilon, low=0.0)
         self.sensitivity = check_real("sensitivity", sensitivity, low=0.0)
-        self.resolution = _resolution(resolution, self.sensitivity)
-        self.dimension = check_int("dimension", dimension, minimum=1)
-        self.neighbouring = str(neighbouring)
+        self._set_grid(resolution, dimension, neighbouring)
         self.grid_sensitivity = math.floor(Fraction(self.sensitivity) / Fraction(self.resolution)) + self.dimension
         self.scale = Fraction(self.grid_sensitivity) / Fraction(self.epsilon)
         if self.grid_sensitivity / self.scale > Fraction(self.epsilon):  # re-check (exact arithmetic)
@@ -241,33 +282,15 @@ class DiscreteLaplaceMechanism(Immutable):
         """Noise scale in reading units, b · g."""
         return float(self.scale) * self.resolution
 
-    def sample_noise(self, count: int, randbelow: RandBelow) -> list[int]:
-        """``count`` exact integer noise draws (grid units) from the integer source ``randbelow``."""
-        return [sample_discrete_laplace(self.scale, randbelow) for _ in range(count)]
-
-    def privatize(self, values: ArrayLike, *, rng: RngLike = None) -> NDArray[np.float64]:
-        """Round ``values`` to the grid and add exact discrete Laplace noise (``rng=None``: :mod:`secrets`)."""
-        x, idx = _grid(values, self.resolution)
-        noise = self.sample_noise(len(idx), _randbelow_for(rng))
-        out = np.array([i + z for i, z in zip(idx, noise, strict=True)], dtype=float) * self.resolution
-        return out.reshape(x.shape)
+    def _draw(self, randbelow: RandBelow) -> int:
+        return sample_discrete_laplace(self.scale, randbelow)
 
     def guarantee(self) -> PrivacyGuarantee:
         """ε-DP (δ = 0)."""
-        return PrivacyGuarantee(
-            kind="ε-DP",
-            epsilon=self.epsilon,
-            delta=0.0,
-            neighbouring=self.neighbouring,
-            sensitivity=self.sensitivity,
-            norm="l1",
+        return self._guarantee(
             mechanism=f"exact discrete Laplace on grid {self.resolution:.6g}, scale {self.scale_value:.6g}",
             source="Canonne, Kamath & Steinke 2020, Algorithm 2; seed 003 Lemma 2.2",
         )
-
-    def __repr__(self) -> str:
-        return (f"DiscreteLaplaceMechanism(epsilon={self.epsilon:g}, sensitivity={self.sensitivity:.6g}, "
-                f"resolution={self.resolution:.6g}, scale_value={self.scale_value:.6g})")
 
 
 def gaussian_rdp_epsilon(*, noise_multiplier: float, delta: float) -> float:
@@ -280,7 +303,7 @@ def gaussian_rdp_epsilon(*, noise_multiplier: float, delta: float) -> float:
     return float(acc.get_epsilon(delta))
 
 
-class DiscreteGaussianMechanism(Immutable):
+class DiscreteGaussianMechanism(_GridMechanism):
     """(ε, δ)-DP with exact discrete Gaussian noise on the grid ``resolution · ℤ`` (deployment sampler).
 
     The floating-point-safe version of seed 000's local Gaussian mechanism (Lemma 3 / Prop. 4).
@@ -316,6 +339,9 @@ class DiscreteGaussianMechanism(Immutable):
     ``dp_accounting``'s RDP accountant; no floating-point leakage (integer noise, exact sampler).
     """
 
+    _norm = "l2"
+    _repr_fields = ("epsilon", "delta", "sensitivity", "resolution", "sigma")
+
     def __init__(
         self,
         *,
@@ -329,9 +355,7 @@ class DiscreteGaussianMechanism(Immutable):
         self.epsilon = check_real("epsilon", epsilon, low=0.0)
         self.delta = check_probability("delta", delta)
         self.sensitivity = check_real("sensitivity", sensitivity, low=0.0)
-        self.resolution = _resolution(resolution, self.sensitivity)
-        self.dimension = check_int("dimension", dimension, minimum=1)
-        self.neighbouring = str(neighbouring)
+        self._set_grid(resolution, dimension, neighbouring)
         self.grid_sensitivity = self.sensitivity / self.resolution + math.sqrt(self.dimension)
         self.sigma2 = self._calibrate()
         self._frozen = True
@@ -362,30 +386,12 @@ class DiscreteGaussianMechanism(Immutable):
         """σ_grid / Δ_grid, the quantity accountants compose."""
         return math.sqrt(self.sigma2) / self.grid_sensitivity
 
-    def sample_noise(self, count: int, randbelow: RandBelow) -> list[int]:
-        """``count`` exact integer noise draws (grid units) from the integer source ``randbelow``."""
-        return [sample_discrete_gaussian(self.sigma2, randbelow) for _ in range(count)]
-
-    def privatize(self, values: ArrayLike, *, rng: RngLike = None) -> NDArray[np.float64]:
-        """Round ``values`` to the grid and add exact discrete Gaussian noise (``rng=None``: :mod:`secrets`)."""
-        x, idx = _grid(values, self.resolution)
-        noise = self.sample_noise(len(idx), _randbelow_for(rng))
-        out = np.array([i + z for i, z in zip(idx, noise, strict=True)], dtype=float) * self.resolution
-        return out.reshape(x.shape)
+    def _draw(self, randbelow: RandBelow) -> int:
+        return sample_discrete_gaussian(self.sigma2, randbelow)
 
     def guarantee(self) -> PrivacyGuarantee:
         """(ε, δ)-DP via concentrated DP (re-checked at construction)."""
-        return PrivacyGuarantee(
-            kind="(ε, δ)-DP",
-            epsilon=self.epsilon,
-            delta=self.delta,
-            neighbouring=self.neighbouring,
-            sensitivity=self.sensitivity,
-            norm="l2",
+        return self._guarantee(
             mechanism=f"exact discrete Gaussian on grid {self.resolution:.6g}, sigma {self.sigma:.6g}",
             source="Canonne, Kamath & Steinke 2020, Algorithm 3 and Theorem 14; RDP conversion by dp_accounting",
         )
-
-    def __repr__(self) -> str:
-        return (f"DiscreteGaussianMechanism(epsilon={self.epsilon:g}, delta={self.delta:g}, "
-                f"sensitivity={self.sensitivity:.6g}, resolution={self.resolution:.6g}, sigma={self.sigma:.6g})")

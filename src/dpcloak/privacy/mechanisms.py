@@ -46,7 +46,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
+from typing import ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -68,6 +68,7 @@ __all__ = [
     "gaussian_epsilon",
     "check_values",
     "Immutable",
+    "AdditiveMechanism",
 ]
 
 GAUSSIAN_CALIBRATIONS = ("analytic", "classic", "paper")
@@ -152,6 +153,42 @@ class Immutable:
         if self._frozen:
             raise AttributeError(f"{type(self).__name__} is immutable; build a new one to change {name!r}")
         object.__setattr__(self, name, value)
+
+
+class AdditiveMechanism(Immutable):
+    """Base of the (ε, δ)-calibrated additive-noise mechanisms: the stated guarantee and the ``repr``.
+
+    Subclasses set ``epsilon``, ``sensitivity``, ``neighbouring`` (and ``delta`` for approximate DP;
+    the class default 0 means ε-DP) in ``__init__``, name the sensitivity norm in ``_norm`` and the
+    attributes shown by ``repr`` in ``_repr_fields`` (numbers as ``.6g``, strings by ``repr``).
+    """
+
+    _norm: ClassVar[str]
+    _repr_fields: ClassVar[tuple[str, ...]]
+    epsilon: float
+    sensitivity: float
+    neighbouring: str
+    delta: float = 0.0
+
+    def _guarantee(self, *, mechanism: str, source: str) -> PrivacyGuarantee:
+        """The DP guarantee of this calibration, described by ``mechanism`` and ``source``."""
+        return PrivacyGuarantee(
+            kind="ε-DP" if self.delta == 0.0 else "(ε, δ)-DP",
+            epsilon=self.epsilon,
+            delta=self.delta,
+            neighbouring=self.neighbouring,
+            sensitivity=self.sensitivity,
+            norm=self._norm,
+            mechanism=mechanism,
+            source=source,
+        )
+
+    def __repr__(self) -> str:
+        def shown(value: object) -> str:
+            return repr(value) if isinstance(value, str) else f"{value:.6g}"
+
+        fields = ", ".join(f"{name}={shown(getattr(self, name))}" for name in self._repr_fields)
+        return f"{type(self).__name__}({fields})"
 
 
 def check_values(values: ArrayLike, *, name: str = "values") -> NDArray[np.float64]:
@@ -253,7 +290,7 @@ def _analytic_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
     return sigma
 
 
-class GaussianMechanism(Immutable):
+class GaussianMechanism(AdditiveMechanism):
     r"""Add i.i.d. :math:`N(0, \sigma^2)` noise to each coordinate: the local Gaussian mechanism.
 
     Seed 000 Lemma 3 / Proposition 4 and seed 002 Lemma 2.8 / Proposition 7.1: each sensor adds
@@ -284,6 +321,9 @@ class GaussianMechanism(Immutable):
     (ε, δ)-DP for neighbouring inputs whose released vectors differ by at most Δ2 in ℓ2 (real-valued
     noise; see the module docstring on floating point).
     """
+
+    _norm = "l2"
+    _repr_fields = ("epsilon", "delta", "sensitivity", "calibration", "sigma")
 
     def __init__(
         self,
@@ -350,23 +390,12 @@ class GaussianMechanism(Immutable):
             "classic": "Dwork & Roth 2014, Theorem A.1 (epsilon < 1)",
             "paper": "seed 000 Lemma 3 / Prop. 4; seed 002 Lemma 2.8 (sigma = 2 ln(1.25/delta) Delta2 / epsilon)",
         }[self.calibration]
-        return PrivacyGuarantee(
-            kind="(ε, δ)-DP",
-            epsilon=self.epsilon,
-            delta=self.delta,
-            neighbouring=self.neighbouring,
-            sensitivity=self.sensitivity,
-            norm="l2",
-            mechanism=f"Gaussian N(0, sigma^2), sigma={self.sigma:.6g}, {self.calibration} calibration",
-            source=source,
+        return self._guarantee(
+            mechanism=f"Gaussian N(0, sigma^2), sigma={self.sigma:.6g}, {self.calibration} calibration", source=source
         )
 
-    def __repr__(self) -> str:
-        return (f"GaussianMechanism(epsilon={self.epsilon:g}, delta={self.delta:g}, "
-                f"sensitivity={self.sensitivity:.6g}, calibration={self.calibration!r}, sigma={self.sigma:.6g})")
 
-
-class LaplaceMechanism(Immutable):
+class LaplaceMechanism(AdditiveMechanism):
     r"""Add i.i.d. Laplace noise of scale :math:`b = \Delta_1/\varepsilon` to each coordinate.
 
     Seed 003 (Ghazi et al.), Definition 2.2 and Lemma 2.2 ([DMNS06]): with ℓ1 sensitivity Δ1 the
@@ -391,6 +420,9 @@ class LaplaceMechanism(Immutable):
     ε-DP (δ = 0) for neighbouring inputs whose released vectors differ by at most Δ1 in ℓ1
     (real-valued noise; see the module docstring on floating point).
     """
+
+    _norm = "l1"
+    _repr_fields = ("epsilon", "sensitivity", "scale")
 
     def __init__(self, *, epsilon: float, sensitivity: float, neighbouring: str = DEFAULT_NEIGHBOURING) -> None:
         self.epsilon = check_real("epsilon", epsilon, low=0.0)
@@ -420,17 +452,6 @@ class LaplaceMechanism(Immutable):
 
     def guarantee(self) -> PrivacyGuarantee:
         """ε-DP (δ = 0)."""
-        return PrivacyGuarantee(
-            kind="ε-DP",
-            epsilon=self.epsilon,
-            delta=0.0,
-            neighbouring=self.neighbouring,
-            sensitivity=self.sensitivity,
-            norm="l1",
-            mechanism=f"Laplace Lap(b), b={self.scale:.6g}",
-            source="seed 003 Lemma 2.2 (Dwork, McSherry, Nissim & Smith 2006)",
-        )
-
-    def __repr__(self) -> str:
-        return f"LaplaceMechanism(epsilon={self.epsilon:g}, sensitivity={self.sensitivity:.6g}, scale={self.scale:.6g})"
+        return self._guarantee(mechanism=f"Laplace Lap(b), b={self.scale:.6g}",
+                               source="seed 003 Lemma 2.2 (Dwork, McSherry, Nissim & Smith 2006)")
 
