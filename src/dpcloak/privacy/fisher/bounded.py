@@ -42,10 +42,12 @@ from dpcloak._rng import RngLike, as_generator
 from dpcloak._validation import check_array, check_int
 from dpcloak.bound import Bound
 from dpcloak.errors import InvalidParameterError
+from dpcloak.privacy.fisher.gaussian import sample_shape
 from dpcloak.privacy.fisher.information import (
     FisherGuarantee,
     FisherInformation,
     cramer_rao_bound,
+    fisher_guarantee,
     query_fisher_information,
 )
 from dpcloak.privacy.mechanisms import check_values
@@ -220,12 +222,7 @@ class BoundedOptimalNoise:
 
     def sample(self, size: int | tuple[int, ...] | None = None, *, rng: RngLike = None) -> NDArray[np.float64]:
         """Draw noise: shape ``size`` for scalar bounds, ``size + (m,)`` for vector bounds."""
-        if size is None:
-            shape: tuple[int, ...] = ()
-        elif isinstance(size, tuple):
-            shape = tuple(check_int("size", s, minimum=0) for s in size)
-        else:
-            shape = (check_int("size", size, minimum=0),)
+        shape = sample_shape(size)
         if self.vector:
             shape = (*shape, self.m)
         gen = as_generator(rng)
@@ -263,21 +260,7 @@ class BoundedOptimalNoise:
 
     def guarantee(self) -> FisherGuarantee:
         """The Fisher-information guarantee of one response (labelled: NOT differential privacy)."""
-        info = self.fisher_information()
-        bound = self.cramer_rao_bound()
-        return FisherGuarantee(
-            kind="Fisher information / Cramér–Rao (not differential privacy)",
-            epsilon=None,
-            delta=None,
-            neighbouring="none (no neighbouring relation: the bound holds at every x)",
-            sensitivity=math.nan,
-            norm="n/a",
-            mechanism=repr(self),
-            source="seed 004 (Farokhi & Sandberg), Corollaries 1-3 and Proposition 1",
-            fisher_information=info.trace,
-            cramer_rao_bound=bound.value,
-            quality=self.quality(),
-        )
+        return fisher_guarantee(self, source="seed 004 (Farokhi & Sandberg), Corollaries 1-3 and Proposition 1")
 
     def __repr__(self) -> str:
         lo = self.low.tolist()

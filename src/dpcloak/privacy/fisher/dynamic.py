@@ -42,7 +42,7 @@ from dpcloak._validation import check_choice, check_int, check_real
 from dpcloak.bound import Bound
 from dpcloak.errors import InvalidParameterError
 from dpcloak.privacy.fisher.gaussian import CONVENTIONS, check_matrix, psd_sqrt
-from dpcloak.privacy.fisher.information import FisherGuarantee, FisherInformation, cramer_rao_bound
+from dpcloak.privacy.fisher.information import FisherGuarantee, FisherInformation, cramer_rao_bound, fisher_guarantee
 from dpcloak.privacy.mechanisms import check_values
 
 __all__ = [
@@ -214,18 +214,10 @@ class DynamicOptimalNoise:
 
     def guarantee(self) -> FisherGuarantee:
         """The Fisher-information guarantee for the initial state (labelled: NOT differential privacy)."""
-        return FisherGuarantee(
-            kind="Fisher information / Cramér–Rao (not differential privacy)",
-            epsilon=None,
-            delta=None,
-            neighbouring="none (no neighbouring relation: the bound holds at every initial state)",
-            sensitivity=math.nan,
-            norm="n/a",
-            mechanism=repr(self),
+        return fisher_guarantee(
+            self,
             source="seed 004 (Farokhi & Sandberg), Theorem 4 and Proposition 1",
-            fisher_information=self.fisher_information().trace,
-            cramer_rao_bound=self.cramer_rao_bound().value,
-            quality=self.quality(),
+            neighbouring="none (no neighbouring relation: the bound holds at every initial state)",
         )
 
     def __repr__(self) -> str:

@@ -31,12 +31,21 @@ from dpcloak._rng import RngLike, as_generator
 from dpcloak._validation import check_array, check_choice, check_int, check_real
 from dpcloak.bound import Bound
 from dpcloak.errors import InvalidParameterError
-from dpcloak.privacy.fisher.information import FisherGuarantee, FisherInformation, cramer_rao_bound
+from dpcloak.privacy.fisher.information import FisherGuarantee, FisherInformation, cramer_rao_bound, fisher_guarantee
 from dpcloak.privacy.mechanisms import check_values
 
-__all__ = ["GaussianOptimalNoise", "problem3_objective", "psd_sqrt", "CONVENTIONS", "check_matrix"]
+__all__ = ["GaussianOptimalNoise", "problem3_objective", "psd_sqrt", "CONVENTIONS", "check_matrix", "sample_shape"]
 
 CONVENTIONS = ("corrected", "published")
+
+
+def sample_shape(size: int | tuple[int, ...] | None) -> tuple[int, ...]:
+    """The batch shape a ``sample(size)`` call asks for: ``()`` for ``None``, else the validated sizes."""
+    if size is None:
+        return ()
+    if isinstance(size, tuple):
+        return tuple(check_int("size", s, minimum=0) for s in size)
+    return (check_int("size", size, minimum=0),)
 
 
 def check_matrix(name: str, value: ArrayLike, *, square: bool = False) -> NDArray[np.float64]:
@@ -129,13 +138,7 @@ class GaussianOptimalNoise:
 
     def sample(self, size: int | tuple[int, ...] | None = None, *, rng: RngLike = None) -> NDArray[np.float64]:
         """Draw noise vectors: shape ``size + (m,)``."""
-        if size is None:
-            shape: tuple[int, ...] = ()
-        elif isinstance(size, tuple):
-            shape = tuple(check_int("size", s, minimum=0) for s in size)
-        else:
-            shape = (check_int("size", size, minimum=0),)
-        z = as_generator(rng).standard_normal((*shape, self.m))
+        z = as_generator(rng).standard_normal((*sample_shape(size), self.m))
         return np.asarray(z @ self._chol.T)
 
     def privatize(self, values: ArrayLike, *, rng: RngLike = None) -> NDArray[np.float64]:
@@ -174,19 +177,7 @@ class GaussianOptimalNoise:
 
     def guarantee(self) -> FisherGuarantee:
         """The Fisher-information guarantee (labelled: NOT differential privacy)."""
-        return FisherGuarantee(
-            kind="Fisher information / Cramér–Rao (not differential privacy)",
-            epsilon=None,
-            delta=None,
-            neighbouring="none (no neighbouring relation: the bound holds at every x)",
-            sensitivity=math.nan,
-            norm="n/a",
-            mechanism=repr(self),
-            source="seed 004 (Farokhi & Sandberg), Corollary 6 and Proposition 1",
-            fisher_information=self.fisher_information().trace,
-            cramer_rao_bound=self.cramer_rao_bound().value,
-            quality=self.quality(),
-        )
+        return fisher_guarantee(self, source="seed 004 (Farokhi & Sandberg), Corollary 6 and Proposition 1")
 
     def __repr__(self) -> str:
         how = f"rho={self.rho:g}, convention={self.convention!r}" if self.rho is not None else f"theta={self.theta:g}"

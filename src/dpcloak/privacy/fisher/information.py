@@ -22,6 +22,7 @@ import itertools
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -35,6 +36,8 @@ from dpcloak.privacy.mechanisms import PrivacyGuarantee
 __all__ = [
     "FisherInformation",
     "FisherGuarantee",
+    "FisherNoise",
+    "fisher_guarantee",
     "fisher_information_1d",
     "product_fisher_information",
     "query_fisher_information",
@@ -100,6 +103,48 @@ class FisherGuarantee(PrivacyGuarantee):
     quality: float = math.nan
     is_differential_privacy: bool = False
     note: str = NOT_DP_NOTE
+
+
+class FisherNoise(Protocol):
+    """A Farokhi–Sandberg noise: its Fisher information, Cramér–Rao bound and quality."""
+
+    def fisher_information(self) -> FisherInformation:
+        """The noise Fisher information."""
+        ...
+
+    def cramer_rao_bound(self) -> Bound:
+        """Proposition 1 for the privatized value."""
+        ...
+
+    def quality(self) -> float:
+        """Q = E‖w‖²."""
+        ...
+
+
+def fisher_guarantee(
+    noise: FisherNoise,
+    *,
+    source: str,
+    neighbouring: str = "none (no neighbouring relation: the bound holds at every x)",
+) -> FisherGuarantee:
+    """The Fisher-information guarantee of ``noise`` (labelled: NOT differential privacy).
+
+    ``fisher_information`` is Tr(I), ``cramer_rao_bound`` Proposition 1's value and ``quality`` Q, all
+    from ``noise``; ``mechanism`` is ``repr(noise)`` and ``source`` the paper result it implements.
+    """
+    return FisherGuarantee(
+        kind="Fisher information / Cramér–Rao (not differential privacy)",
+        epsilon=None,
+        delta=None,
+        neighbouring=neighbouring,
+        sensitivity=math.nan,
+        norm="n/a",
+        mechanism=repr(noise),
+        source=source,
+        fisher_information=noise.fisher_information().trace,
+        cramer_rao_bound=noise.cramer_rao_bound().value,
+        quality=noise.quality(),
+    )
 
 
 def _integrate_pieces(func: Callable[[float], float], low: float, high: float,
