@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -36,6 +36,7 @@ __all__ = [
     "hierarchical_laplace",
     "check_aggregate",
     "user_level_guarantee",
+    "UserLaplaceRelease",
 ]
 
 USER_NEIGHBOURING = (
@@ -122,6 +123,27 @@ def user_level_guarantee(epsilon: float, *, mechanism: str, source: str) -> Priv
         mechanism=mechanism,
         source=source,
     )
+
+
+class UserLaplaceRelease:
+    """Mixin for a release made by one Laplace mechanism on s (ℓ1 sensitivity 1) plus post-processing.
+
+    The release has ``epsilon`` and ``scale`` (the Laplace scale used), names what the noise was added
+    to in :meth:`_noise_on` and its paper result in ``_source``.
+    """
+
+    epsilon: float
+    scale: float
+    _source: ClassVar[str]
+
+    def _noise_on(self) -> str:
+        raise NotImplementedError
+
+    def guarantee(self) -> PrivacyGuarantee:
+        """ε-DP under add/remove-one-user (one Laplace mechanism, ℓ1 sensitivity 1; the rest is post-processing)."""
+        return user_level_guarantee(
+            self.epsilon, mechanism=f"Laplace Lap({self.scale:.6g}) on {self._noise_on()}", source=self._source
+        )
 
 
 @dataclass(frozen=True)

@@ -15,15 +15,15 @@ from numpy.typing import NDArray
 
 from dpcloak._rng import RngLike, as_generator
 from dpcloak._validation import check_real
-from dpcloak.heatmaps.aggregate import USER_NEIGHBOURING, check_aggregate, user_level_guarantee
+from dpcloak.heatmaps.aggregate import USER_NEIGHBOURING, UserLaplaceRelease, check_aggregate
 from dpcloak.heatmaps.data import UserAggregate
-from dpcloak.privacy.mechanisms import LaplaceMechanism, PrivacyGuarantee
+from dpcloak.privacy.mechanisms import LaplaceMechanism
 
 __all__ = ["BaselineRelease", "laplace_cells"]
 
 
 @dataclass(frozen=True)
-class BaselineRelease:
+class BaselineRelease(UserLaplaceRelease):
     """Noisy aggregate of the baseline (non-negative, unnormalised).
 
     Attributes
@@ -41,13 +41,10 @@ class BaselineRelease:
     scale: float
     kept: int
 
-    def guarantee(self) -> PrivacyGuarantee:
-        """ε-DP under add/remove-one-user (Laplace mechanism, ℓ1 sensitivity 1; the rest is post-processing)."""
-        return user_level_guarantee(
-            self.epsilon,
-            mechanism=f"Laplace Lap({self.scale:.6g}) on every cell [LXD+19]",
-            source="seed 003 §4 baseline; Lemma 2.2",
-        )
+    _source = "seed 003 §4 baseline; Lemma 2.2"
+
+    def _noise_on(self) -> str:
+        return "every cell [LXD+19]"
 
 
 def laplace_cells(

@@ -25,10 +25,10 @@ from scipy import optimize, sparse
 
 from dpcloak._rng import RngLike, as_generator
 from dpcloak.errors import ConvergenceError
-from dpcloak.heatmaps.aggregate import USER_NEIGHBOURING, check_aggregate, user_level_guarantee
+from dpcloak.heatmaps.aggregate import USER_NEIGHBOURING, UserLaplaceRelease, check_aggregate
 from dpcloak.heatmaps.data import FIXED_POINT_BITS, UserAggregate
 from dpcloak.heatmaps.pyramid import pyramid_levels
-from dpcloak.privacy.mechanisms import LaplaceMechanism, PrivacyGuarantee
+from dpcloak.privacy.mechanisms import LaplaceMechanism
 
 __all__ = ["DenseRelease", "dense_aggregate", "emd_norm_projection", "EMD_NORM_ALPHA"]
 
@@ -37,7 +37,7 @@ EMD_NORM_ALPHA = 2.0
 
 
 @dataclass(frozen=True)
-class DenseRelease:
+class DenseRelease(UserLaplaceRelease):
     """Result of Appendix D's algorithm.
 
     Attributes
@@ -58,13 +58,10 @@ class DenseRelease:
     epsilon: float
     scale: float
 
-    def guarantee(self) -> PrivacyGuarantee:
-        """ε-DP under add/remove-one-user (one Laplace mechanism + post-processing)."""
-        return user_level_guarantee(
-            self.epsilon,
-            mechanism=f"Laplace Lap({self.scale:.6g}) on the {self.coarse_resolution}² coarse cells, EMD projection",
-            source="seed 003 Appendix D, Theorem D.1",
-        )
+    _source = "seed 003 Appendix D, Theorem D.1"
+
+    def _noise_on(self) -> str:
+        return f"the {self.coarse_resolution}² coarse cells, EMD projection"
 
 
 def _grid_divergence(side: int) -> sparse.csr_matrix:
