@@ -105,3 +105,65 @@ def test_default_gamma_minimises_footnote_5_error_term():
     z = sum(g ** (i - q) for i in range(q, ell + 1))
     term = z * sum((2 * g) ** -i for i in range(ell - q))
     assert term == pytest.approx(1.0 / ((1 - g) * (1 - 0.5 / g)), rel=1e-6)
+
+
+# ----------------------------------------------------------------------------- noise="secure" (exact discrete Laplace)
+def test_secure_level_noise_is_laplace_at_its_epsilon_and_halved_scale_fails():
+    # Seeded statistical oracle as above, on a small pyramid (Δ = 32: levels 2..5, 1 360 exact draws).
+    agg = _aggregate(delta=32)
+    eps = 1.0
+    honest = hierarchical_laplace(agg, epsilon=eps, rng=7, noise="secure")
+    z = _standardised_noise(agg, honest, eps)
+    assert z.size == sum(4**i for i in range(2, 6))
+    assert _scale_test(z)
+    assert stats.kstest(z, "laplace").pvalue > 1e-3
+    # The noise is an exact integer number of 2^-36 grid steps on every cell.
+    exact = pyramid_levels(agg.fixed, start_level=honest.start_level)
+    for lev, ex in zip(honest.levels, exact, strict=True):
+        steps = lev * 2.0**36
+        assert np.array_equal(steps, np.rint(steps)) and np.any(steps != ex)
+    # Halving the scale (the noise an ε twice as large would get) is caught.
+    weak = hierarchical_laplace(agg, epsilon=2.0 * eps, rng=7, noise="secure")
+    zw = _standardised_noise(agg, weak, eps)
+    assert not _scale_test(zw)
+    assert stats.kstest(zw, "laplace").pvalue < 1e-6
+
+
+def test_secure_scales_never_below_one_over_epsilon_i_and_budget_sums_to_epsilon():
+    agg = _aggregate(delta=16)
+    noisy = hierarchical_laplace(agg, epsilon=2.0, rng=0, noise="secure")
+    budget = noisy.budget
+    assert budget == level_budget(2.0, depth=agg.depth, w=20)  # the same ε_i as the float release
+    total = math.fsum(budget.epsilons)
+    assert total <= 2.0 and total == pytest.approx(2.0, rel=1e-15)
+    # b_i = (2^36 + 1)/(2^36 ε_i): never less noise than 1/ε_i, and within 2^-36 of it.
+    for b, e in zip(noisy.scales, budget.epsilons, strict=True):
+        assert b >= 1.0 / e and b == pytest.approx(1.0 / e, rel=1e-10)
+    g = noisy.guarantee()
+    assert g.kind == "ε-DP" and g.epsilon == total and g.delta == 0.0 and g.sensitivity == 1.0
+    assert "exact discrete Laplace" in g.mechanism
+
+
+def test_secure_noise_is_reproducible_from_a_seed_and_fresh_without_one():
+    agg = _aggregate(delta=16)
+    a = hierarchical_laplace(agg, epsilon=1.0, rng=5, noise="secure")
+    b = hierarchical_laplace(agg, epsilon=1.0, rng=np.random.default_rng(5), noise="secure")
+    c = hierarchical_laplace(agg, epsilon=1.0, rng=6, noise="secure")
+    for x, y in zip(a.levels, b.levels, strict=True):
+        np.testing.assert_array_equal(x, y)
+    assert not np.array_equal(a.levels[-1], c.levels[-1])
+    # rng=None draws from the OS CSPRNG: two releases differ (probability of equality ~ 0).
+    d = hierarchical_laplace(agg, epsilon=1.0, noise="secure")
+    e = hierarchical_laplace(agg, epsilon=1.0, noise="secure")
+    assert not np.array_equal(d.levels[-1], e.levels[-1])
+
+
+def test_float_noise_is_the_default_and_unknown_noise_is_refused():
+    agg = _aggregate(delta=16)
+    a = hierarchical_laplace(agg, epsilon=1.0, rng=3)
+    b = hierarchical_laplace(agg, epsilon=1.0, rng=3, noise="float")
+    for x, y in zip(a.levels, b.levels, strict=True):
+        np.testing.assert_array_equal(x, y)
+    assert a.noise == "float" and "exact" not in a.guarantee().mechanism
+    with pytest.raises(InvalidParameterError, match="noise"):
+        hierarchical_laplace(agg, epsilon=1.0, noise="exact")

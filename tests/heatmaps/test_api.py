@@ -109,3 +109,30 @@ def test_huge_epsilon_returns_true_normalised_aggregate_when_w_sparse():
     res = private_heatmap(users, x, y, epsilon=1e12, resolution=128, rng=0)
     truth = bound_users(users, x, y, resolution=128).normalized
     np.testing.assert_allclose(res.aggregate, truth, atol=1e-10)
+
+
+@pytest.mark.parametrize("method", ["pyramid", "laplace", "dense"])
+def test_secure_noise_through_every_front_end(method):
+    # noise="secure": same ε and contract, reproducible from a seed, and the guarantee names the exact sampler.
+    users, x, y = _points(n_users=60)
+    agg = bound_users(users, x, y, resolution=16)
+    a = heatmap_from_aggregate(agg, method=method, epsilon=1.0, rng=4, noise="secure")
+    b = heatmap_from_aggregate(agg, method=method, epsilon=1.0, rng=4, noise="secure")
+    np.testing.assert_array_equal(a.aggregate, b.aggregate)
+    g = a.guarantee()
+    assert g.kind == "ε-DP" and g.epsilon <= 1.0 and g.epsilon == pytest.approx(1.0) and "exact discrete" in g.mechanism
+    assert a.aggregate.min() >= 0.0 and a.aggregate.sum() == pytest.approx(1.0)
+    fresh = heatmap_from_aggregate(agg, method=method, epsilon=1.0, noise="secure")  # OS CSPRNG
+    assert fresh.aggregate.sum() == pytest.approx(1.0)
+
+
+def test_secure_front_ends_and_float_default_unchanged():
+    users, x, y = _points(n_users=60)
+    p = private_heatmap(users, x, y, epsilon=1.0, resolution=16, rng=2, noise="secure")
+    q = laplace_baseline(users, x, y, epsilon=1.0, resolution=16, rng=2, noise="secure")
+    assert "exact discrete" in p.guarantee().mechanism and "exact discrete" in q.guarantee().mechanism
+    default = private_heatmap(users, x, y, epsilon=1.0, resolution=16, rng=2)
+    explicit = private_heatmap(users, x, y, epsilon=1.0, resolution=16, rng=2, noise="float")
+    np.testing.assert_array_equal(default.aggregate, explicit.aggregate)
+    with pytest.raises(InvalidParameterError, match="noise"):
+        private_heatmap(users, x, y, epsilon=1.0, resolution=16, noise="exact")

@@ -54,3 +54,25 @@ def test_guarantee_and_bad_input():
         laplace_cells(_agg(), epsilon=1.0, top_percent=0.0)
     with pytest.raises(InvalidParameterError):
         laplace_cells(np.ones((4, 4)), epsilon=1.0)
+
+
+def test_secure_noise_scale_and_clipping_and_halved_scale_fails():
+    # Same oracle as test_noise_scale_and_clipping for the exact discrete Laplace on the 2^-36 grid: where
+    # s = 0 the release is max(ν, 0), P(0) = 1/2, positive part Exp(1/ε) (seeded, Δ = 32: 1 024 exact draws).
+    agg = _agg(32)
+    eps = 2.0
+    zero = agg.fixed == 0
+
+    def consistent(rel):
+        vals = rel.estimate[zero]
+        pos = vals[vals > 0] * eps
+        return (abs(np.mean(vals == 0.0) - 0.5) < 4 * 0.5 / math.sqrt(vals.size)
+                and abs(pos.mean() - 1.0) < 4.0 / math.sqrt(pos.size) and stats.kstest(pos, "expon").pvalue > 1e-3)
+
+    rel = laplace_cells(agg, epsilon=eps, rng=1, noise="secure")
+    assert consistent(rel) and rel.noise == "secure" and rel.scale >= 1.0 / eps
+    assert rel.guarantee().epsilon == eps and "exact discrete Laplace" in rel.guarantee().mechanism
+    np.testing.assert_array_equal(rel.estimate, laplace_cells(agg, epsilon=eps, rng=1, noise="secure").estimate)
+    assert not consistent(laplace_cells(agg, epsilon=2.0 * eps, rng=1, noise="secure"))  # half the scale
+    with pytest.raises(InvalidParameterError, match="noise"):
+        laplace_cells(agg, epsilon=eps, noise="double")

@@ -38,3 +38,15 @@ def test_heatmap_errors_are_one_line(csv_path, args):
     res = CliRunner().invoke(app, ["heatmap", str(csv_path), *args])
     assert res.exit_code == 2
     assert "Traceback" not in res.output
+
+
+def test_heatmap_secure_noise_option(csv_path, tmp_path):
+    npy = tmp_path / "s.npy"
+    args = ["heatmap", str(csv_path), "--epsilon", "1", "--resolution", "16", "--noise", "secure", "--npy", str(npy),
+            "--json"]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    agg = np.load(npy)
+    assert agg.shape == (16, 16) and agg.min() >= 0 and agg.sum() == pytest.approx(1.0)
+    bad = CliRunner().invoke(app, ["heatmap", str(csv_path), "--epsilon", "1", "--noise", "double"])
+    assert bad.exit_code == 2 and "noise" in bad.output and "Traceback" not in bad.output

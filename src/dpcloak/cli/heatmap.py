@@ -47,6 +47,8 @@ def heatmap(
     drop_outside: bool = typer.Option(False, help="Drop points outside the box instead of failing."),
     sigma: float = typer.Option(0.01, help="Rendering sigma (unit-square units) for --out."),
     seed: int | None = typer.Option(None, help="Random seed (default: fresh OS entropy)."),
+    noise: str = typer.Option("float", help="float (numpy Laplace, experiments) or secure (exact discrete "
+                              "Laplace from the OS CSPRNG without --seed: use for deployment)."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON summary."),
 ) -> None:
     """Release an epsilon-DP heatmap of users' points (Ghazi et al., 'Differentially Private Heatmaps')."""
@@ -63,7 +65,7 @@ def heatmap(
                                  unit_columns=unit)
     agg = bound_users(data.users, data.x, data.y, resolution=resolution)
     res = heatmap_from_aggregate(agg, method=method, epsilon=epsilon, w=w, gamma=gamma, top_percent=top_percent,
-                                 rng=seed)
+                                 rng=seed, noise=noise)
     if npy is not None:
         np.save(Path(npy), res.aggregate)
     if out is not None:

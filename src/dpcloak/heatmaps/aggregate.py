@@ -9,6 +9,37 @@ As in the paper's implementation, levels i < q are not measured (start at level 
 cells are all kept by the top-w descent); Z then sums over the measured levels q..ℓ only, so the
 ε_i still add up to ε. ``start_level=0`` gives the algorithm exactly as analysed in Theorem 3.1.
 The default γ = 1/√2 minimises the second error term of the proof (footnote 5).
+
+Noise: ``noise="float"`` or ``noise="secure"``
+----------------------------------------------
+``"float"`` (the default, for experiments and simulation) draws textbook Laplace noise as IEEE
+doubles with numpy (:class:`~dpcloak.privacy.LaplaceMechanism`); results and seeds are those of
+earlier releases. Its low-order bits can leak the input (Mironov, CCS 2012), so it is **not** the
+setting for deployment.
+
+``"secure"`` (**meant for deployment**, with ``rng=None``: uniform integers from the OS CSPRNG,
+:mod:`secrets`; a seed or Generator makes it reproducible and not cryptographically secure) draws
+each level's noise as exact discrete Laplace on the grid g = 2^-K, K = :data:`FIXED_POINT_BITS` = 36,
+with :class:`~dpcloak.privacy.discrete.DiscreteLaplaceMechanism` (Canonne, Kamath & Steinke 2020,
+Algorithm 2: integer arithmetic only). Why this grid and why it keeps ε_i-DP per level:
+
+* Every per-user weight is a multiple of 2^-36 (:mod:`dpcloak.heatmaps.data`), so every level sum is
+  exactly P_i s = g·S_i with S_i an integer vector; no rounding happens (g = 2^-36 is the coarsest
+  grid on which all sums are exact).
+* Adding or removing one user changes S_i by a non-negative integer vector of ℓ1 norm ≤ 2^36 = 1/g
+  (the user's fixed-point total is ≤ 1 and P_i only merges cells): the sensitivity is an integer
+  number of grid steps.
+* With Y i.i.d. discrete Laplace, P(y) ∝ e^{−|y|/b} on ℤ, and neighbouring S, S′,
+  P(S + Y = v)/P(S′ + Y = v) = Π_c exp((|v_c − S′_c| − |v_c − S_c|)/b) ≤ exp(‖S − S′‖₁/b) ≤ exp(2^36/b),
+  the same argument as for the continuous Laplace mechanism. The mechanism calibrates
+  b = (⌊1/g⌋ + 1)/ε_i = (2^36 + 1)/ε_i grid steps (its +1 allows for rounding, which cannot occur
+  here), so each level is (ε_i · 2^36/(2^36 + 1))-DP, hence ε_i-DP, and the ε_i still sum to ε.
+* The released g·(S_i + Y) is a fixed function of an exact integer: post-processing, nothing leaks
+  through low-order bits. In count units the noise scale is b·g = (1 + 2^-36)/ε_i, the textbook
+  1/ε_i to within 1.5·10^-11 relative, so the accuracy is that of ``"float"``.
+
+The exact sampler is pure Python (one draw per cell, a few µs to tens of µs each), so ``"secure"``
+costs about Σ_i 4^i draws: seconds, not milliseconds, at Δ = 256.
 """
 
 from __future__ import annotations
@@ -21,14 +52,20 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpcloak._rng import RngLike, as_generator
-from dpcloak._validation import check_int, check_real
+from dpcloak._validation import check_choice, check_int, check_real
 from dpcloak.errors import InvalidParameterError
 from dpcloak.heatmaps.data import FIXED_POINT_BITS, UserAggregate
 from dpcloak.heatmaps.pyramid import pyramid_levels
+from dpcloak.privacy.discrete import DiscreteLaplaceMechanism
 from dpcloak.privacy.mechanisms import LaplaceMechanism, PrivacyGuarantee
 
 __all__ = [
     "USER_NEIGHBOURING",
+    "NOISES",
+    "LevelNoise",
+    "noise_randomness",
+    "laplace_level",
+    "laplace_description",
     "LevelBudget",
     "NoisyPyramid",
     "level_budget",
@@ -43,6 +80,64 @@ USER_NEIGHBOURING = (
     "add/remove one user (each user's data is one distribution p_i over G_Δ with ‖p_i‖₁ ≤ 1, enforced by "
     "per-user bounding)"
 )
+
+
+NOISES = ("float", "secure")
+"""Noise kinds: ``"float"`` (numpy Laplace, experiments) and ``"secure"`` (exact discrete Laplace, deployment)."""
+
+_GRID = 2.0**-FIXED_POINT_BITS  # the fixed-point unit: every level sum is an integer multiple of it
+
+
+def noise_randomness(rng: RngLike, noise: str) -> RngLike:
+    """The randomness to hand to :func:`laplace_level` for a whole release (checks ``noise``).
+
+    ``"float"``: a numpy Generator (``as_generator(rng)``, as before). ``"secure"``: ``None`` stays
+    ``None`` (the OS CSPRNG, :mod:`secrets`), a seed becomes one Generator shared by all levels.
+    """
+    kind = check_choice("noise", noise, NOISES)
+    return None if kind == "secure" and rng is None else as_generator(rng)
+
+
+@dataclass(frozen=True)
+class LevelNoise:
+    """One noisy level: ``values`` = level sums (count units) + noise, and the Laplace ``scale`` used."""
+
+    values: NDArray[np.float64]
+    scale: float
+
+
+def laplace_level(fixed: NDArray[np.int64], *, epsilon: float, noise: str, rng: RngLike) -> LevelNoise:
+    """Add ε-DP Laplace noise (ℓ1 sensitivity 1 = 2^36 fixed-point units) to exact fixed-point sums.
+
+    Parameters
+    ----------
+    fixed : ndarray of int64
+        Level sums in units of 2^-36 (:attr:`UserAggregate.fixed` or its pyramid levels).
+    epsilon : float
+        ε > 0 of this level.
+    noise : {"float", "secure"}
+        Textbook float Laplace (experiments) or exact discrete Laplace on the fixed-point grid
+        (deployment); see the module docstring.
+    rng : Generator, int or None
+        From :func:`noise_randomness` (``None`` with ``"secure"``: :mod:`secrets`).
+
+    Privacy guarantee
+    -----------------
+    ε-DP under add/remove-one-user for either kind (module docstring for the discrete argument).
+    """
+    if check_choice("noise", noise, NOISES) == "float":
+        mech = LaplaceMechanism(epsilon=epsilon, sensitivity=1.0, neighbouring=USER_NEIGHBOURING)
+        return LevelNoise(mech.privatize(fixed.astype(np.float64) / float(1 << FIXED_POINT_BITS), rng=rng), mech.scale)
+    exact = DiscreteLaplaceMechanism(epsilon=epsilon, sensitivity=1.0, resolution=_GRID, neighbouring=USER_NEIGHBOURING)
+    values = exact.privatize_grid(fixed.ravel().tolist(), rng=rng).reshape(fixed.shape)
+    return LevelNoise(values, exact.scale_value)
+
+
+def laplace_description(scale: float, noise: str) -> str:
+    """How a release's noise is named in its guarantee: ``Lap(b)`` or its exact discrete version."""
+    if noise == "secure":
+        return f"exact discrete Laplace (CKS 2020) on grid 2^-{FIXED_POINT_BITS}, scale {scale:.6g}"
+    return f"Laplace Lap({scale:.6g})"
 
 
 def default_start_level(w: int) -> int:
@@ -128,12 +223,14 @@ def user_level_guarantee(epsilon: float, *, mechanism: str, source: str) -> Priv
 class UserLaplaceRelease:
     """Mixin for a release made by one Laplace mechanism on s (ℓ1 sensitivity 1) plus post-processing.
 
-    The release has ``epsilon`` and ``scale`` (the Laplace scale used), names what the noise was added
-    to in :meth:`_noise_on` and its paper result in ``_source``.
+    The release has ``epsilon``, ``scale`` (the Laplace scale used) and ``noise`` (``"float"`` or
+    ``"secure"``), names what the noise was added to in :meth:`_noise_on` and its paper result in
+    ``_source``.
     """
 
     epsilon: float
     scale: float
+    noise: str
     _source: ClassVar[str]
 
     def _noise_on(self) -> str:
@@ -142,7 +239,8 @@ class UserLaplaceRelease:
     def guarantee(self) -> PrivacyGuarantee:
         """ε-DP under add/remove-one-user (one Laplace mechanism, ℓ1 sensitivity 1; the rest is post-processing)."""
         return user_level_guarantee(
-            self.epsilon, mechanism=f"Laplace Lap({self.scale:.6g}) on {self._noise_on()}", source=self._source
+            self.epsilon, mechanism=f"{laplace_description(self.scale, self.noise)} on {self._noise_on()}",
+            source=self._source,
         )
 
 
@@ -163,12 +261,16 @@ class NoisyPyramid:
     privacy : PrivacyGuarantee or None
         Set by other protocols producing the same release (e.g. the shuffle model of
         :mod:`dpcloak.heatmaps.shuffle`); ``None`` means the central Laplace guarantee below.
+    noise : {"float", "secure"}
+        How the central Laplace noise was drawn (module docstring); ``"secure"`` is for deployment.
 
     Privacy guarantee
     -----------------
     Each level is the Laplace mechanism with ℓ1 sensitivity 1 (a user's p_i has ‖P_i p_i‖₁ ≤ 1) at
     ε_i; by basic composition the release is (Σ ε_i)-DP = ε-DP under add/remove-one-user
-    (Ghazi et al., Theorem 3.1, privacy analysis). ``n_users`` is released in the clear as metadata.
+    (Ghazi et al., Theorem 3.1, privacy analysis); with ``noise="secure"`` each level is the exact
+    discrete Laplace mechanism at ε_i on the 2^-36 grid (module docstring). ``n_users`` is released
+    in the clear as metadata.
     """
 
     levels: tuple[NDArray[np.float64], ...]
@@ -177,6 +279,7 @@ class NoisyPyramid:
     resolution: int
     n_users: int
     privacy: PrivacyGuarantee | None = None
+    noise: str = "float"
 
     @property
     def start_level(self) -> int:
@@ -195,7 +298,8 @@ class NoisyPyramid:
         return user_level_guarantee(
             math.fsum(self.budget.epsilons),
             mechanism=(
-                f"hierarchical Laplace on pyramid levels {self.start_level}..{self.depth}, "
+                f"hierarchical {'exact discrete ' if self.noise == 'secure' else ''}Laplace on pyramid levels "
+                f"{self.start_level}..{self.depth}, "
                 f"ε_i = γ^|i−q| ε/Z (γ={self.budget.gamma:.6g}, q={self.budget.q})"
             ),
             source="seed 003 Algorithm 1 and Theorem 3.1 (basic composition over levels)",
@@ -220,6 +324,7 @@ def hierarchical_laplace(
     gamma: float = 2**-0.5,
     start_level: int | None = None,
     rng: RngLike = None,
+    noise: str = "float",
 ) -> NoisyPyramid:
     """Algorithm 1 (Ghazi et al.): per-level Laplace noise on the pyramid of the bounded aggregate.
 
@@ -236,7 +341,12 @@ def hierarchical_laplace(
     start_level : int or None
         First measured level (default q, as in the paper's experiments).
     rng : Generator, int or None
-        Randomness.
+        Randomness. With ``noise="secure"``, ``None`` (the default) means the OS CSPRNG
+        (:mod:`secrets`); a seed or Generator makes the release reproducible (tests, experiments).
+    noise : {"float", "secure"}
+        ``"float"`` (default): numpy Laplace noise, for experiments and simulation (bit-identical to
+        earlier releases). ``"secure"``: exact discrete Laplace on the 2^-36 grid, **the setting for
+        deployment** (module docstring); pure Python, about Σ_i 4^i exact draws.
 
     Returns
     -------
@@ -244,20 +354,17 @@ def hierarchical_laplace(
 
     Privacy guarantee
     -----------------
-    ε-DP under add/remove-one-user: level i is the Laplace mechanism at ε_i with sensitivity 1 and
-    the ε_i sum to ε (see :class:`NoisyPyramid`).
+    ε-DP under add/remove-one-user: level i is the Laplace mechanism (``"float"``) or the exact
+    discrete Laplace mechanism on the 2^-36 grid (``"secure"``) at ε_i with sensitivity 1, and the
+    ε_i sum to ε (see :class:`NoisyPyramid`).
     """
     agg = check_aggregate(aggregate)
     budget = level_budget(epsilon, depth=agg.depth, w=w, gamma=gamma, start_level=start_level)
-    gen = as_generator(rng)
+    source = noise_randomness(rng, noise)
     exact = pyramid_levels(agg.fixed, start_level=budget.levels[0])
-    one = float(1 << FIXED_POINT_BITS)
-    noisy = []
-    scales = []
-    for level_sums, eps_i in zip(exact, budget.epsilons, strict=True):
-        mech = LaplaceMechanism(epsilon=eps_i, sensitivity=1.0, neighbouring=USER_NEIGHBOURING)
-        noisy.append(mech.privatize(level_sums.astype(np.float64) / one, rng=gen))
-        scales.append(mech.scale)
+    released = [laplace_level(level_sums, epsilon=eps_i, noise=noise, rng=source)
+                for level_sums, eps_i in zip(exact, budget.epsilons, strict=True)]
     return NoisyPyramid(
-        levels=tuple(noisy), budget=budget, scales=tuple(scales), resolution=agg.resolution, n_users=agg.n_users
+        levels=tuple(r.values for r in released), budget=budget, scales=tuple(r.scale for r in released),
+        resolution=agg.resolution, n_users=agg.n_users, noise=noise,
     )

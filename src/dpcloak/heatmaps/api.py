@@ -2,6 +2,11 @@
 
 ``private_heatmap`` runs per-user bounding → Algorithm 1 → RECONSTRUCT (Ghazi et al.); ``laplace_baseline``
 runs per-user bounding → the [LXD+19] baseline. Both return :class:`HeatmapResult`.
+
+Every front end takes ``noise="float"|"secure"``: ``"float"`` (default) is numpy Laplace noise for
+experiments and simulation; ``"secure"`` with ``rng=None`` is **the setting for deployment** — exact
+discrete Laplace on the 2^-36 fixed-point grid drawn from the OS CSPRNG, immune to the floating-point
+attack of Mironov (2012), same ε (:mod:`dpcloak.heatmaps.aggregate`).
 """
 
 from __future__ import annotations
@@ -14,10 +19,10 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dpcloak._rng import RngLike, as_generator
+from dpcloak._rng import RngLike
 from dpcloak._validation import check_choice, check_int, check_real
 from dpcloak.errors import InvalidParameterError
-from dpcloak.heatmaps.aggregate import check_aggregate, hierarchical_laplace
+from dpcloak.heatmaps.aggregate import check_aggregate, hierarchical_laplace, noise_randomness
 from dpcloak.heatmaps.baselines import laplace_cells
 from dpcloak.heatmaps.data import UserAggregate, bound_users, check_resolution
 from dpcloak.heatmaps.reconstruct import reconstruct
@@ -106,6 +111,7 @@ def heatmap_from_aggregate(
     top_percent: float | None = None,
     rng: RngLike = None,
     timings: Mapping[str, float] | None = None,
+    noise: str = "float",
 ) -> HeatmapResult:
     """Release a heatmap from an already bounded aggregate (used by every front end and the experiments).
 
@@ -125,6 +131,10 @@ def heatmap_from_aggregate(
         Randomness.
     timings : mapping, optional
         Earlier stage timings to merge (e.g. ``bound``).
+    noise : {"float", "secure"}
+        ``"float"`` (default): numpy Laplace noise, for experiments (results and seeds as before).
+        ``"secure"``: exact discrete Laplace on the 2^-36 grid, **meant for deployment** with
+        ``rng=None`` (OS CSPRNG); a seed makes it reproducible. Same ε; pure Python, so slower.
 
     Privacy guarantee
     -----------------
@@ -135,27 +145,27 @@ def heatmap_from_aggregate(
     agg = check_aggregate(aggregate)
     meth = check_choice("method", method, METHODS)
     check_real("epsilon", epsilon, low=0.0)
-    gen = as_generator(rng)
+    gen = noise_randomness(rng, noise)
     times = dict(timings or {})
     details: dict[str, Any] = {}
     t0 = time.perf_counter()
     if meth == "pyramid":
         width = check_int("w", w, minimum=1)
-        noisy = hierarchical_laplace(agg, epsilon=epsilon, w=width, gamma=gamma, rng=gen)
+        noisy = hierarchical_laplace(agg, epsilon=epsilon, w=width, gamma=gamma, rng=gen, noise=noise)
         t1 = time.perf_counter()
         rec = reconstruct(noisy, w=width)
         estimate, privacy = rec.estimate, noisy.guarantee()
         details.update(w=width, gamma=noisy.budget.gamma, q=noisy.budget.q, epsilons=noisy.budget.epsilons,
                        lp_variables=rec.n_variables, lp_objective=rec.objective)
     elif meth == "laplace":
-        rel = laplace_cells(agg, epsilon=epsilon, top_percent=top_percent, rng=gen)
+        rel = laplace_cells(agg, epsilon=epsilon, top_percent=top_percent, rng=gen, noise=noise)
         t1 = time.perf_counter()
         estimate, privacy = rel.estimate, rel.guarantee()
         details.update(top_percent=top_percent, kept=rel.kept)
     else:
         from dpcloak.heatmaps.dense import dense_aggregate
 
-        dense = dense_aggregate(agg, epsilon=epsilon, rng=gen)
+        dense = dense_aggregate(agg, epsilon=epsilon, rng=gen, noise=noise)
         t1 = time.perf_counter()
         estimate, privacy = dense.estimate, dense.guarantee()
         details.update(coarse_resolution=dense.coarse_resolution)
@@ -186,6 +196,7 @@ def private_heatmap(
     w: int = 20,
     gamma: float = 2**-0.5,
     rng: RngLike = None,
+    noise: str = "float",
 ) -> HeatmapResult:
     """ε-DP heatmap aggregate by Algorithms 1 and 2 of Ghazi et al. ("Differentially Private Heatmaps").
 
@@ -205,6 +216,10 @@ def private_heatmap(
         Budget decay rate γ (paper: 1/√2).
     rng : Generator, int or None
         Randomness.
+    noise : {"float", "secure"}
+        ``"float"`` (default): numpy Laplace noise, for experiments (results and seeds as before).
+        ``"secure"``: exact discrete Laplace on the 2^-36 grid, **meant for deployment** with
+        ``rng=None`` (OS CSPRNG); a seed makes it reproducible. Same ε; pure Python, so slower.
 
     Returns
     -------
@@ -214,12 +229,14 @@ def private_heatmap(
     Privacy guarantee
     -----------------
     ε-DP under add/remove-one-user: levels q..ℓ of the pyramid of s = Σ p_i get Laplace noise of scale
-    1/ε_i with Σ ε_i = ε (basic composition); RECONSTRUCT and normalisation are post-processing.
+    1/ε_i with Σ ε_i = ε (basic composition); RECONSTRUCT and normalisation are post-processing. With
+    ``noise="secure"`` each level's noise is exact discrete Laplace at the same ε_i.
     """
     _check_common(epsilon, resolution)
     check_int("w", w, minimum=1)
     agg, times = _bounded(users, x, y, resolution)
-    return heatmap_from_aggregate(agg, method="pyramid", epsilon=epsilon, w=w, gamma=gamma, rng=rng, timings=times)
+    return heatmap_from_aggregate(agg, method="pyramid", epsilon=epsilon, w=w, gamma=gamma, rng=rng, timings=times,
+                                  noise=noise)
 
 
 def laplace_baseline(
@@ -231,17 +248,22 @@ def laplace_baseline(
     resolution: int,
     top_percent: float | None = None,
     rng: RngLike = None,
+    noise: str = "float",
 ) -> HeatmapResult:
     """The [LXD+19] baseline of Ghazi et al. §4: Lap(1/ε) on every cell, negatives zeroed, optional top-t %.
 
+    ``noise="float"`` (default) is numpy Laplace for experiments; ``noise="secure"`` (exact discrete
+    Laplace, ``rng=None``: OS CSPRNG) is **meant for deployment** (see :func:`heatmap_from_aggregate`).
+
     Privacy guarantee
     -----------------
-    ε-DP under add/remove-one-user (Laplace mechanism on s with ℓ1 sensitivity 1).
+    ε-DP under add/remove-one-user (Laplace mechanism, or its exact discrete version, on s with ℓ1
+    sensitivity 1).
     """
     _check_common(epsilon, resolution)
     agg, times = _bounded(users, x, y, resolution)
     return heatmap_from_aggregate(agg, method="laplace", epsilon=epsilon, top_percent=top_percent, rng=rng,
-                                  timings=times)
+                                  timings=times, noise=noise)
 
 
 def heatmap_from_frame(
@@ -257,6 +279,7 @@ def heatmap_from_frame(
     gamma: float = 2**-0.5,
     top_percent: float | None = None,
     rng: RngLike = None,
+    noise: str = "float",
 ) -> HeatmapResult:
     """DataFrame front end: columns ``user``, ``x``, ``y`` (x, y in [0, 1)); see :func:`private_heatmap`.
 
@@ -278,4 +301,4 @@ def heatmap_from_frame(
                           np.asarray(frame[y], dtype=float), resolution=resolution)
     times = {"bound": time.perf_counter() - t0}
     return heatmap_from_aggregate(agg, method=method, epsilon=epsilon, w=w, gamma=gamma, top_percent=top_percent,
-                                  rng=rng, timings=times)
+                                  rng=rng, timings=times, noise=noise)

@@ -2,7 +2,9 @@
 
 s̃ = s + ν with ν(c) ~ Lap(1/ε) for every one of the Δ² cells (a user's p_i has ℓ1 norm ≤ 1, so the
 ℓ1 sensitivity of s is 1), then negative cells are set to 0. The thresholding variant keeps only the
-⌈t/100 · Δ²⌉ largest noisy cells (t = ``top_percent``) and zeroes the rest.
+⌈t/100 · Δ²⌉ largest noisy cells (t = ``top_percent``) and zeroes the rest. ``noise="secure"`` draws ν
+as exact discrete Laplace on the 2^-36 fixed-point grid (:mod:`dpcloak.heatmaps.aggregate`: the
+setting for deployment); the default ``"float"`` is numpy Laplace, for experiments.
 """
 
 from __future__ import annotations
@@ -13,11 +15,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from dpcloak._rng import RngLike, as_generator
+from dpcloak._rng import RngLike
 from dpcloak._validation import check_real
-from dpcloak.heatmaps.aggregate import USER_NEIGHBOURING, UserLaplaceRelease, check_aggregate
+from dpcloak.heatmaps.aggregate import UserLaplaceRelease, check_aggregate, laplace_level, noise_randomness
 from dpcloak.heatmaps.data import UserAggregate
-from dpcloak.privacy.mechanisms import LaplaceMechanism
 
 __all__ = ["BaselineRelease", "laplace_cells"]
 
@@ -31,15 +32,18 @@ class BaselineRelease(UserLaplaceRelease):
     estimate : ndarray, shape (Δ, Δ)
         max(s + ν, 0), thresholded to the top cells when ``top_percent`` is set.
     epsilon, scale : float
-        ε and the Laplace scale b = 1/ε used.
+        ε and the Laplace scale b = 1/ε used ((1 + 2^-36)/ε for ``"secure"``).
     kept : int
         Number of cells kept by the threshold (Δ² without it).
+    noise : {"float", "secure"}
+        How ν was drawn.
     """
 
     estimate: NDArray[np.float64]
     epsilon: float
     scale: float
     kept: int
+    noise: str = "float"
 
     _source = "seed 003 §4 baseline; Lemma 2.2"
 
@@ -48,7 +52,12 @@ class BaselineRelease(UserLaplaceRelease):
 
 
 def laplace_cells(
-    aggregate: UserAggregate, *, epsilon: float, top_percent: float | None = None, rng: RngLike = None
+    aggregate: UserAggregate,
+    *,
+    epsilon: float,
+    top_percent: float | None = None,
+    rng: RngLike = None,
+    noise: str = "float",
 ) -> BaselineRelease:
     """Laplace on every cell with negatives zeroed ([LXD+19]), optionally keeping the top t % of cells.
 
@@ -61,23 +70,27 @@ def laplace_cells(
     top_percent : float or None
         t ∈ (0, 100]: keep the ⌈tΔ²/100⌉ largest noisy cells.
     rng : Generator, int or None
-        Randomness.
+        Randomness (with ``noise="secure"``, ``None`` means the OS CSPRNG :mod:`secrets`).
+    noise : {"float", "secure"}
+        ``"float"`` (default, experiments): numpy Laplace. ``"secure"`` (**for deployment**): exact
+        discrete Laplace on the 2^-36 grid, about Δ² pure-Python draws.
 
     Privacy guarantee
     -----------------
-    ε-DP under add/remove-one-user: Laplace mechanism with sensitivity 1 on s; clipping and
-    thresholding are post-processing.
+    ε-DP under add/remove-one-user: Laplace mechanism (or its exact discrete version) with
+    sensitivity 1 on s; clipping and thresholding are post-processing.
     """
     agg = check_aggregate(aggregate)
-    mech = LaplaceMechanism(epsilon=epsilon, sensitivity=1.0, neighbouring=USER_NEIGHBOURING)
+    eps = check_real("epsilon", epsilon, low=0.0)
     cells = agg.resolution**2
     kept = cells
     if top_percent is not None:
         t = check_real("top_percent", top_percent, low=0.0, high=100.0, high_inclusive=True)
         kept = min(cells, max(1, math.ceil(t / 100.0 * cells)))
-    noisy = np.maximum(mech.privatize(agg.sums, rng=as_generator(rng)), 0.0)
+    level = laplace_level(agg.fixed, epsilon=eps, noise=noise, rng=noise_randomness(rng, noise))
+    noisy = np.maximum(level.values, 0.0)
     if kept < cells:
         flat = noisy.ravel()
         drop = np.argpartition(flat, noisy.size - kept)[: noisy.size - kept]
         flat[drop] = 0.0
-    return BaselineRelease(estimate=noisy, epsilon=mech.epsilon, scale=mech.scale, kept=kept)
+    return BaselineRelease(estimate=noisy, epsilon=eps, scale=level.scale, kept=kept, noise=noise)

@@ -23,12 +23,12 @@ import numpy as np
 from numpy.typing import NDArray
 from scipy import optimize, sparse
 
-from dpcloak._rng import RngLike, as_generator
+from dpcloak._rng import RngLike
+from dpcloak._validation import check_real
 from dpcloak.errors import ConvergenceError
-from dpcloak.heatmaps.aggregate import USER_NEIGHBOURING, UserLaplaceRelease, check_aggregate
-from dpcloak.heatmaps.data import FIXED_POINT_BITS, UserAggregate
+from dpcloak.heatmaps.aggregate import UserLaplaceRelease, check_aggregate, laplace_level, noise_randomness
+from dpcloak.heatmaps.data import UserAggregate
 from dpcloak.heatmaps.pyramid import pyramid_levels
-from dpcloak.privacy.mechanisms import LaplaceMechanism
 
 __all__ = ["DenseRelease", "dense_aggregate", "emd_norm_projection", "EMD_NORM_ALPHA"]
 
@@ -50,6 +50,8 @@ class DenseRelease(UserLaplaceRelease):
         Δ*.
     epsilon, scale : float
         ε and the Laplace scale.
+    noise : {"float", "secure"}
+        How the coarse noise was drawn (:mod:`dpcloak.heatmaps.aggregate`).
     """
 
     estimate: NDArray[np.float64]
@@ -57,6 +59,7 @@ class DenseRelease(UserLaplaceRelease):
     coarse_resolution: int
     epsilon: float
     scale: float
+    noise: str = "float"
 
     _source = "seed 003 Appendix D, Theorem D.1"
 
@@ -89,21 +92,27 @@ def emd_norm_projection(target: NDArray[np.float64]) -> NDArray[np.float64]:
     return np.maximum(res.x[:m], 0.0).reshape(side, side)
 
 
-def dense_aggregate(aggregate: UserAggregate, *, epsilon: float, rng: RngLike = None) -> DenseRelease:
+def dense_aggregate(
+    aggregate: UserAggregate, *, epsilon: float, rng: RngLike = None, noise: str = "float"
+) -> DenseRelease:
     """Appendix D: coarsen to Δ* ≈ √(εn), Laplace on every coarse cell, project back in EMD norm.
+
+    ``noise="secure"`` (**for deployment**, ``rng=None``: :mod:`secrets`) draws the coarse noise as
+    exact discrete Laplace on the 2^-36 grid; the default ``"float"`` is numpy Laplace (experiments).
 
     Privacy guarantee
     -----------------
     ε-DP under add/remove-one-user: the coarse sums have ℓ1 sensitivity 1 (a user's distribution has
-    mass ≤ 1) and get Lap(1/ε) noise; the projection and spreading are post-processing.
+    mass ≤ 1) and get Lap(1/ε) noise (or its exact discrete version); the projection and spreading
+    are post-processing.
     """
     agg = check_aggregate(aggregate)
-    mech = LaplaceMechanism(epsilon=epsilon, sensitivity=1.0, neighbouring=USER_NEIGHBOURING)
-    ell_star = min(agg.depth, max(0, round(math.log2(math.sqrt(mech.epsilon * max(agg.n_users, 1))))))
-    coarse_sums = pyramid_levels(agg.fixed, start_level=ell_star)[0].astype(np.float64) / float(1 << FIXED_POINT_BITS)
-    noisy = mech.privatize(coarse_sums, rng=as_generator(rng))
-    coarse = emd_norm_projection(noisy)
+    eps = check_real("epsilon", epsilon, low=0.0)
+    ell_star = min(agg.depth, max(0, round(math.log2(math.sqrt(eps * max(agg.n_users, 1))))))
+    coarse_sums = pyramid_levels(agg.fixed, start_level=ell_star)[0]
+    level = laplace_level(coarse_sums, epsilon=eps, noise=noise, rng=noise_randomness(rng, noise))
+    coarse = emd_norm_projection(level.values)
     block = agg.resolution >> ell_star
     fine = np.repeat(np.repeat(coarse, block, axis=0), block, axis=1) / float(block * block)
-    return DenseRelease(estimate=fine, coarse=coarse, coarse_resolution=1 << ell_star, epsilon=mech.epsilon,
-                        scale=mech.scale)
+    return DenseRelease(estimate=fine, coarse=coarse, coarse_resolution=1 << ell_star, epsilon=eps,
+                        scale=level.scale, noise=noise)
