@@ -10,7 +10,7 @@ import typer
 from numpy.typing import NDArray
 from rich.table import Table
 
-from dpcloak.cli._common import build_model, cli_errors, console, emit_json
+from dpcloak.cli._common import ModelSpec, cli_errors, console, emit_json, model_options
 from dpcloak.errors import InvalidParameterError
 from dpcloak.models import LinearModel
 from dpcloak.recovery import bpdn
@@ -64,19 +64,11 @@ def _order_readings(
 
 
 @cli_errors
+@model_options
 def recover(
+    *,
+    spec: ModelSpec,
     readings: str = typer.Option(..., "--readings", help="CSV: sensor position, reading (header optional)."),
-    model: str = typer.Option("heat1d", help="Forward model: heat1d or graph."),
-    n: int = typer.Option(100, help="heat1d: number of source locations."),
-    m: int = typer.Option(50, help="heat1d: number of sensors."),
-    t: float = typer.Option(0.1, help="heat1d: time lapse t (T = mu t)."),
-    mu: float = typer.Option(0.5, help="heat1d: diffusion constant."),
-    graph: str = typer.Option("sbm", help="graph: complete, star, path or sbm."),
-    nodes: int = typer.Option(100, help="graph: number of nodes (positions are node indices)."),
-    tau: float = typer.Option(2.0, help="graph: diffusion time tau."),
-    p_in: float = typer.Option(0.05, help="sbm: edge probability inside a community."),
-    p_out: float = typer.Option(0.001, help="sbm: edge probability between communities."),
-    seed: int = typer.Option(0, help="sbm: random seed of the graph."),
     sigma: float = typer.Option(None, help="Noise standard deviation per reading (sets the radius)."),
     radius: float = typer.Option(None, help="Explicit data-fit radius (instead of --sigma)."),
     radius_policy: str = typer.Option("chi2", help="chi2, lemma6 or paper (sigma*sqrt(m))."),
@@ -88,8 +80,7 @@ def recover(
     as_json: bool = typer.Option(False, "--json", help="Print a JSON object instead of a table."),
 ) -> None:
     """Recover source locations from noisy readings by basis pursuit denoising (seed 000 Algorithm 1)."""
-    built, description = build_model(model, n=n, m=m, t=t, mu=mu, graph=graph, nodes=nodes, tau=tau,
-                                     p_in=p_in, p_out=p_out, seed=seed)
+    built, description = spec.build()
     positions, values = _read_readings(Path(readings))
     y = _order_readings(built, positions, values)
     rec = bpdn(built, y, sigma=sigma, radius=radius, radius_policy=radius_policy,
