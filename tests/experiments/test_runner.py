@@ -7,7 +7,7 @@ import csv
 import numpy as np
 import pytest
 
-from dpcloak.errors import ConvergenceError, InvalidParameterError
+from dpcloak.errors import ConvergenceError, DpcloakError, InvalidParameterError, MissingExtraError
 from dpcloak.experiments import (
     Claim,
     Experiment,
@@ -110,3 +110,27 @@ def test_dask_missing_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "dask.distributed", None)  # import fails as if dask were not installed
     with pytest.raises(MissingExtraError, match="dpcloak\\[dask\\]"):
         run_experiment(TOY, scheduler="tcp://127.0.0.1:1", progress=False)
+
+
+def _needs_extra(params, rng):
+    raise MissingExtraError("this trial needs the 'reference' extra: pip install 'dpcloak[reference]'")
+
+
+def _always_fails(params, rng):
+    raise ConvergenceError("synthetic failure")
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_missing_extra_stops_the_run_with_its_message(tmp_path, workers):
+    exp = Experiment(id="needs-extra", title="t", source="test", trial=_needs_extra, sweep=vary("x", [0, 1, 2]),
+                     quick_sweep=vary("x", [0]), plot=_plot, claims=_claims, trials=4)
+    with pytest.raises(MissingExtraError, match=r"dpcloak\[reference\]"):
+        run_experiment(exp, workers=workers, progress=False, out=tmp_path)
+    assert not (tmp_path / "report.md").exists()
+
+
+def test_every_trial_failing_is_an_error_not_an_empty_report(tmp_path):
+    exp = Experiment(id="all-fail", title="t", source="test", trial=_always_fails, sweep=vary("x", [0, 1]),
+                     quick_sweep=vary("x", [0]), plot=_plot, claims=_claims, trials=2)
+    with pytest.raises(DpcloakError, match=r"every trial of all-fail failed.*ConvergenceError: synthetic failure"):
+        run_experiment(exp, workers=1, progress=False, out=tmp_path)

@@ -107,7 +107,8 @@ def run_trial(spec: TrialSpec) -> dict[str, Any]:
     """Run one trial and return its row: ids, seed, parameters, results and ``error`` (empty if none).
 
     A :class:`~dpcloak.errors.DpcloakError` raised by the trial is recorded in ``error``, never
-    dropped; any other exception is a bug and propagates.
+    dropped; a :class:`~dpcloak.errors.MissingExtraError` (the installation lacks what every trial
+    needs) and any other exception propagate.
     """
     row: dict[str, Any] = {"experiment": spec.experiment, "point": spec.point, "trial": spec.trial, "seed": spec.seed}
     row.update(spec.params)
@@ -118,6 +119,8 @@ def run_trial(spec: TrialSpec) -> dict[str, Any]:
             raise InvalidParameterError(f"trial results must not change parameters or ids: {clash}")
         row.update(result)
         row["error"] = ""
+    except MissingExtraError:
+        raise
     except DpcloakError as exc:
         row["error"] = f"{type(exc).__name__}: {exc}"
     return row
@@ -129,8 +132,12 @@ def _iterate_local(specs: Sequence[TrialSpec], workers: int) -> Iterator[dict[st
         return
     with ProcessPoolExecutor(max_workers=workers) as pool:
         futures: list[Future[dict[str, Any]]] = [pool.submit(run_trial, spec) for spec in specs]
-        for future in as_completed(futures):
-            yield future.result()
+        try:
+            for future in as_completed(futures):
+                yield future.result()
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)  # do not run the rest after a fatal error
+            raise
 
 
 def _iterate_dask(specs: Sequence[TrialSpec], scheduler: Any) -> Iterator[dict[str, Any]]:
@@ -241,6 +248,9 @@ def run_experiment(
     rows = sorted(_progress_iter(source, len(specs), exp.id, progress), key=lambda r: (r["point"], r["trial"]))
     elapsed = time.perf_counter() - start
     out_dir = Path(out) if out is not None else DEFAULT_RESULTS / exp.id
+    if all(row["error"] for row in rows):
+        raise DpcloakError(f"every trial of {exp.id} failed, so there is nothing to plot or report; "
+                           f"the first error: {rows[0]['error']}")
     claims = tuple(exp.claims(rows))
     result = RunResult(
         experiment=exp.id, out_dir=out_dir, rows=tuple(rows), claims=claims, seed=seed, trials=n_trials, quick=quick,
