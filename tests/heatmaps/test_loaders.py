@@ -60,3 +60,30 @@ def test_ais_data():
     assert pts.users.size == 8689 and pts.n_users == 295
     assert pts.x.min() >= 0 and pts.x.max() < 1 and pts.y.max() < 1
     assert box[0] < -74.0 < box[2] and box[1] < 40.7 < box[3]
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("user,lat,lon\n1,40.7,-74.0\n2,40.8\n3,40.9,-73.9,extra,fields\n", "cannot read"),
+        ("user,lat,lon\n1,40.7,-74.0\n2,north,-73.9\n", "column 'lat' must hold numbers; it has 'north'"),
+        ("", "cannot read"),
+    ],
+)
+def test_malformed_files_raise_clear_errors(tmp_path, content, message):
+    path = tmp_path / "points.csv"
+    path.write_text(content)
+    with pytest.raises(InvalidParameterError) as info:
+        load_points(path)
+    assert message in str(info.value)
+
+
+def test_malformed_file_on_the_cli_exits_2_without_traceback(tmp_path):
+    from typer.testing import CliRunner
+
+    from dpcloak.cli import app
+
+    path = tmp_path / "points.csv"
+    path.write_text("user,lat,lon\n1,40.7,-74.0\n2,40.8\n3,40.9,-73.9,extra,fields\n")
+    result = CliRunner().invoke(app, ["heatmap", str(path), "--epsilon", "1"])
+    assert result.exit_code == 2 and "cannot read" in result.stderr and "Traceback" not in result.output

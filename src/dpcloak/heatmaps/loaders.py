@@ -99,13 +99,30 @@ def _pandas() -> Any:
     return pd
 
 
+def _numeric_column(frame: Any, name: str) -> Any:
+    """Column ``name`` as floats, or a clear error naming the column and a bad value."""
+    try:
+        return frame[name].to_numpy(dtype=float)
+    except (TypeError, ValueError):
+        bad = next((v for v in frame[name] if not _is_number(v)), None)
+        raise InvalidParameterError(f"column {name!r} must hold numbers; it has {bad!r}") from None
+
+
+def _is_number(value: Any) -> bool:
+    try:
+        float(value)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
 def _frame_to_points(frame: Any, user: str, lat: str, lon: str, bbox: BBox | None,
                      drop_outside: bool) -> tuple[PointSet, BBox]:
     missing = [c for c in (user, lat, lon) if c not in frame.columns]
     if missing:
         raise InvalidParameterError(f"input must have columns {user!r}, {lat!r}, {lon!r}; missing {missing}")
-    lo = frame[lon].to_numpy(dtype=float)
-    la = frame[lat].to_numpy(dtype=float)
+    lo = _numeric_column(frame, lon)
+    la = _numeric_column(frame, lat)
     box = bounding_box(lo, la) if bbox is None else bbox
     x, y, keep = lonlat_to_unit(lo, la, bbox=box, drop_outside=drop_outside)
     users = frame[user].to_numpy()[keep]
@@ -146,15 +163,19 @@ def load_points(
     p = Path(path)
     if not p.exists():
         raise InvalidParameterError(f"path does not exist: {p}")
-    frame = pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p)
+    try:
+        frame = pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p)
+    except (ValueError, OSError) as exc:  # pandas/pyarrow parse errors derive from ValueError
+        kind = "Parquet" if p.suffix == ".parquet" else "CSV"
+        raise InvalidParameterError(f"cannot read {p} as {kind}: {exc}") from None
     if unit_columns is None:
         return _frame_to_points(frame, user, lat, lon, bbox, drop_outside)
     cx, cy = unit_columns
     missing = [c for c in (user, cx, cy) if c not in frame.columns]
     if missing:
         raise InvalidParameterError(f"input must have columns {user!r}, {cx!r}, {cy!r}; missing {missing}")
-    x = check_array(cx, frame[cx].to_numpy(dtype=float), ndim=1)
-    y = check_array(cy, frame[cy].to_numpy(dtype=float), ndim=1)
+    x = check_array(cx, _numeric_column(frame, cx), ndim=1)
+    y = check_array(cy, _numeric_column(frame, cy), ndim=1)
     keep = _finish(x, y, drop_outside, "unit square [0, 1)²")
     return PointSet(users=frame[user].to_numpy()[keep], x=x[keep], y=y[keep]), None
 
