@@ -68,15 +68,25 @@ def theorem8_bound(*, m: int, t: float, sigma: float, k: int, A: float, separati
     m, t, mu, k, A, sep = _validate(m, t, mu, k, A, separation)
     sigma = check_real("sigma", sigma, low=0.0, low_inclusive=True)
     T, failed = _common(m, t, mu, k, A, sep)
-    B = 2.0 * sigma + k / math.sqrt(2.0 * math.pi) * math.exp(-(A**2) / (4.0 * T))
+    return _upper_bound(
+        T, m, k, A, noise=2.0 * sigma, failed=failed, source="seed 000 Theorem 8",
+        c_failure="assumption 4 (√T(2σ + k e^(−A²/4T)/√(2π)) ≤ c < 1) fails: it equals {c:.4g}",
+    )
+
+
+def _upper_bound(
+    T: float, m: int, k: int, A: float, *, noise: float, failed: list[str], source: str, c_failure: str,
+    detail: str = "",
+) -> Bound:
+    """Theorem 8's bracket with ``B = noise + k e^{−A²/4T}/√(2π)`` and ``c = √T B < 1`` (shared by Corollary 9)."""
+    B = noise + k / math.sqrt(2.0 * math.pi) * math.exp(-(A**2) / (4.0 * T))
     c = math.sqrt(T) * B
     if not c < 1.0:
-        failed.append(f"assumption 4 (√T(2σ + k e^(−A²/4T)/√(2π)) ≤ c < 1) fails: it equals {c:.4g}")
-    source = "seed 000 Theorem 8"
+        failed.append(c_failure.format(c=c))
     if failed:
         return Bound(value=math.nan, kind="upper", source=source, applies=False, reason="; ".join(failed))
-    value = _bracket(T, m, k, B, c)
-    return Bound(value=value, kind="upper", source=source, applies=True, reason=f"{_UNSPECIFIED}; c = {c:.4g}")
+    return Bound(value=_bracket(T, m, k, B, c), kind="upper", source=source, applies=True,
+                 reason=f"{_UNSPECIFIED}; {detail}c = {c:.4g}")
 
 
 def _bracket(T: float, m: int, k: int, B: float, c: float) -> float:
@@ -111,15 +121,11 @@ def corollary9_bound(*, n: int, m: int, t: float, epsilon: float, delta: float, 
     if not k * math.sqrt(T) <= math.sqrt(math.pi):
         failed.append(f"assumption (ii) k√T ≤ √π fails: k√T = {k * math.sqrt(T):.4g}")
     noise = 2.0 * math.sqrt(m) * math.log(1.0 / delta) / (epsilon * n * T**1.5)
-    B = noise + k / math.sqrt(2.0 * math.pi) * math.exp(-(A**2) / (4.0 * T))
-    c = math.sqrt(T) * B
-    if not c < 1.0:
-        failed.append(f"the factor 1/(1 − c) needs c = √T·(noise + k e^(−A²/4T)/√(2π)) < 1; c = {c:.4g}")
-    source = "seed 000 Corollary 9"
-    if failed:
-        return Bound(value=math.nan, kind="upper", source=source, applies=False, reason="; ".join(failed))
-    return Bound(value=_bracket(T, m, k, B, c), kind="upper", source=source, applies=True,
-                 reason=f"{_UNSPECIFIED}; √m/(nT) = {ratio:.4g}; c = {c:.4g}")
+    return _upper_bound(
+        T, m, k, A, noise=noise, failed=failed, source="seed 000 Corollary 9",
+        c_failure="the factor 1/(1 − c) needs c = √T·(noise + k e^(−A²/4T)/√(2π)) < 1; c = {c:.4g}",
+        detail=f"√m/(nT) = {ratio:.4g}; ",
+    )
 
 
 def theorem10_lower_bound(*, m: int, t: float, sigma: float, mu: float = 0.5, C: float | None = None,
