@@ -79,3 +79,45 @@ def test_heatmap_float_noise_is_explicit(csv_path, tmp_path):
     assert "idealised real-valued noise" in json.loads(res.stdout)["mechanism"]
     agg = np.load(npy)
     assert agg.shape == (16, 16) and agg.min() >= 0 and agg.sum() == pytest.approx(1.0)
+
+
+def test_extents_outputs_and_evaluate(csv_path, tmp_path):
+    # Issue 16: public extent as a lon/lat box or a centre and size; PNG, CSV, GeoJSON; --evaluate is curator-side.
+    out, cells, geo, npy = (tmp_path / n for n in ("m.png", "m.csv", "m.geojson", "m.npy"))
+    res = CliRunner().invoke(app, ["heatmap", str(csv_path), "--epsilon", "1", "--resolution", "16",
+                                   "--centre", "-73.75,40.25", "--size", "60000", "--out", str(out), "--csv",
+                                   str(cells), "--geojson", str(geo), "--npy", str(npy), "--evaluate", "--json"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.stdout)
+    assert summary["size_m"] == 60000.0 and summary["cell_size_m"] == 3750.0
+    curator = summary["curator_not_private"]
+    assert "NOT private" in curator["label"] and curator["emd_unit"] == "m" and 0 < curator["emd"] < 60000
+    assert {"sim", "cc", "kl"} <= set(curator) and "users" not in curator  # counts only with --diagnostics
+    truth = np.load(tmp_path / "m.true-NOT-PRIVATE.npy")
+    assert truth.sum() == pytest.approx(1.0) and not np.array_equal(truth, np.load(npy))
+    assert out.stat().st_size > 0 and cells.read_text().count("\n") == 16 * 16 + 1
+    assert json.loads(geo.read_text())["type"] == "FeatureCollection"
+
+
+def test_metres_extent_needs_columns_and_refuses_geojson(tmp_path):
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(1)
+    path = tmp_path / "m.csv"
+    pd.DataFrame({"user": rng.integers(0, 30, 200), "east": rng.random(200) * 900,
+                  "north": rng.random(200) * 400}).to_csv(path, index=False)
+    base = ["heatmap", str(path), "--epsilon", "1", "--resolution", "8", "--metres-box", "0,0,1000,500"]
+    res = CliRunner().invoke(app, [*base, "--xy", "east,north", "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.stdout)["cell_size_m"] == 125.0  # the box padded to a 1000 m square
+    for extra, message in ((["--geojson", str(tmp_path / "g.json"), "--xy", "east,north"], "lon/lat extent"),
+                           ([], "--xy"), (["--bbox", "-74,40,-73,41", "--xy", "east,north"], "one extent")):
+        bad = CliRunner().invoke(app, [*base, *extra])
+        assert bad.exit_code == 2 and message in bad.output and "Traceback" not in bad.output
+
+
+def test_invalid_latitude_in_the_data_is_refused(tmp_path):
+    pd = pytest.importorskip("pandas")
+    path = tmp_path / "bad.csv"
+    pd.DataFrame({"user": [1, 2], "lat": [40.5, 95.0], "lon": [-73.9, -73.8]}).to_csv(path, index=False)
+    res = CliRunner().invoke(app, ["heatmap", str(path), "--epsilon", "1", "--resolution", "8", *BOX])
+    assert res.exit_code == 2 and "lat must lie in [-90, 90]" in res.output

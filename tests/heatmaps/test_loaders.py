@@ -4,18 +4,20 @@ import numpy as np
 import pytest
 
 from dpcloak.errors import InvalidParameterError
+from dpcloak.heatmaps.extent import Extent
 from dpcloak.heatmaps.loaders import bounding_box, load_ais, load_points, lonlat_to_unit, pixels_to_unit
 
 
-def test_lonlat_and_pixel_mapping():
-    x, y, keep = lonlat_to_unit([-74.0, -73.5, -73.0], [40.0, 40.25, 40.5], bbox=(-74.0, 40.0, -72.0, 41.0))
-    np.testing.assert_allclose(x, [0.0, 0.25, 0.5])
-    np.testing.assert_allclose(y, [0.0, 0.25, 0.5])
-    assert keep.all()
+def test_lonlat_box_and_pixel_mapping():
+    # lonlat_to_unit goes through Extent.lonlat_box (projected metres; the projection itself is tested against
+    # pyproj in test_extent). Oracle here: the box centre maps to the square's centre, a point outside is refused.
+    box = (-74.0, 40.0, -72.0, 41.0)
+    x, y, keep = lonlat_to_unit([-73.0], [40.5], bbox=box)
+    assert keep.all() and abs(x[0] - 0.5) < 1e-12 and abs(y[0] - 0.5) < 2e-3
     with pytest.raises(InvalidParameterError, match="outside"):
-        lonlat_to_unit([-72.0], [40.5], bbox=(-74.0, 40.0, -72.0, 41.0))  # right edge is excluded
-    x, y, keep = lonlat_to_unit([-72.0, -73.0], [40.5, 40.5], bbox=(-74.0, 40.0, -72.0, 41.0), drop_outside=True)
-    assert keep.tolist() == [False, True] and x.tolist() == [0.5]
+        lonlat_to_unit([-71.0], [40.5], bbox=box)
+    x, y, keep = lonlat_to_unit([-71.0, -73.0], [40.5, 40.5], bbox=box, drop_outside=True)
+    assert keep.tolist() == [False, True] and x.size == 1
     px, py, _ = pixels_to_unit([0, 320, 639], [0, 240, 479], width=640, height=480)
     np.testing.assert_allclose(px, [0.0, 0.5, 639 / 640])
     np.testing.assert_allclose(py, [0.0, 0.5, 479 / 480])
@@ -40,18 +42,21 @@ def test_load_points_roundtrip(tmp_path, suffix):
                           "time": ["t0", "t1", "t2"]})
     path = tmp_path / f"p{suffix}"
     frame.to_csv(path, index=False) if suffix == ".csv" else frame.to_parquet(path)
-    pts, box = load_points(path, bbox=(-74.0, 40.0, -72.0, 41.0))
-    np.testing.assert_allclose(pts.x, [0.0, 0.25, 0.5])
-    assert pts.users.tolist() == [1, 1, 2] and box == (-74.0, 40.0, -72.0, 41.0)
+    extent = Extent.lonlat_box(-74.0, 40.0, -72.0, 41.0)
+    pts = load_points(path, extent=extent)
+    ex, ey, _ = extent.to_unit(frame.lon, frame.lat)
+    np.testing.assert_array_equal(pts.x, ex)
+    np.testing.assert_array_equal(pts.y, ey)
+    assert pts.users.tolist() == [1, 1, 2]
     frame.assign(x=[0.1, 0.2, 0.3], y=[0.5, 0.5, 0.5]).to_csv(tmp_path / "u.csv", index=False)
-    unit, nobox = load_points(tmp_path / "u.csv", unit_columns=("x", "y"))
-    assert nobox is None and unit.x.tolist() == [0.1, 0.2, 0.3]
+    unit = load_points(tmp_path / "u.csv", columns=("x", "y"))
+    assert unit.x.tolist() == [0.1, 0.2, 0.3]
     with pytest.raises(InvalidParameterError, match="missing"):
-        load_points(path, user="who")
+        load_points(path, user="who", extent=extent)
     with pytest.raises(InvalidParameterError, match="does not exist"):
         load_points(tmp_path / "nope.csv")
-    with pytest.raises(InvalidParameterError, match=r"bbox .* is required.*public"):
-        load_points(path)  # never a box taken from the data (issue 12, defect 8)
+    with pytest.raises(InvalidParameterError, match=r"outside the unit square.*public Extent"):
+        load_points(path)  # lon/lat read as [0, 1) coordinates without an extent: refused, never a data-derived box
 
 
 def test_ais_data():
@@ -76,7 +81,7 @@ def test_malformed_files_raise_clear_errors(tmp_path, content, message):
     path = tmp_path / "points.csv"
     path.write_text(content)
     with pytest.raises(InvalidParameterError) as info:
-        load_points(path, bbox=(-75.0, 40.0, -73.0, 41.0))
+        load_points(path, extent=Extent.lonlat_box(-75.0, 40.0, -73.0, 41.0))
     assert message in str(info.value)
 
 

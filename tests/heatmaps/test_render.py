@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from dpcloak.errors import InvalidParameterError
-from dpcloak.heatmaps.render import plot_heatmaps, render
+from dpcloak.heatmaps.render import plot_heatmaps, render, render_layers
 
 
 def _direct(p, sigma):
@@ -36,11 +36,43 @@ def test_zero_sigma_and_bad_input():
         render(p, sigma=-1.0)
 
 
-def test_plot_side_by_side(tmp_path):
-    fig = plot_heatmaps({"true": np.eye(8), "private": np.ones((8, 8))}, sigma=0.05)
-    assert len(fig.axes) == 2
+def test_plot_shares_one_colour_scale_with_axes_and_colour_bar(tmp_path):
+    from matplotlib.colors import PowerNorm
+
+    from dpcloak.heatmaps.extent import Extent
+
+    extent = Extent.metres_box(0.0, 0.0, 8000.0, 8000.0)
+    hot, flat = np.zeros((8, 8)), np.full((8, 8), 1 / 64)
+    hot[2, 3] = 1.0
+    fig = plot_heatmaps({"true": hot, "private": flat}, extent=extent)
+    panels = [ax for ax in fig.axes if ax.get_label() != "<colorbar>"]
+    assert len(panels) == 2 and len(fig.axes) == 3  # two maps and one colour bar
+    norms = [ax.images[0].norm for ax in panels]
+    assert all(isinstance(n, PowerNorm) for n in norms)
+    # Oracle: one scale from 0 to the largest value over both panels, in share per km² (cells of 1 km²).
+    assert {(n.vmin, n.vmax) for n in norms} == {(0.0, 1.0)}
+    assert panels[0].get_xlabel() == "east (km)" and panels[0].images[0].get_extent() == [0.0, 8.0, 0.0, 8.0]
     out = tmp_path / "h.png"
     fig.savefig(out)
     assert out.stat().st_size > 0
     with pytest.raises(InvalidParameterError):
         plot_heatmaps({})
+    with pytest.raises(InvalidParameterError, match="lon/lat extent"):
+        plot_heatmaps({"a": flat}, extent=extent, units="lonlat")
+
+
+def test_layered_rendering_hides_blocks_and_keeps_mass():
+    # One 32 × 32 block of uniform mass at Δ = 256 (what RECONSTRUCT outputs for a left-out region). Oracle: the
+    # plain H^σ keeps a sharp edge (the largest jump between neighbouring pixels sits on the block's border);
+    # the layered rendering spreads the block at its own scale, so its largest jump is several times smaller.
+    delta, block = 256, 32
+    layer = np.zeros((delta, delta))
+    layer[64:96, 128:160] = 1.0 / block**2
+    sigma = 0.002
+    plain = render(layer, sigma=sigma)
+    smooth = render_layers([(block, layer)], sigma=sigma)
+    assert smooth.sum() == pytest.approx(1.0) and plain.sum() == pytest.approx(1.0)
+    jump = lambda a: max(np.abs(np.diff(a, axis=0)).max(), np.abs(np.diff(a, axis=1)).max())  # noqa: E731
+    assert jump(smooth) < jump(plain) / 5
+    # A layer of single cells (b = 1) is rendered exactly as H^σ of §2.3.
+    np.testing.assert_array_equal(render_layers([(1, layer)], sigma=sigma), plain)

@@ -1,22 +1,26 @@
-"""``dpcloak heatmap``: an ε-DP heatmap of a CSV/Parquet file of (user, lat, lon) or (user, x, y) points.
+"""``dpcloak heatmap``: an ε-DP heatmap of a CSV/Parquet file of (user, lon, lat) or (user, x, y) points.
 
 Thin over :mod:`dpcloak.heatmaps`; the library is imported inside the command. What the command
 prints (or writes with ``--json``) is the release: the DP output's files and public parameters.
-Curator-side diagnostics (exact user and point counts, timings) appear only with ``--diagnostics``,
-in a separate section labelled not private.
+Curator-side numbers (exact user and point counts, timings, ``--evaluate``'s scores and true map)
+appear only when asked for, labelled NOT private.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import typer
 
 from dpcloak.cli._common import cli_errors, console, emit_json
 from dpcloak.errors import InvalidParameterError
 
+if TYPE_CHECKING:
+    from dpcloak.heatmaps.extent import Extent
 
-def _parse_numbers(option: str, text: str, count: int, form: str) -> tuple[float, ...]:
+
+def _numbers(option: str, text: str, count: int, form: str) -> tuple[float, ...]:
     parts = text.split(",")
     if len(parts) != count:
         raise InvalidParameterError(f"{option} must be '{form}', got {text!r}")
@@ -26,45 +30,78 @@ def _parse_numbers(option: str, text: str, count: int, form: str) -> tuple[float
         raise InvalidParameterError(f"{option} must hold {count} numbers '{form}', got {text!r}") from None
 
 
+def _extent(bbox: str | None, centre: str | None, size: float | None, metres_box: str | None) -> Extent | None:
+    """The public extent from exactly one of --bbox, --centre/--size, --metres-box (or none: unit square)."""
+    from dpcloak.heatmaps.extent import Extent
+
+    given = [name for name, v in (("--bbox", bbox), ("--centre", centre), ("--metres-box", metres_box)) if v]
+    if len(given) > 1:
+        raise InvalidParameterError(f"give one extent, got {' and '.join(given)}")
+    if (centre is None) != (size is None):
+        raise InvalidParameterError("--centre lon,lat and --size METRES go together")
+    if bbox is not None:
+        return Extent.lonlat_box(*_numbers("--bbox", bbox, 4, "lon_min,lat_min,lon_max,lat_max"))
+    if centre is not None and size is not None:
+        lon, lat = _numbers("--centre", centre, 2, "lon,lat")
+        return Extent.around(lon=lon, lat=lat, size=size)
+    if metres_box is not None:
+        return Extent.metres_box(*_numbers("--metres-box", metres_box, 4, "x_min,y_min,x_max,y_max"))
+    return None
+
+
+def _beside(path: str, tag: str) -> Path:
+    p = Path(path)
+    return p.with_name(f"{p.stem}.{tag}{p.suffix}")
+
+
 @cli_errors
 def heatmap(
     points: str = typer.Argument(..., help="CSV or Parquet file with one row per point."),
     epsilon: float = typer.Option(..., help="Privacy budget epsilon > 0 (add/remove-one-user DP)."),
     resolution: int = typer.Option(256, help="Grid size Delta (a power of two)."),
-    bbox: str | None = typer.Option(None, help="PUBLIC box lon_min,lat_min,lon_max,lat_max mapped to the grid "
-                                    "(required with lat/lon columns; never taken from the data)."),
-    out: str | None = typer.Option(None, help="Write the rendered private heatmap as an image (PNG)."),
-    npy: str | None = typer.Option(None, help="Write the normalised private aggregate as a .npy array."),
+    bbox: str | None = typer.Option(None, help="PUBLIC extent: lon_min,lat_min,lon_max,lat_max (points in lon/lat, "
+                                    "projected to metres; a non-square box is padded to a square)."),
+    centre: str | None = typer.Option(None, help="PUBLIC extent: centre lon,lat of a square of --size metres."),
+    size: float | None = typer.Option(None, help="Side in metres of the --centre square."),
+    metres_box: str | None = typer.Option(None, help="PUBLIC extent in metres: x_min,y_min,x_max,y_max (points "
+                                          "in metres, columns from --xy)."),
+    xy: str | None = typer.Option(None, help="'xcol,ycol': metres with --metres-box, else coordinates in [0, 1)."),
+    user: str = typer.Option("user", help="User-id column."),
+    lat: str = typer.Option("lat", help="Latitude column."),
+    lon: str = typer.Option("lon", help="Longitude column."),
+    drop_outside: bool = typer.Option(False, help="Drop points outside the extent instead of failing."),
     method: str = typer.Option("pyramid", help="pyramid (Algorithms 1-2), laplace (baseline) or dense (App. D)."),
     w: int = typer.Option(20, help="pyramid: cells kept per level."),
     gamma: float = typer.Option(2**-0.5, help="pyramid: budget decay rate."),
     top_percent: float | None = typer.Option(None, help="laplace: keep only the top t percent of cells."),
     population: float | None = typer.Option(None, help="dense: PUBLIC estimate of the number of users (else 10% "
                                             "of epsilon buys a noisy count)."),
-    user: str = typer.Option("user", help="User-id column."),
-    lat: str = typer.Option("lat", help="Latitude column."),
-    lon: str = typer.Option("lon", help="Longitude column."),
-    xy: str | None = typer.Option(None, help="Use 'xcol,ycol' holding coordinates in [0, 1) instead of lat/lon."),
-    drop_outside: bool = typer.Option(False, help="Drop points outside the box instead of failing."),
-    sigma: float = typer.Option(0.01, help="Rendering sigma (unit-square units) for --out."),
+    out: str | None = typer.Option(None, help="Write the rendered map as PNG (axes, colour bar)."),
+    units: str = typer.Option("m", help="PNG axes: m (km east/north) or lonlat."),
+    sigma: float = typer.Option(0.004, help="Rendering sigma as a fraction of the extent's side."),
+    csv: str | None = typer.Option(None, help="Write a CSV of cells: row, col, centre (metres, lon/lat), share."),
+    geojson: str | None = typer.Option(None, help="Write the cells with a positive share as GeoJSON polygons."),
+    npy: str | None = typer.Option(None, help="Write the normalised private aggregate as a .npy array."),
     noise: str = typer.Option("secure", help="secure (exact discrete Laplace from the OS CSPRNG, the default) or "
                               "float (numpy Laplace: simulation only, leaks through low-order bits)."),
     seed: int | None = typer.Option(None, help="Random seed: only with --noise float or --simulation."),
     simulation: bool = typer.Option(False, help="Allow --seed with secure noise (reproducible: not a release)."),
+    evaluate: bool = typer.Option(False, help="Curator-side, NOT private: EMD/SIM/CC/KL against the true map, "
+                                  "which is written beside the private one (*.true-NOT-PRIVATE.*)."),
     diagnostics: bool = typer.Option(False, help="Also show curator-side diagnostics (exact counts, timings): "
                                      "NOT private, never publish them."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON summary."),
 ) -> None:
     """Release an epsilon-DP heatmap of users' points (Ghazi et al., 'Differentially Private Heatmaps')."""
-    from pathlib import Path
-
     import numpy as np
 
     from dpcloak.heatmaps.api import METHODS, heatmap_from_aggregate
     from dpcloak.heatmaps.data import bound_users
+    from dpcloak.heatmaps.evaluate import score_heatmap
+    from dpcloak.heatmaps.export import write_cells_csv, write_geojson
     from dpcloak.heatmaps.loaders import load_points
     from dpcloak.heatmaps.release import NOT_PRIVATE
-    from dpcloak.heatmaps.render import plot_heatmaps
+    from dpcloak.heatmaps.render import plot_heatmaps, render
 
     if method not in METHODS:
         raise InvalidParameterError(f"--method must be one of {', '.join(METHODS)}, got {method!r}")
@@ -73,44 +110,66 @@ def heatmap(
             f"--seed {seed} is refused with --noise secure (a release): whoever knows the seed can subtract the noise; "
             "add --simulation to reproduce a release in a test, or use --noise float for simulation"
         )
-    unit = None
-    if xy is not None:
-        cols = xy.split(",")
-        if len(cols) != 2:
-            raise InvalidParameterError(f"--xy must be 'xcol,ycol', got {xy!r}")
-        unit = (cols[0], cols[1])
-    box = None
-    if bbox is not None:
-        lon0, lat0, lon1, lat1 = _parse_numbers("--bbox", bbox, 4, "lon_min,lat_min,lon_max,lat_max")
-        box = (lon0, lat0, lon1, lat1)
-    if unit is None and box is None:
+    ext = _extent(bbox, centre, size, metres_box)
+    if ext is not None and ext.projection is None and xy is None:
+        raise InvalidParameterError("--metres-box needs --xy 'xcol,ycol' naming the columns in metres")
+    if ext is None and xy is None:
         raise InvalidParameterError(
-            "--bbox lon_min,lat_min,lon_max,lat_max is required with lat/lon columns: the extent of a release must "
-            "be public input (a bounding box taken from the data is not private); or pass --xy with [0, 1) columns"
+            "an extent is required with lon/lat columns: --bbox lon_min,lat_min,lon_max,lat_max or --centre lon,lat "
+            "--size METRES; it must be public input (a bounding box taken from the data is not private); or pass "
+            "--xy with [0, 1) columns"
         )
-    data, _ = load_points(Path(points), user=user, lat=lat, lon=lon, bbox=box, drop_outside=drop_outside,
-                          unit_columns=unit)
+    cols = (lon, lat) if xy is None else tuple(xy.split(","))
+    if len(cols) != 2:
+        raise InvalidParameterError(f"--xy must be 'xcol,ycol', got {xy!r}")
+    data = load_points(Path(points), user=user, columns=(cols[0], cols[1]), extent=ext, drop_outside=drop_outside)
     agg = bound_users(data.users, data.x, data.y, resolution=resolution)
     res = heatmap_from_aggregate(agg, method=method, epsilon=epsilon, w=w, gamma=gamma, top_percent=top_percent,
-                                 population=population, rng=seed, noise=noise, simulation=simulation)
+                                 population=population, extent=ext, rng=seed, noise=noise, simulation=simulation)
+    truth = agg.normalized if evaluate else None
     if npy is not None:
         np.save(Path(npy), res.aggregate)
+        if truth is not None:
+            np.save(_beside(npy, "true-NOT-PRIVATE"), truth)
     if out is not None:
-        fig = plot_heatmaps({f"{method}, ε={epsilon:g}": res.aggregate}, sigma=sigma)
-        fig.savefig(Path(out), dpi=150)
-    summary: dict[str, Any] = {**res.public_summary(), "bbox": list(box) if box is not None else None,
-                               "out": out, "npy": npy}
-    curator = {"label": NOT_PRIVATE, "users": res.curator.n_users, "points": res.curator.n_points,
-               "seconds": res.curator.timings["total"]}
-    if as_json:
-        emit_json({**summary, **({"curator_not_private": curator} if diagnostics else {})})
-        return
-    console.print(f"[bold]{method}[/] heatmap, {res.privacy.kind} with ε={res.privacy.epsilon:g} "
-                  f"({res.privacy.neighbouring})")
-    console.print(f"Δ={res.resolution}, noise={noise}: {res.privacy.mechanism}")
-    for path in (out, npy):
-        if path is not None:
-            console.print(f"wrote {path}")
+        panels = {f"private ({method}, ε={epsilon:g})": res.render(sigma=sigma)}
+        if truth is not None:
+            panels["true map (NOT private)"] = render(truth, sigma=sigma)
+        plot_heatmaps(panels, extent=ext, units=units).savefig(Path(out), dpi=150)
+    if csv is not None:
+        write_cells_csv(csv, res.aggregate, extent=ext)
+    if geojson is not None:
+        if ext is None:
+            raise InvalidParameterError("--geojson needs a lon/lat extent (--bbox or --centre/--size)")
+        write_geojson(geojson, res.aggregate, extent=ext, properties=res.public_summary())
+    summary: dict[str, Any] = {**res.public_summary(), "out": out, "npy": npy, "csv": csv, "geojson": geojson}
+    curator: dict[str, Any] = {"label": NOT_PRIVATE}
     if diagnostics:
-        console.print(f"[yellow]{NOT_PRIVATE}:[/] {curator['users']} users, {curator['points']} points, "
-                      f"{curator['seconds']:.3f} s")
+        curator.update(users=res.curator.n_users, points=res.curator.n_points, seconds=res.curator.timings["total"])
+    if truth is not None:
+        scores = score_heatmap(truth, res.aggregate, sigma=sigma, scale=1.0 if ext is None else ext.size)
+        curator.update(emd=scores.emd, emd_unit="m" if ext is not None else "unit square", sim=scores.sim,
+                       cc=scores.cc, kl=scores.kl)
+    if as_json:
+        emit_json({**summary, **({"curator_not_private": curator} if len(curator) > 1 else {})})
+        return
+    _print(res, summary, curator)
+
+
+def _print(res: Any, summary: dict[str, Any], curator: dict[str, Any]) -> None:
+    g = res.privacy
+    console.print(f"[bold]{res.method}[/] heatmap, {g.kind} with ε={g.epsilon:g} ({g.neighbouring})")
+    console.print(f"Δ={res.resolution}, noise={res.noise}: {g.mechanism}")
+    if "size_m" in summary:
+        console.print(f"extent: {summary['extent']}; square side {summary['size_m']:.6g} m, "
+                      f"cells {summary['cell_size_m']:.6g} m")
+    for key in ("out", "npy", "csv", "geojson"):
+        if summary[key] is not None:
+            console.print(f"wrote {summary[key]}")
+    if len(curator) > 1:
+        console.print(f"[yellow]{curator['label']}:[/]")
+        if "users" in curator:
+            console.print(f"  {curator['users']} users, {curator['points']} points, {curator['seconds']:.3f} s")
+        if "emd" in curator:
+            console.print(f"  against the true map: EMD {curator['emd']:.4g} ({curator['emd_unit']}), "
+                          f"SIM {curator['sim']:.3f}, CC {curator['cc']:.3f}, KL {curator['kl']:.3f}")

@@ -31,9 +31,10 @@ from dpcloak.errors import InvalidParameterError
 from dpcloak.heatmaps.aggregate import check_aggregate, hierarchical_laplace
 from dpcloak.heatmaps.baselines import laplace_cells
 from dpcloak.heatmaps.data import UserAggregate, bound_users, check_resolution
+from dpcloak.heatmaps.extent import Extent
 from dpcloak.heatmaps.reconstruct import reconstruct
 from dpcloak.heatmaps.release import CuratorDiagnostics, release_randomness
-from dpcloak.heatmaps.render import render
+from dpcloak.heatmaps.render import render_layers
 from dpcloak.privacy.mechanisms import PrivacyGuarantee
 
 __all__ = [
@@ -77,6 +78,11 @@ class HeatmapResult:
     curator : CuratorDiagnostics
         **Not private**: exact n_users, n_points and timings, for the data holder only; not part of
         the release.
+    extent : Extent or None
+        The public extent the grid covers (metres, :mod:`dpcloak.heatmaps.extent`); ``None``: [0, 1)².
+    layers : tuple of (int, ndarray)
+        ``aggregate`` split by the block size it was estimated at: (block side in cells, masses spread
+        uniformly over those blocks); the layers sum to ``aggregate``. Used by :meth:`render`.
     """
 
     aggregate: NDArray[np.float64]
@@ -89,6 +95,8 @@ class HeatmapResult:
     curator: CuratorDiagnostics
     degenerate: bool = False
     details: Mapping[str, Any] = field(default_factory=dict)
+    extent: Extent | None = None
+    layers: tuple[tuple[int, NDArray[np.float64]], ...] = ()
 
     def guarantee(self) -> PrivacyGuarantee:
         """ε-DP under add/remove-one-user (see the method's docstring)."""
@@ -101,11 +109,17 @@ class HeatmapResult:
             "method": self.method, "noise": self.noise, "resolution": self.resolution, "kind": g.kind,
             "epsilon": g.epsilon, "delta": g.delta, "neighbouring": g.neighbouring, "mechanism": g.mechanism,
             **{k: (list(v) if isinstance(v, tuple) else v) for k, v in self.parameters.items()},
+            **({} if self.extent is None else
+               {**self.extent.summary(), "cell_size_m": self.extent.cell_size(self.resolution)}),
         }
 
     def render(self, *, sigma: float) -> NDArray[np.float64]:
-        """H^σ of the released aggregate (§2.3)."""
-        return render(self.aggregate, sigma=sigma)
+        """The released aggregate rendered without the pyramid's blocks (``render_layers``, :mod:`~.render`).
+
+        Each block's mass is smoothed at its own scale: H^σ_j with σ_j = √(σ² + (b_j/(2Δ))²) for blocks of
+        b_j cells; the finest cells get H^σ (§2.3). Mass-preserving, post-processing of the DP output.
+        """
+        return render_layers(self.layers or ((1, self.aggregate),), sigma=sigma)
 
 
 def normalize(estimate: NDArray[np.float64]) -> tuple[NDArray[np.float64], bool]:
@@ -131,6 +145,7 @@ def heatmap_from_aggregate(
     gamma: float = 2**-0.5,
     top_percent: float | None = None,
     population: float | None = None,
+    extent: Extent | None = None,
     rng: RngLike = None,
     timings: Mapping[str, float] | None = None,
     noise: str = "secure",
@@ -153,6 +168,8 @@ def heatmap_from_aggregate(
     population : float or None
         dense: a public estimate of the number of users that fixes the coarse grid; ``None`` spends
         10 % of ε on a noisy count instead (:func:`~dpcloak.heatmaps.dense.dense_aggregate`).
+    extent : Extent or None
+        The public extent the aggregate's grid covers (cell size in metres in the summary, axes).
     rng : Generator, int or None
         Randomness (see ``noise``).
     timings : mapping, optional
@@ -172,6 +189,8 @@ def heatmap_from_aggregate(
     """
     agg = check_aggregate(aggregate)
     meth = check_choice("method", method, METHODS)
+    if extent is not None and not isinstance(extent, Extent):
+        raise InvalidParameterError(f"extent must be an Extent (dpcloak.heatmaps.extent), got {type(extent).__name__}")
     check_real("epsilon", epsilon, low=0.0)
     gen = release_randomness(rng, noise, simulation=simulation)
     times = dict(timings or {})
@@ -182,7 +201,7 @@ def heatmap_from_aggregate(
         noisy = hierarchical_laplace(agg, epsilon=epsilon, w=width, gamma=gamma, rng=gen, noise=noise)
         t1 = time.perf_counter()
         rec = reconstruct(noisy, w=width)
-        estimate, privacy = rec.estimate, noisy.guarantee()
+        estimate, privacy, layers = rec.estimate, noisy.guarantee(), rec.layers()
         params: dict[str, Any] = dict(w=width, gamma=noisy.budget.gamma, q=noisy.budget.q,
                                       levels=noisy.budget.levels, level_epsilons=noisy.budget.epsilons)
         details.update(lp_variables=rec.n_variables, lp_objective=rec.objective)
@@ -190,6 +209,7 @@ def heatmap_from_aggregate(
         rel = laplace_cells(agg, epsilon=epsilon, top_percent=top_percent, rng=gen, noise=noise)
         t1 = time.perf_counter()
         estimate, privacy = rel.estimate, rel.guarantee()
+        layers = ((1, estimate),)
         params = dict(top_percent=top_percent)
         details.update(kept=rel.kept)
     else:
@@ -198,24 +218,32 @@ def heatmap_from_aggregate(
         dense = dense_aggregate(agg, epsilon=epsilon, population=population, rng=gen, noise=noise)
         t1 = time.perf_counter()
         estimate, privacy = dense.estimate, dense.guarantee()
+        layers = ((agg.resolution // dense.coarse_resolution, estimate),)
         params = dict(population=population, count_epsilon=dense.count_epsilon, cell_epsilon=dense.cell_epsilon)
         details.update(coarse_resolution=dense.coarse_resolution)
         if population is None:
             details.update(noisy_user_count=dense.population)
     t2 = time.perf_counter()
     normalized, degenerate = normalize(estimate)
+    total = float(np.maximum(estimate, 0.0).sum())
+    shares = ((1, normalized),) if degenerate else tuple((b, np.maximum(a, 0.0) / total) for b, a in layers)
     t3 = time.perf_counter()
     times.update(noise=t1 - t0, reconstruct=t2 - t1, normalize=t3 - t2)
     times["total"] = sum(v for k, v in times.items() if k != "total")
     return HeatmapResult(
         aggregate=normalized, method=meth, epsilon=float(epsilon), resolution=agg.resolution, noise=noise,
         privacy=privacy, parameters=params, degenerate=degenerate, details=details,
-        curator=CuratorDiagnostics(n_users=agg.n_users, n_points=agg.n_points, timings=times),
+        curator=CuratorDiagnostics(n_users=agg.n_users, n_points=agg.n_points, timings=times), extent=extent,
+        layers=shares,
     )
 
 
-def _bounded(users: ArrayLike, x: ArrayLike, y: ArrayLike, resolution: int) -> tuple[UserAggregate, dict[str, float]]:
+def _bounded(
+    users: ArrayLike, x: ArrayLike, y: ArrayLike, resolution: int, extent: Extent | None
+) -> tuple[UserAggregate, dict[str, float]]:
     t0 = time.perf_counter()
+    if extent is not None:
+        x, y, _ = extent.to_unit(x, y)
     agg = bound_users(users, x, y, resolution=resolution)
     return agg, {"bound": time.perf_counter() - t0}
 
@@ -229,6 +257,7 @@ def private_heatmap(
     resolution: int,
     w: int = 20,
     gamma: float = 2**-0.5,
+    extent: Extent | None = None,
     rng: RngLike = None,
     noise: str = "secure",
     simulation: bool = False,
@@ -240,7 +269,8 @@ def private_heatmap(
     users : array_like, shape (N,)
         User id of each point; each user's points are bounded to one distribution (1/c per point).
     x, y : array_like, shape (N,)
-        Coordinates in [0, 1) (see :func:`~dpcloak.heatmaps.loaders.lonlat_to_unit`).
+        Coordinates: in [0, 1) without ``extent``; longitude and latitude (degrees) with a lon/lat extent;
+        metres with a metres extent.
     epsilon : float
         ε > 0.
     resolution : int
@@ -249,6 +279,9 @@ def private_heatmap(
         Cells kept per level by RECONSTRUCT (paper: 20).
     gamma : float
         Budget decay rate γ (paper: 1/√2).
+    extent : Extent or None
+        The **public** square the grid covers (:mod:`dpcloak.heatmaps.extent`; never derived from the
+        data); points outside it are refused.
     rng : Generator, int or None
         Randomness (see ``noise``).
     noise : {"secure", "float"}
@@ -273,9 +306,9 @@ def private_heatmap(
     _check_common(epsilon, resolution)
     check_int("w", w, minimum=1)
     release_randomness(rng, noise, simulation=simulation)
-    agg, times = _bounded(users, x, y, resolution)
-    return heatmap_from_aggregate(agg, method="pyramid", epsilon=epsilon, w=w, gamma=gamma, rng=rng, timings=times,
-                                  noise=noise, simulation=simulation)
+    agg, times = _bounded(users, x, y, resolution, extent)
+    return heatmap_from_aggregate(agg, method="pyramid", epsilon=epsilon, w=w, gamma=gamma, extent=extent, rng=rng,
+                                  timings=times, noise=noise, simulation=simulation)
 
 
 def laplace_baseline(
@@ -286,6 +319,7 @@ def laplace_baseline(
     epsilon: float,
     resolution: int,
     top_percent: float | None = None,
+    extent: Extent | None = None,
     rng: RngLike = None,
     noise: str = "secure",
     simulation: bool = False,
@@ -293,7 +327,8 @@ def laplace_baseline(
     """The [LXD+19] baseline of Ghazi et al. §4: Lap(1/ε) on every cell, negatives zeroed, optional top-t %.
 
     Parameters are those of :func:`private_heatmap` (``noise="secure"`` by default, a seed only with
-    ``simulation=True``), with ``top_percent`` t ∈ (0, 100] instead of ``w`` and ``gamma``.
+    ``simulation=True``; ``extent`` for lon/lat or metres input), with ``top_percent`` t ∈ (0, 100] instead
+    of ``w`` and ``gamma``.
 
     Privacy guarantee
     -----------------
@@ -302,9 +337,9 @@ def laplace_baseline(
     """
     _check_common(epsilon, resolution)
     release_randomness(rng, noise, simulation=simulation)
-    agg, times = _bounded(users, x, y, resolution)
-    return heatmap_from_aggregate(agg, method="laplace", epsilon=epsilon, top_percent=top_percent, rng=rng,
-                                  timings=times, noise=noise, simulation=simulation)
+    agg, times = _bounded(users, x, y, resolution, extent)
+    return heatmap_from_aggregate(agg, method="laplace", epsilon=epsilon, top_percent=top_percent, extent=extent,
+                                  rng=rng, timings=times, noise=noise, simulation=simulation)
 
 
 def heatmap_from_frame(
@@ -320,15 +355,17 @@ def heatmap_from_frame(
     gamma: float = 2**-0.5,
     top_percent: float | None = None,
     population: float | None = None,
+    extent: Extent | None = None,
     rng: RngLike = None,
     noise: str = "secure",
     simulation: bool = False,
 ) -> HeatmapResult:
-    """DataFrame front end: columns ``user``, ``x``, ``y`` (x, y in [0, 1)); see :func:`private_heatmap`.
+    """DataFrame front end: columns ``user``, ``x``, ``y`` (as in :func:`private_heatmap`, ``extent`` included).
 
     A pandas DataFrame is aggregated in memory; a Dask DataFrame is aggregated on its cluster
     (:func:`~dpcloak.heatmaps.distributed.bound_users_dask`) and only the Δ × Δ aggregate leaves it.
-    ``noise``, ``simulation`` and ``population`` are as in :func:`heatmap_from_aggregate`.
+    ``noise``, ``simulation`` and ``population`` are as in :func:`heatmap_from_aggregate`. With an
+    ``extent``, the coordinate columns are mapped to [0, 1)² on each partition.
 
     Privacy guarantee
     -----------------
@@ -344,10 +381,11 @@ def heatmap_from_frame(
     if type(frame).__module__.startswith("dask"):
         from dpcloak.heatmaps.distributed import bound_users_dask
 
-        agg = bound_users_dask(frame, resolution=resolution, user=user, x=x, y=y)
+        agg = bound_users_dask(frame, resolution=resolution, user=user, x=x, y=y, extent=extent)
     else:
-        agg = bound_users(np.asarray(frame[user]), np.asarray(frame[x], dtype=float),
-                          np.asarray(frame[y], dtype=float), resolution=resolution)
+        agg, _ = _bounded(np.asarray(frame[user]), np.asarray(frame[x], dtype=float),
+                          np.asarray(frame[y], dtype=float), resolution, extent)
     times = {"bound": time.perf_counter() - t0}
     return heatmap_from_aggregate(agg, method=method, epsilon=epsilon, w=w, gamma=gamma, top_percent=top_percent,
-                                  population=population, rng=rng, timings=times, noise=noise, simulation=simulation)
+                                  population=population, extent=extent, rng=rng, timings=times, noise=noise,
+                                  simulation=simulation)

@@ -28,6 +28,7 @@ from dpcloak.heatmaps.data import (
     check_user_ids,
     fixed_point_weights,
 )
+from dpcloak.heatmaps.extent import Extent
 
 __all__ = ["bound_users_dask", "bound_users_parquet"]
 
@@ -46,7 +47,7 @@ def _dask() -> tuple[Any, Any]:
 Partial = tuple[frozenset[str], NDArray[np.int64]]
 
 
-def _partition_sums(part: Any, user: str, x: str, y: str, ell: int) -> Partial:
+def _partition_sums(part: Any, user: str, x: str, y: str, ell: int, extent: Extent | None) -> Partial:
     """One partition's kinds of user id and fixed-point cell sums (runs on a worker)."""
     delta = 1 << ell
     out = np.zeros(delta * delta, dtype=np.int64)
@@ -55,6 +56,8 @@ def _partition_sums(part: Any, user: str, x: str, y: str, ell: int) -> Partial:
     kind = check_user_ids(part[user].to_numpy())
     xa = part[x].to_numpy(dtype=float)
     ya = part[y].to_numpy(dtype=float)
+    if extent is not None:
+        xa, ya, _ = extent.to_unit(xa, ya)
     for name, arr in ((x, xa), (y, ya)):
         if not np.all(np.isfinite(arr)):
             raise InvalidParameterError(f"{name} must be finite; found NaN or infinite coordinates")
@@ -74,18 +77,21 @@ def _add(partials: Sequence[Partial]) -> Partial:
 
 
 def bound_users_dask(
-    frame: Any, *, resolution: int, user: str = "user", x: str = "x", y: str = "y", client: Any = None
+    frame: Any, *, resolution: int, user: str = "user", x: str = "x", y: str = "y", extent: Extent | None = None,
+    client: Any = None,
 ) -> UserAggregate:
     """:func:`~dpcloak.heatmaps.data.bound_users` on a Dask DataFrame, computed on its cluster.
 
     Parameters
     ----------
     frame : dask.dataframe.DataFrame
-        One row per point with columns ``user``, ``x``, ``y`` (x, y in [0, 1)).
+        One row per point with columns ``user``, ``x``, ``y`` (x, y in [0, 1), or as ``extent`` says).
     resolution : int
         Δ = 2^ℓ.
     user, x, y : str
         Column names.
+    extent : Extent or None
+        Public extent mapping (lon, lat) or metres to [0, 1)² on the workers (points outside are refused).
     client : dask.distributed.Client or None
         Where to compute (default: the current Dask scheduler, e.g. an active Client).
 
@@ -104,7 +110,7 @@ def bound_users_dask(
     pts = frame[[user, x, y]]
     counts = pts.groupby(user).size().rename(_COUNT).to_frame()
     joined = pts.merge(counts, left_on=user, right_index=True, how="left")
-    parts = [dask.delayed(_partition_sums)(p, user, x, y, ell) for p in joined.to_delayed()]
+    parts = [dask.delayed(_partition_sums)(p, user, x, y, ell, extent) for p in joined.to_delayed()]
     while len(parts) > 1:  # tree reduction on the workers
         parts = [dask.delayed(_add)(parts[i : i + 8]) for i in range(0, len(parts), 8)]
     n_users = counts.shape[0]
@@ -125,9 +131,10 @@ def bound_users_dask(
 
 
 def bound_users_parquet(
-    path: str | Path, *, resolution: int, user: str = "user", x: str = "x", y: str = "y", client: Any = None
+    path: str | Path, *, resolution: int, user: str = "user", x: str = "x", y: str = "y", extent: Extent | None = None,
+    client: Any = None,
 ) -> UserAggregate:
-    """Read a Parquet file or directory lazily with Dask and bound per user on the cluster."""
+    """Read a Parquet file or directory lazily with Dask and bound per user on the cluster (as bound_users_dask)."""
     _, dd = _dask()
     frame = dd.read_parquet(str(path), columns=[user, x, y])
-    return bound_users_dask(frame, resolution=resolution, user=user, x=x, y=y, client=client)
+    return bound_users_dask(frame, resolution=resolution, user=user, x=x, y=y, extent=extent, client=client)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpcloak._validation import check_choice
+from dpcloak._validation import check_choice, check_real
 from dpcloak.heatmaps.render import render
 from dpcloak.metrics import heatmap as hm
 
@@ -25,7 +25,10 @@ DEFAULT_SIGMA = 0.01
 
 @dataclass(frozen=True)
 class HeatmapScores:
-    """SIM and CC (higher is better), KL and EMD (lower is better)."""
+    """SIM and CC (higher is better), KL and EMD (lower is better; in units of ``scale``, see :func:`score_heatmap`).
+
+    Computed against the true aggregate, so they are **not private**: curator-side evaluation only.
+    """
 
     sim: float
     cc: float
@@ -34,12 +37,18 @@ class HeatmapScores:
 
 
 def score_heatmap(
-    true: ArrayLike, estimate: ArrayLike, *, sigma: float = DEFAULT_SIGMA, emd_on: str = "aggregate"
+    true: ArrayLike, estimate: ArrayLike, *, sigma: float = DEFAULT_SIGMA, emd_on: str = "aggregate",
+    scale: float = 1.0,
 ) -> HeatmapScores:
-    """The §4 metrics between the true and released aggregates (both Δ × Δ, non-negative)."""
+    """The §4 metrics between the true and released aggregates (both Δ × Δ, non-negative).
+
+    ``scale`` is the side of the square the grid covers (1: the unit square; ``Extent.size``: EMD in
+    metres, ℓ1 ground metric). The scores use the true data: they are not private.
+    """
     where = check_choice("emd_on", emd_on, ("aggregate", "heatmap"))
+    side = check_real("scale", scale, low=0.0)
     t = np.asarray(true, dtype=float)
     e = np.asarray(estimate, dtype=float)
     ht, he = render(t, sigma=sigma), render(e, sigma=sigma)
-    emd = hm.emd(t, e) if where == "aggregate" else hm.emd(ht, he)
+    emd = hm.emd(t, e, extent=(side, side)) if where == "aggregate" else hm.emd(ht, he, extent=(side, side))
     return HeatmapScores(sim=hm.similarity(ht, he), cc=hm.pearson_cc(ht, he), kl=hm.kl_divergence(ht, he), emd=emd)

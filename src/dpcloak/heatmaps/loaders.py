@@ -1,11 +1,12 @@
 """Coordinates → [0, 1)² and real point data: CSV/Parquet files and AIS vessel tracks (``data`` extra).
 
-:func:`lonlat_to_unit` maps longitude/latitude inside a bounding box (lon_min, lat_min, lon_max,
-lat_max) linearly to x = (lon − lon_min)/(lon_max − lon_min), y = (lat − lat_min)/(lat_max − lat_min);
-:func:`pixels_to_unit` maps pixel coordinates of a width × height image to x = px/width, y = py/height.
-Both reject points outside the box unless ``drop_outside=True``. The AIS data are the real vessel
-positions around New York harbour (2020-06-30, first hour: 8,689 AIS reports of 295 vessels, user = MMSI)
-shipped by the ``tracktable-data`` package.
+:func:`load_points` reads (user, coordinate, coordinate) rows and maps them to the unit square with a
+**public** :class:`~dpcloak.heatmaps.extent.Extent` (lon/lat projected to metres, or metres); without
+an extent the columns must already hold [0, 1) coordinates. :func:`lonlat_to_unit` is the same mapping
+for arrays and a lon/lat box; :func:`pixels_to_unit` maps pixel coordinates of a width × height image
+to x = px/width, y = py/height. All reject points outside unless ``drop_outside=True``. The AIS data
+are the real vessel positions around New York harbour (2020-06-30, first hour: 8,689 AIS reports of
+295 vessels, user = MMSI) shipped by the ``tracktable-data`` package.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from dpcloak._validation import check_array, check_real
 from dpcloak.errors import InvalidParameterError, MissingExtraError
+from dpcloak.heatmaps.extent import Extent
 from dpcloak.heatmaps.synthetic import PointSet
 
 __all__ = ["lonlat_to_unit", "pixels_to_unit", "bounding_box", "load_points", "load_ais", "AIS_FILE"]
@@ -26,10 +28,6 @@ __all__ = ["lonlat_to_unit", "pixels_to_unit", "bounding_box", "load_points", "l
 AIS_FILE = "NYHarbor_2020_06_30_first_hour.csv"
 
 BBox = tuple[float, float, float, float]
-
-
-def _to_unit(a: NDArray[np.float64], lo: float, hi: float) -> NDArray[np.float64]:
-    return (a - lo) / (hi - lo)
 
 
 def _finish(x: NDArray[np.float64], y: NDArray[np.float64], drop_outside: bool, what: str) -> NDArray[np.bool_]:
@@ -45,20 +43,16 @@ def _finish(x: NDArray[np.float64], y: NDArray[np.float64], drop_outside: bool, 
 def lonlat_to_unit(
     lon: ArrayLike, lat: ArrayLike, *, bbox: BBox, drop_outside: bool = False
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
-    """Map (lon, lat) in ``bbox = (lon_min, lat_min, lon_max, lat_max)`` (half-open) to [0, 1)².
+    """Map (lon, lat) to [0, 1)² through ``Extent.lonlat_box(*bbox)`` (projected to metres, square cells).
 
-    Returns x, y of the kept points and the boolean mask of kept input points.
+    ``bbox = (lon_min, lat_min, lon_max, lat_max)`` must be public. Returns x, y of the kept points and
+    the boolean mask of kept input points; invalid lon/lat are refused.
     """
     lo = check_array("lon", lon, ndim=1)
     la = check_array("lat", lat, ndim=1)
     if lo.shape != la.shape:
         raise InvalidParameterError(f"lon and lat must have the same length, got {lo.size} and {la.size}")
-    lon0, lat0, lon1, lat1 = (check_real(f"bbox[{i}]", v) for i, v in enumerate(bbox))
-    if not (lon0 < lon1 and lat0 < lat1):
-        raise InvalidParameterError(f"bbox must be (lon_min, lat_min, lon_max, lat_max) with min < max, got {bbox}")
-    x, y = _to_unit(lo, lon0, lon1), _to_unit(la, lat0, lat1)
-    keep = _finish(x, y, drop_outside, "bounding box")
-    return x[keep], y[keep], keep
+    return Extent.lonlat_box(*bbox).to_unit(lo, la, drop_outside=drop_outside)
 
 
 def pixels_to_unit(
@@ -116,50 +110,53 @@ def _is_number(value: Any) -> bool:
     return True
 
 
-def _lonlat_columns(frame: Any, user: str, lat: str, lon: str) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    missing = [c for c in (user, lat, lon) if c not in frame.columns]
+def _columns(frame: Any, names: tuple[str, str, str]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    missing = [c for c in names if c not in frame.columns]
     if missing:
-        raise InvalidParameterError(f"input must have columns {user!r}, {lat!r}, {lon!r}; missing {missing}")
-    return _numeric_column(frame, lon), _numeric_column(frame, lat)
+        raise InvalidParameterError(f"input must have columns {', '.join(map(repr, names))}; missing {missing}")
+    return _numeric_column(frame, names[1]), _numeric_column(frame, names[2])
 
 
-def _frame_to_points(frame: Any, user: str, lo: NDArray[np.float64], la: NDArray[np.float64], box: BBox,
-                     drop_outside: bool) -> tuple[PointSet, BBox]:
-    x, y, keep = lonlat_to_unit(lo, la, bbox=box, drop_outside=drop_outside)
-    users = frame[user].to_numpy()[keep]
-    return PointSet(users=users, x=x, y=y), box
+def _to_points(frame: Any, user: str, a: NDArray[np.float64], b: NDArray[np.float64], extent: Extent | None,
+               drop_outside: bool) -> PointSet:
+    if extent is None:
+        a, b = check_array("x", a, ndim=1), check_array("y", b, ndim=1)
+        keep = _finish(a, b, drop_outside, "unit square [0, 1)² (without an extent the columns must hold [0, 1) "
+                       "coordinates; lon/lat or metres need a public Extent)")
+        x, y = a[keep], b[keep]
+    else:
+        x, y, keep = extent.to_unit(a, b, drop_outside=drop_outside)
+    return PointSet(users=frame[user].to_numpy()[keep], x=x, y=y)
 
 
 def load_points(
     path: str | Path,
     *,
     user: str = "user",
-    lat: str = "lat",
-    lon: str = "lon",
-    bbox: BBox | None = None,
+    columns: tuple[str, str] = ("lon", "lat"),
+    extent: Extent | None = None,
     drop_outside: bool = False,
-    unit_columns: tuple[str, str] | None = None,
-) -> tuple[PointSet, BBox | None]:
-    """Read (user, lat, lon[, time, ...]) records from a CSV or Parquet file and map them to [0, 1)².
+) -> PointSet:
+    """Read (user, coordinate, coordinate[, time, ...]) records from a CSV or Parquet file, mapped to [0, 1)².
 
     Parameters
     ----------
     path : str or Path
         ``.csv`` (or ``.csv.gz``) or ``.parquet`` file.
-    user, lat, lon : str
-        Column names (other columns such as a time stamp are ignored).
-    bbox : (lon_min, lat_min, lon_max, lat_max) or None
-        **Public** box mapped to [0, 1)², required with lon/lat columns: a box derived from the data
-        is a function of the data and is refused here (a release's extent must be public input).
+    user : str
+        User-id column.
+    columns : (str, str)
+        The two coordinate columns, east first: (lon, lat) degrees for a lon/lat extent, (x, y) metres
+        for a metres extent, or [0, 1) coordinates without an extent. Other columns are ignored.
+    extent : Extent or None
+        The **public** extent (:mod:`dpcloak.heatmaps.extent`): never derived from the data, since a box
+        taken from the points is a function of the data. ``None``: the columns hold [0, 1) coordinates.
     drop_outside : bool
-        Drop points outside ``bbox`` instead of raising.
-    unit_columns : (str, str) or None
-        Names of columns already holding x, y in [0, 1) (then ``lat``, ``lon`` and ``bbox`` are unused
-        and the returned box is ``None``).
+        Drop points outside the extent instead of raising.
 
     Returns
     -------
-    (PointSet, bbox)
+    PointSet
     """
     pd = _pandas()
     p = Path(path)
@@ -170,22 +167,8 @@ def load_points(
     except (ValueError, OSError) as exc:  # pandas/pyarrow parse errors derive from ValueError
         kind = "Parquet" if p.suffix == ".parquet" else "CSV"
         raise InvalidParameterError(f"cannot read {p} as {kind}: {exc}") from None
-    if unit_columns is None:
-        lo, la = _lonlat_columns(frame, user, lat, lon)
-        if bbox is None:
-            raise InvalidParameterError(
-                "bbox (lon_min, lat_min, lon_max, lat_max) is required: the extent of a release must be public "
-                "input, fixed without looking at the data (a bounding box taken from the points is not private)"
-            )
-        return _frame_to_points(frame, user, lo, la, bbox, drop_outside)
-    cx, cy = unit_columns
-    missing = [c for c in (user, cx, cy) if c not in frame.columns]
-    if missing:
-        raise InvalidParameterError(f"input must have columns {user!r}, {cx!r}, {cy!r}; missing {missing}")
-    x = check_array(cx, _numeric_column(frame, cx), ndim=1)
-    y = check_array(cy, _numeric_column(frame, cy), ndim=1)
-    keep = _finish(x, y, drop_outside, "unit square [0, 1)²")
-    return PointSet(users=frame[user].to_numpy()[keep], x=x[keep], y=y[keep]), None
+    a, b = _columns(frame, (user, *columns))
+    return _to_points(frame, user, a, b, extent, drop_outside)
 
 
 def load_ais(*, bbox: BBox | None = None, drop_outside: bool = False) -> tuple[PointSet, BBox]:
@@ -200,5 +183,6 @@ def load_ais(*, bbox: BBox | None = None, drop_outside: bool = False) -> tuple[P
         raise MissingExtraError("the AIS data set needs tracktable-data: pip install 'dpcloak[data]'")
     pd = _pandas()
     frame = pd.read_csv(Path(spec.origin).parent / "python_example_data" / AIS_FILE)
-    lo, la = _lonlat_columns(frame, "MMSI", "LAT", "LON")
-    return _frame_to_points(frame, "MMSI", lo, la, bounding_box(lo, la) if bbox is None else bbox, drop_outside)
+    lo, la = _columns(frame, ("MMSI", "LON", "LAT"))
+    box = bounding_box(lo, la) if bbox is None else bbox
+    return _to_points(frame, "MMSI", lo, la, Extent.lonlat_box(*box), drop_outside), box

@@ -68,6 +68,11 @@ class Reconstruction:
     region_cells: NDArray[np.int64]
     region_masses: NDArray[np.float64]
 
+    def layers(self) -> tuple[tuple[int, NDArray[np.float64]], ...]:
+        """``estimate`` split by region size: (block side in pixels, that level's regions spread uniformly)."""
+        ell = self.estimate.shape[0].bit_length() - 1
+        return _spread_layers(self.region_masses, self.region_levels, self.region_cells, ell)
+
 
 CellSets = tuple[NDArray[np.int64], ...]
 
@@ -164,15 +169,23 @@ def reconstruct(noisy: NoisyPyramid, *, w: int = 20) -> Reconstruction:
     )
 
 
-def _spread(mass: NDArray[np.float64], level: NDArray[np.int64], cell: NDArray[np.int64], ell: int) -> NDArray[Any]:
-    """Place each region's mass uniformly over its pixels of the Δ × Δ grid."""
+def _spread_layers(
+    mass: NDArray[np.float64], level: NDArray[np.int64], cell: NDArray[np.int64], ell: int
+) -> tuple[tuple[int, NDArray[np.float64]], ...]:
+    """Each level's regions with their mass placed uniformly over their pixels: (block side, Δ × Δ array)."""
     delta = 1 << ell
-    out = np.zeros((delta, delta))
+    out = []
     for lev in np.unique(level[mass > 0]):
         pick = (level == lev) & (mass > 0)
         side = 1 << int(lev)
         coarse = np.zeros(side * side)
         np.add.at(coarse, cell[pick], mass[pick])
         block = delta // side
-        out += np.kron(coarse.reshape(side, side), np.full((block, block), 1.0 / (block * block)))
-    return out
+        out.append((block, np.kron(coarse.reshape(side, side), np.full((block, block), 1.0 / (block * block)))))
+    return tuple(out)
+
+
+def _spread(mass: NDArray[np.float64], level: NDArray[np.int64], cell: NDArray[np.int64], ell: int) -> NDArray[Any]:
+    """Place each region's mass uniformly over its pixels of the Δ × Δ grid."""
+    delta = 1 << ell
+    return sum((layer for _, layer in _spread_layers(mass, level, cell, ell)), np.zeros((delta, delta)))

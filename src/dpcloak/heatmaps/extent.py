@@ -1,0 +1,179 @@
+"""The public extent of a heatmap: which square of the world the Δ × Δ grid covers, in metres.
+
+A release's extent must be **public input**, fixed without looking at the data: a box derived from
+the points (their minimum and maximum) is a function of the data and can single a user out. An
+:class:`Extent` is therefore only built from numbers the caller gives:
+
+* :meth:`Extent.lonlat_box` — a longitude/latitude box; points are lon/lat degrees, projected to
+  metres with :class:`dpcloak.geo.LocalProjection` (transverse Mercator on WGS84) centred on the box
+  centre;
+* :meth:`Extent.around` — a centre (lon, lat) and a side in metres (same projection, centred there);
+* :meth:`Extent.metres_box` — a box in metres of any planar coordinate system; points are metres.
+
+The grid is square (the pyramid halves it at every level), so a box that is not square is padded to
+the smallest square with the same centre that contains it. For a lon/lat box the square contains the
+projected box (its edges are curves in the projection: each is sampled at 257 points and the square
+widened by 10⁻⁶ of its side). Cells are then squares of side ``size / Δ`` metres, and an EMD computed
+on the unit square multiplies by ``size`` to give metres (ℓ1 ground metric).
+
+Points are mapped to the unit square of :mod:`dpcloak.heatmaps.data` by
+x = (X − x_min)/size, y = (Y − y_min)/size; points outside the square are refused unless
+``drop_outside=True`` (the number dropped is a curator-side diagnostic, not part of the release).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from dpcloak._validation import check_array, check_real
+from dpcloak.errors import InvalidParameterError
+
+if TYPE_CHECKING:
+    from dpcloak.geo import LocalProjection
+
+__all__ = ["Extent"]
+
+_EDGE_SAMPLES = 257
+_MARGIN = 1e-6
+
+
+def _check_box(names: tuple[str, str, str, str], box: tuple[float, float, float, float]) -> tuple[float, ...]:
+    vals = tuple(check_real(n, v) for n, v in zip(names, box, strict=True))
+    if not (vals[0] < vals[2] and vals[1] < vals[3]):
+        raise InvalidParameterError(
+            f"the box must have {names[0]} < {names[2]} and {names[1]} < {names[3]}, got {box}"
+        )
+    return vals
+
+
+def _projection(lon: float, lat: float) -> LocalProjection:
+    from dpcloak.geo import LocalProjection
+
+    return LocalProjection(lon0=lon, lat0=lat)
+
+
+@dataclass(frozen=True)
+class Extent:
+    """A public square [x_min, x_min + size) × [y_min, y_min + size) in metres, mapped to the grid.
+
+    Build it with :meth:`lonlat_box`, :meth:`around` or :meth:`metres_box` (module docstring).
+
+    Attributes
+    ----------
+    x_min, y_min : float
+        South-west corner in metres (in the projection's plane when ``projection`` is set).
+    size : float
+        Side of the square in metres.
+    projection : LocalProjection or None
+        Lon/lat → metres for point input and for lon/lat output; ``None``: points are metres.
+    source : str
+        How the extent was specified (for the release's public summary).
+    """
+
+    x_min: float
+    y_min: float
+    size: float
+    projection: LocalProjection | None
+    source: str
+
+    @classmethod
+    def metres_box(cls, x_min: float, y_min: float, x_max: float, y_max: float) -> Extent:
+        """The smallest square containing the box (metres), with the same centre; points are metres."""
+        x0, y0, x1, y1 = _check_box(("x_min", "y_min", "x_max", "y_max"), (x_min, y_min, x_max, y_max))
+        return cls._square(x0, y0, x1, y1, None, f"metres box ({x0:g}, {y0:g}, {x1:g}, {y1:g})")
+
+    @classmethod
+    def lonlat_box(cls, lon_min: float, lat_min: float, lon_max: float, lat_max: float) -> Extent:
+        """The smallest square (metres, transverse Mercator at the box centre) containing a lon/lat box."""
+        from dpcloak.geo import check_lonlat
+
+        lo0, la0, lo1, la1 = _check_box(("lon_min", "lat_min", "lon_max", "lat_max"),
+                                        (lon_min, lat_min, lon_max, lat_max))
+        check_lonlat(np.array([lo0, lo1]), np.array([la0, la1]))
+        proj = _projection(0.5 * (lo0 + lo1), 0.5 * (la0 + la1))
+        t = np.linspace(0.0, 1.0, _EDGE_SAMPLES)
+        lon = np.concatenate([lo0 + (lo1 - lo0) * t, lo0 + (lo1 - lo0) * t, np.full_like(t, lo0), np.full_like(t, lo1)])
+        lat = np.concatenate([np.full_like(t, la0), np.full_like(t, la1), la0 + (la1 - la0) * t, la0 + (la1 - la0) * t])
+        x, y = proj.forward(lon, lat)
+        return cls._square(float(x.min()), float(y.min()), float(x.max()), float(y.max()), proj,
+                           f"lon/lat box ({lo0:g}, {la0:g}, {lo1:g}, {la1:g})", margin=_MARGIN)
+
+    @classmethod
+    def around(cls, *, lon: float, lat: float, size: float) -> Extent:
+        """A square of side ``size`` metres centred on the public point (lon, lat)."""
+        side = check_real("size", size, low=0.0)
+        proj = _projection(check_real("lon", lon), check_real("lat", lat))
+        half = 0.5 * side
+        return cls(x_min=-half, y_min=-half, size=side, projection=proj,
+                   source=f"{side:g} m square around lon {proj.lon0:g}, lat {proj.lat0:g}")
+
+    @classmethod
+    def _square(cls, x0: float, y0: float, x1: float, y1: float, proj: LocalProjection | None, source: str,
+                margin: float = 0.0) -> Extent:
+        side = max(x1 - x0, y1 - y0) * (1.0 + 2.0 * margin)
+        cx, cy = 0.5 * (x0 + x1), 0.5 * (y0 + y1)
+        return cls(x_min=cx - 0.5 * side, y_min=cy - 0.5 * side, size=side, projection=proj, source=source)
+
+    @property
+    def lonlat(self) -> bool:
+        """True when points come as (lon, lat) degrees."""
+        return self.projection is not None
+
+    def to_metres(self, a: ArrayLike, b: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Points in metres: (lon, lat) projected, or (x, y) metres checked and returned."""
+        if self.projection is not None:
+            return self.projection.forward(a, b)
+        xa, ya = check_array("x", a, ndim=1), check_array("y", b, ndim=1)
+        if xa.shape != ya.shape:
+            raise InvalidParameterError(f"x and y must have the same length, got {xa.size} and {ya.size}")
+        return xa, ya
+
+    def to_unit(self, a: ArrayLike, b: ArrayLike, *, drop_outside: bool = False
+                ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
+        """Map points to [0, 1)²; returns x, y of the kept points and the mask of kept input points.
+
+        Raises :class:`InvalidParameterError` for invalid lon/lat (outside [-180, 180] × [-90, 90], NaN)
+        and, unless ``drop_outside``, for points outside the square.
+        """
+        xm, ym = self.to_metres(a, b)
+        x = (np.ravel(xm) - self.x_min) / self.size
+        y = (np.ravel(ym) - self.y_min) / self.size
+        inside = (x >= 0.0) & (x < 1.0) & (y >= 0.0) & (y < 1.0)
+        if not drop_outside and not np.all(inside):
+            raise InvalidParameterError(
+                f"{int(inside.size - np.count_nonzero(inside))} of {inside.size} points lie outside the extent "
+                f"({self.source}); enlarge it or pass drop_outside=True"
+            )
+        return x[inside], y[inside], inside
+
+    def cell_size(self, resolution: int) -> float:
+        """Side of one cell in metres: size / Δ."""
+        return self.size / resolution
+
+    def cell_centres(self, resolution: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """Metres (X, Y) of the cell centres, each (Δ, Δ) indexed [row, col] like the aggregate."""
+        c = (np.arange(resolution) + 0.5) * self.cell_size(resolution)
+        xx, yy = np.meshgrid(self.x_min + c, self.y_min + c)
+        return xx, yy
+
+    def to_lonlat(self, x: ArrayLike, y: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        """(lon, lat) of points in metres; needs a lon/lat extent."""
+        if self.projection is None:
+            raise InvalidParameterError(
+                "this extent is a metres box without a projection: lon/lat output needs Extent.lonlat_box or "
+                "Extent.around"
+            )
+        return self.projection.inverse(x, y)
+
+    def summary(self) -> dict[str, Any]:
+        """Public description for a release's summary (JSON-ready)."""
+        out: dict[str, Any] = {"extent": self.source, "x_min_m": self.x_min, "y_min_m": self.y_min,
+                               "size_m": self.size}
+        if self.projection is not None:
+            out["projection"] = (f"transverse Mercator (WGS84) centred on lon {self.projection.lon0:g}, "
+                                 f"lat {self.projection.lat0:g}")
+        return out
