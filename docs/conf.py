@@ -36,7 +36,8 @@ extensions = [
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
-exclude_patterns = ["_build", "gallery/*.ipynb", "gallery/*.py", "gallery/*.md5", "gallery/*.zip"]
+_GENERATED = [f"{folder}/*.{ext}" for folder in ("gallery", "tutorials") for ext in ("ipynb", "py", "md5", "zip")]
+exclude_patterns = ["_build", *_GENERATED]
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
 myst_heading_anchors = 3
 
@@ -51,8 +52,8 @@ numpydoc_validation_checks: set[str] = set()
 intersphinx_mapping: dict[str, tuple[str, None]] = {}
 
 sphinx_gallery_conf = {
-    "examples_dirs": str(HERE.parent / "examples"),
-    "gallery_dirs": "gallery",
+    "examples_dirs": [str(HERE.parent / "examples"), str(HERE.parent / "tutorials_src")],
+    "gallery_dirs": ["gallery", "tutorials"],
     "filename_pattern": r"/plot_",
     "abort_on_example_error": True,
     "download_all_examples": False,
