@@ -262,8 +262,8 @@ def emd_norm(w: ArrayLike, domain: Domain | ArrayLike, *, penalty: float | None 
         return 0.0
     n = len(wv)
     if isinstance(space, Domain) and _by_edges(space):
-        scale = UNIT / (tp + tm)
-        supply = np.floor(plus * scale).astype(np.int64) - np.floor(minus * scale).astype(np.int64)
+        total = tp + tm  # quantise the normalised masses: UNIT / total overflows for tiny totals
+        supply = np.floor(plus / total * UNIT).astype(np.int64) - np.floor(minus / total * UNIT).astype(np.int64)
         eu, ev, ew = _edges(space)
         ew = np.concatenate([ew, np.full(n, alpha)])
         if isinstance(space, Grid):
@@ -273,7 +273,7 @@ def emd_norm(w: ArrayLike, domain: Domain | ArrayLike, *, penalty: float | None 
             hub = np.full(n, n, np.int64)
             eu, ev = np.concatenate([eu, np.arange(n, dtype=np.int64)]), np.concatenate([ev, hub])
             flow = edge_flow(np.append(supply, -supply.sum()), eu, ev, ew, root=n)
-        return flow_cost(flow, ew, scale)
+        return total * flow_cost(flow, ew)
     cost = space.distances() if isinstance(space, Domain) else space
     ext = np.zeros((n + 1, n + 1))
     ext[:n, :n] = cost
