@@ -79,3 +79,27 @@ def test_theorem4_and_corollary6_factor_two_comes_from_the_dropped_quarter():
     for convention, factor in (("corrected", 1.0), ("published", 4.0)):
         P = np.linalg.inv(GaussianOptimalNoise(query=Cq, rho=rho, convention=convention).covariance)
         assert P @ Cq @ Cq.T @ P == pytest.approx(rho / factor * np.eye(2), abs=1e-9)
+
+
+def test_appendix_j_normalisation_is_the_square_root():
+    # u = α e^{−w²/(4s)} with γ = u² = N(0, s): ∫u² = 1 needs α = (2πs)^{−1/4}, not Appendix J's (2πs)^{−1/2}
+    w, s = sp.symbols("w s", positive=True)
+    alpha = sp.Symbol("alpha", positive=True)
+    mass = sp.integrate((alpha * sp.exp(-(w**2) / (4 * s))) ** 2, (w, -sp.oo, sp.oo))
+    assert sp.solve(sp.Eq(mass, 1), alpha) == [(2 * sp.pi * s) ** sp.Rational(-1, 4)]
+    assert sp.simplify(mass.subs(alpha, 1 / sp.sqrt(2 * sp.pi * s))) != 1
+
+
+def test_appendix_m_erfc_definition_is_not_erfc():
+    u = sp.Symbol("u", real=True)
+    printed = 2 / sp.sqrt(sp.pi) * sp.integrate(sp.exp(-(u**2) / 2), (u, 0, sp.oo))  # printed erfc at x = 0
+    assert sp.simplify(printed) == sp.sqrt(2) and sp.erfc(0) == 1
+    standard = 2 / sp.sqrt(sp.pi) * sp.integrate(sp.exp(-(u**2)), (u, 0, sp.oo))
+    assert sp.simplify(standard) == 1
+
+
+def test_example4_gramian_is_invertible_from_t_equal_one():
+    A, C = sp.Matrix([[1, 1], [0, 1]]), sp.Matrix([[1, 0]])
+    for horizon, det in ((0, 0), (1, 1), (2, 6)):
+        psi = sp.Matrix.vstack(*[C * A**k for k in range(horizon + 1)])
+        assert (psi.T * psi).det() == det  # "if T > 2" is not needed: T ≥ 1 suffices

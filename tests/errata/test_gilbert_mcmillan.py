@@ -67,3 +67,10 @@ def test_lemma5_and_thesis_lemma72_min_is_harmless_and_n_le_m_is_the_condition()
     inv_kappa, gmin, gmax = _normalised_columns_gap(np.array([[1.0, 1.0]]) / math.sqrt(2))
     assert inv_kappa == pytest.approx(1.0) and gmax == 0.0
     assert not condition_lower_bound(np.array([[1.0, 1.0]]) / math.sqrt(2)).applies
+
+
+def test_corollary9_log_one_over_delta_bounds_the_gaussian_factor_only_for_small_delta():
+    # √(2 ln(1.25/δ)) ≤ ln(1/δ) holds for δ ≤ 0.1 (2.25 < 2.30 at δ = 0.1, barely) and fails e.g. at δ = 0.2
+    for delta in (1e-10, 1e-5, 1e-2, 0.1):
+        assert math.sqrt(2 * math.log(1.25 / delta)) <= math.log(1 / delta)
+    assert math.sqrt(2 * math.log(1.25 / 0.2)) > math.log(1 / 0.2)

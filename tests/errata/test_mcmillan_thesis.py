@@ -91,3 +91,27 @@ def test_theorem1011_needs_frequencies_and_accepts_honest_pairs():
     sample = [lambda size, g, q=q: g.choice(3, size=size, p=q) for q in (Q0, Q1)]
     verdicts = [pdp_fi_tester(*sample, q0=Q0, q1=Q1, epsilon=eps, alpha=alpha, rng=s).accepted for s in range(12)]
     assert sum(verdicts) >= 8
+
+
+def test_theorem108_bias_bound_is_cauchy_schwarz_not_the_printed_product():
+    rng = np.random.default_rng(1)
+    eps, r = 0.7, 1000.0
+    for n in (2, 10, 100):
+        p, q = rng.dirichlet(np.ones(n)), rng.dirichlet(np.ones(n))
+        bias = np.sqrt((p + math.exp(2 * eps) * q) / r).sum()
+        assert bias <= math.sqrt(n * (1 + math.exp(2 * eps)) / r) * (1 + 1e-12)  # Cauchy–Schwarz
+        assert math.sqrt(n * (1 + math.exp(2 * eps)) / r) < math.sqrt(n / r) * (1 + math.exp(2 * eps))  # printed
+    # Algorithm 4's λ = 4n(1+e^{2ε})/α² is exactly what makes the Cauchy–Schwarz bias α/2
+    n, alpha = 10, 0.1
+    lam = adp_tester_queries(n=n, epsilon=eps, alpha=alpha, symmetric=False)
+    assert math.sqrt(n * (1 + math.exp(2 * eps)) / lam) == pytest.approx(alpha / 2)
+
+
+def test_theorem1011_printed_sample_size_leaves_the_union_bound_above_one_sixth():
+    n, alpha, beta = 8, 0.1, 0.1
+    lam = math.log(n) / (alpha**2 * beta**2)  # printed λ
+    completeness = n * (math.exp(-2 * lam * math.expm1(alpha) ** 2 * beta**2)
+                        + math.exp(-2 * lam * (-math.expm1(-alpha)) ** 2 * beta**2))
+    assert completeness > 1 / 6  # the proof needs ≤ 1/6
+    ours = pdp_fi_tester_queries(n=n, beta=beta, alpha=alpha)  # ln(6n)/((1 − e^{−α})²β²) at f = 1/3
+    assert n * (2 * math.exp(-2 * ours * (-math.expm1(-alpha)) ** 2 * beta**2)) <= 1 / 6
