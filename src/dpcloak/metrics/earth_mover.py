@@ -254,7 +254,7 @@ def emd_norm(w: ArrayLike, domain: Domain | ArrayLike, *, penalty: float | None 
     nothing can be matched, so ``‖w‖_EMD = α‖w‖₁``: with ``α = 2`` the proof's ``‖ŝ‖_EMD`` is
     ``2‖ŝ‖₁``, not ``‖ŝ‖₁``. The two slips compensate: ``‖ŝ/n − â‖_EMD = α|‖ŝ‖₁ − n|/n ≤ ζ/n``, so
     the lemma holds with constant 2 instead of its printed 4 (an exact LP over random instances
-    reaches ``0.98 ζ/n``; ``tests/errata/test_ghazi.py``).
+    reaches ``0.97 ζ/n``; ``tests/errata/test_ghazi.py``).
     """
     space = _space(domain)
     wv = as_masses("w", w, space, nonnegative=False)
