@@ -67,6 +67,7 @@ __all__ = [
     "noise_randomness",
     "laplace_level",
     "laplace_description",
+    "FLOAT_CAVEAT",
     "LevelBudget",
     "NoisyPyramid",
     "level_budget",
@@ -134,11 +135,18 @@ def laplace_level(fixed: NDArray[np.int64], *, epsilon: float, noise: str, rng: 
     return LevelNoise(noisy.astype(np.float64) * _GRID, float(scale) * _GRID)
 
 
+FLOAT_CAVEAT = (
+    "float noise: the guarantee holds only for idealised real-valued noise; IEEE-double Laplace samples leak "
+    "through their low-order bits (Mironov 2012), use noise='secure' for a release"
+)
+"""Appended to the mechanism of every ``noise="float"`` guarantee."""
+
+
 def laplace_description(scale: float, noise: str) -> str:
-    """How a release's noise is named in its guarantee: ``Lap(b)`` or its exact discrete version."""
+    """How a release's noise is named in its guarantee: ``Lap(b)`` (with :data:`FLOAT_CAVEAT`) or the exact one."""
     if noise == "secure":
         return f"exact discrete Laplace (CKS 2020) on grid 2^-{FIXED_POINT_BITS}, scale {scale:.6g}"
-    return f"Laplace Lap({scale:.6g})"
+    return f"Laplace Lap({scale:.6g}) [{FLOAT_CAVEAT}]"
 
 
 def default_start_level(w: int) -> int:
@@ -257,8 +265,8 @@ class NoisyPyramid:
         The per-level ε_i.
     scales : tuple of float
         Laplace scales b_i = 1/ε_i actually used (re-checked by :class:`LaplaceMechanism`).
-    resolution, n_users : int
-        Δ and the number of users n.
+    resolution : int
+        Δ.
     privacy : PrivacyGuarantee or None
         Set by other protocols producing the same release (e.g. the shuffle model of
         :mod:`dpcloak.heatmaps.shuffle`); ``None`` means the central Laplace guarantee below.
@@ -270,15 +278,15 @@ class NoisyPyramid:
     Each level is the Laplace mechanism with ℓ1 sensitivity 1 (a user's p_i has ‖P_i p_i‖₁ ≤ 1) at
     ε_i; by basic composition the release is (Σ ε_i)-DP = ε-DP under add/remove-one-user
     (Ghazi et al., Theorem 3.1, privacy analysis); with ``noise="secure"`` each level is the exact
-    discrete Laplace mechanism at ε_i on the 2^-36 grid (module docstring). ``n_users`` is released
-    in the clear as metadata.
+    discrete Laplace mechanism at ε_i on the 2^-36 grid (module docstring). With ``noise="float"`` the
+    guarantee holds for idealised real-valued noise only (:data:`FLOAT_CAVEAT`). Nothing else about
+    the input (such as the number of users) is part of the release.
     """
 
     levels: tuple[NDArray[np.float64], ...]
     budget: LevelBudget
     scales: tuple[float, ...]
     resolution: int
-    n_users: int
     privacy: PrivacyGuarantee | None = None
     noise: str = "float"
 
@@ -302,6 +310,7 @@ class NoisyPyramid:
                 f"hierarchical {'exact discrete ' if self.noise == 'secure' else ''}Laplace on pyramid levels "
                 f"{self.start_level}..{self.depth}, "
                 f"ε_i = γ^|i−q| ε/Z (γ={self.budget.gamma:.6g}, q={self.budget.q})"
+                + ("" if self.noise == "secure" else f" [{FLOAT_CAVEAT}]")
             ),
             source="seed 003 Algorithm 1 and Theorem 3.1 (basic composition over levels)",
         )
@@ -367,5 +376,5 @@ def hierarchical_laplace(
                 for level_sums, eps_i in zip(exact, budget.epsilons, strict=True)]
     return NoisyPyramid(
         levels=tuple(r.values for r in released), budget=budget, scales=tuple(r.scale for r in released),
-        resolution=agg.resolution, n_users=agg.n_users, noise=noise,
+        resolution=agg.resolution, noise=noise,
     )
