@@ -32,7 +32,7 @@ def _weighted_graph():
     g = nx.connected_watts_strogatz_graph(15, 4, 0.3, seed=2)
     rng = np.random.default_rng(5)
     for u, v in g.edges:
-        g.edges[u, v]["weight"] = float(rng.uniform(0.5, 3.0))
+        g.edges[u, v]["length"] = float(rng.uniform(0.5, 3.0))
     return GraphDomain(g)
 
 
