@@ -360,9 +360,10 @@ class Relation:
 
     def describe(self) -> str:
         """The relation in words, with α's unit."""
+        if self.kind == "add-remove":
+            return "one person added or removed"
         moved = f"one person moved by up to {self.alpha:g} {self.unit}"
-        return {"move": moved, "add-remove": "one person added or removed",
-                "move-or-add-remove": f"{moved}, or added or removed"}[self.kind]
+        return moved if self.kind == "move" else f"{moved}, or added or removed"
 
     def to_dict(self) -> dict[str, Any]:
         """``{"kind", "alpha", "unit"}`` (``None`` where unused)."""
