@@ -8,10 +8,13 @@ from dpcloak import __version__
 from dpcloak.cli.audit import audit
 from dpcloak.cli.calibrate import calibrate
 from dpcloak.cli.demo import demo
+from dpcloak.cli.deploy import deploy_app
 from dpcloak.cli.heatmap import heatmap
 from dpcloak.cli.recover import recover
 from dpcloak.cli.reproduce import reproduce
 from dpcloak.cli.sensitivity import sensitivity
+from dpcloak.cli.sensor import sensor_app
+from dpcloak.cli.serve import serve
 
 __all__ = ["app", "main"]
 
@@ -46,6 +49,9 @@ app.command()(sensitivity)
 app.command()(calibrate)
 app.command()(reproduce)
 app.command()(heatmap)
+app.command()(serve)
+app.add_typer(deploy_app, name="deploy")
+app.add_typer(sensor_app, name="sensor")
 
 
 def main() -> None:
