@@ -32,6 +32,7 @@ __all__ = ["create_app"]
 
 log = logging.getLogger("dpcloak.service")
 ASSETS = Path(__file__).parent / "assets"
+_BEARER = HTTPBearer(auto_error=False)
 
 
 def _field(loc: tuple[Any, ...]) -> str:
@@ -60,7 +61,6 @@ def create_app(collector: Collector, *, analyst_token: str) -> FastAPI:
 
     app = FastAPI(title="dpcloak collector", version=__version__, lifespan=lifespan,
                   description="Collects differentially private sensor reports, recovers maps per window.")
-    bearer = HTTPBearer(auto_error=False)
     dep = collector.deployment
 
     @app.exception_handler(RequestValidationError)
@@ -79,7 +79,7 @@ def create_app(collector: Collector, *, analyst_token: str) -> FastAPI:
         log.error("internal error: %s: %s", type(exc).__name__, exc)
         return _error(500, "internal", "internal error (logged on the collector)")
 
-    def analyst(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)]) -> None:
+    def analyst(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)]) -> None:
         if creds is None or not hmac.compare_digest(creds.credentials.encode(), analyst_token.encode()):
             raise StarletteHTTPException(401, "the analyst token is required (Authorization: Bearer <token>)",
                                          headers={"WWW-Authenticate": "Bearer"})
