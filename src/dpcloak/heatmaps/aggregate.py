@@ -147,7 +147,7 @@ def default_start_level(w: int) -> int:
 
 @dataclass(frozen=True)
 class LevelBudget:
-    """Per-level privacy budgets of Algorithm 1.
+    r"""Per-level privacy budgets of Algorithm 1.
 
     Attributes
     ----------
@@ -160,7 +160,7 @@ class LevelBudget:
     q : int
         Centre level ⌊log₂ √w⌋ (capped at ℓ).
     normalizer : float
-        Z = Σ_i γ^{|i−q|} over the measured levels.
+        Z = Σ_i γ^{\|i−q\|} over the measured levels.
     """
 
     levels: tuple[int, ...]
@@ -174,7 +174,7 @@ class LevelBudget:
 def level_budget(
     epsilon: float, *, depth: int, w: int = 20, gamma: float = 2**-0.5, start_level: int | None = None
 ) -> LevelBudget:
-    """ε_i = γ^{|i−q|} ε / Z for the measured levels (Ghazi et al., proof of Theorem 3.1).
+    r"""ε_i = γ^{\|i−q\|} ε / Z for the measured levels (Ghazi et al., proof of Theorem 3.1).
 
     Parameters
     ----------

@@ -83,7 +83,7 @@ def _box(low: float, high: float) -> tuple[float, float]:
 
 
 def weighted_average_sensitivity(*, weights: ArrayLike, low: float, high: float) -> float:
-    r"""Δ = (x̄ − x̲) max_i |c_i|: the largest change of ``Cx`` when one entry of ``x ∈ [x̲, x̄]^n`` changes."""
+    r"""Δ = (x̄ − x̲) max_i \|c_i\|: the largest change of ``Cx`` when one entry of ``x ∈ [x̲, x̄]^n`` changes."""
     c = _weights(weights)
     lo, hi = _box(low, high)
     return float((hi - lo) * np.max(np.abs(c)))
