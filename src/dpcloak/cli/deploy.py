@@ -1,4 +1,4 @@
-"""``dpcloak deploy init`` / ``dpcloak deploy show``: create a deployment and print the guarantee it implies."""
+"""Create and inspect a sensor deployment: configuration, credentials and the guarantee it implies."""
 
 from __future__ import annotations
 

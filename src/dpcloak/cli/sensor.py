@@ -1,4 +1,4 @@
-"""``dpcloak sensor run``: a sensor node reading stdin or a CSV file and sending private reports."""
+"""Run a sensor node: privatize locally, enforce the budget, send signed reports."""
 
 from __future__ import annotations
 

@@ -96,7 +96,7 @@ def create_app(collector: Collector, *, analyst_token: str) -> FastAPI:
     async def post_batch(batch: BatchIn) -> dict[str, Any]:
         """Store up to 1000 signed reports forwarded by a gateway; one outcome per report, in order."""
         outcomes = await collector.ingest(batch.reports)
-        return {"results": [{"status": s, **b} for s, b in outcomes],
+        return {"results": [{"http_status": s, **b} for s, b in outcomes],
                 "stored": sum(s == 201 for s, _ in outcomes), "duplicates": sum(s == 200 for s, _ in outcomes),
                 "rejected": sum(s >= 400 for s, _ in outcomes)}
 

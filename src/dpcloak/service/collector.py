@@ -113,6 +113,7 @@ class Collector:
             for i in accepted:
                 r = reports[i]
                 if r.report_id in new:
+                    new.discard(r.report_id)  # a second copy in the same batch is a duplicate
                     outcomes[i] = (201, {"status": "stored", "report_id": r.report_id})
                     self._count(r.window)
                 else:

@@ -38,7 +38,11 @@ class GroupWriter:
         self._thread.shutdown(wait=True)
 
     def submit(self, rows: list[dict[str, Any]]) -> asyncio.Future[set[str]]:
-        """Queue rows now (synchronously); the future gives the report ids that were new, once committed."""
+        """Queue rows now (synchronously); once committed, the future gives the report ids these rows stored.
+
+        An id is attributed to the first queued row carrying it, so two concurrent copies of one
+        report get one "stored" and one conflict (answered as a duplicate).
+        """
         fut: asyncio.Future[set[str]] = asyncio.get_running_loop().create_future()
         self._queue.put_nowait((rows, fut))
         return fut
@@ -59,6 +63,8 @@ class GroupWriter:
                     if not fut.done():
                         fut.set_exception(exc)
                 continue
-            for _, fut in batch:
+            for item, fut in batch:  # each new id goes to the first row that carried it (one 201 per stored row)
+                mine = {row["report_id"] for row in item} & new
+                new -= mine
                 if not fut.done():
-                    fut.set_result(new)
+                    fut.set_result(mine)
