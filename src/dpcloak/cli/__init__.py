@@ -29,6 +29,9 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "calibrate": ("dpcloak.cli.calibrate", "calibrate"),
     "reproduce": ("dpcloak.cli.reproduce", "reproduce"),
     "heatmap": ("dpcloak.cli.heatmap", "heatmap"),
+    "serve": ("dpcloak.cli.serve", "serve"),
+    "deploy": ("dpcloak.cli.deploy", "deploy_app"),
+    "sensor": ("dpcloak.cli.sensor", "sensor_app"),
 }
 """Command name → (module, attribute): a command function, or a :class:`typer.Typer` for a group."""
 
