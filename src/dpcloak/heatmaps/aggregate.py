@@ -20,8 +20,8 @@ setting for deployment.
 ``"secure"`` (**meant for deployment**, with ``rng=None``: uniform integers from the OS CSPRNG,
 :mod:`secrets`; a seed or Generator makes it reproducible and not cryptographically secure) draws
 each level's noise as exact discrete Laplace on the grid g = 2^-K, K = :data:`FIXED_POINT_BITS` = 36,
-with :class:`~dpcloak.privacy.discrete.DiscreteLaplaceMechanism` (Canonne, Kamath & Steinke 2020,
-Algorithm 2: integer arithmetic only). Why this grid and why it keeps ε_i-DP per level:
+with :func:`~dpcloak.privacy.discrete.discrete_laplace_noise` (integer arithmetic only). Why this grid
+and why it keeps ε_i-DP per level:
 
 * Every per-user weight is a multiple of 2^-36 (:mod:`dpcloak.heatmaps.data`), so every level sum is
   exactly P_i s = g·S_i with S_i an integer vector; no rounding happens (g = 2^-36 is the coarsest
@@ -31,12 +31,13 @@ Algorithm 2: integer arithmetic only). Why this grid and why it keeps ε_i-DP pe
   number of grid steps.
 * With Y i.i.d. discrete Laplace, P(y) ∝ e^{−|y|/b} on ℤ, and neighbouring S, S′,
   P(S + Y = v)/P(S′ + Y = v) = Π_c exp((|v_c − S′_c| − |v_c − S_c|)/b) ≤ exp(‖S − S′‖₁/b) ≤ exp(2^36/b),
-  the same argument as for the continuous Laplace mechanism. The mechanism calibrates
-  b = (⌊1/g⌋ + 1)/ε_i = (2^36 + 1)/ε_i grid steps (its +1 allows for rounding, which cannot occur
-  here), so each level is (ε_i · 2^36/(2^36 + 1))-DP, hence ε_i-DP, and the ε_i still sum to ε.
+  the same argument as for the continuous Laplace mechanism. The scale sampled is the rational
+  b = :func:`~dpcloak.privacy.discrete.laplace_grid_scale` (ε_i, 2^36) ≥ 2^36/ε_i grid steps (equal, or
+  rounded up by less than 2^-56 relative), so 2^36/b ≤ ε_i exactly: each level is ε_i-DP and the ε_i
+  sum to ε.
 * The released g·(S_i + Y) is a fixed function of an exact integer: post-processing, nothing leaks
-  through low-order bits. In count units the noise scale is b·g = (1 + 2^-36)/ε_i, the textbook
-  1/ε_i to within 1.5·10^-11 relative, so the accuracy is that of ``"float"``.
+  through low-order bits. In count units the noise scale is b·g = 1/ε_i (to 2^-56 relative), the
+  textbook scale, so the accuracy is that of ``"float"``.
 
 The exact sampler is pure Python (one draw per cell, a few µs to tens of µs each), so ``"secure"``
 costs about Σ_i 4^i draws: seconds, not milliseconds, at Δ = 256.
@@ -56,7 +57,7 @@ from dpcloak._validation import check_choice, check_int, check_real
 from dpcloak.errors import InvalidParameterError
 from dpcloak.heatmaps.data import FIXED_POINT_BITS, UserAggregate
 from dpcloak.heatmaps.pyramid import pyramid_levels
-from dpcloak.privacy.discrete import DiscreteLaplaceMechanism
+from dpcloak.privacy.discrete import discrete_laplace_noise, laplace_grid_scale
 from dpcloak.privacy.mechanisms import LaplaceMechanism, PrivacyGuarantee
 
 __all__ = [
@@ -129,9 +130,9 @@ def laplace_level(fixed: NDArray[np.int64], *, epsilon: float, noise: str, rng: 
     if check_choice("noise", noise, NOISES) == "float":
         mech = LaplaceMechanism(epsilon=epsilon, sensitivity=1.0, neighbouring=USER_NEIGHBOURING)
         return LevelNoise(mech.privatize(fixed.astype(np.float64) / float(1 << FIXED_POINT_BITS), rng=rng), mech.scale)
-    exact = DiscreteLaplaceMechanism(epsilon=epsilon, sensitivity=1.0, resolution=_GRID, neighbouring=USER_NEIGHBOURING)
-    values = exact.privatize_grid(fixed.ravel().tolist(), rng=rng).reshape(fixed.shape)
-    return LevelNoise(values, exact.scale_value)
+    scale = laplace_grid_scale(epsilon=epsilon, grid_sensitivity=1 << FIXED_POINT_BITS)
+    noisy = fixed + discrete_laplace_noise(scale, fixed.size, rng=rng).reshape(fixed.shape)
+    return LevelNoise(noisy.astype(np.float64) * _GRID, float(scale) * _GRID)
 
 
 FLOAT_CAVEAT = (
@@ -155,7 +156,7 @@ def default_start_level(w: int) -> int:
 
 @dataclass(frozen=True)
 class LevelBudget:
-    """Per-level privacy budgets of Algorithm 1.
+    r"""Per-level privacy budgets of Algorithm 1.
 
     Attributes
     ----------
@@ -168,7 +169,7 @@ class LevelBudget:
     q : int
         Centre level ⌊log₂ √w⌋ (capped at ℓ).
     normalizer : float
-        Z = Σ_i γ^{|i−q|} over the measured levels.
+        Z = Σ_i γ^{\|i−q\|} over the measured levels.
     """
 
     levels: tuple[int, ...]
@@ -182,7 +183,7 @@ class LevelBudget:
 def level_budget(
     epsilon: float, *, depth: int, w: int = 20, gamma: float = 2**-0.5, start_level: int | None = None
 ) -> LevelBudget:
-    """ε_i = γ^{|i−q|} ε / Z for the measured levels (Ghazi et al., proof of Theorem 3.1).
+    r"""ε_i = γ^{\|i−q\|} ε / Z for the measured levels (Ghazi et al., proof of Theorem 3.1).
 
     Parameters
     ----------
