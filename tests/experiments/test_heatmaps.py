@@ -41,3 +41,11 @@ def test_shuffle_experiment(tmp_path):
     for r in shuffled:
         assert r["bits_per_user"] % r["messages_per_user"] == 0
         assert 0.0 <= r["emd_shuffle"] <= 2.0
+
+
+def test_w_rule_experiment(tmp_path):
+    res = _run("heatmaps-wrule", tmp_path)
+    for r in res.rows:
+        # Oracle: the rule's w from its formula with n̂ = n = 50 and Δ = 64: 50·√(εn/2000) < 50 at ε ≤ 10, so w = 50.
+        assert r["w_rule"] == 50 and r["emd"] == r["emd_rule"]
+        assert all(0.0 <= r[k] <= 2.0 for k in r if k.startswith("emd_"))

@@ -74,3 +74,18 @@ def test_missing_and_mixed_ids_refused_on_cluster(client):
         frame = dd.from_pandas(mixed, npartitions=2)
     with pytest.raises(InvalidParameterError, match="all numbers or all strings"):
         bound_users_dask(frame, resolution=16, client=client)
+
+
+def test_extent_is_applied_on_the_workers(client):
+    from dpcloak.heatmaps import Extent
+    from dpcloak.heatmaps.distributed import bound_users_dask
+
+    rng = np.random.default_rng(4)
+    df = pd.DataFrame({"user": rng.integers(0, 50, 400), "lon": -74.0 + rng.random(400) * 0.1,
+                       "lat": 40.7 + rng.random(400) * 0.1})
+    ext = Extent.lonlat_box(-74.0, 40.7, -73.9, 40.8)
+    x, y, _ = ext.to_unit(df.lon, df.lat)
+    mem = bound_users(df.user.to_numpy(), x, y, resolution=32)
+    agg = bound_users_dask(dd.from_pandas(df, npartitions=3), resolution=32, x="lon", y="lat", extent=ext,
+                           client=client)
+    np.testing.assert_array_equal(agg.fixed, mem.fixed)

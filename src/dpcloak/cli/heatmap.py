@@ -71,11 +71,13 @@ def heatmap(
     lon: str = typer.Option("lon", help="Longitude column."),
     drop_outside: bool = typer.Option(False, help="Drop points outside the extent instead of failing."),
     method: str = typer.Option("pyramid", help="pyramid (Algorithms 1-2), laplace (baseline) or dense (App. D)."),
-    w: int = typer.Option(20, help="pyramid: cells kept per level."),
+    w: int | None = typer.Option(None, help="pyramid: cells kept per level (default: the public rule from epsilon, "
+                                 "resolution and --population; 20 without --population)."),
     gamma: float = typer.Option(2**-0.5, help="pyramid: budget decay rate."),
     top_percent: float | None = typer.Option(None, help="laplace: keep only the top t percent of cells."),
-    population: float | None = typer.Option(None, help="dense: PUBLIC estimate of the number of users (else 10% "
-                                            "of epsilon buys a noisy count)."),
+    population: float | None = typer.Option(None, help="PUBLIC estimate of the number of users (never counted from "
+                                            "the data): pyramid chooses w from it; dense its grid (else 10% of "
+                                            "epsilon buys a noisy count)."),
     out: str | None = typer.Option(None, help="Write the rendered map as PNG (axes, colour bar)."),
     units: str = typer.Option("m", help="PNG axes: m (km east/north) or lonlat."),
     sigma: float = typer.Option(0.004, help="Rendering sigma as a fraction of the extent's side."),

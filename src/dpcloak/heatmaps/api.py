@@ -32,6 +32,7 @@ from dpcloak.heatmaps.aggregate import check_aggregate, hierarchical_laplace
 from dpcloak.heatmaps.baselines import laplace_cells
 from dpcloak.heatmaps.data import UserAggregate, bound_users, check_resolution
 from dpcloak.heatmaps.extent import Extent
+from dpcloak.heatmaps.parameters import PAPER_W, pyramid_parameters
 from dpcloak.heatmaps.reconstruct import reconstruct
 from dpcloak.heatmaps.release import CuratorDiagnostics, release_randomness
 from dpcloak.heatmaps.render import render_layers
@@ -141,7 +142,7 @@ def heatmap_from_aggregate(
     *,
     method: str = "pyramid",
     epsilon: float,
-    w: int = 20,
+    w: int | None = None,
     gamma: float = 2**-0.5,
     top_percent: float | None = None,
     population: float | None = None,
@@ -161,13 +162,16 @@ def heatmap_from_aggregate(
         Algorithm 1 + RECONSTRUCT, the [LXD+19] baseline, or Appendix D's dense algorithm.
     epsilon : float
         ε > 0.
-    w, gamma : int, float
-        Parameters of the pyramid method.
+    w, gamma : int or None, float
+        Parameters of the pyramid method. ``w=None``: chosen by the public rule of
+        :func:`~dpcloak.heatmaps.parameters.pyramid_parameters` from ε, Δ and ``population``, or the
+        paper's w = 20 when no population estimate is given.
     top_percent : float or None
         Threshold of the baseline (``None``: plain baseline).
     population : float or None
-        dense: a public estimate of the number of users that fixes the coarse grid; ``None`` spends
-        10 % of ε on a noisy count instead (:func:`~dpcloak.heatmaps.dense.dense_aggregate`).
+        A **public** estimate of the number of users (never the data's own count). pyramid: feeds the
+        w rule. dense: fixes the coarse grid; ``None`` spends 10 % of ε on a noisy count instead
+        (:func:`~dpcloak.heatmaps.dense.dense_aggregate`).
     extent : Extent or None
         The public extent the aggregate's grid covers (cell size in metres in the summary, axes).
     rng : Generator, int or None
@@ -197,12 +201,13 @@ def heatmap_from_aggregate(
     details: dict[str, Any] = {}
     t0 = time.perf_counter()
     if meth == "pyramid":
-        width = check_int("w", w, minimum=1)
+        width, rule = _choose_w(w, epsilon, agg.resolution, population)
         noisy = hierarchical_laplace(agg, epsilon=epsilon, w=width, gamma=gamma, rng=gen, noise=noise)
         t1 = time.perf_counter()
         rec = reconstruct(noisy, w=width)
         estimate, privacy, layers = rec.estimate, noisy.guarantee(), rec.layers()
-        params: dict[str, Any] = dict(w=width, gamma=noisy.budget.gamma, q=noisy.budget.q,
+        params: dict[str, Any] = dict(w=width, w_rule=rule, population=population, gamma=noisy.budget.gamma,
+                                      q=noisy.budget.q,
                                       levels=noisy.budget.levels, level_epsilons=noisy.budget.epsilons)
         details.update(lp_variables=rec.n_variables, lp_objective=rec.objective)
     elif meth == "laplace":
@@ -238,6 +243,16 @@ def heatmap_from_aggregate(
     )
 
 
+def _choose_w(w: int | None, epsilon: float, resolution: int, population: float | None) -> tuple[int, str]:
+    """The pyramid's w: the caller's, the public rule's (with a public population estimate), or the paper's."""
+    if w is not None:
+        return check_int("w", w, minimum=1), "given"
+    if population is None:
+        return PAPER_W, f"paper default w = {PAPER_W} (no public population estimate given)"
+    chosen = pyramid_parameters(epsilon=epsilon, resolution=resolution, population=population)
+    return chosen.w, chosen.rule
+
+
 def _bounded(
     users: ArrayLike, x: ArrayLike, y: ArrayLike, resolution: int, extent: Extent | None
 ) -> tuple[UserAggregate, dict[str, float]]:
@@ -255,8 +270,9 @@ def private_heatmap(
     *,
     epsilon: float,
     resolution: int,
-    w: int = 20,
+    w: int | None = None,
     gamma: float = 2**-0.5,
+    population: float | None = None,
     extent: Extent | None = None,
     rng: RngLike = None,
     noise: str = "secure",
@@ -275,10 +291,14 @@ def private_heatmap(
         ε > 0.
     resolution : int
         Δ = 2^ℓ (other sizes are rejected).
-    w : int
-        Cells kept per level by RECONSTRUCT (paper: 20).
+    w : int or None
+        Cells kept per level by RECONSTRUCT; ``None``: the public rule from ε, Δ and ``population``
+        (:func:`~dpcloak.heatmaps.parameters.pyramid_parameters`), or the paper's 20 without it.
     gamma : float
         Budget decay rate γ (paper: 1/√2).
+    population : float or None
+        A **public** estimate of the number of users (e.g. a census figure; never the data's count),
+        used only to choose ``w``.
     extent : Extent or None
         The **public** square the grid covers (:mod:`dpcloak.heatmaps.extent`; never derived from the
         data); points outside it are refused.
@@ -304,11 +324,11 @@ def private_heatmap(
     guarantee holds for what is sampled; with ``"float"`` it holds for idealised real-valued noise.
     """
     _check_common(epsilon, resolution)
-    check_int("w", w, minimum=1)
+    _choose_w(w, epsilon, resolution, population)
     release_randomness(rng, noise, simulation=simulation)
     agg, times = _bounded(users, x, y, resolution, extent)
-    return heatmap_from_aggregate(agg, method="pyramid", epsilon=epsilon, w=w, gamma=gamma, extent=extent, rng=rng,
-                                  timings=times, noise=noise, simulation=simulation)
+    return heatmap_from_aggregate(agg, method="pyramid", epsilon=epsilon, w=w, gamma=gamma, population=population,
+                                  extent=extent, rng=rng, timings=times, noise=noise, simulation=simulation)
 
 
 def laplace_baseline(
@@ -351,7 +371,7 @@ def heatmap_from_frame(
     user: str = "user",
     x: str = "x",
     y: str = "y",
-    w: int = 20,
+    w: int | None = None,
     gamma: float = 2**-0.5,
     top_percent: float | None = None,
     population: float | None = None,
