@@ -243,20 +243,26 @@ def _block_counts(tab: _Tables, size: int, src: WordSource) -> NDArray[Any]:
 
 def _within_block(tab: _Tables, size: int, src: WordSource) -> NDArray[np.int64]:
     """``size`` exact draws of B on {0, …, m − 1}, P(B = β) ∝ e^{−βs/t}: uniform β accepted w.p. e^{−βs/t}."""
-    out = np.zeros(size, dtype=np.int64)
-    todo = np.arange(size)
-    while tab.j and todo.size:
-        beta = src.words(todo.size) >> np.uint64(64 - tab.j)
-        keep = _bernoulli_exp(beta * np.uint64(tab.s), tab.t, src)
-        out[todo[keep]] = beta[keep]
-        todo = todo[~keep]
-    return out
+    if not tab.j:
+        return np.zeros(size, dtype=np.int64)
+    shift, s = np.uint64(64 - tab.j), np.uint64(tab.s)
+    out = src.words(size) >> shift
+    todo = np.flatnonzero(~_bernoulli_exp(out * s, tab.t, src))
+    while todo.size:  # rejected proposals (≤ 1 − e^{−1/4} of them) are redrawn
+        beta = src.words(todo.size) >> shift
+        out[todo] = beta
+        todo = todo[~_bernoulli_exp(beta * s, tab.t, src)]
+    return out.astype(np.int64)
 
 
 def _magnitudes(tab: _Tables, size: int, src: WordSource) -> NDArray[Any]:
     """``size`` exact draws of X with P(X ≥ k) = r^k: X = m A + B (int64, or object beyond 2⁶²)."""
     counts = _block_counts(tab, size, src)
-    return counts * (1 << tab.j) + _within_block(tab, size, src)
+    if counts.dtype == object:
+        return counts * (1 << tab.j) + _within_block(tab, size, src)
+    counts <<= tab.j
+    counts += _within_block(tab, size, src)
+    return counts
 
 
 def discrete_laplace(scale: Fraction, size: int, src: WordSource) -> NDArray[Any]:
@@ -267,15 +273,16 @@ def discrete_laplace(scale: Fraction, size: int, src: WordSource) -> NDArray[Any
     magnitude reaches 2⁶². The module docstring proves that the distribution is exact.
     """
     tab = _tables(scale.numerator, scale.denominator)
-    out: NDArray[Any] = np.zeros(size, dtype=np.int64)
-    todo = np.arange(size)
-    while todo.size:
+    out = _magnitudes(tab, size, src)
+    negative = src.bits(size)
+    zeros = np.flatnonzero(out == 0)
+    np.negative(out, out=out, where=negative)
+    todo = zeros[negative[zeros]]
+    while todo.size:  # the sign step rejects −0 (CKS Algorithm 2): redraw those
         mag = _magnitudes(tab, todo.size, src)
         negative = src.bits(todo.size)
-        redo = negative & (mag == 0)
         if mag.dtype == object and out.dtype != object:
             out = out.astype(object)
-        keep = ~redo
-        out[todo[keep]] = np.where(negative, -mag, mag)[keep]
-        todo = todo[redo]
+        out[todo] = np.where(negative, -mag, mag)
+        todo = todo[negative & (mag == 0)]
     return out

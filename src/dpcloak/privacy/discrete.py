@@ -269,7 +269,7 @@ class _GridMechanism(AdditiveMechanism):
     def _draw(self, randbelow: RandBelow) -> int:
         raise NotImplementedError
 
-    def check_dimension(self, n: int, *, name: str = "number of coordinates") -> int:
+    def check_dimension(self, n: int, *, name: str = "coordinates released together") -> int:
         """Refuse releasing ``n`` coordinates at once when the rounding slack was counted for fewer.
 
         A privatizer releasing m readings together calls ``check_dimension(m)`` up front.
@@ -277,8 +277,8 @@ class _GridMechanism(AdditiveMechanism):
         n = check_int(name, n, minimum=0)
         if n > self.dimension:
             raise InvalidParameterError(
-                f"{name} released together must be at most the mechanism's dimension={self.dimension} (its grid "
-                f"sensitivity counts the rounding of {self.dimension} coordinates), got {n}; build the mechanism with "
+                f"{name} must be at most the mechanism's dimension={self.dimension} (its grid sensitivity counts the "
+                f"rounding of {self.dimension} coordinate(s) per release), got {n}; build the mechanism with "
                 f"dimension={n}"
             )
         return n
@@ -291,8 +291,18 @@ class _GridMechanism(AdditiveMechanism):
         """``count`` exact integer noise draws (grid units) from the integer source ``randbelow``."""
         return [self._draw(randbelow) for _ in range(count)]
 
-    def _noise(self, count: int, rng: RngLike) -> list[int]:
-        return self.sample_noise(count, randbelow_for(rng))
+    def _noise(self, count: int, rng: RngLike) -> NDArray[Any]:
+        """``count`` exact noise draws (grid units) for a release: int64, or Python integers if one exceeds int64."""
+        draws = self.sample_noise(count, randbelow_for(rng))
+        try:
+            return np.array(draws, dtype=np.int64)
+        except OverflowError:
+            return np.array(draws, dtype=object)
+
+    def _release(self, idx: NDArray[Any], rng: RngLike) -> NDArray[np.float64]:
+        """g · (idx + noise): the exact integer sum (int64: |idx| ≤ 2⁵², |noise| < 2⁶²), then one conversion."""
+        total = idx + self._noise(idx.size, rng).reshape(idx.shape)
+        return np.asarray(np.asarray(total, dtype=float) * self.resolution, dtype=float)
 
     def privatize_grid(self, grid_values: Sequence[int], *, rng: RngLike = None) -> NDArray[np.float64]:
         """Add exact noise to one vector already on the grid, given as integers in grid units (1-d result).
@@ -305,8 +315,7 @@ class _GridMechanism(AdditiveMechanism):
         self.check_dimension(len(idx), name="grid_values length")
         if any(abs(i) > MAX_GRID_INDEX for i in idx):
             raise InvalidParameterError(f"grid_values must have magnitude at most 2^52, got {max(idx, key=abs)}")
-        noise = self._noise(len(idx), rng)
-        return np.array([i + z for i, z in zip(idx, noise, strict=True)], dtype=float) * self.resolution
+        return self._release(np.array(idx, dtype=np.int64), rng)
 
     def privatize(self, values: ArrayLike, *, rng: RngLike = None) -> NDArray[np.float64]:
         """Round ``values`` to the grid exactly and add exact integer noise (``rng=None``: the OS CSPRNG).
@@ -317,9 +326,7 @@ class _GridMechanism(AdditiveMechanism):
         """
         idx = self.to_grid(values)
         self.check_dimension(idx.shape[-1] if idx.ndim else 1, name="values per release (last axis)")
-        noise = self._noise(idx.size, rng)
-        total = [int(i) + z for i, z in zip(idx.reshape(-1), noise, strict=True)]
-        return np.array(total, dtype=float).reshape(idx.shape) * self.resolution
+        return self._release(idx, rng)
 
 
 class DiscreteLaplaceMechanism(_GridMechanism):
@@ -388,8 +395,8 @@ class DiscreteLaplaceMechanism(_GridMechanism):
     def _draw(self, randbelow: RandBelow) -> int:
         return sample_discrete_laplace(self.scale, randbelow)
 
-    def _noise(self, count: int, rng: RngLike) -> list[int]:
-        return [int(z) for z in discrete_laplace_noise(self.scale, count, rng=rng)]
+    def _noise(self, count: int, rng: RngLike) -> NDArray[Any]:
+        return discrete_laplace_noise(self.scale, count, rng=rng)
 
     def guarantee(self) -> PrivacyGuarantee:
         """ε-DP (δ = 0)."""
