@@ -173,3 +173,9 @@ def test_seeded_draws_reproducible_and_default_source_is_os_keyed(monkeypatch: p
     assert WordSource(None).secure and not WordSource(0).secure
     discrete_laplace_noise(Fraction(7, 2), 10)
     assert calls == [32, 16, 32, 16]  # a fresh ChaCha20 key and nonce per source
+
+
+def test_words_are_full_64_bit_for_any_generator_engine() -> None:
+    """MT19937 gives 32-bit raw outputs: the words must still be uniform 64-bit (binomial test, top bit)."""
+    words = WordSource(np.random.Generator(np.random.MT19937(0))).words(20_000)
+    assert stats.binomtest(int(np.count_nonzero(words >= np.uint64(2**63))), words.size, 0.5).pvalue > 1e-4

@@ -42,8 +42,8 @@ Randomness
 a fresh 256-bit key and nonce from :func:`os.urandom` for each release (a cryptographically secure
 generator: the construction of Linux's own ``getrandom``; computational assumption: ChaCha20 is a
 PRF) — about 3.3× faster than reading the same number of bytes from ``os.urandom``; with a seed or
-``numpy.random.Generator``, its bit generator's raw 64-bit outputs (reproducible, not secure: tests
-and experiments).
+``numpy.random.Generator``, its uniform 64-bit integers (reproducible, not secure: tests and
+experiments).
 """
 
 from __future__ import annotations
@@ -63,6 +63,7 @@ from dpcloak._rng import RngLike, as_generator
 
 __all__ = ["WordSource", "bernoulli_exp_unit", "discrete_laplace"]
 
+_MAX_WORD = 2**64 - 1
 _INT64_SAFE = 2**62  # magnitudes below this are kept in int64 (sums with inputs up to 2^62 stay in range)
 _FIXED_BITS = 192  # fractional bits of the fixed-point threshold products
 _BUCKET_BITS = 3  # buckets: binades of w split in 2^3 (ratio ≤ 1 + 2^-3 < e^{m/b}, m/b > 1/8)
@@ -102,7 +103,7 @@ class WordSource:
         """``n`` independent uniform words on {0, …, 2⁶⁴ − 1}."""
         if self._gen is None:
             return np.frombuffer(self._stream.update(bytes(8 * n)), dtype="<u8").astype(np.uint64)
-        return np.asarray(self._gen.bit_generator.random_raw(n), dtype=np.uint64)
+        return self._gen.integers(0, _MAX_WORD, size=n, dtype=np.uint64, endpoint=True)  # 64 bits whatever the engine
 
     def bits(self, n: int) -> NDArray[np.bool_]:
         """``n`` independent fair bits."""
