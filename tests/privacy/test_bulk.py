@@ -172,7 +172,7 @@ def test_seeded_draws_reproducible_and_default_source_is_os_keyed(monkeypatch: p
     monkeypatch.setattr(bulk.os, "urandom", spy)
     assert WordSource(None).secure and not WordSource(0).secure
     discrete_laplace_noise(Fraction(7, 2), 10)
-    assert calls == [32, 16, 32, 16]  # a fresh ChaCha20 key and nonce per source
+    assert calls == [32, 12, 32, 12]  # a fresh ChaCha20 key and nonce per source
 
 
 def test_words_are_full_64_bit_for_any_generator_engine() -> None:

@@ -39,7 +39,7 @@ Algorithm and proof
 Randomness
 ----------
 :class:`WordSource` supplies uniform 64-bit words: with ``rng=None`` the ChaCha20 keystream under
-a fresh 256-bit key and nonce from :func:`os.urandom` for each release (a cryptographically secure
+a fresh 256-bit key and 96-bit nonce from :func:`os.urandom` for each release (a cryptographically secure
 generator: the construction of Linux's own ``getrandom``; computational assumption: ChaCha20 is a
 PRF) — about 3.3× faster than reading the same number of bytes from ``os.urandom``; with a seed or
 ``numpy.random.Generator``, its uniform 64-bit integers (reproducible, not secure: tests and
@@ -88,7 +88,8 @@ class WordSource:
 
     def __init__(self, rng: RngLike = None) -> None:
         if rng is None:
-            cipher = Cipher(algorithms.ChaCha20(os.urandom(32), os.urandom(16)), mode=None)
+            # fresh 256-bit key and 96-bit nonce; block counter from 0 (2^32 blocks = 256 GiB per source)
+            cipher = Cipher(algorithms.ChaCha20(os.urandom(32), bytes(4) + os.urandom(12)), mode=None)
             self._stream: Any = cipher.encryptor()
             self._gen: np.random.Generator | None = None
         else:

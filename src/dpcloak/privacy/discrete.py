@@ -467,6 +467,14 @@ def l2_grid_sensitivity(sensitivity: float, resolution: float, dimension: int) -
     return root
 
 
+def _multiplier_down(sigma2: Fraction, sensitivity: float) -> float:
+    """A double ≤ √σ² / Δ (exact comparison), so the ε checked for it bounds the ε of the true ratio."""
+    ratio = math.sqrt(sigma2) / sensitivity
+    while Fraction(ratio) ** 2 * Fraction(sensitivity) ** 2 > sigma2:
+        ratio = float(np.nextafter(ratio, 0.0))
+    return ratio
+
+
 def gaussian_rdp_epsilon(*, noise_multiplier: float, delta: float) -> float:
     """ε at δ of one Gaussian-RDP release with the given noise multiplier σ/Δ (``dp_accounting`` RDP)."""
     from dp_accounting import GaussianDpEvent
@@ -515,8 +523,10 @@ class DiscreteGaussianMechanism(_GridMechanism):
     on ℤ (CKS Algorithm 3, integers only). Neighbouring inputs (ℓ2 distance ≤ Δ2) give integer
     vectors with ‖n − n′‖₂ ≤ ``grid_sensitivity``, so the release is
     ½(grid_sensitivity/σ)²-concentrated DP (CKS Theorem 14), converted to (ε, δ) by
-    ``dp_accounting``'s RDP accountant and re-checked; the double released is a fixed function of
-    the integer n + Y. Longer vectors and readings beyond 2⁵² grid steps are refused.
+    ``dp_accounting``'s RDP accountant and re-checked with the noise multiplier σ/grid_sensitivity
+    rounded *down* (the conversion itself is ``dp_accounting``'s floating-point computation); the
+    double released is a fixed function of the integer n + Y. Longer vectors and readings beyond
+    2⁵² grid steps are refused.
     """
 
     _norm = "l2"
@@ -553,7 +563,7 @@ class DiscreteGaussianMechanism(_GridMechanism):
         while excess(lo) <= 0.0:
             lo -= math.log(2.0)
         sigma2 = Fraction(math.exp(float(optimize.brentq(excess, lo, hi, xtol=1e-12))) * sens) ** 2
-        while gaussian_rdp_epsilon(noise_multiplier=math.sqrt(sigma2) / sens, delta=dlt) > eps:
+        while gaussian_rdp_epsilon(noise_multiplier=_multiplier_down(sigma2, sens), delta=dlt) > eps:
             sigma2 *= Fraction(1 + 2**-30)  # re-check: never overspend
         return sigma2
 
