@@ -48,6 +48,7 @@ experiments).
 
 from __future__ import annotations
 
+import bisect
 import math
 import os
 from dataclasses import dataclass
@@ -198,6 +199,7 @@ def _enclosures(t: int, s: int, m: int) -> tuple[list[int], list[int]]:
 def _tables(t: int, s: int) -> _Tables:
     j = max(0, (t // (4 * s)).bit_length() - 1)  # m = 2^j: the largest power of two ≤ max(1, b/4)
     lower, _ = _enclosures(t, s, 1 << j)
+    ascending = lower[::-1]
     buckets = 64 << _BUCKET_BITS
     base = np.zeros(buckets, dtype=np.int64)
     threshold = np.zeros(buckets, dtype=np.uint64)
@@ -205,11 +207,11 @@ def _tables(t: int, s: int) -> _Tables:
         exponent, frac = divmod(key, 1 << _BUCKET_BITS)
         start = ((1 << _BUCKET_BITS) + frac) << (exponent + 11 - _BUCKET_BITS)
         end = ((1 << _BUCKET_BITS) + frac + 1) << (exponent + 11 - _BUCKET_BITS)
-        inside = [low for low in lower if start - 1 <= low < end]
-        if len(inside) > 1:
+        first, stop = bisect.bisect_left(ascending, start - 1), bisect.bisect_left(ascending, end)
+        if stop - first > 1:
             raise RuntimeError("two thresholds in one bucket")  # pragma: no cover (ratio e^{m/b} > 1 + 2^-3)
-        base[key] = sum(low >= end for low in lower)
-        threshold[key] = inside[0] if inside else 0
+        base[key] = len(ascending) - stop  # L_a ≥ end
+        threshold[key] = ascending[first] if stop > first else 0
     return _Tables(t=t, s=s, j=j, base=base, threshold=threshold)
 
 
