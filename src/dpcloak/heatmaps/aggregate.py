@@ -59,7 +59,7 @@ from dpcloak.errors import InvalidParameterError
 from dpcloak.heatmaps.data import FIXED_POINT_BITS, UserAggregate
 from dpcloak.heatmaps.pyramid import pyramid_levels
 from dpcloak.privacy.discrete import discrete_laplace_noise, laplace_grid_scale
-from dpcloak.privacy.mechanisms import FLOAT_CAVEAT, LaplaceMechanism, PrivacyGuarantee
+from dpcloak.privacy.mechanisms import LaplaceMechanism, PrivacyGuarantee
 
 __all__ = [
     "USER_NEIGHBOURING",
@@ -68,6 +68,7 @@ __all__ = [
     "noise_randomness",
     "laplace_level",
     "laplace_description",
+    "FLOAT_CAVEAT",
     "LevelBudget",
     "NoisyPyramid",
     "level_budget",
@@ -139,11 +140,18 @@ def laplace_level(fixed: NDArray[np.int64], *, epsilon: float, noise: str, rng: 
     return LevelNoise(noisy.astype(np.float64) * _GRID, float(scale) * _GRID)
 
 
+FLOAT_CAVEAT = (
+    "float noise: the guarantee holds only for idealised real-valued noise; IEEE-double Laplace samples leak "
+    "through their low-order bits (Mironov 2012), use noise='secure' for a release"
+)
+"""Appended to the mechanism of every ``noise="float"`` guarantee."""
+
+
 def laplace_description(scale: float, noise: str) -> str:
-    """How a release's noise is named in its guarantee: ``Lap(b)`` or its exact discrete version."""
+    """How a release's noise is named in its guarantee: ``Lap(b)`` (with :data:`FLOAT_CAVEAT`) or the exact one."""
     if noise == "secure":
         return f"exact discrete Laplace on grid 2^-{FIXED_POINT_BITS}, scale {scale:.6g}"
-    return f"Laplace Lap({scale:.6g}) (float: {FLOAT_CAVEAT})"
+    return f"Laplace Lap({scale:.6g}) [{FLOAT_CAVEAT}]"
 
 
 def default_start_level(w: int) -> int:
@@ -153,7 +161,7 @@ def default_start_level(w: int) -> int:
 
 @dataclass(frozen=True)
 class LevelBudget:
-    """Per-level privacy budgets of Algorithm 1.
+    r"""Per-level privacy budgets of Algorithm 1.
 
     Attributes
     ----------
@@ -166,7 +174,7 @@ class LevelBudget:
     q : int
         Centre level ⌊log₂ √w⌋ (capped at ℓ).
     normalizer : float
-        Z = Σ_i γ^{|i−q|} over the measured levels.
+        Z = Σ_i γ^{\|i−q\|} over the measured levels.
     """
 
     levels: tuple[int, ...]
@@ -180,7 +188,7 @@ class LevelBudget:
 def level_budget(
     epsilon: float, *, depth: int, w: int = 20, gamma: float = 2**-0.5, start_level: int | None = None
 ) -> LevelBudget:
-    """ε_i = γ^{|i−q|} ε / Z for the measured levels (Ghazi et al., proof of Theorem 3.1).
+    r"""ε_i = γ^{\|i−q\|} ε / Z for the measured levels (Ghazi et al., proof of Theorem 3.1).
 
     Parameters
     ----------
@@ -262,8 +270,8 @@ class NoisyPyramid:
         The per-level ε_i.
     scales : tuple of float
         Laplace scales b_i = 1/ε_i actually used (re-checked by :class:`LaplaceMechanism`).
-    resolution, n_users : int
-        Δ and the number of users n.
+    resolution : int
+        Δ.
     privacy : PrivacyGuarantee or None
         Set by other protocols producing the same release (e.g. the shuffle model of
         :mod:`dpcloak.heatmaps.shuffle`); ``None`` means the central Laplace guarantee below.
@@ -275,15 +283,15 @@ class NoisyPyramid:
     Each level is the Laplace mechanism with ℓ1 sensitivity 1 (a user's p_i has ‖P_i p_i‖₁ ≤ 1) at
     ε_i; by basic composition the release is (Σ ε_i)-DP = ε-DP under add/remove-one-user
     (Ghazi et al., Theorem 3.1, privacy analysis); with ``noise="secure"`` each level is the exact
-    discrete Laplace mechanism at ε_i on the 2^-36 grid (module docstring). ``n_users`` is released
-    in the clear as metadata.
+    discrete Laplace mechanism at ε_i on the 2^-36 grid (module docstring). With ``noise="float"`` the
+    guarantee holds for idealised real-valued noise only (:data:`FLOAT_CAVEAT`). Nothing else about
+    the input (such as the number of users) is part of the release.
     """
 
     levels: tuple[NDArray[np.float64], ...]
     budget: LevelBudget
     scales: tuple[float, ...]
     resolution: int
-    n_users: int
     privacy: PrivacyGuarantee | None = None
     noise: str = "float"
 
@@ -307,6 +315,7 @@ class NoisyPyramid:
                 f"hierarchical {'exact discrete ' if self.noise == 'secure' else ''}Laplace on pyramid levels "
                 f"{self.start_level}..{self.depth}, "
                 f"ε_i = γ^|i−q| ε/Z (γ={self.budget.gamma:.6g}, q={self.budget.q})"
+                + ("" if self.noise == "secure" else f" [{FLOAT_CAVEAT}]")
             ),
             source="seed 003 Algorithm 1 and Theorem 3.1 (basic composition over levels)",
         )
@@ -372,5 +381,5 @@ def hierarchical_laplace(
                 for level_sums, eps_i in zip(exact, budget.epsilons, strict=True)]
     return NoisyPyramid(
         levels=tuple(r.values for r in released), budget=budget, scales=tuple(r.scale for r in released),
-        resolution=agg.resolution, n_users=agg.n_users, noise=noise,
+        resolution=agg.resolution, noise=noise,
     )
