@@ -39,7 +39,8 @@ def max_errors(runs, p=1 / 3, level=1e-3):
 
 
 def additive(mech):
-    return lambda v, rng, size: np.asarray(mech.privatize(np.full(size, float(v)), rng=rng), dtype=float)
+    """``size`` independent one-coordinate releases (a grid mechanism's dimension is 1)."""
+    return lambda v, rng, size: np.asarray(mech.privatize(np.full((size, 1), float(v)), rng=rng), dtype=float).ravel()
 
 
 def snapped(v, rng, size):

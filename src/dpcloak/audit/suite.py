@@ -224,9 +224,9 @@ def _additive(privatize: Callable[..., NDArray[Any]], factor: float = 1.0) -> Ca
     With ``factor = 1`` the outputs are the mechanism's own doubles, untouched (the event tests read their bits).
     """
     def mechanism(value: float, rng: np.random.Generator, size: int) -> NDArray[Any]:
-        x = np.full(size, float(value))
+        x = np.full((size, 1), float(value))  # size independent one-coordinate releases
         out = np.asarray(privatize(x, rng=rng), dtype=float)
-        return out if factor == 1.0 else x + factor * (out - x)
+        return (out if factor == 1.0 else x + factor * (out - x)).ravel()
     return mechanism
 
 
