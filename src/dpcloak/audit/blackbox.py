@@ -155,7 +155,7 @@ class BlackBoxAudit:
     Attributes
     ----------
     verdict : {"ACCEPT", "REJECT"}
-        REJECT iff some pair's test rejected.
+        REJECT iff, for some pair, the tester or one of the event tests (atoms, low bits) rejected.
     epsilon, delta : float
         The claim tested.
     pairs : tuple of PairAudit
@@ -163,7 +163,8 @@ class BlackBoxAudit:
     queries : int
         Total calls of the mechanism (pilot samples included).
     notes : str
-        What the verdict does and does not establish (tester used, pure-DP caveat).
+        What the verdict does and does not establish (tester used, pure-DP caveat, what the event
+        tests detect at their query budget and how the low bits were read).
     """
 
     verdict: str
