@@ -26,6 +26,7 @@ from dpcloak.models import LinearModel
 from dpcloak.recovery._boxls import box_least_squares
 from dpcloak.recovery._ipm import IpmResult, solve_box_quadratic
 from dpcloak.recovery._problem import as_model, box_bounds, readings
+from dpcloak.recovery._threads import single_blas_thread
 from dpcloak.recovery.compress import DEFAULT_RTOL, compress
 from dpcloak.recovery.radius import choose_radius
 
@@ -213,7 +214,8 @@ def bpdn(
         solver_name = f"cvxpy:{cvxpy_solver}"
     else:
         w0 = warm_start.dual if isinstance(warm_start, Recovery) else None
-        out = _solve_ipm(mdl, yv, lo, hi, r, tol, max_iter, rank_rtol, w0)
+        with single_blas_thread():
+            out = _solve_ipm(mdl, yv, lo, hi, r, tol, max_iter, rank_rtol, w0)
         solver_name = "ipm"
     elapsed = time.perf_counter() - start
     x = out.x
@@ -252,7 +254,8 @@ def _solve_ipm(
     tol: float, max_iter: int, rank_rtol: float, w0: NDArray[np.float64] | None,
 ) -> _Solved:
     """BPDN on the compression; if the ball is out of reach, the least-residual fallback."""
-    if float(np.linalg.norm(model.matvec(lo) - y)) <= r:
+    at_lo = model.matvec(lo) if np.any(lo) else np.zeros_like(y)
+    if float(np.linalg.norm(at_lo - y)) <= r:
         return _Solved(lo.copy(), True, 0, True, float(np.sum(lo)), "the lower bound itself is inside the ball")
     comp = compress(model, rtol=rank_rtol)
     proj = comp.project(y)

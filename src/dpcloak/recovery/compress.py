@@ -28,8 +28,11 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpcloak._validation import check_real
+from dpcloak.domains import Line
 from dpcloak.errors import InvalidParameterError
-from dpcloak.models import DenseModel, GraphDiffusion, KroneckerHeatKernel2D, LinearModel
+from dpcloak.models import DenseModel, GraphDiffusion, HeatKernel1D, KroneckerHeatKernel2D, LinearModel
+from dpcloak.models.heat import gaussian_kernel_1d
+from dpcloak.recovery._chebyshev import heat_kernel_factors
 
 __all__ = ["CompressedModel", "KroneckerRows", "ProjectedData", "compress", "clear_compression_cache"]
 
@@ -120,7 +123,7 @@ def _digest(*arrays: NDArray[np.float64]) -> str:
     for arr in arrays:
         a = np.ascontiguousarray(arr, dtype=float)
         h.update(str(a.shape).encode())
-        h.update(a.tobytes())
+        h.update(a.data)  # the buffer itself: no copy of the operator
     return h.hexdigest()
 
 
@@ -157,6 +160,42 @@ def _dense_svd(A: NDArray[np.float64], rtol: float) -> CompressedModel:
     k = _truncate(s, rtol)
     error = float(s[k]) if k < s.size else 0.0
     return CompressedModel(U=U[:, :k], G=s[:k, None] * Vt[:k], singular_values=s[:k], error=error)
+
+
+def _factored_svd(C: NDArray[np.float64], L: NDArray[np.float64], extra: float, rtol: float) -> CompressedModel:
+    """Truncated SVD of ``C L`` (``m × p`` times ``p × n``, ``p`` small) in ``O((m + n) p²)``.
+
+    ``C = Q_c R_c`` and ``Lᵀ = Q_l R_l`` give ``C L = Q_c (R_c R_lᵀ) Q_lᵀ``; the SVD of the
+    ``p × p`` middle factor is the SVD of ``C L``. ``extra`` bounds ``‖M − C L‖₂`` and is added to the
+    dropped singular value in :attr:`CompressedModel.error`.
+    """
+    Qc, Rc = np.linalg.qr(C)
+    Ql, Rl = np.linalg.qr(L.T)
+    Ub, s, Vbt = np.linalg.svd(Rc @ Rl.T)
+    k = _truncate(s, rtol)
+    error = extra + (float(s[k]) if k < s.size else 0.0)
+    return CompressedModel(U=Qc @ Ub[:, :k], G=s[:k, None] * (Vbt[:k] @ Ql.T), singular_values=s[:k], error=error)
+
+
+def _heat1d_svd(model: HeatKernel1D, rtol: float) -> CompressedModel | None:
+    """The 1-D heat kernel from its Chebyshev factors (:mod:`dpcloak.recovery._chebyshev`), or
+    ``None`` when interpolation would need more than a quarter of ``min(m, n)`` nodes.
+
+    The factor error is kept below ``0.1 · rtol · ‖A e_c‖₂`` for a middle column ``c`` (a lower
+    bound on ``s₁``), i.e. far below the truncation level.
+    """
+    m, n = model.shape
+    sensors = np.asarray(model.sensor_positions, dtype=float)
+    domain = model.domain
+    if not isinstance(domain, Line):
+        return None
+    sources = domain.points()
+    s1_low = float(np.linalg.norm(gaussian_kernel_1d(sensors - sources[n // 2], model.T)))
+    factors = heat_kernel_factors(sensors, sources, model.T, target=0.1 * rtol * s1_low,
+                                  max_nodes=max(1, min(m, n) // 4))
+    if factors is None:
+        return None
+    return _factored_svd(factors.C, factors.L, factors.error, rtol)
 
 
 def _kronecker_svd(ky: NDArray[np.float64], kx: NDArray[np.float64], rtol: float) -> CompressedModel:
@@ -220,20 +259,27 @@ def compress(model: LinearModel, *, rtol: float = DEFAULT_RTOL) -> CompressedMod
         known = _by_model.get(model, {}).get(rtol)
     if known is not None:  # the same model object again: no need to hash its operator
         return known
-    if isinstance(model, KroneckerHeatKernel2D):
-        key: tuple[object, ...] = ("kron", rtol, _digest(*model.factors))
+    if isinstance(model, HeatKernel1D):  # determined by its parameters: no need to read the matrix
+        key: tuple[object, ...] = ("heat1d", rtol, model.n, model.m, model.T)
+    elif isinstance(model, KroneckerHeatKernel2D):
+        key = ("kron", rtol, _digest(*model.factors))
     elif isinstance(model, GraphDiffusion) and model.eigenvectors is not None:
         key = ("graph", rtol, _digest(model.eigenvalues, model.eigenvectors))  # type: ignore[arg-type]
     else:
         dense = model.matrix if isinstance(model, DenseModel) else model.todense()
         key = ("dense", rtol, _digest(dense))
+    result: CompressedModel | None = None
     with _cache_lock:
         hit = _cache.get(key)
         if hit is not None:
             _cache.move_to_end(key)
             _by_model.setdefault(model, {})[rtol] = hit
             return hit
-    if key[0] == "kron":
+    if isinstance(model, HeatKernel1D):
+        result = _heat1d_svd(model, rtol)
+        if result is None:
+            result = _dense_svd(model.matrix, rtol)
+    elif key[0] == "kron":
         assert isinstance(model, KroneckerHeatKernel2D)
         result = _kronecker_svd(*model.factors, rtol)
     elif key[0] == "graph":
