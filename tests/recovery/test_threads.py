@@ -38,4 +38,5 @@ def test_one_blas_thread_inside_and_user_setting_restored(monkeypatch):
         after = _blas_threads()
     assert rec.converged
     assert seen == [{1}]
-    assert before == after == {2}
+    assert 2 in before  # the user's two threads (a single-threaded BLAS, if loaded, stays at 1)
+    assert after == before
