@@ -77,3 +77,18 @@ def test_heat1d_cache_key_is_its_parameters(monkeypatch):
     a = compress(heat_kernel_1d(500, 250, 0.1))
     assert compress(heat_kernel_1d(500, 250, 0.1)) is a
     assert compress(heat_kernel_1d(500, 250, 0.2)) is not a
+
+
+def test_kronecker_rows_products_match_the_dense_rows():
+    comp = compress(heat_kernel_2d(Grid((16, 20)), Grid((8, 10)), 0.05))
+    rows = comp.kron
+    assert rows is not None
+    G = comp.G  # formed from the factors
+    np.testing.assert_allclose(G @ G.T, np.diag(comp.singular_values**2), atol=1e-12 * comp.singular_values[0] ** 2)
+    rng = np.random.default_rng(4)
+    x, w = rng.standard_normal(320), rng.standard_normal(comp.rank)
+    scale = np.abs(G).max()
+    np.testing.assert_allclose(rows.dot(x), G @ x, rtol=0, atol=1e-12 * scale * np.abs(x).sum())
+    np.testing.assert_allclose(rows.tdot(w), G.T @ w, rtol=0, atol=1e-12 * scale * np.abs(w).sum())
+    idx = np.array([0, 7, 19, 20, 319])
+    np.testing.assert_allclose(rows.columns(idx), G[:, idx], rtol=0, atol=1e-14 * scale)

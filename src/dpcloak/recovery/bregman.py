@@ -138,8 +138,7 @@ def bregman(
         reached = history[0] <= stop_radius
         t = 0
         while t < iterations and not reached:
-            sub = solve_box_quadratic(comp.G, comp.U.T @ p, c, lo, hi, gamma=2.0 * lam, tol=tol,
-                                      gram=comp.weighted_gram)
+            sub = solve_box_quadratic(comp.rows, comp.U.T @ p, c, lo, hi, gamma=2.0 * lam, tol=tol)
             all_solved &= sub.converged
             f = sub.x
             resid = yv - mdl.matvec(f)
