@@ -9,6 +9,7 @@ from dpcloak.cli.audit import audit
 from dpcloak.cli.calibrate import calibrate
 from dpcloak.cli.demo import demo
 from dpcloak.cli.heatmap import heatmap
+from dpcloak.cli.network import network_app
 from dpcloak.cli.recover import recover
 from dpcloak.cli.reproduce import reproduce
 from dpcloak.cli.sensitivity import sensitivity
@@ -46,6 +47,7 @@ app.command()(sensitivity)
 app.command()(calibrate)
 app.command()(reproduce)
 app.command()(heatmap)
+app.add_typer(network_app, name="network")
 
 
 def main() -> None:

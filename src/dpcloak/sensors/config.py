@@ -8,7 +8,8 @@ Layout of the data (:func:`network_to_dict`)::
     [relation]    kind, alpha, unit
     [readings]    unit = "people", low, high (absent: no upper limit)
     [model]       kind, diffusion (m²), graph, k, sources, spacing, margin
-    [sensors]     names, x, y (metres), groups (input rows merged per site), lon, lat (if given)
+    [sensors]     names, x, y (metres), groups (input rows merged per site), inputs (the counters'
+                  names, one per input row), lon, lat (if given)
     [projection]  lon0, lat0 (if the sensors were given in lon/lat)
     [derived]     n_sensors, n_sources, delta2, sigma — for people reading the file; recomputed
                   on load and refused if they disagree
@@ -63,6 +64,8 @@ def network_to_dict(network: SensorNetwork) -> dict[str, Any]:
         "y": [float(v) for v in layout.positions[:, 1]],
         "groups": [list(g) for g in layout.groups],
     }
+    if layout.input_names:
+        sensors["inputs"] = list(layout.input_names)
     data: dict[str, Any] = {
         "format": FORMAT,
         "privacy": {
@@ -120,8 +123,11 @@ def network_from_dict(data: dict[str, Any]) -> SensorNetwork:
         proj = _section(data, "projection")
         projection = projection_for(_get(proj, "projection", "lon0"), _get(proj, "projection", "lat0"))
         lonlat = np.column_stack([_get(sensors, "sensors", "lon"), _get(sensors, "sensors", "lat")]).astype(float)
+    inputs = tuple(str(n) for n in sensors.get("inputs", ()))
+    if inputs and len(inputs) != sum(len(g) for g in groups):
+        raise InvalidParameterError("[sensors] inputs must name every input row of the groups")
     layout = SensorLayout(positions=np.column_stack([x, y]), names=tuple(names), groups=groups, lonlat=lonlat,
-                          projection=projection)
+                          projection=projection, input_names=inputs)
     spec = ModelSpec(**model)
     network = SensorNetwork.from_coordinates(
         sensors=layout, relation=relation, epsilon=_get(privacy, "privacy", "epsilon"),
