@@ -187,6 +187,16 @@ def test_emd_norm_of_balanced_difference_is_the_emd_and_unmatched_mass_pays_alph
     assert emd_norm(np.zeros(grid.size), grid) == 0.0
 
 
+@pytest.mark.parametrize("magnitude", [1e-300, 2.2250738585072014e-308, 1e300])
+def test_emd_norm_extreme_magnitudes_scale_exactly(magnitude):
+    """The norm is homogeneous at any magnitude: UNIT / total must not overflow for tiny totals (found by
+    hypothesis: a 4x5 field of ~1e-300 raised "invalid value encountered in cast")."""
+    w = np.zeros(GRID.size)
+    w[0], w[-1] = 1.0, -1.0
+    assert emd_norm(magnitude * w, GRID, penalty=1.5) == pytest.approx(magnitude * emd_norm(w, GRID, penalty=1.5),
+                                                                      rel=1e-12)
+
+
 @settings(max_examples=30, deadline=None)
 @given(arrays(np.float64, (4, 5), elements=st.floats(-5.0, 5.0, allow_nan=False, allow_subnormal=False)))
 def test_emd_norm_bounds(w):

@@ -63,7 +63,7 @@ def test_a_file_whose_stated_numbers_do_not_match_is_refused(tmp_path):
         (lambda d: d.update(format="other/1"), "format must be 'dpcloak.sensor-network/1'"),
         (lambda d: d.pop("relation"), r"must have a \[relation\] table"),
         (lambda d: d["privacy"].pop("epsilon"), r"\[privacy\] must have 'epsilon'"),
-        (lambda d: d["privacy"].update(accountant="pld"), "accountant must be 'rdp'"),
+        (lambda d: d["privacy"].update(accountant="pld"), "accountant must be 'closed'"),
         (lambda d: d["readings"].update(unit="kelvin"), "unit must be 'people'"),
         (lambda d: d["relation"].pop("unit"), "relation unit must be given"),
         (lambda d: d["sensors"].update(x=[0.0]), "x and y must be lists of the same length"),

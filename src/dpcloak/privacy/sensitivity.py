@@ -174,8 +174,12 @@ def heat1d_bound_published(n: int, m: int, t: float, *, mu: float = 0.5) -> Boun
     signs and for ``x < 0`` the factor is ``e^{|x|} − 1``, larger. The step is wrong, yet the slack
     in ``Σ_j e^{-a²/2T} ≤ m`` absorbs it: on a sweep of n ∈ [2, 300], m ∈ [1, 100],
     t ∈ [1e-5, 100] (2 520 points) the printed bound was never below the exact Δ2 (largest ratio
-    exact/bound 1.0000000000000002, at n = 2, m = 1, i.e. equality to rounding). dpcloak keeps it as
-    printed and tests it against the exact value; :func:`heat1d_bound` is a bound with a proof.
+    exact/bound 1.0000000000000002, at n = 2, m = 1, i.e. equality to rounding). The intermediate
+    inequality ``max_{i,j} (1 − e^{−x})² ≤ max{(1 − e^{−3/(4nT)})², (1 − e^{−2/(4nT)})²}`` is false with
+    either sign of the exponent (n = m = 100, T = 0.01: 0.405 against 0.278); only the final
+    ``O(√m/(nT^{1.5}))`` survives, by the mean-value argument of :func:`heat1d_bound`
+    (``tests/errata/test_gilbert_mcmillan.py``). dpcloak keeps it as printed and tests it against the
+    exact value; :func:`heat1d_bound` is a bound with a proof.
     """
     n, m = check_int("n", n, minimum=1), check_int("m", m, minimum=1)
     T = check_real("t", t, low=0.0) * check_real("mu", mu, low=0.0)
@@ -217,7 +221,10 @@ def condition_lower_bound(model: LinearModel | ArrayLike, *, alpha: float = 1.0,
 
     Both proofs build a matrix with a duplicated column and use that it has rank below
     ``min(m, n)``; that holds only when ``n ≤ m`` (with ``n > m``, e.g. ``M = [1, 1]/√2`` has
-    ``Δ2 = 0`` and ``κ₂ = 1``). The bound is reported as not applicable when ``n > m``. The value
+    ``Δ2 = 0`` and ``κ₂ = 1``). The bound is reported as not applicable when ``n > m``; that is the
+    real condition. The thesis's last step writes ``1/κ₂ ≤ min_{neighbours} ‖M_i − M_j‖ = Δ2/α`` where
+    Δ2 takes the max: harmless, as its proof bounds ``1/κ₂`` by every neighbouring pair, hence by the
+    min and so by the max (``tests/errata/test_gilbert_mcmillan.py``). The value
     is the bound for the *normalised* matrix; multiply by ``‖M‖₂`` for ``M`` itself.
     """
     model = _as_model(model)

@@ -106,7 +106,7 @@ def network_from_dict(data: dict[str, Any]) -> SensorNetwork:
         raise InvalidParameterError(f"configuration format must be {FORMAT!r}, got {got!r}")
     privacy, rel, readings = _section(data, "privacy"), _section(data, "relation"), _section(data, "readings")
     model, sensors = _section(data, "model"), _section(data, "sensors")
-    if privacy.get("accountant", ACCOUNTANT) != ACCOUNTANT:
+    if privacy.get("accountant", ACCOUNTANT) != ACCOUNTANT:  # the guarantee's composition rule is fixed
         raise InvalidParameterError(f"[privacy] accountant must be {ACCOUNTANT!r}, got {privacy['accountant']!r}")
     if readings.get("unit", "people") != "people":
         raise InvalidParameterError(f"[readings] unit must be 'people', got {readings['unit']!r}")

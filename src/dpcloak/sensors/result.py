@@ -1,7 +1,6 @@
 r"""Recovery of a map of people from a network's private readings, with an EMD-scale uncertainty.
 
-Recovery is seed 000's Algorithm 1 (basis pursuit denoising) on the sensors that reported
-(solved in units of the largest reading, which BPDN's scale-equivariance makes exact),
+Recovery is seed 000's Algorithm 1 (basis pursuit denoising) on the sensors that reported,
 ``min Σ f  s.t. ‖M_P f − ỹ_P‖₂ ≤ r, f ≥ 0`` (no upper bound: counts of people), where ``P`` is the
 set of present sensors and
 
@@ -21,7 +20,7 @@ stable the map is under the noise, not the distance to the unknown truth.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -99,22 +98,14 @@ def _present(y: NDArray[np.float64], present: ArrayLike | None, m: int) -> NDArr
 
 
 def _solve(model: DenseModel, y: NDArray[np.float64], radius: float, warm: Recovery | None) -> Recovery:
-    """BPDN with counts' bounds (0, ∞), solved in units of ``s = max|ỹ|`` people.
-
-    BPDN is scale-equivariant (``f̂(ỹ/s, r/s) = f̂(ỹ, r)/s`` for the box (0, ∞)), and unit-scale
-    data keep the interior-point method well conditioned on counts in the thousands. An answer
-    outside the bounds is an error, never a map of negative people.
-    """
-    scale = max(1.0, float(np.max(np.abs(y))))
-    unit = bpdn(model, y / scale, radius=radius / scale, bounds=(0.0, None), warm_start=warm)
-    x = unit.x * scale
-    if x.size and float(x.min()) < -1e-9 * max(1.0, float(np.abs(x).max())):
+    """BPDN with counts' bounds (0, ∞); an answer outside them is an error, never a map of negative people."""
+    rec = bpdn(model, y, radius=radius, bounds=(0.0, None), warm_start=warm)
+    if rec.x.size and float(rec.x.min()) < -1e-9 * max(1.0, float(np.abs(rec.x).max())):
         raise ConvergenceError(
-            f"recovery returned {float(x.min()):.6g} people at a location, outside the bounds (0, inf) ({unit.message})"
+            f"recovery returned {float(rec.x.min()):.6g} people at a location, outside the bounds (0, inf) "
+            f"({rec.message})"
         )
-    return replace(unit, x=x, objective=unit.objective * scale, residual=unit.residual * scale, radius=radius,
-                   lower_bound=unit.lower_bound * scale,
-                   message=f"{unit.message} [solved in units of {scale:.6g} people]" if scale != 1.0 else unit.message)
+    return rec
 
 
 def recover_sources(
