@@ -134,7 +134,7 @@ def network_from_dict(data: dict[str, Any]) -> SensorNetwork:
         delta=_get(privacy, "privacy", "delta"),
         budget=(_get(privacy, "privacy", "budget_epsilon"), _get(privacy, "privacy", "budget_delta")),
         model=spec.kind, diffusion=spec.diffusion, sources=spec.sources, graph=spec.graph, k=spec.k,
-        spacing=spec.spacing, margin=spec.margin, reading_range=(_get(readings, "readings", "low"),
+        spacing=spec.spacing, margin=spec.margin, room=spec.room, reading_range=(_get(readings, "readings", "low"),
                                                                  readings.get("high")),
         resolution=privacy.get("resolution"),
     )

@@ -148,6 +148,7 @@ class SensorNetwork:
         k: int = 4,
         spacing: float | None = None,
         margin: float = 0.0,
+        room: tuple[tuple[float, float], tuple[float, float]] | None = None,
         lonlat: bool = False,
         names: list[str] | None = None,
         centre: tuple[float, float] | None = None,
@@ -169,8 +170,8 @@ class SensorNetwork:
         diffusion : float
             τ (graph) or T (heat) in m²: heat spreads over about ``√(2·diffusion)`` metres.
             :func:`~dpcloak.sensors.choose_diffusion_time` picks it from public historical data.
-        sources : {"sensors", "grid"}; graph : {"knn", "delaunay"}; k, spacing, margin
-            See :class:`~dpcloak.sensors.spec.ModelSpec`.
+        sources : {"sensors", "grid"}; graph : {"knn", "delaunay"}; k, spacing, margin, room
+            See :class:`~dpcloak.sensors.spec.ModelSpec` (``room=((x0, x1), (y0, y1))``: a floor plan).
         lonlat, names, centre, colocated, merge_within
             For coordinates given as an array (see :func:`~dpcloak.sensors.layout_from_coordinates`).
         """
@@ -180,7 +181,7 @@ class SensorNetwork:
             layout = layout_from_coordinates(sensors, names=names, lonlat=lonlat, centre=centre, colocated=colocated,
                                              merge_within=merge_within)
         spec = ModelSpec(kind=model, diffusion=diffusion, graph=graph, k=k, sources=sources, spacing=spacing,
-                         margin=margin)
+                         margin=margin, room=room)
         return cls(build_model(layout.positions, spec), relation=relation, epsilon=epsilon, delta=delta,
                    budget=budget, reading_range=reading_range, resolution=resolution, layout=layout, spec=spec)
 
