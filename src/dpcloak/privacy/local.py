@@ -139,18 +139,15 @@ class _GridNoise(Protocol):
     """An exact integer-noise mechanism (dpcloak.privacy.discrete): noise on ``resolution · ℤ``."""
 
     resolution: float
-    dimension: int
 
     def sample_noise(self, count: int, randbelow: RandBelow) -> list[int]: ...
 
 
 def _check_dimension(mechanism: Any, n_sensors: int) -> None:
-    if isinstance(mechanism, _GridNoise) and mechanism.dimension < n_sensors:
-        raise InvalidParameterError(
-            f"the mechanism's dimension ({mechanism.dimension}) must be at least n_sensors ({n_sensors}): grid "
-            "rounding moves every released coordinate, and its slack is calibrated for `dimension` coordinates; "
-            f"build the mechanism with dimension={n_sensors}"
-        )
+    """Grid mechanisms count the rounding slack of ``dimension`` coordinates: refuse more sensors than that."""
+    check = getattr(mechanism, "check_dimension", None)
+    if callable(check):
+        check(n_sensors, name="n_sensors")
 
 
 class _Accounted:

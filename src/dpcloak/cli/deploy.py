@@ -1,0 +1,74 @@
+"""Create and inspect a sensor deployment: configuration, credentials and the guarantee it implies."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import typer
+
+from dpcloak.cli._common import cli_errors, console, emit_json
+
+__all__ = ["deploy_app"]
+
+deploy_app = typer.Typer(help="Create and inspect a sensor deployment (configuration and credentials).",
+                         no_args_is_help=True)
+
+
+@deploy_app.command("init")
+@cli_errors
+def init(
+    directory: str = typer.Argument(..., help="New directory for deployment.json, the keys and the credentials."),
+    network: str | None = typer.Option(None, help="A saved SensorNetwork (TOML/JSON); default: a floor plan."),
+    rows: int = typer.Option(10, help="Floor plan: rows of one-metre source cells."),
+    cols: int = typer.Option(16, help="Floor plan: columns of one-metre source cells."),
+    sensor_rows: int = typer.Option(5, help="Floor plan: rows of the sensor lattice."),
+    sensor_cols: int = typer.Option(8, help="Floor plan: columns of the sensor lattice."),
+    epsilon: float = typer.Option(1.0, help="Floor plan: epsilon of one window's readings (all sensors)."),
+    delta: float = typer.Option(1e-6, help="Floor plan: delta of one window's readings."),
+    window_seconds: float = typer.Option(60.0, help="Time precision: length of a reporting window in seconds."),
+    epsilon_budget: float = typer.Option(20.0, help="Per-sensor budget epsilon per period."),
+    period_windows: int = typer.Option(1440, help="Length of a budget period in windows."),
+    grace_seconds: float = typer.Option(10.0, help="Late reports are accepted this long after a window ends."),
+) -> None:
+    """Write a deployment: public configuration, collector key, analyst token, one credential per sensor."""
+    from dpcloak.service import require_service_extra
+
+    require_service_extra()
+    from dpcloak.sensors import SensorNetwork
+    from dpcloak.service import _network
+    from dpcloak.service.config import Deployment, write_deployment
+
+    net = (SensorNetwork.load(Path(network)) if network is not None else
+           _network.floor_plan_network(rows=rows, cols=cols, sensor_rows=sensor_rows, sensor_cols=sensor_cols,
+                                       epsilon=epsilon, delta=delta))
+    dep = Deployment.create(network=net, window_seconds=window_seconds, epsilon_budget=epsilon_budget,
+                            period_windows=period_windows, start=float(int(time.time())),
+                            grace_seconds=grace_seconds)
+    write_deployment(Path(directory), dep)
+    console.print(f"deployment {dep.deployment_id} written to {directory} ({dep.n_sensors} sensor credentials in "
+                  f"{Path(directory) / 'sensors'}); keep collector.key and analyst.token secret")
+
+
+@deploy_app.command("show")
+@cli_errors
+def show(
+    directory: str = typer.Argument(..., help="Deployment directory or deployment.json."),
+    json_out: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
+) -> None:
+    """Print the deployment's parameters and the guarantee they imply."""
+    from dpcloak.service import require_service_extra
+
+    require_service_extra()
+    from dpcloak.service.config import load_deployment
+    from dpcloak.service.views import deployment_view, guarantee_words
+
+    dep = load_deployment(Path(directory))
+    view = deployment_view(dep, now=time.time())
+    if json_out:
+        emit_json({k: v for k, v in view.items() if k not in ("sensor_positions", "source_positions")})
+        return
+    console.print(f"deployment {dep.deployment_id}  configuration fingerprint {dep.fingerprint}")
+    console.print(f"{dep.n_sensors} sensors, windows of {dep.window_seconds:g} s, budget period "
+                  f"{dep.period_windows} windows, at most {dep.releases_per_period} readings per sensor per period")
+    console.print(guarantee_words(dep), highlight=False)

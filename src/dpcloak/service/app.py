@@ -1,0 +1,164 @@
+"""The collector's ASGI application (FastAPI): sensor ingest, analyst API, export and the dashboard.
+
+Sensor endpoints take signed reports (:mod:`dpcloak.service.ingest`). Everything an analyst reads
+— the dashboard's data, the windows, the export — needs the analyst token as a bearer token; the
+dashboard page itself is static and reads the token from the URL fragment (never sent to the
+server in the URL). Every error is a small JSON object ``{"error", "message", "field"?}``; no
+request can produce a traceback in a response.
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Annotated, Any
+
+from fastapi import Depends, FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, RedirectResponse, Response
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from fastapi.staticfiles import StaticFiles
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from dpcloak import __version__
+from dpcloak.service import views
+from dpcloak.service.collector import Collector
+from dpcloak.service.ingest import BatchIn, ReportError, ReportIn
+
+__all__ = ["create_app"]
+
+log = logging.getLogger("dpcloak.service")
+ASSETS = Path(__file__).parent / "assets"
+_BEARER = HTTPBearer(auto_error=False)
+
+
+def _field(loc: tuple[Any, ...]) -> str:
+    """``("body", "reports", 3, "mac")`` → ``reports[3].mac``; the body itself → ``body``."""
+    out = ""
+    for part in loc[1:] if loc and loc[0] == "body" else loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "body"
+
+
+def _error(status: int, code: str, message: str, field: str | None = None,
+           headers: dict[str, str] | None = None) -> JSONResponse:
+    return JSONResponse(ReportError(status, code, message, field).body(), status_code=status, headers=headers)
+
+
+def create_app(collector: Collector, *, analyst_token: str) -> FastAPI:
+    """The FastAPI application serving ``collector``."""
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        await collector.start()
+        try:
+            yield
+        finally:
+            await collector.stop()
+
+    app = FastAPI(title="dpcloak collector", version=__version__, lifespan=lifespan,
+                  description="Collects differentially private sensor reports, recovers maps per window.")
+    dep = collector.deployment
+
+    @app.exception_handler(RequestValidationError)
+    async def _malformed(_: Request, exc: RequestValidationError) -> JSONResponse:
+        first = exc.errors()[0] if exc.errors() else {"loc": ("body",), "msg": "malformed body"}
+        field = _field(tuple(first.get("loc", ("body",))))
+        return _error(422, "malformed", f"{field}: {first.get('msg', 'invalid')}", field)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = {401: "unauthenticated", 404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "error")
+        return _error(exc.status_code, code, str(exc.detail), headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def _internal(_: Request, exc: Exception) -> JSONResponse:
+        log.error("internal error: %s: %s", type(exc).__name__, exc)
+        return _error(500, "internal", "internal error (logged on the collector)")
+
+    def analyst(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)]) -> None:
+        if creds is None or not hmac.compare_digest(creds.credentials.encode(), analyst_token.encode()):
+            raise StarletteHTTPException(401, "the analyst token is required (Authorization: Bearer <token>)",
+                                         headers={"WWW-Authenticate": "Bearer"})
+
+    @app.post("/api/v1/reports", status_code=201, tags=["sensors"],
+              responses={200: {"description": "Duplicate of a stored report: acknowledged, nothing stored"},
+                         401: {}, 403: {}, 404: {}, 409: {}, 422: {}})
+    async def post_report(report: ReportIn) -> JSONResponse:
+        """Store one signed report (201), or acknowledge a retry of a stored one (200)."""
+        status, body = (await collector.ingest([report]))[0]
+        return JSONResponse(body, status_code=status)
+
+    @app.post("/api/v1/reports/batch", tags=["sensors"])
+    async def post_batch(batch: BatchIn) -> dict[str, Any]:
+        """Store up to 1000 signed reports forwarded by a gateway; one outcome per report, in order."""
+        outcomes = await collector.ingest(batch.reports)
+        return {"results": [{"http_status": s, **b} for s, b in outcomes],
+                "stored": sum(s == 201 for s, _ in outcomes), "duplicates": sum(s == 200 for s, _ in outcomes),
+                "rejected": sum(s >= 400 for s, _ in outcomes)}
+
+    @app.get("/api/v1/health", tags=["public"])
+    async def health() -> dict[str, Any]:
+        """Liveness and the deployment served (public)."""
+        return {"status": "ok", "deployment": dep.deployment_id, "fingerprint": dep.fingerprint,
+                "window": dep.window_at(collector.clock())}
+
+    @app.get("/api/v1/deployment", tags=["analyst"], dependencies=[Depends(analyst)])
+    async def deployment() -> dict[str, Any]:
+        """The deployment, its sensor and source positions and its guarantee in numbers and words."""
+        return views.deployment_view(dep, now=collector.clock())
+
+    @app.get("/api/v1/sensors", tags=["analyst"], dependencies=[Depends(analyst)])
+    async def sensors() -> dict[str, Any]:
+        """Per sensor: last window and time seen, readings and privacy spent in the current period."""
+        return await collector.run_in_reader(views.sensors_view, dep, collector.store, collector.clock())
+
+    @app.get("/api/v1/windows", tags=["analyst"], dependencies=[Depends(analyst)])
+    async def list_windows() -> dict[str, Any]:
+        """Every closed window without its map."""
+        records = await collector.run_in_reader(lambda: list(collector.store.windows(dep.deployment_id)))
+        return {"windows": [r.as_dict(with_map=False) for r in records]}
+
+    @app.get("/api/v1/windows/{window}", tags=["analyst"], dependencies=[Depends(analyst)])
+    async def get_window(window: int) -> JSONResponse:
+        """One closed window with its recovered map."""
+        records = await collector.run_in_reader(lambda: list(collector.store.windows(dep.deployment_id,
+                                                                                     window=window)))
+        if not records:
+            return _error(404, "not_found", f"window {window} is not closed (or does not exist)", "window")
+        return JSONResponse(records[0].as_dict())
+
+    @app.post("/api/v1/windows/{window}/close", tags=["analyst"], dependencies=[Depends(analyst)])
+    async def close(window: int) -> JSONResponse:
+        """Close a window now and recover it from the reports that arrived."""
+        if window < 0:
+            return _error(422, "out_of_range", f"window must be >= 0, got {window}", "window")
+        record = await collector.close_window(window)
+        if record is None:
+            return _error(404, "not_found", f"no sensor reported for window {window}", "window")
+        return JSONResponse(record.as_dict())
+
+    @app.get("/api/v1/export.csv", tags=["analyst"], dependencies=[Depends(analyst)])
+    async def export_csv() -> Response:
+        """Every closed window's map in long format (window, source, coordinates, value, window metadata)."""
+        text = await collector.run_in_reader(views.export_csv, dep, collector.store)
+        return Response(text, media_type="text/csv",
+                        headers={"Content-Disposition": f'attachment; filename="{dep.deployment_id}.csv"'})
+
+    @app.get("/api/v1/export.parquet", tags=["analyst"], dependencies=[Depends(analyst)])
+    async def export_parquet() -> Response:
+        """The same table as Parquet (needs pyarrow)."""
+        data = await collector.run_in_reader(views.export_parquet, dep, collector.store)
+        if data is None:
+            return _error(501, "not_available", "Parquet export needs pyarrow: pip install pyarrow")
+        return Response(data, media_type="application/vnd.apache.parquet")
+
+    @app.get("/", include_in_schema=False)
+    async def root() -> RedirectResponse:
+        return RedirectResponse("/dashboard/")
+
+    app.mount("/dashboard", StaticFiles(directory=ASSETS, html=True), name="dashboard")
+    return app

@@ -1,0 +1,48 @@
+r"""Report authentication: HMAC-SHA256 over a canonical encoding that binds the whole task.
+
+The MAC input is the UTF-8 text ::
+
+    dpcloak-report/v1 \n deployment id \n configuration fingerprint \n sensor \n window \n report id \n value
+
+with integers in decimal and the value as ``float.hex`` (exact: the value a sensor sends is a
+multiple of the mechanism's grid step, and the canonical form does not depend on how the JSON
+number was printed). Changing any of them — moving a report to another deployment, to a weaker
+configuration, to another sensor or window, or reusing its report id — invalidates the MAC.
+
+What it protects: **integrity** (no injected, altered or replayed readings; poisoning needs a
+sensor's key). What it does not protect: privacy — a reading is already differentially private
+when it leaves the sensor; a collector that can verify MACs also holds the keys (it derives them
+from its master key), so a compromised collector can forge reports but learns nothing raw.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+
+__all__ = ["report_message", "sign_report", "verify_report"]
+
+_PREFIX = "dpcloak-report/v1"
+
+
+def report_message(*, deployment_id: str, fingerprint: str, sensor: int, window: int, report_id: str,
+                   value: float) -> bytes:
+    """The canonical bytes a report's MAC covers (module docstring)."""
+    return "\n".join((_PREFIX, deployment_id, fingerprint, str(int(sensor)), str(int(window)), report_id,
+                      float(value).hex())).encode()
+
+
+def sign_report(key: bytes, *, deployment_id: str, fingerprint: str, sensor: int, window: int, report_id: str,
+                value: float) -> str:
+    """Hex HMAC-SHA256 of the report under the sensor's key."""
+    msg = report_message(deployment_id=deployment_id, fingerprint=fingerprint, sensor=sensor, window=window,
+                         report_id=report_id, value=value)
+    return hmac.new(key, msg, hashlib.sha256).hexdigest()
+
+
+def verify_report(key: bytes, mac: str, *, deployment_id: str, fingerprint: str, sensor: int, window: int,
+                  report_id: str, value: float) -> bool:
+    """Constant-time check of ``mac`` against the report's canonical encoding."""
+    expected = sign_report(key, deployment_id=deployment_id, fingerprint=fingerprint, sensor=sensor, window=window,
+                           report_id=report_id, value=value)
+    return hmac.compare_digest(expected, mac.lower())

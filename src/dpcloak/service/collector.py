@@ -1,0 +1,186 @@
+"""The collector's state machine: accept reports, count them per window, close and recover windows.
+
+Independent of the web framework (the ASGI app in :mod:`dpcloak.service.app` is a thin layer over
+it). All state that matters is in the database; the in-memory counts and the set of closed windows
+are rebuilt from it at start-up, so a restarted collector carries on where it stopped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from dpcloak.service.config import Deployment, sensor_key
+from dpcloak.service.ingest import ReportError, ReportIn, Verifier
+from dpcloak.service.store import Store, WindowRecord
+from dpcloak.service.windows import WindowRecovery
+from dpcloak.service.writer import GroupWriter
+
+__all__ = ["Collector", "Outcome"]
+
+log = logging.getLogger("dpcloak.service")
+
+Outcome = tuple[int, dict[str, Any]]
+"""HTTP status and JSON body of one report's outcome."""
+
+
+class Collector:
+    """Ingest and window closing for one deployment.
+
+    Parameters
+    ----------
+    deployment : Deployment
+        The deployment served.
+    store : Store
+        Its database (migrated and registered by :meth:`start`).
+    master_key : bytes
+        The collector's master key (sensor keys are derived from it).
+    clock : callable, default time.time
+        Unix time now.
+    close_interval : float, default 0.25
+        Seconds between checks for windows whose grace period is over.
+    """
+
+    def __init__(self, deployment: Deployment, store: Store, *, master_key: bytes,
+                 clock: Callable[[], float] = time.time, close_interval: float = 0.25) -> None:
+        self.deployment = deployment
+        self.store = store
+        self.clock = clock
+        self.close_interval = close_interval
+        keys = [sensor_key(master_key, deployment_id=deployment.deployment_id, sensor=j)
+                for j in range(deployment.n_sensors)]
+        self.verifier = Verifier(deployment, sensor_keys=keys)
+        self.writer = GroupWriter(store)
+        self.recovery = WindowRecovery(deployment, store)
+        self._recovery_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dpcloak-recovery")
+        self._reader_thread = ThreadPoolExecutor(max_workers=2, thread_name_prefix="dpcloak-reader")
+        self.counts: dict[int, int] = {}
+        self.closed: set[int] = set()
+        self._closing: set[int] = set()
+        self._close_lock = asyncio.Lock()
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    # --- life cycle ------------------------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Migrate, register the deployment, rebuild the in-memory state, start the writer and the closer."""
+        self.store.migrate()
+        self.store.register(self.deployment)
+        self.counts = self.store.report_counts(self.deployment.deployment_id)
+        self.closed = set(self.store.closed_windows(self.deployment.deployment_id))
+        self.writer.start()
+        self._task = asyncio.get_running_loop().create_task(self._closer())
+
+    async def stop(self) -> None:
+        """Stop the closer and the writer (pending acknowledgements are committed or failed first)."""
+        if self._task is not None:
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+        await self.writer.stop()
+        self._recovery_thread.shutdown(wait=True)
+        self._reader_thread.shutdown(wait=True)
+
+    async def run_in_reader(self, fn: Callable[..., Any], *args: Any) -> Any:
+        """Run a read-only database call off the event loop."""
+        return await asyncio.get_running_loop().run_in_executor(self._reader_thread, fn, *args)
+
+    # --- ingest ----------------------------------------------------------------------------------------------
+
+    async def ingest(self, reports: list[ReportIn]) -> list[Outcome]:
+        """Check, store and acknowledge reports; one outcome per report, in order."""
+        now = self.clock()
+        outcomes: list[Outcome | None] = [None] * len(reports)
+        rows: list[dict[str, Any]] = []
+        accepted: list[int] = []
+        for i, r in enumerate(reports):
+            try:
+                self.verifier.check(r, now=now, closed=r.window in self.closed or r.window in self._closing)
+            except ReportError as exc:
+                outcomes[i] = (exc.status, exc.body())
+                continue
+            accepted.append(i)
+            rows.append({"deployment_id": r.deployment, "sensor_id": r.sensor, "window": r.window,
+                         "report_id": r.report_id, "value": r.value, "received_at": now})
+        if rows:
+            new = await self.writer.submit(rows)  # queued before any await: closing waits for it
+            conflicts = []
+            for i in accepted:
+                r = reports[i]
+                if r.report_id in new:
+                    new.discard(r.report_id)  # a second copy in the same batch is a duplicate
+                    outcomes[i] = (201, {"status": "stored", "report_id": r.report_id})
+                    self._count(r.window)
+                else:
+                    conflicts.append(i)
+            if conflicts:
+                await self._resolve_conflicts(reports, conflicts, outcomes)
+        return [o for o in outcomes if o is not None]
+
+    def _count(self, window: int) -> None:
+        self.counts[window] = self.counts.get(window, 0) + 1
+        if self.counts[window] >= self.deployment.n_sensors:
+            self._wake.set()
+
+    async def _resolve_conflicts(self, reports: list[ReportIn], conflicts: list[int],
+                                 outcomes: list[Outcome | None]) -> None:
+        """A report the database refused: an idempotent retry (200) or a replay (409)."""
+        found = await self.run_in_reader(lambda: self.store.find_reports(
+            self.deployment.deployment_id, report_ids=[reports[i].report_id for i in conflicts],
+            sensor_windows=[(reports[i].sensor, reports[i].window) for i in conflicts]))
+        by_id = {s.report_id: s for s in found}
+        by_slot = {(s.sensor_id, s.window): s for s in found}
+        for i in conflicts:
+            r = reports[i]
+            same = by_id.get(r.report_id)
+            if same is not None and (same.sensor_id, same.window, same.value) == (r.sensor, r.window, r.value):
+                outcomes[i] = (200, {"status": "duplicate", "report_id": r.report_id})
+            elif same is not None:
+                outcomes[i] = (409, ReportError(409, "replay", f"report id {r.report_id} was already used for "
+                                                "another report", "report_id").body())
+            else:
+                other = by_slot.get((r.sensor, r.window))
+                which = f" (report id {other.report_id})" if other is not None else ""
+                outcomes[i] = (409, ReportError(409, "replay", f"sensor {r.sensor} already reported for window "
+                                                f"{r.window}{which}", "window").body())
+
+    # --- windows ---------------------------------------------------------------------------------------------
+
+    async def _closer(self) -> None:
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), timeout=self.close_interval)
+            self._wake.clear()
+            try:
+                await self.close_due()
+            except Exception:  # keep the collector up; the failure is logged, the window retried next tick
+                log.exception("closing windows failed")
+
+    async def close_due(self) -> None:
+        """Close every window that is full or whose grace period is over."""
+        dep, now = self.deployment, self.clock()
+        due = sorted(w for w, c in self.counts.items() if w not in self.closed
+                     and (c >= dep.n_sensors or now >= dep.window_end(w) + dep.grace_seconds))
+        for w in due:
+            await self.close_window(w)
+
+    async def close_window(self, window: int) -> WindowRecord | None:
+        """Stop accepting reports for ``window``, wait for the pending ones, recover and store it."""
+        async with self._close_lock:
+            if window not in self.closed:
+                self._closing.add(window)
+                try:
+                    await self.writer.submit([])  # barrier: every report accepted before this is committed
+                    await asyncio.get_running_loop().run_in_executor(self._recovery_thread, self.recovery.close,
+                                                                     window)
+                    self.closed.add(window)
+                finally:
+                    self._closing.discard(window)
+        records = await self.run_in_reader(lambda: list(self.store.windows(self.deployment.deployment_id,
+                                                                           window=window)))
+        return records[0] if records else None

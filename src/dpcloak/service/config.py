@@ -1,0 +1,326 @@
+r"""The deployment: the fixed task parameters every report is bound to, and its secrets.
+
+A deployment plays the role of a DAP *task* (draft-ietf-ppm-dap, §4): its parameters are fixed
+when it is created and every report carries the deployment id and the **configuration
+fingerprint** (SHA-256 of the canonical JSON of everything that determines the privacy guarantee:
+the sensor network's own fingerprint, the window length, the budget and its period). A report made
+for another deployment, or for a weaker configuration, does not verify.
+
+Time is rounded to the declared precision: a report names only the index of its window
+``w = ⌊(t − start) / window_seconds⌋``, never a timestamp.
+
+Secrets (all 32-byte HMAC-SHA256 outputs, hex on disk):
+
+* the **master key** of the collector (``collector.key``);
+* the key of sensor ``j``: ``HMAC(master, "dpcloak/service/report-key/v1" ‖ 0 ‖ deployment id ‖ 0 ‖ j)``.
+  The label differs from the keyed privatizer's (:func:`dpcloak.privacy.local.derive_sensor_key`),
+  so a report key can never double as a noise key;
+* the **analyst token** ``HMAC(master, "dpcloak/service/analyst/v1" ‖ 0 ‖ deployment id)``, which
+  the dashboard and the export need and no sensor has.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import math
+import os
+import secrets
+import uuid
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from dpcloak._validation import check_int, check_real
+from dpcloak.errors import InvalidParameterError
+from dpcloak.sensors import SensorNetwork
+
+__all__ = [
+    "Deployment",
+    "SensorCredential",
+    "canonical_json",
+    "sensor_key",
+    "analyst_token",
+    "releases_within",
+    "write_deployment",
+    "load_deployment",
+    "load_credential",
+    "load_master_key",
+]
+
+KEY_BYTES = 32
+_REPORT_KEY_LABEL = b"dpcloak/service/report-key/v1"
+_ANALYST_LABEL = b"dpcloak/service/analyst/v1"
+DEPLOYMENT_FILE = "deployment.json"
+MASTER_KEY_FILE = "collector.key"
+ANALYST_FILE = "analyst.token"
+SENSOR_DIR = "sensors"
+
+
+def canonical_json(value: Any) -> bytes:
+    """Canonical JSON bytes: sorted keys, no whitespace, UTF-8, finite numbers only."""
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
+
+
+def _check_master(master_key: bytes) -> bytes:
+    if not isinstance(master_key, bytes) or len(master_key) != KEY_BYTES:
+        raise InvalidParameterError(f"the collector master key must be {KEY_BYTES} bytes, "
+                                    f"got {len(master_key) if isinstance(master_key, bytes) else type(master_key)}")
+    return master_key
+
+
+def sensor_key(master_key: bytes, *, deployment_id: str, sensor: int) -> bytes:
+    """The report-signing key of sensor ``sensor`` (32 bytes; module docstring)."""
+    msg = _REPORT_KEY_LABEL + b"\0" + deployment_id.encode() + b"\0" + str(int(sensor)).encode()
+    return hmac.digest(_check_master(master_key), msg, "sha256")
+
+
+def analyst_token(master_key: bytes, *, deployment_id: str) -> str:
+    """The analyst's bearer token (hex), needed by the dashboard data and the export."""
+    return hmac.digest(_check_master(master_key), _ANALYST_LABEL + b"\0" + deployment_id.encode(), "sha256").hex()
+
+
+def releases_within(network: SensorNetwork, *, epsilon_budget: float) -> int:
+    """The largest number of releases ``k`` whose composed ε (``network.guarantee(k)``) fits the budget.
+
+    Raises
+    ------
+    InvalidParameterError
+        When not even one release fits.
+    """
+    def fits(k: int) -> bool:
+        return _epsilon_of(network.guarantee(k)) <= epsilon_budget
+
+    if not fits(1):
+        raise InvalidParameterError(
+            f"budget epsilon must allow at least one release: one release spends epsilon="
+            f"{_epsilon_of(network.guarantee(1)):.6g}, got budget epsilon={epsilon_budget:g}")
+    lo, hi = 1, 2
+    while fits(hi) and hi < 2**20:
+        lo, hi = hi, 2 * hi
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+    return lo
+
+
+def _epsilon_of(guarantee: Any) -> float:
+    """ε of a guarantee given as a PrivacyGuarantee/PrivacySpent-like object or an (ε, δ) pair."""
+    eps = guarantee[0] if isinstance(guarantee, tuple) else guarantee.epsilon
+    return math.inf if eps is None else float(eps)
+
+
+def _delta_of(guarantee: Any) -> float:
+    dlt = guarantee[1] if isinstance(guarantee, tuple) else guarantee.delta
+    return 0.0 if dlt is None else float(dlt)
+
+
+@dataclass(frozen=True)
+class Deployment:
+    """A deployment's public, fixed parameters (the DAP task).
+
+    Parameters
+    ----------
+    deployment_id : str
+        Random identifier (UUID4 hex) of the deployment.
+    network : dict
+        ``SensorNetwork.to_dict()`` of the sensor network.
+    window_seconds : float
+        Time precision: length of one reporting window, > 0 seconds.
+    start : float
+        Unix time at which window 0 starts.
+    epsilon_budget : float
+        Per-sensor budget per period: every sensor refuses to release more than
+        ``releases_per_period`` readings in one period, the largest count whose composed ε
+        (``network.guarantee(k)``) is at most this.
+    period_windows : int
+        Length of a budget period in windows (≥ 1).
+    grace_seconds : float
+        How long after its end a window still accepts late reports before it is closed and recovered.
+
+    Privacy guarantee
+    -----------------
+    One window's readings of all sensors are one release of the network's mechanism (calibrated
+    to Δ2 of the whole vector). Within a period every sensor sends at most ``releases_per_period``
+    readings, so for any fixed pair of neighbouring source histories the summed squared
+    sensitivities over the period are at most ``releases_per_period · Δ2²``: the period's releases
+    are (ε, δ) = ``network.guarantee(releases_per_period)`` (pattern-level privacy within a period,
+    seed 001 "Continual Monitoring"). Across periods the budgets add up (basic composition).
+    """
+
+    deployment_id: str
+    network: dict[str, Any]
+    window_seconds: float
+    start: float
+    epsilon_budget: float
+    period_windows: int
+    grace_seconds: float = 5.0
+    version: int = field(default=1)
+
+    def __post_init__(self) -> None:
+        # normalised types: the fingerprint must not depend on 60 vs 60.0
+        for name, value in (("window_seconds", check_real("window_seconds", self.window_seconds, low=0.0)),
+                            ("start", check_real("start", self.start)),
+                            ("epsilon_budget", check_real("epsilon_budget", self.epsilon_budget, low=0.0)),
+                            ("period_windows", check_int("period_windows", self.period_windows, minimum=1)),
+                            ("grace_seconds", check_real("grace_seconds", self.grace_seconds, low=0.0,
+                                                         low_inclusive=True))):
+            object.__setattr__(self, name, value)
+        if not isinstance(self.deployment_id, str) or not self.deployment_id.isalnum():
+            raise InvalidParameterError(f"deployment_id must be a non-empty alphanumeric string, "
+                                        f"got {self.deployment_id!r}")
+
+    @cached_property
+    def sensor_network(self) -> SensorNetwork:
+        """The :class:`~dpcloak.sensors.SensorNetwork` the deployment runs."""
+        return SensorNetwork.from_dict(self.network)
+
+    @property
+    def n_sensors(self) -> int:
+        return int(self.sensor_network.n_sensors)
+
+    @cached_property
+    def releases_per_period(self) -> int:
+        """Readings a sensor may release per period (fits ``epsilon_budget``), at most ``period_windows``."""
+        return min(self.period_windows, releases_within(self.sensor_network, epsilon_budget=self.epsilon_budget))
+
+    def public_dict(self) -> dict[str, Any]:
+        """Everything that determines the guarantee (what the fingerprint hashes), plus the id."""
+        return {
+            "deployment_id": self.deployment_id,
+            "network": self.network,
+            "network_fingerprint": self.sensor_network.fingerprint(),
+            "window_seconds": self.window_seconds,
+            "start": self.start,
+            "epsilon_budget": self.epsilon_budget,
+            "period_windows": self.period_windows,
+            "grace_seconds": self.grace_seconds,
+            "version": self.version,
+        }
+
+    @cached_property
+    def fingerprint(self) -> str:
+        """Hex SHA-256 of the canonical JSON of the privacy-determining configuration."""
+        body = {k: v for k, v in self.public_dict().items() if k not in ("deployment_id", "network", "grace_seconds")}
+        return hashlib.sha256(canonical_json(body)).hexdigest()
+
+    def window_at(self, t: float) -> int:
+        """Index of the window containing Unix time ``t`` (negative before the start)."""
+        return math.floor((t - self.start) / self.window_seconds)
+
+    def window_end(self, window: int) -> float:
+        """Unix time at which window ``window`` ends."""
+        return self.start + (window + 1) * self.window_seconds
+
+    def period_of(self, window: int) -> int:
+        """Budget period of a window."""
+        return window // self.period_windows
+
+    def guarantee(self, releases: int) -> tuple[float, float]:
+        """Composed (ε, δ) of ``releases`` releases (``network.guarantee``); (0, 0) for none."""
+        if releases <= 0:
+            return (0.0, 0.0)
+        g = self.sensor_network.guarantee(releases)
+        return (_epsilon_of(g), _delta_of(g))
+
+    @classmethod
+    def create(cls, *, network: SensorNetwork, window_seconds: float, epsilon_budget: float, period_windows: int,
+               start: float, grace_seconds: float = 5.0) -> Deployment:
+        """A new deployment with a fresh random id."""
+        dep = cls(deployment_id=uuid.uuid4().hex, network=network.to_dict(), window_seconds=window_seconds,
+                  start=start, epsilon_budget=epsilon_budget, period_windows=period_windows,
+                  grace_seconds=grace_seconds)
+        _ = dep.releases_per_period  # refuse now a budget that allows no release
+        return dep
+
+    @classmethod
+    def from_public_dict(cls, data: dict[str, Any]) -> Deployment:
+        """Inverse of :meth:`public_dict`; refuses a file whose network fingerprint does not match."""
+        try:
+            dep = cls(deployment_id=data["deployment_id"], network=data["network"],
+                      window_seconds=float(data["window_seconds"]), start=float(data["start"]),
+                      epsilon_budget=float(data["epsilon_budget"]), period_windows=int(data["period_windows"]),
+                      grace_seconds=float(data["grace_seconds"]), version=int(data["version"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InvalidParameterError(f"deployment file is malformed: {exc!r}") from None
+        if dep.sensor_network.fingerprint() != data.get("network_fingerprint"):
+            raise InvalidParameterError("deployment file: network_fingerprint does not match the network it holds")
+        return dep
+
+
+@dataclass(frozen=True)
+class SensorCredential:
+    """What sensor ``sensor`` is provisioned with: its id, its key and the deployment it belongs to."""
+
+    deployment_id: str
+    fingerprint: str
+    sensor: int
+    key: bytes = field(repr=False)
+
+
+def _write_secret(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text + "\n")
+
+
+def write_deployment(directory: Path, deployment: Deployment, *, master_key: bytes | None = None) -> Path:
+    """Write ``deployment.json``, ``collector.key``, ``analyst.token`` and ``sensors/sensor-<j>.json``.
+
+    Secrets are written with mode 0600. Refuses a directory that already holds a deployment.
+    """
+    directory = Path(directory)
+    if (directory / DEPLOYMENT_FILE).exists():
+        raise InvalidParameterError(f"{directory} already holds a deployment ({DEPLOYMENT_FILE}); choose another")
+    key = secrets.token_bytes(KEY_BYTES) if master_key is None else _check_master(master_key)
+    (directory / SENSOR_DIR).mkdir(parents=True, exist_ok=True)
+    (directory / DEPLOYMENT_FILE).write_text(json.dumps(deployment.public_dict(), indent=2, sort_keys=True) + "\n")
+    _write_secret(directory / MASTER_KEY_FILE, key.hex())
+    _write_secret(directory / ANALYST_FILE, analyst_token(key, deployment_id=deployment.deployment_id))
+    for j in range(deployment.n_sensors):
+        cred = {"deployment_id": deployment.deployment_id, "fingerprint": deployment.fingerprint, "sensor": j,
+                "key": sensor_key(key, deployment_id=deployment.deployment_id, sensor=j).hex()}
+        _write_secret(directory / SENSOR_DIR / f"sensor-{j}.json", json.dumps(cred, indent=2))
+    return directory / DEPLOYMENT_FILE
+
+
+def _read_json(path: Path, what: str) -> dict[str, Any]:
+    try:
+        data = json.loads(Path(path).read_text())
+    except FileNotFoundError:
+        raise InvalidParameterError(f"{what} file not found: {path}") from None
+    except (OSError, ValueError) as exc:
+        raise InvalidParameterError(f"{what} file {path} is not readable JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise InvalidParameterError(f"{what} file {path} must hold a JSON object")
+    return data
+
+
+def load_deployment(path: Path) -> Deployment:
+    """Read a deployment from ``deployment.json`` or the directory holding it."""
+    p = Path(path)
+    return Deployment.from_public_dict(_read_json(p / DEPLOYMENT_FILE if p.is_dir() else p, "deployment"))
+
+
+def load_master_key(directory: Path) -> bytes:
+    """The collector's master key from ``collector.key`` in the deployment directory."""
+    path = Path(directory) / MASTER_KEY_FILE
+    try:
+        key = bytes.fromhex(path.read_text().strip())
+    except FileNotFoundError:
+        raise InvalidParameterError(f"collector key file not found: {path}") from None
+    except ValueError:
+        raise InvalidParameterError(f"collector key file {path} must hold {KEY_BYTES} bytes in hex") from None
+    return _check_master(key)
+
+
+def load_credential(path: Path) -> SensorCredential:
+    """A sensor's credential file (``sensors/sensor-<j>.json``)."""
+    data = _read_json(Path(path), "sensor credential")
+    try:
+        return SensorCredential(deployment_id=str(data["deployment_id"]), fingerprint=str(data["fingerprint"]),
+                                sensor=int(data["sensor"]), key=bytes.fromhex(data["key"]))
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InvalidParameterError(f"sensor credential file {path} is malformed: {exc!r}") from None

@@ -1,0 +1,118 @@
+"""What the collector checks on every report, before anything is stored.
+
+The order is fixed and each failure has its own status and error code (JSON, never a traceback):
+
+====  ====================  =====================================================================
+422   ``malformed``         the body does not parse; the message names the field
+404   ``unknown_deployment`` the report names another deployment
+409   ``wrong_configuration`` the report is bound to another configuration fingerprint
+422   ``out_of_range``       the sensor or key id is not a sensor of the deployment
+401   ``unauthenticated``    the MAC does not verify under the key the report names (``key_id``)
+403   ``forbidden``          a valid key of one sensor used to report for another sensor id
+422   ``window_in_future``   the window starts more than one window length after the collector's now
+409   ``window_closed``      the window is already recovered (or its grace period is over)
+422   ``out_of_range``       the value is off the mechanism's grid or outside what the noise can produce
+409   ``replay``             the report id or the (sensor, window) slot is taken by a different report
+====  ====================  =====================================================================
+
+A retry of an already stored report (same id, same content) is acknowledged again with 200 and
+``"status": "duplicate"``: nothing new is stored.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from dpcloak.service import _network
+from dpcloak.service.auth import verify_report
+from dpcloak.service.config import Deployment
+
+__all__ = ["ReportIn", "BatchIn", "ReportError", "Verifier"]
+
+MAX_BATCH = 1000
+_HEX64 = r"^[0-9a-f]{64}$"
+_ID = r"^[0-9A-Za-z_-]{8,64}$"
+
+
+class ReportIn(BaseModel):
+    """One signed report: a sensor's private reading for one window."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    deployment: str = Field(min_length=1, max_length=64, pattern=r"^[0-9A-Za-z]+$",
+                            description="Deployment id the report is for.")
+    fingerprint: str = Field(pattern=_HEX64, description="Configuration fingerprint (hex SHA-256).")
+    sensor: int = Field(ge=0, le=2**31 - 1, description="Sensor id the reading is from.")
+    key_id: int = Field(ge=0, le=2**31 - 1, description="Sensor id whose key signed the report.")
+    window: int = Field(ge=0, le=2**62, description="Window index (time rounded to the window length).")
+    report_id: str = Field(pattern=_ID, description="Idempotency key: the same on every retry.")
+    value: float = Field(allow_inf_nan=False, description="The private (noisy) reading.")
+    mac: str = Field(pattern=_HEX64, description="Hex HMAC-SHA256 of the canonical report encoding.")
+
+
+class BatchIn(BaseModel):
+    """Reports forwarded together by a gateway (each keeps its own MAC)."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+    reports: list[ReportIn] = Field(min_length=1, max_length=MAX_BATCH)
+
+
+@dataclass(frozen=True)
+class ReportError(Exception):
+    """A rejected report: HTTP status, error code, message and the field at fault."""
+
+    status: int
+    code: str
+    message: str
+    field: str | None = None
+
+    def body(self) -> dict[str, object]:
+        out: dict[str, object] = {"error": self.code, "message": self.message}
+        if self.field is not None:
+            out["field"] = self.field
+        return out
+
+
+class Verifier:
+    """Checks reports against one deployment (everything but the database's uniqueness)."""
+
+    def __init__(self, deployment: Deployment, *, sensor_keys: list[bytes]) -> None:
+        self.deployment = deployment
+        self.network = deployment.sensor_network
+        self.keys = sensor_keys
+        self.low, self.high = _network.value_bounds(self.network)
+
+    def check(self, report: ReportIn, *, now: float, closed: bool) -> None:
+        """Raise :class:`ReportError` for the first check the report fails (module table)."""
+        dep = self.deployment
+        if report.deployment != dep.deployment_id:
+            raise ReportError(404, "unknown_deployment", f"this collector serves deployment {dep.deployment_id}, "
+                              f"not {report.deployment}", "deployment")
+        if report.fingerprint != dep.fingerprint:
+            raise ReportError(409, "wrong_configuration", "the report is bound to configuration fingerprint "
+                              f"{report.fingerprint}, the deployment's is {dep.fingerprint}", "fingerprint")
+        for name, sensor in (("sensor", report.sensor), ("key_id", report.key_id)):
+            if sensor >= len(self.keys):
+                raise ReportError(422, "out_of_range", f"{name} must be a sensor id in [0, {len(self.keys) - 1}], "
+                                  f"got {sensor}", name)
+        if not verify_report(self.keys[report.key_id], report.mac, deployment_id=report.deployment,
+                             fingerprint=report.fingerprint, sensor=report.sensor, window=report.window,
+                             report_id=report.report_id, value=report.value):
+            raise ReportError(401, "unauthenticated", f"the MAC does not verify under the key of sensor "
+                              f"{report.key_id}", "mac")
+        if report.key_id != report.sensor:
+            raise ReportError(403, "forbidden", f"the key of sensor {report.key_id} may not report for sensor "
+                              f"{report.sensor}", "sensor")
+        if report.window > dep.window_at(now) + 1:
+            raise ReportError(422, "window_in_future", f"window must be at most {dep.window_at(now) + 1} (the "
+                              f"collector's current window + 1), got {report.window}", "window")
+        if closed or now >= dep.window_end(report.window) + dep.grace_seconds:
+            raise ReportError(409, "window_closed", f"window {report.window} is closed (recovered, or its "
+                              f"grace period of {dep.grace_seconds:g} s after its end is over)", "window")
+        if not (self.low <= report.value <= self.high and _network.on_grid(self.network, report.value)):
+            raise ReportError(422, "out_of_range", f"value must be a multiple of the grid step "
+                              f"{_network.grid_step(self.network):.6g} in [{self.low:.6g}, {self.high:.6g}], "
+                              f"got {report.value!r}", "value")

@@ -1,0 +1,38 @@
+"""Running the collector: build it from a deployment directory and serve it with uvicorn."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from dpcloak.service.app import create_app
+from dpcloak.service.collector import Collector
+from dpcloak.service.config import ANALYST_FILE, analyst_token, load_deployment, load_master_key
+from dpcloak.service.store import Store, sqlite_url
+
+__all__ = ["build_app", "serve", "dashboard_url"]
+
+DEFAULT_DB = "collector.db"
+
+
+def build_app(directory: Path, *, db_url: str | None = None, close_interval: float = 0.25) -> Any:
+    """The ASGI app of the deployment in ``directory`` (SQLite ``collector.db`` there unless ``db_url``)."""
+    deployment = load_deployment(directory)
+    key = load_master_key(directory)
+    store = Store(db_url or sqlite_url(Path(directory) / DEFAULT_DB))
+    collector = Collector(deployment, store, master_key=key, close_interval=close_interval)
+    return create_app(collector, analyst_token=analyst_token(key, deployment_id=deployment.deployment_id))
+
+
+def dashboard_url(directory: Path, *, host: str, port: int) -> str:
+    """The dashboard's URL with the analyst token in the fragment."""
+    token = (Path(directory) / ANALYST_FILE).read_text().strip()
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}/dashboard/#token={token}"
+
+
+def serve(app: Any, *, host: str, port: int, log_level: str = "warning") -> None:
+    """Serve ``app`` with uvicorn until interrupted."""
+    import uvicorn
+
+    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)

@@ -1,0 +1,237 @@
+"""Storage of reports and recovered windows: SQLite (default) or PostgreSQL, through SQLAlchemy 2 Core.
+
+SQLite runs in WAL mode with ``synchronous=FULL``: a commit is on disk (fsynced) when it returns, so
+an acknowledged report survives a crash or power loss. PostgreSQL (``postgresql+psycopg://…``)
+commits durably by default (``synchronous_commit=on``). Reports are inserted with
+``INSERT … ON CONFLICT DO NOTHING RETURNING report_id``: the unique constraints decide, inside the
+database, which rows are new — a retried or replayed report is never stored twice.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from sqlalchemy import Engine, create_engine, event, func, select
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError, OperationalError
+
+from dpcloak.errors import InvalidParameterError
+from dpcloak.service.config import Deployment
+from dpcloak.service.schema import deployments, reports, sensors, windows
+
+__all__ = ["Store", "StoredReport", "WindowRecord", "sqlite_url"]
+
+
+def sqlite_url(path: Path | str) -> str:
+    """SQLAlchemy URL of a SQLite database file."""
+    return f"sqlite:///{Path(path).resolve()}"
+
+
+@dataclass(frozen=True)
+class StoredReport:
+    """One stored report."""
+
+    sensor_id: int
+    window: int
+    report_id: str
+    value: float
+    received_at: float
+
+
+@dataclass(frozen=True)
+class WindowRecord:
+    """One closed window as stored: the recovered map and what it was computed from."""
+
+    window: int
+    closed_at: float
+    source_map: list[float]
+    emd_bound: float
+    reporting: list[int]
+    missing: int
+    sigma: float
+    epsilon_window: float
+    epsilon_period: float
+    delta: float
+    releases_in_period: int
+    converged: bool
+    message: str
+
+    def as_dict(self, *, with_map: bool = True) -> dict[str, Any]:
+        """JSON-ready dict (without the map when ``with_map`` is false)."""
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__ if with_map or k != "source_map"}
+        out["flagged"] = self.missing > 0
+        return out
+
+
+def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    cur = dbapi_connection.cursor()
+    cur.execute("PRAGMA journal_mode=WAL")
+    cur.execute("PRAGMA synchronous=FULL")
+    cur.execute("PRAGMA busy_timeout=30000")
+    cur.execute("PRAGMA foreign_keys=ON")
+    cur.close()
+
+
+class Store:
+    """The collector's database.
+
+    Parameters
+    ----------
+    url : str
+        SQLAlchemy URL: ``sqlite:///path.db`` or ``postgresql+psycopg://user@host:port/db``.
+    """
+
+    def __init__(self, url: str) -> None:
+        try:
+            parsed = make_url(url)
+        except ArgumentError:
+            raise InvalidParameterError(f"database URL must be a SQLAlchemy URL such as sqlite:///collector.db or "
+                                        f"postgresql+psycopg://user@host/db, got {url!r}") from None
+        self.dialect = parsed.get_backend_name()
+        if self.dialect not in ("sqlite", "postgresql"):
+            raise InvalidParameterError(f"database must be sqlite or postgresql, got {self.dialect!r}")
+        kwargs: dict[str, Any] = {}
+        if self.dialect == "sqlite":
+            kwargs["connect_args"] = {"check_same_thread": False}
+        else:
+            kwargs.update(pool_size=8, max_overflow=8, pool_pre_ping=True)
+        self.engine: Engine = create_engine(url, **kwargs)
+        if self.dialect == "sqlite":
+            event.listen(self.engine, "connect", _sqlite_pragmas)
+        self._insert = (sqlite.insert if self.dialect == "sqlite" else postgresql.insert)
+
+    def migrate(self) -> None:
+        """Bring the schema to the newest Alembic revision."""
+        from alembic import command
+        from alembic.config import Config
+
+        cfg = Config()
+        cfg.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
+        try:
+            with self.engine.begin() as conn:
+                cfg.attributes["connection"] = conn
+                command.upgrade(cfg, "head")
+        except OperationalError as exc:
+            raise InvalidParameterError(f"cannot reach or migrate the database {self.engine.url!r}: "
+                                        f"{exc.orig}") from None
+
+    def dispose(self) -> None:
+        """Close every pooled connection."""
+        self.engine.dispose()
+
+    # --- deployments -------------------------------------------------------------------------------------------
+
+    def register(self, deployment: Deployment) -> None:
+        """Record the deployment and its sensors; refuse one whose stored fingerprint differs."""
+        with self.engine.begin() as conn:
+            row = conn.execute(select(deployments.c.fingerprint)
+                               .where(deployments.c.deployment_id == deployment.deployment_id)).first()
+            if row is not None:
+                if row.fingerprint != deployment.fingerprint:
+                    raise InvalidParameterError(
+                        f"the database already holds deployment {deployment.deployment_id} with configuration "
+                        f"fingerprint {row.fingerprint}, not {deployment.fingerprint}; use a new database")
+                return
+            conn.execute(deployments.insert().values(
+                deployment_id=deployment.deployment_id, fingerprint=deployment.fingerprint,
+                config=json.dumps(deployment.public_dict(), sort_keys=True), created_at=time.time()))
+            positions = deployment.sensor_network.sensor_positions
+            conn.execute(sensors.insert(), [
+                {"deployment_id": deployment.deployment_id, "sensor_id": j,
+                 "position": [float(v) for v in np.atleast_1d(positions[j])]}
+                for j in range(deployment.n_sensors)])
+
+    # --- reports -----------------------------------------------------------------------------------------------
+
+    def insert_reports(self, rows: Sequence[dict[str, Any]]) -> set[str]:
+        """Insert reports in one transaction (one fsync); return the report ids that were new."""
+        if not rows:
+            return set()
+        stmt = self._insert(reports).on_conflict_do_nothing().returning(reports.c.report_id)
+        with self.engine.begin() as conn:
+            return {r[0] for r in conn.execute(stmt, list(rows))}
+
+    def find_reports(self, deployment_id: str, *, report_ids: Sequence[str] = (),
+                     sensor_windows: Sequence[tuple[int, int]] = ()) -> list[StoredReport]:
+        """Stored reports with any of these report ids or (sensor, window) pairs."""
+        out: list[StoredReport] = []
+        with self.engine.connect() as conn:
+            if report_ids:
+                out += self._reports(conn, (reports.c.deployment_id == deployment_id)
+                                     & reports.c.report_id.in_(list(report_ids)))
+            for sensor_id, window in sensor_windows:
+                out += self._reports(conn, (reports.c.deployment_id == deployment_id)
+                                     & (reports.c.sensor_id == sensor_id) & (reports.c.window == window))
+        return out
+
+    @staticmethod
+    def _reports(conn: Any, where: Any) -> list[StoredReport]:
+        cols = (reports.c.sensor_id, reports.c.window, reports.c.report_id, reports.c.value, reports.c.received_at)
+        return [StoredReport(*r) for r in conn.execute(select(*cols).where(where).order_by(reports.c.id))]
+
+    def window_reports(self, deployment_id: str, window: int) -> list[StoredReport]:
+        """The reports of one window, in sensor order."""
+        with self.engine.connect() as conn:
+            rows = self._reports(conn, (reports.c.deployment_id == deployment_id) & (reports.c.window == window))
+        return sorted(rows, key=lambda r: r.sensor_id)
+
+    def all_reports(self, deployment_id: str) -> list[StoredReport]:
+        """Every stored report of the deployment, in arrival order."""
+        with self.engine.connect() as conn:
+            return self._reports(conn, reports.c.deployment_id == deployment_id)
+
+    def report_counts(self, deployment_id: str) -> dict[int, int]:
+        """Number of reports per window."""
+        stmt = (select(reports.c.window, func.count()).where(reports.c.deployment_id == deployment_id)
+                .group_by(reports.c.window))
+        with self.engine.connect() as conn:
+            return {int(w): int(c) for w, c in conn.execute(stmt)}
+
+    def sensor_activity(self, deployment_id: str, *, first_window: int) -> dict[int, tuple[int, float, int]]:
+        """Per sensor: (last window reported, last time seen, reports since ``first_window``)."""
+        recent = func.sum((reports.c.window >= first_window).cast(sensors.c.sensor_id.type))
+        stmt = (select(reports.c.sensor_id, func.max(reports.c.window), func.max(reports.c.received_at), recent)
+                .where(reports.c.deployment_id == deployment_id).group_by(reports.c.sensor_id))
+        with self.engine.connect() as conn:
+            return {int(s): (int(w), float(t), int(n or 0)) for s, w, t, n in conn.execute(stmt)}
+
+    def max_reports_per_sensor(self, deployment_id: str, *, first_window: int, last_window: int) -> int:
+        """The largest number of reports one sensor stored in windows ``first_window … last_window``."""
+        per_sensor = (select(func.count().label("n")).where(
+            (reports.c.deployment_id == deployment_id) & (reports.c.window >= first_window)
+            & (reports.c.window <= last_window)).group_by(reports.c.sensor_id).subquery())
+        with self.engine.connect() as conn:
+            return int(conn.execute(select(func.coalesce(func.max(per_sensor.c.n), 0))).scalar_one())
+
+    # --- windows -----------------------------------------------------------------------------------------------
+
+    def save_window(self, deployment_id: str, record: WindowRecord) -> bool:
+        """Store a closed window once; ``False`` if it was already stored."""
+        row = {"deployment_id": deployment_id, **record.__dict__}
+        stmt = self._insert(windows).on_conflict_do_nothing().returning(windows.c.window)
+        with self.engine.begin() as conn:
+            return conn.execute(stmt, row).first() is not None
+
+    def closed_windows(self, deployment_id: str) -> list[int]:
+        """Indices of the closed windows, ascending."""
+        stmt = select(windows.c.window).where(windows.c.deployment_id == deployment_id).order_by(windows.c.window)
+        with self.engine.connect() as conn:
+            return [int(w) for (w,) in conn.execute(stmt)]
+
+    def windows(self, deployment_id: str, *, window: int | None = None) -> Iterator[WindowRecord]:
+        """Closed windows (all, or the one given), ascending."""
+        cols = [windows.c[name] for name in WindowRecord.__dataclass_fields__]
+        stmt = select(*cols).where(windows.c.deployment_id == deployment_id).order_by(windows.c.window)
+        if window is not None:
+            stmt = stmt.where(windows.c.window == window)
+        with self.engine.connect() as conn:
+            rows = list(conn.execute(stmt))
+        for r in rows:
+            yield WindowRecord(*r)

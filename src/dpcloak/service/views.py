@@ -1,0 +1,107 @@
+"""What the analyst API and the dashboard show: the deployment, the sensors' activity, exports."""
+
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+from dpcloak.service import _network
+from dpcloak.service.config import Deployment
+from dpcloak.service.store import Store
+
+__all__ = ["guarantee_words", "deployment_view", "sensors_view", "export_rows", "export_csv", "export_parquet"]
+
+EXPORT_COLUMNS = ("window", "source", "coordinates", "value", "emd_bound", "missing", "sigma", "epsilon_period",
+                  "delta", "converged")
+
+
+def guarantee_words(deployment: Deployment) -> str:
+    """The deployment's guarantee in plain words."""
+    eps1, delta = deployment.guarantee(1)
+    k = deployment.releases_per_period
+    eps_k, delta_k = deployment.guarantee(k)
+    minutes = deployment.window_seconds * deployment.period_windows / 60.0
+    return (
+        f"Every sensor adds exact discrete Gaussian noise (sigma = {deployment.sensor_network.sigma:.4g}) to its "
+        f"reading before it leaves the sensor; this collector never sees a raw reading. One window's readings "
+        f"of all sensors are ({eps1:.3g}, {delta:.2g})-differentially private: they hide any change of the "
+        f"sources by one neighbouring step. Each sensor sends at most {k} readings per period of "
+        f"{deployment.period_windows} windows ({minutes:.4g} minutes) and refuses more, so everything released in "
+        f"one period is ({eps_k:.3g}, {delta_k:.2g})-differentially private, also for patterns that repeat "
+        f"within the period. Periods add up: two periods together are at most ({2 * eps_k:.3g}, "
+        f"{2 * delta_k:.2g})."
+    )
+
+
+def deployment_view(deployment: Deployment, *, now: float) -> dict[str, Any]:
+    """The deployment's public parameters, positions and guarantee (JSON-ready)."""
+    net = deployment.sensor_network
+    eps1, delta = deployment.guarantee(1)
+    k = deployment.releases_per_period
+    eps_k, delta_k = deployment.guarantee(k)
+    return {
+        "deployment_id": deployment.deployment_id,
+        "fingerprint": deployment.fingerprint,
+        "n_sensors": deployment.n_sensors,
+        "window_seconds": deployment.window_seconds,
+        "start": deployment.start,
+        "current_window": deployment.window_at(now),
+        "period_windows": deployment.period_windows,
+        "releases_per_period": k,
+        "sigma": float(net.sigma),
+        "guarantee_window": {"epsilon": eps1, "delta": delta},
+        "guarantee_period": {"epsilon": eps_k, "delta": delta_k, "releases": k},
+        "epsilon_budget": deployment.epsilon_budget,
+        "guarantee_text": guarantee_words(deployment),
+        "sensor_positions": _network.sensor_positions(net).tolist(),
+        "source_positions": _network.source_positions(net).tolist(),
+    }
+
+
+def sensors_view(deployment: Deployment, store: Store, now: float) -> dict[str, Any]:
+    """Per sensor: last window, last seen, readings and composed ε in the current period."""
+    current = deployment.window_at(now)
+    first = deployment.period_of(max(current, 0)) * deployment.period_windows
+    activity = store.sensor_activity(deployment.deployment_id, first_window=first)
+    out = []
+    for j in range(deployment.n_sensors):
+        last_window, last_seen, in_period = activity.get(j, (None, None, 0))
+        eps, delta = deployment.guarantee(in_period)
+        out.append({"sensor": j, "last_window": last_window, "last_seen": last_seen, "readings_in_period": in_period,
+                    "epsilon_spent": eps, "delta": delta})
+    return {"period_first_window": first, "releases_per_period": deployment.releases_per_period, "sensors": out}
+
+
+def export_rows(deployment: Deployment, store: Store) -> list[tuple[Any, ...]]:
+    """One row per (closed window, source) with the window's metadata (:data:`EXPORT_COLUMNS`)."""
+    coords = _network.source_positions(deployment.sensor_network)
+    rows = []
+    for r in store.windows(deployment.deployment_id):
+        for i, v in enumerate(r.source_map):
+            rows.append((r.window, i, " ".join(f"{c:.6g}" for c in coords[i]), v, r.emd_bound, r.missing, r.sigma,
+                         r.epsilon_period, r.delta, r.converged))
+    return rows
+
+
+def export_csv(deployment: Deployment, store: Store) -> str:
+    """The export table as CSV text."""
+    buf = io.StringIO()
+    writer = csv.writer(buf)
+    writer.writerow(EXPORT_COLUMNS)
+    writer.writerows(export_rows(deployment, store))
+    return buf.getvalue()
+
+
+def export_parquet(deployment: Deployment, store: Store) -> bytes | None:
+    """The export table as Parquet bytes; ``None`` when pyarrow is not installed."""
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        return None
+    rows = export_rows(deployment, store)
+    table = pa.table({name: [r[k] for r in rows] for k, name in enumerate(EXPORT_COLUMNS)})
+    buf = io.BytesIO()
+    pq.write_table(table, buf)
+    return buf.getvalue()

@@ -1,0 +1,69 @@
+"""Closing a window: recover its map from the reports that arrived, warm-started from the previous window.
+
+A window closes when every sensor has reported for it, when its grace period after its end is
+over, or when the analyst closes it. Its stored record holds the recovered source map, the
+EMD-scale error bound, the sensors that reported (missing ones are flagged and their rows dropped
+from the model), σ and the privacy spent: one window's (ε, δ) and the composed (ε, δ) of its
+budget period so far.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from dpcloak.service import _network
+from dpcloak.service.config import Deployment
+from dpcloak.service.store import Store, WindowRecord
+
+__all__ = ["recover_window_record", "WindowRecovery"]
+
+
+def recover_window_record(deployment: Deployment, store: Store, window: int,
+                          warm_start: Any = None) -> tuple[WindowRecord, Any] | None:
+    """Recover ``window`` from its stored reports; ``None`` when no sensor reported.
+
+    Returns the record and the library's recovery result (the next window's warm start).
+    """
+    rows = store.window_reports(deployment.deployment_id, window)
+    if not rows:
+        return None
+    network = deployment.sensor_network
+    values = np.zeros(deployment.n_sensors)
+    present = np.zeros(deployment.n_sensors, dtype=bool)
+    for r in rows:
+        values[r.sensor_id] = r.value
+        present[r.sensor_id] = True
+    result = _network.recover_window(network, values, present, warm_start)
+    period_first = deployment.period_of(window) * deployment.period_windows
+    releases = store.max_reports_per_sensor(deployment.deployment_id, first_window=period_first, last_window=window)
+    eps1, delta = deployment.guarantee(1)
+    eps_period, _ = deployment.guarantee(releases)
+    record = WindowRecord(
+        window=window, closed_at=time.time(), source_map=[float(v) for v in np.asarray(result.map).ravel()],
+        emd_bound=float(result.emd_scale), reporting=[int(j) for j in np.flatnonzero(present)],
+        missing=int(deployment.n_sensors - present.sum()), sigma=float(network.sigma), epsilon_window=eps1,
+        epsilon_period=eps_period, delta=delta, releases_in_period=releases,
+        converged=bool(result.recovery.converged), message=str(result.recovery.message))
+    return record, result.recovery
+
+
+class WindowRecovery:
+    """Closes windows in order and keeps the previous recovery for the warm start."""
+
+    def __init__(self, deployment: Deployment, store: Store) -> None:
+        self.deployment = deployment
+        self.store = store
+        self._previous: Any = None
+
+    def close(self, window: int) -> WindowRecord | None:
+        """Recover and store ``window`` (once); ``None`` when nobody reported for it."""
+        out = recover_window_record(self.deployment, self.store, window, self._previous)
+        if out is None:
+            return None
+        record, recovery = out
+        self.store.save_window(self.deployment.deployment_id, record)
+        self._previous = recovery
+        return record

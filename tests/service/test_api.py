@@ -1,0 +1,224 @@
+"""The collector's answers to wrong, replayed, malformed and out-of-window reports (in-process ASGI app).
+
+Oracle: the documented status table of :mod:`dpcloak.service.ingest`; the database (via ``Store``)
+for "nothing stored". Every response must be JSON without a traceback, never a 500.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from dpcloak.service.app import create_app
+from dpcloak.service.auth import sign_report
+from dpcloak.service.collector import Collector
+from dpcloak.service.config import Deployment, analyst_token, load_deployment, load_master_key, sensor_key
+from dpcloak.service.store import Store, sqlite_url
+
+from .conftest import make_deployment
+
+
+class Harness:
+    def __init__(self, directory: Path) -> None:
+        self.deployment: Deployment = load_deployment(directory)
+        self.master = load_master_key(directory)
+        self.store = Store(sqlite_url(directory / "api.db"))
+        self.collector = Collector(self.deployment, self.store, master_key=self.master)
+        self.token = analyst_token(self.master, deployment_id=self.deployment.deployment_id)
+        self.client = TestClient(create_app(self.collector, analyst_token=self.token), raise_server_exceptions=False)
+        self.net = self.deployment.sensor_network
+
+    def report(self, sensor: int = 4, window: int = 3, *, key_of: int | None = None, value: float | None = None,
+               report_id: str | None = None, **override: Any) -> dict[str, Any]:
+        dep = self.deployment
+        v = float(self.net.privatize_reading(sensor, 1.0)) if value is None else value
+        rid = report_id or secrets.token_hex(16)
+        signer = sensor if key_of is None else key_of
+        body = {"deployment": dep.deployment_id, "fingerprint": dep.fingerprint, "sensor": sensor, "key_id": signer,
+                "window": window, "report_id": rid, "value": v}
+        body.update(override)
+        body["mac"] = sign_report(sensor_key(self.master, deployment_id=dep.deployment_id, sensor=signer),
+                                  deployment_id=body["deployment"], fingerprint=body["fingerprint"],
+                                  sensor=body["sensor"], window=body["window"], report_id=body["report_id"],
+                                  value=body["value"])
+        return body
+
+    def post(self, body: Any) -> Any:
+        resp = self.client.post("/api/v1/reports", json=body)
+        assert resp.status_code != 500 and "Traceback" not in resp.text
+        assert resp.headers["content-type"].startswith("application/json")
+        return resp
+
+    def stored(self) -> int:
+        return len(self.store.all_reports(self.deployment.deployment_id))
+
+
+@pytest.fixture
+def api(tmp_path: Path) -> Iterator[Harness]:
+    make_deployment(tmp_path, sensor_rows=2, sensor_cols=3)
+    h = Harness(tmp_path)
+    with h.client:
+        yield h
+    h.store.dispose()
+
+
+def test_valid_report_is_stored_once_and_retry_is_idempotent(api: Harness) -> None:
+    body = api.report()
+    first = api.post(body)
+    assert first.status_code == 201 and first.json()["status"] == "stored"
+    again = api.post(body)
+    assert again.status_code == 200 and again.json()["status"] == "duplicate"
+    assert api.stored() == 1
+
+
+def test_wrong_key_is_401(api: Harness) -> None:
+    body = api.report()
+    body["mac"] = sign_report(secrets.token_bytes(32), deployment_id=body["deployment"],
+                              fingerprint=body["fingerprint"], sensor=body["sensor"], window=body["window"],
+                              report_id=body["report_id"], value=body["value"])
+    resp = api.post(body)
+    assert resp.status_code == 401
+    assert resp.json()["error"] == "unauthenticated" and resp.json()["field"] == "mac"
+    assert api.stored() == 0
+
+
+def test_tampered_value_is_401(api: Harness) -> None:
+    body = api.report()
+    body["value"] = body["value"] + api.net.mechanism.resolution
+    assert api.post(body).status_code == 401
+    assert api.stored() == 0
+
+
+def test_key_of_another_sensor_is_403(api: Harness) -> None:
+    resp = api.post(api.report(sensor=4, key_of=3))
+    assert resp.status_code == 403
+    assert resp.json()["error"] == "forbidden" and resp.json()["field"] == "sensor"
+    assert api.stored() == 0
+
+
+def test_replays_are_409(api: Harness) -> None:
+    body = api.report(sensor=1, window=2)
+    assert api.post(body).status_code == 201
+    same_id_other_value = api.report(sensor=1, window=2, report_id=body["report_id"],
+                                     value=body["value"] + api.net.mechanism.resolution)
+    resp = api.post(same_id_other_value)
+    assert resp.status_code == 409 and resp.json()["error"] == "replay" and resp.json()["field"] == "report_id"
+    second_for_window = api.report(sensor=1, window=2)
+    resp = api.post(second_for_window)
+    assert resp.status_code == 409 and resp.json()["field"] == "window"
+    assert body["report_id"] in resp.json()["message"]
+    assert api.stored() == 1
+
+
+@pytest.mark.parametrize(("mutate", "field"), [
+    (lambda b: b.pop("value"), "value"),
+    (lambda b: b.update(value="12.5"), "value"),
+    (lambda b: b.update(window=-1), "window"),
+    (lambda b: b.update(sensor=True), "sensor"),
+    (lambda b: b.update(mac="zz"), "mac"),
+    (lambda b: b.update(report_id="a b"), "report_id"),
+    (lambda b: b.update(extra=1), "extra"),
+])
+def test_malformed_body_is_422_naming_the_field(api: Harness, mutate: Any, field: str) -> None:
+    body = api.report()
+    mutate(body)
+    resp = api.post(body)
+    assert resp.status_code == 422
+    assert resp.json()["error"] == "malformed" and resp.json()["field"] == field
+    assert field in resp.json()["message"]
+
+
+def test_non_json_body_is_422(api: Harness) -> None:
+    resp = api.client.post("/api/v1/reports", content=b"{not json", headers={"content-type": "application/json"})
+    assert resp.status_code == 422 and resp.json()["error"] == "malformed"
+    assert "Traceback" not in resp.text
+
+
+def test_other_deployment_or_configuration_is_rejected(api: Harness) -> None:
+    resp = api.post(api.report(deployment="0123abcd"))
+    assert resp.status_code == 404 and resp.json()["field"] == "deployment"
+    resp = api.post(api.report(fingerprint="0" * 64))
+    assert resp.status_code == 409 and resp.json()["error"] == "wrong_configuration"
+    resp = api.post(api.report(sensor=999, key_of=999))
+    assert resp.status_code == 422 and resp.json()["field"] == "sensor"
+    assert api.stored() == 0
+
+
+def test_out_of_window_and_out_of_range_reports(api: Harness) -> None:
+    future = api.deployment.window_at(api.collector.clock()) + 5
+    resp = api.post(api.report(window=future))
+    assert resp.status_code == 422 and resp.json()["error"] == "window_in_future"
+    g = api.net.mechanism.resolution
+    resp = api.post(api.report(value=10.0**9 * g))
+    assert resp.status_code == 422 and resp.json()["field"] == "value" and "multiple of the grid" in resp.json()[
+        "message"]
+    resp = api.post(api.report(value=0.37 * g))
+    assert resp.status_code == 422 and resp.json()["field"] == "value"
+    assert api.stored() == 0
+
+
+def test_closed_window_is_409(api: Harness) -> None:
+    assert api.post(api.report(sensor=0, window=1)).status_code == 201
+    headers = {"Authorization": f"Bearer {api.token}"}
+    closed = api.client.post("/api/v1/windows/1/close", headers=headers)
+    assert closed.status_code == 200 and closed.json()["reporting"] == [0]
+    resp = api.post(api.report(sensor=1, window=1))
+    assert resp.status_code == 409 and resp.json()["error"] == "window_closed"
+
+
+def test_batch_reports_one_outcome_each(api: Harness) -> None:
+    good = [api.report(sensor=j, window=5) for j in range(3)]
+    bad = api.report(sensor=4, window=5, key_of=3)
+    resp = api.client.post("/api/v1/reports/batch", json={"reports": [*good, bad, good[0]]})
+    assert resp.status_code == 200
+    out = resp.json()
+    assert [r["http_status"] for r in out["results"]] == [201, 201, 201, 403, 200]
+    assert (out["stored"], out["duplicates"], out["rejected"]) == (3, 1, 1)
+    assert api.stored() == 3
+    resp = api.client.post("/api/v1/reports/batch", json={"reports": [*good[:1], {"sensor": 1}]})
+    assert resp.status_code == 422 and resp.json()["field"].startswith("reports[1]")
+
+
+def test_analyst_endpoints_need_the_token(api: Harness) -> None:
+    for path in ("/api/v1/deployment", "/api/v1/windows", "/api/v1/sensors", "/api/v1/export.csv"):
+        assert api.client.get(path).status_code == 401
+        assert api.client.get(path, headers={"Authorization": "Bearer " + "0" * 64}).status_code == 401
+        assert api.client.get(path, headers={"Authorization": f"Bearer {api.token}"}).status_code == 200
+
+
+def test_export_holds_the_recovered_maps(api: Harness) -> None:
+    for j in range(api.deployment.n_sensors):  # a full window closes by itself; close it explicitly to be sure
+        assert api.post(api.report(sensor=j, window=6)).status_code == 201
+    headers = {"Authorization": f"Bearer {api.token}"}
+    record = api.client.post("/api/v1/windows/6/close", headers=headers).json()
+    csv_text = api.client.get("/api/v1/export.csv", headers=headers).text
+    lines = csv_text.strip().splitlines()
+    assert lines[0].startswith("window,source,coordinates,value")
+    assert len(lines) == 1 + len(record["source_map"])
+    values = [float(line.split(",")[3]) for line in lines[1:]]
+    assert values == pytest.approx(record["source_map"], rel=1e-12, abs=1e-300)
+    pytest.importorskip("pyarrow")
+    import io
+
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(io.BytesIO(api.client.get("/api/v1/export.parquet", headers=headers).content))
+    assert table.num_rows == len(record["source_map"])
+
+
+def test_openapi_schema_lists_the_endpoints(api: Harness) -> None:
+    schema = api.client.get("/openapi.json").json()
+    for path in ("/api/v1/reports", "/api/v1/reports/batch", "/api/v1/windows/{window}", "/api/v1/export.csv"):
+        assert path in schema["paths"]
+    assert set(schema["components"]["schemas"]["ReportIn"]["required"]) == {
+        "deployment", "fingerprint", "sensor", "key_id", "window", "report_id", "value", "mac"}
+
+
+def test_unknown_route_is_json_404(api: Harness) -> None:
+    resp = api.client.get("/api/v1/nope")
+    assert resp.status_code == 404 and resp.json()["error"] == "not_found"

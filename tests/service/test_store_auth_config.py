@@ -1,0 +1,104 @@
+"""Schema migration, storage durability settings, report MACs and the deployment's fingerprint.
+
+Oracles: Alembic's own schema comparison (migration vs. the tables), SQLite's PRAGMA answers,
+an independent HMAC computation over the documented canonical string, brute-force search of the
+release count that fits the budget.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import hmac
+import time
+from pathlib import Path
+
+import pytest
+from alembic.migration import MigrationContext
+from sqlalchemy import text
+
+from dpcloak.errors import InvalidParameterError
+from dpcloak.service.auth import sign_report, verify_report
+from dpcloak.service.config import Deployment, load_deployment, releases_within
+from dpcloak.service.schema import metadata
+from dpcloak.service.store import Store, sqlite_url
+
+
+def _migrated(url: str) -> Store:
+    store = Store(url)
+    store.migrate()
+    return store
+
+
+def _schema_diff(store: Store) -> list[object]:
+    from alembic.autogenerate import compare_metadata
+
+    with store.engine.connect() as conn:
+        return list(compare_metadata(MigrationContext.configure(conn), metadata))
+
+
+def test_migration_creates_exactly_the_tables_sqlite(tmp_path: Path) -> None:
+    store = _migrated(sqlite_url(tmp_path / "m.db"))
+    assert _schema_diff(store) == []
+    with store.engine.connect() as conn:
+        assert conn.execute(text("PRAGMA journal_mode")).scalar() == "wal"
+        assert conn.execute(text("PRAGMA synchronous")).scalar() == 2  # FULL: fsync at every commit
+    store.migrate()  # idempotent
+    store.dispose()
+
+
+def test_migration_creates_exactly_the_tables_postgresql(postgres_url: str) -> None:
+    store = _migrated(postgres_url)
+    assert _schema_diff(store) == []
+    store.dispose()
+
+
+def test_unreachable_database_is_a_clear_error() -> None:
+    with pytest.raises(InvalidParameterError, match="must be sqlite or postgresql"):
+        Store("mysql://x@127.0.0.1/db")
+    with pytest.raises(InvalidParameterError, match="SQLAlchemy URL"):
+        Store("not a url")
+
+
+def test_mac_is_hmac_sha256_of_the_documented_encoding() -> None:
+    key = bytes(range(32))
+    fields = {"deployment_id": "abc123", "fingerprint": "f" * 64, "sensor": 7, "window": 42,
+              "report_id": "0123456789abcdef", "value": 0.1}
+    msg = f"dpcloak-report/v1\nabc123\n{'f' * 64}\n7\n42\n0123456789abcdef\n{(0.1).hex()}".encode()
+    expected = hmac.new(key, msg, hashlib.sha256).hexdigest()
+    assert sign_report(key, **fields) == expected
+    assert verify_report(key, expected, **fields)
+    for name, other in (("deployment_id", "abc124"), ("fingerprint", "e" * 64), ("sensor", 8), ("window", 43),
+                        ("report_id", "0123456789abcdee"), ("value", 0.1 + 2**-55)):
+        assert not verify_report(key, expected, **{**fields, name: other}), name
+    assert not verify_report(bytes(32), expected, **fields)
+
+
+def test_fingerprint_binds_every_privacy_parameter(deployment_dir: tuple[Path, Deployment]) -> None:
+    directory, dep = deployment_dir
+    assert load_deployment(directory).fingerprint == dep.fingerprint  # stable through the file
+    for change in ({"window_seconds": 2.0}, {"epsilon_budget": 49.0}, {"period_windows": 999},
+                   {"start": dep.start + 1}):
+        assert dataclasses.replace(dep, **change).fingerprint != dep.fingerprint, change
+    assert dataclasses.replace(dep, deployment_id="other1").fingerprint == dep.fingerprint
+
+
+def test_releases_within_is_the_largest_count_that_fits(deployment_dir: tuple[Path, Deployment]) -> None:
+    _, dep = deployment_dir
+    net = dep.sensor_network
+    budget = 3.0
+    k = releases_within(net, epsilon_budget=budget)
+    brute = max(n for n in range(1, 200) if dep.guarantee(n)[0] <= budget)
+    assert k == brute
+    with pytest.raises(InvalidParameterError, match="at least one release"):
+        releases_within(net, epsilon_budget=dep.guarantee(1)[0] / 2)
+
+
+def test_existing_deployment_directory_is_not_overwritten(deployment_dir: tuple[Path, Deployment]) -> None:
+    from dpcloak.service.config import write_deployment
+
+    directory, dep = deployment_dir
+    with pytest.raises(InvalidParameterError, match="already holds a deployment"):
+        write_deployment(directory, Deployment.create(network=dep.sensor_network, window_seconds=1.0,
+                                                      epsilon_budget=50.0, period_windows=10, start=time.time()))
+    assert (directory / "collector.key").stat().st_mode & 0o077 == 0
