@@ -410,8 +410,9 @@ def _privatizer_cases() -> list[SuiteCase]:
     readings = {k: model.columns(np.array([k]))[:, 0] for k in (i, j)}
     delta2 = l2_sensitivity(model)
     claim = f"({GAUSS_EPS:g}, {GAUSS_DELTA:g})-DP, neighbours e_{i}, e_{j}"
-    good = SensorPrivatizer.from_model(model, epsilon=GAUSS_EPS, delta=GAUSS_DELTA)
-    bad = SensorPrivatizer.from_model(model, epsilon=GAUSS_EPS, delta=GAUSS_DELTA, sensitivity=delta2 / 3)
+    good = SensorPrivatizer.from_model(model, epsilon=GAUSS_EPS, delta=GAUSS_DELTA, noise="float")
+    bad = SensorPrivatizer.from_model(model, epsilon=GAUSS_EPS, delta=GAUSS_DELTA, sensitivity=delta2 / 3,
+                                      noise="float")
 
     def mechanism(priv: SensorPrivatizer[Any]) -> Callable[..., NDArray[Any]]:
         def run(source: int, rng: np.random.Generator, size: int) -> NDArray[Any]:
