@@ -65,6 +65,7 @@ from dpcloak._rng import RngLike, as_generator
 __all__ = ["WordSource", "bernoulli_exp_unit", "discrete_laplace"]
 
 _MAX_WORD = 2**64 - 1
+_POOL_WORDS = 512  # words per refill of the byte pool behind WordSource.randbelow
 _INT64_SAFE = 2**62  # magnitudes below this are kept in int64 (sums with inputs up to 2^62 stay in range)
 _FIXED_BITS = 192  # fractional bits of the fixed-point threshold products
 _BUCKET_BITS = 3  # buckets: binades of w split in 2^3 (ratio ≤ 1 + 2^-3 < e^{m/b}, m/b > 1/8)
@@ -88,6 +89,7 @@ class WordSource:
     """Uniform 64-bit words: ChaCha20 keyed from the OS (``rng=None``) or a numpy Generator's raw bits."""
 
     def __init__(self, rng: RngLike = None) -> None:
+        self._pool, self._offset = b"", 0
         if rng is None:
             # fresh 256-bit key and 96-bit nonce; block counter from 0 (2^32 blocks = 256 GiB per source)
             cipher = Cipher(algorithms.ChaCha20(os.urandom(32), bytes(4) + os.urandom(12)), mode=None)
@@ -113,11 +115,20 @@ class WordSource:
         return np.unpackbits(raw)[:n].astype(bool)
 
     def randbelow(self, n: int) -> int:
-        """Uniform integer on {0, …, n − 1} for any n ≥ 1 (top bits of whole words, rejection)."""
-        width = n.bit_length()
-        count = (width + 63) // 64
+        """Uniform integer on {0, …, n − 1} for any n ≥ 1: the top ⌈log₂ n⌉ bits of whole bytes, rejection.
+
+        Bytes come from a pool refilled with whole words, so one-at-a-time samplers (CKS Algorithms
+        1–3) cost a slice of a buffer per call rather than a system call.
+        """
+        width = (n - 1).bit_length()
+        size = (width + 7) // 8
         while True:
-            r = int.from_bytes(self.words(count).tobytes(), "little") >> (64 * count - width)
+            if self._offset + size > len(self._pool):
+                self._pool = self._pool[self._offset:] + self.words(_POOL_WORDS).tobytes()
+                self._offset = 0
+            chunk = self._pool[self._offset:self._offset + size]
+            self._offset += size
+            r = int.from_bytes(chunk, "little") >> (8 * size - width)
             if r < n:
                 return r
 

@@ -139,8 +139,10 @@ def generator_randbelow(gen: np.random.Generator) -> RandBelow:
 
 
 def randbelow_for(rng: RngLike) -> RandBelow:
-    """The integer source for ``rng``: :func:`secure_randbelow` for ``None`` (deployment), else reproducible."""
-    return secure_randbelow if rng is None else generator_randbelow(as_generator(rng))
+    """The integer source of one release: ``None`` (deployment) gives uniform integers from a ChaCha20 stream
+    under a fresh key from the OS CSPRNG (:class:`~dpcloak.privacy.bulk.WordSource`, buffered: no system call
+    per draw); a seed or Generator gives :func:`generator_randbelow` (reproducible, not secure)."""
+    return WordSource(None).randbelow if rng is None else generator_randbelow(as_generator(rng))
 
 
 def _bernoulli_exp(num: int, den: int, randbelow: RandBelow) -> bool:
@@ -269,7 +271,7 @@ class _GridMechanism(AdditiveMechanism):
     def _draw(self, randbelow: RandBelow) -> int:
         raise NotImplementedError
 
-    def check_dimension(self, n: int, *, name: str = "coordinates released together") -> int:
+    def check_dimension(self, n: int, *, name: str = "coordinates") -> int:
         """Refuse releasing ``n`` coordinates at once when the rounding slack was counted for fewer.
 
         A privatizer releasing m readings together calls ``check_dimension(m)`` up front.
@@ -277,9 +279,9 @@ class _GridMechanism(AdditiveMechanism):
         n = check_int(name, n, minimum=0)
         if n > self.dimension:
             raise InvalidParameterError(
-                f"{name} must be at most the mechanism's dimension={self.dimension} (its grid sensitivity counts the "
-                f"rounding of {self.dimension} coordinate(s) per release), got {n}; build the mechanism with "
-                f"dimension={n}"
+                f"{name} released together must be at most the mechanism's dimension={self.dimension} (its grid "
+                f"sensitivity counts the rounding of {self.dimension} coordinate(s) per release), got {n}; build the "
+                f"mechanism with dimension={n}"
             )
         return n
 
@@ -312,7 +314,7 @@ class _GridMechanism(AdditiveMechanism):
         (``rng=None``: the OS CSPRNG). At most ``dimension`` values, each of magnitude at most 2⁵².
         """
         idx = [int(i) for i in grid_values]
-        self.check_dimension(len(idx), name="grid_values length")
+        self.check_dimension(len(idx), name="grid_values")
         if any(abs(i) > MAX_GRID_INDEX for i in idx):
             raise InvalidParameterError(f"grid_values must have magnitude at most 2^52, got {max(idx, key=abs)}")
         return self._release(np.array(idx, dtype=np.int64), rng)
@@ -325,7 +327,7 @@ class _GridMechanism(AdditiveMechanism):
         coordinate.
         """
         idx = self.to_grid(values)
-        self.check_dimension(idx.shape[-1] if idx.ndim else 1, name="values per release (last axis)")
+        self.check_dimension(idx.shape[-1] if idx.ndim else 1, name="coordinates (last axis of values)")
         return self._release(idx, rng)
 
 
