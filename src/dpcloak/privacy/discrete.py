@@ -17,13 +17,13 @@ back to the grid. The samplers are Canonne, Kamath & Steinke, "The Discrete Gaus
 Differential Privacy" (NeurIPS 2020), Algorithms 1–3: Bernoulli(exp(−γ)) for rational γ, the
 discrete Laplace :math:`P(y) \propto e^{-|y|/b}` and the discrete Gaussian
 :math:`P(y) \propto e^{-y^2/(2\sigma^2)}` on ℤ, using only integer arithmetic and
-:class:`fractions.Fraction` — no floating point touches the noise — and uniform integers from a
-cryptographically secure source (:func:`secrets.randbelow`) by default. Many discrete Laplace draws
-at once (:meth:`DiscreteLaplaceMechanism.privatize`, :func:`discrete_laplace_noise`, the heatmap
-levels) use the vectorised exact sampler of :mod:`dpcloak.privacy.bulk` instead (same distribution,
-numpy integer arithmetic on 64-bit words from ChaCha20 keyed by :func:`os.urandom`); the
-one-draw-at-a-time samplers remain for integer sources such as the keyed stream
-(:meth:`~_GridMechanism.sample_noise`).
+:class:`fractions.Fraction` — no floating point touches the noise — and, by default, uniform
+integers from a cryptographically secure generator: a ChaCha20 stream under a fresh key from the OS
+CSPRNG for each release (:class:`~dpcloak.privacy.bulk.WordSource`). Many discrete Laplace draws at
+once (:meth:`DiscreteLaplaceMechanism.privatize`, :func:`discrete_laplace_noise`, the heatmap levels)
+use the vectorised exact sampler of :mod:`dpcloak.privacy.bulk` (same distribution, numpy integer
+arithmetic on 64-bit words); the one-draw-at-a-time samplers serve the discrete Gaussian and integer
+sources such as the keyed stream (:meth:`~_GridMechanism.sample_noise`).
 
 **Meant for deployment:** :class:`DiscreteGaussianMechanism` (the local Gaussian mechanism of
 seed 000 / seed 002) and :class:`DiscreteLaplaceMechanism`, called with ``rng=None`` (the default:
@@ -33,8 +33,8 @@ reproducible for tests and experiments and is *not* cryptographically secure.
 Why these samplers rather than OpenDP's: OpenDP implements the same Canonne–Kamath–Steinke
 algorithms, but as a compiled Rust library with its own measurement-combinator API; the samplers are
 short, exact and auditable in pure Python, and keeping them here lets them draw from any integer
-source — :mod:`secrets` in deployment, a seeded generator in tests, or the keyed ChaCha20 stream of
-:mod:`dpcloak.privacy.local` — without a binary dependency.
+source — the OS-keyed stream in deployment, a seeded generator in tests, or the keyed ChaCha20 stream
+of :mod:`dpcloak.privacy.local` — without a binary dependency.
 
 Rounding to the grid, exactly
 -----------------------------
