@@ -23,8 +23,8 @@ import pytest
 
 pytest.importorskip("fastapi", reason="the service extra is not installed: pip install 'dpcloak[service]'")
 
-from dpcloak.service import _network
-from dpcloak.service.config import Deployment, analyst_token, load_master_key, write_deployment
+from dpcloak.service import _network  # noqa: E402
+from dpcloak.service.config import Deployment, analyst_token, load_master_key, write_deployment  # noqa: E402
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 START_TIMEOUT = 90.0
