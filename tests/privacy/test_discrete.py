@@ -22,6 +22,7 @@ from dpcloak.errors import InvalidParameterError
 from dpcloak.privacy import DiscreteGaussianMechanism, DiscreteLaplaceMechanism, Mechanism
 from dpcloak.privacy.discrete import (
     bernoulli_exp,
+    discrete_gaussian_noise,
     gaussian_rdp_epsilon,
     generator_randbelow,
     sample_discrete_gaussian,
@@ -59,6 +60,24 @@ def test_discrete_gaussian_pmf(sigma2: Fraction) -> None:
     assert _chi2_pvalue(draws, support, _dgauss_pmf(support, float(sigma2))) > 1e-4
     # the same test rejects a variance 20% off: it can fail
     assert _chi2_pvalue(draws, support, _dgauss_pmf(support, 1.2 * float(sigma2))) < 1e-4
+
+
+@pytest.mark.parametrize("sigma2", [Fraction(1, 2), Fraction(7, 3), Fraction(25), Fraction(1.366**2 * 2**20)])
+def test_vectorised_discrete_gaussian_pmf(sigma2: Fraction) -> None:
+    """Bulk proposals + exact acceptance: same pmf oracle; a 20 % variance error is rejected by the same test."""
+    draws = discrete_gaussian_noise(sigma2, 30_000, rng=np.random.default_rng(4))
+    sd = math.sqrt(float(sigma2))
+    if sd < 10:
+        support = np.arange(-40, 41)
+        assert _chi2_pvalue(draws, support, _dgauss_pmf(support, float(sigma2))) > 1e-4
+        assert _chi2_pvalue(draws, support, _dgauss_pmf(support, 1.2 * float(sigma2))) < 1e-4
+    else:  # wide: cells of equal normal probability (midpoint rule: the CDF at half-integers is Φ to ~1e-8)
+        edges = np.round(stats.norm.ppf(np.linspace(0, 1, 41)[1:-1], scale=sd)) - 0.5
+        for var, ok in ((1.0, True), (1.2, False)):
+            cdf = stats.norm.cdf(edges, scale=sd * math.sqrt(var))
+            expected = np.diff(np.concatenate([[0.0], cdf, [1.0]])) * draws.size
+            observed = np.bincount(np.searchsorted(edges, draws), minlength=edges.size + 1)
+            assert (stats.chisquare(observed, expected).pvalue > 1e-4) == ok
 
 
 @pytest.mark.parametrize("scale", [Fraction(3, 2), Fraction(1, 3), Fraction(5)])
