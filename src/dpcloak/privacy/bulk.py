@@ -90,7 +90,7 @@ def bernoulli_exp_unit(num: int, den: int, randbelow: Any, k: int = 1) -> bool:
 
 
 class WordSource:
-    """Uniform 64-bit words (and bits, and integers below n): ChaCha20 keyed from the OS (``rng=None``) or a Generator."""
+    """Uniform 64-bit words, bits and integers below n: ChaCha20 keyed from the OS (``rng=None``) or a Generator."""
 
     def __init__(self, rng: RngLike = None) -> None:
         self._pool, self._offset = b"", 0
