@@ -307,7 +307,7 @@ class _GridMechanism(AdditiveMechanism):
     def _draw(self, randbelow: RandBelow) -> int:
         raise NotImplementedError
 
-    def check_dimension(self, n: int, *, name: str = "coordinates") -> int:
+    def check_dimension(self, n: int, *, name: str = "coordinates released together") -> int:
         """Refuse releasing ``n`` coordinates at once when the rounding slack was counted for fewer.
 
         A privatizer releasing m readings together calls ``check_dimension(m)`` up front.
@@ -315,9 +315,9 @@ class _GridMechanism(AdditiveMechanism):
         n = check_int(name, n, minimum=0)
         if n > self.dimension:
             raise InvalidParameterError(
-                f"{name} released together must be at most the mechanism's dimension={self.dimension} (its grid "
-                f"sensitivity counts the rounding of {self.dimension} coordinate(s) per release), got {n}; build the "
-                f"mechanism with dimension={n}"
+                f"{name} must be at most the mechanism's dimension={self.dimension} (its grid sensitivity counts the "
+                f"rounding of {self.dimension} coordinate(s) per release), got {n}; build the mechanism with "
+                f"dimension={n}"
             )
         return n
 
@@ -350,7 +350,7 @@ class _GridMechanism(AdditiveMechanism):
         (``rng=None``: the OS CSPRNG). At most ``dimension`` values, each of magnitude at most 2⁵².
         """
         idx = [int(i) for i in grid_values]
-        self.check_dimension(len(idx), name="grid_values")
+        self.check_dimension(len(idx), name="grid_values length")
         if any(abs(i) > MAX_GRID_INDEX for i in idx):
             raise InvalidParameterError(f"grid_values must have magnitude at most 2^52, got {max(idx, key=abs)}")
         return self._release(np.array(idx, dtype=np.int64), rng)
