@@ -25,7 +25,7 @@ def test_nonprivate_kmedian_finds_planted_centres():
 
 def test_private_kmedian_close_to_nonprivate_and_coreset_property():
     pts, _ = _clusters()
-    res = private_kmedian(pts, k=4, epsilon=1.0, resolution=256, rng=2)
+    res = private_kmedian(pts, k=4, epsilon=1.0, resolution=256, rng=2, noise="float")
     opt = kmedian_cost(pts, kmedian(pts, k=4, rng=3))
     assert res.cost <= 1.15 * opt
     assert res.coreset.guarantee().epsilon <= 1.0
@@ -46,3 +46,14 @@ def test_bad_inputs():
         private_coreset(np.full((5, 2), 0.5), epsilon=0.0, resolution=16)
     with pytest.raises(InvalidParameterError):
         kmedian(np.full((5, 2), 0.5), k=6)
+
+
+def test_private_coreset_releases_with_secure_noise_by_default():
+    pts, _ = _clusters()
+    core = private_coreset(pts, epsilon=1.0, resolution=64)
+    assert "exact discrete" in core.guarantee().mechanism
+    with pytest.raises(InvalidParameterError, match="rng must be None"):
+        private_kmedian(pts, k=2, epsilon=1.0, resolution=64, rng=3)
+    a = private_kmedian(pts, k=2, epsilon=1.0, resolution=64, rng=3, simulation=True)
+    b = private_kmedian(pts, k=2, epsilon=1.0, resolution=64, rng=3, simulation=True)
+    np.testing.assert_array_equal(a.centers, b.centers)

@@ -30,6 +30,7 @@ from dpcloak.errors import InvalidParameterError
 from dpcloak.heatmaps.aggregate import hierarchical_laplace
 from dpcloak.heatmaps.data import bound_users
 from dpcloak.heatmaps.reconstruct import reconstruct
+from dpcloak.heatmaps.release import release_randomness
 from dpcloak.privacy.mechanisms import PrivacyGuarantee
 
 __all__ = ["Coreset", "KMedianResult", "private_coreset", "kmedian", "kmedian_cost", "private_kmedian"]
@@ -131,17 +132,23 @@ def kmedian(
 
 
 def private_coreset(
-    points: ArrayLike, *, epsilon: float, resolution: int, w: int = 20, gamma: float = 2**-0.5, rng: RngLike = None
+    points: ArrayLike, *, epsilon: float, resolution: int, w: int = 20, gamma: float = 2**-0.5, rng: RngLike = None,
+    noise: str = "secure", simulation: bool = False,
 ) -> Coreset:
     """Corollary A.1: Algorithm 1 + RECONSTRUCT on p_i = 1_{x_i}, output ŝ unnormalised as weighted points.
 
+    ``noise`` and ``simulation`` as in :func:`~dpcloak.heatmaps.api.private_heatmap`: exact discrete
+    Laplace from the OS CSPRNG by default, a seed refused unless ``simulation=True``.
+
     Privacy guarantee
     -----------------
-    ε-DP under adding/removing one point (one point = one user, ℓ1 sensitivity 1 per level).
+    ε-DP under adding/removing one point (one point = one user, ℓ1 sensitivity 1 per level); with
+    ``noise="float"`` for idealised real-valued noise only.
     """
     p = _points("points", points)
+    release_randomness(rng, noise, simulation=simulation)
     agg = bound_users(np.arange(p.shape[0]), p[:, 0], p[:, 1], resolution=resolution)
-    noisy = hierarchical_laplace(agg, epsilon=epsilon, w=w, gamma=gamma, rng=rng)
+    noisy = hierarchical_laplace(agg, epsilon=epsilon, w=w, gamma=gamma, rng=rng, noise=noise)
     rec = reconstruct(noisy, w=w)
     keep = rec.region_masses > 0
     side = np.left_shift(1, rec.region_levels[keep]).astype(float)
@@ -152,12 +159,23 @@ def private_coreset(
 
 def private_kmedian(
     points: ArrayLike, *, k: int, epsilon: float, resolution: int, w: int = 20, gamma: float = 2**-0.5,
-    rng: RngLike = None,
+    rng: RngLike = None, noise: str = "secure", simulation: bool = False,
 ) -> KMedianResult:
-    """Corollary A.2: non-private k-median on the private coreset; costs reported on both."""
+    """Corollary A.2: non-private k-median on the private coreset; costs reported on both.
+
+    ``rng``, ``noise`` and ``simulation`` as in :func:`private_coreset` (the k-median step is
+    post-processing and takes fresh OS entropy when ``rng`` is ``None``). ``cost`` is computed on the
+    true points: a curator-side evaluation, not private.
+
+    Privacy guarantee
+    -----------------
+    That of :func:`private_coreset` for ``centers`` and ``coreset``; ``cost`` is not private.
+    """
     p = _points("points", points)
-    gen = as_generator(rng)
-    core = private_coreset(p, epsilon=epsilon, resolution=resolution, w=w, gamma=gamma, rng=gen)
+    release_randomness(rng, noise, simulation=simulation)
+    gen = None if rng is None else as_generator(rng)
+    core = private_coreset(p, epsilon=epsilon, resolution=resolution, w=w, gamma=gamma, rng=gen, noise=noise,
+                           simulation=simulation)
     if core.points.shape[0] == 0:
         raise InvalidParameterError("the private coreset is empty (all noisy mass negative); increase epsilon")
     kk = min(check_int("k", k, minimum=1), core.points.shape[0])
