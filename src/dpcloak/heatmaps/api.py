@@ -207,8 +207,8 @@ def heatmap_from_aggregate(
         rec = reconstruct(noisy, w=width)
         estimate, privacy, layers = rec.estimate, noisy.guarantee(), rec.layers()
         params: dict[str, Any] = dict(w=width, w_rule=rule, population=population, gamma=noisy.budget.gamma,
-                                      q=noisy.budget.q,
-                                      levels=noisy.budget.levels, level_epsilons=noisy.budget.epsilons)
+                                      q=noisy.budget.q, levels=noisy.budget.levels,
+                                      level_epsilons=noisy.budget.epsilons)
         details.update(lp_variables=rec.n_variables, lp_objective=rec.objective)
     elif meth == "laplace":
         rel = laplace_cells(agg, epsilon=epsilon, top_percent=top_percent, rng=gen, noise=noise)
