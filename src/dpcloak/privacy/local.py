@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import hmac
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from os import PathLike
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
@@ -174,16 +174,10 @@ class _Accounted:
         if self.accountant is None:
             return one
         spent = self.accountant.spent()
-        return PrivacyGuarantee(
-            kind=f"{kind}, composed over the {spent.readings} release(s) made so far",
-            epsilon=spent.epsilon,
-            delta=spent.delta,
-            neighbouring=one.neighbouring,
-            sensitivity=one.sensitivity,
-            norm=one.norm,
-            mechanism=f"{mechanism}; each release: ({one.epsilon:g}, {one.delta:g})",
-            source=f"{source}; composition: {spent.method}",
-        )
+        return replace(one, kind=f"{kind}, composed over the {spent.readings} release(s) made so far",
+                       epsilon=spent.epsilon, delta=spent.delta,
+                       mechanism=f"{mechanism}; each release: ({one.epsilon:g}, {one.delta:g})",
+                       source=f"{source}; composition: {spent.method}")
 
 
 class SensorPrivatizer(_Accounted, Generic[M]):
@@ -312,7 +306,17 @@ class SensorPrivatizer(_Accounted, Generic[M]):
         return rng
 
     def privatize(self, reading: float, *, sensor: int, rng: RngLike = None) -> float:
-        """Noisy version of one sensor's reading (what sensor ``sensor`` sends); charged as one release."""
+        """Noisy version of one sensor's reading (what sensor ``sensor`` sends); charged as one release.
+
+        Privacy guarantee
+        -----------------
+        Charged to the accountant first (refused past the budget: nothing sampled). Deployment: the
+        reading is rounded to the grid (exact rational rounding, slack in the calibration) and exact
+        integer noise from the OS CSPRNG is added, untruncated; the result is that integer times the
+        grid step. A single reading is charged as a whole release, so m single readings of one time
+        step cost m releases (use :meth:`privatize_all` for a time step). Simulation: the mechanism's
+        own sampler with ``rng``, a guarantee for idealised noise only.
+        """
         check_int("sensor", sensor, minimum=0, maximum=self.n_sensors - 1)
         x = check_values(reading, name="reading")
         if x.ndim != 0:
@@ -322,7 +326,15 @@ class SensorPrivatizer(_Accounted, Generic[M]):
         return float(self.mechanism.privatize(x, rng=gen))
 
     def privatize_all(self, readings: ArrayLike, *, rng: RngLike = None) -> NDArray[np.float64]:
-        """Noisy readings of all sensors: shape ``(m,)`` for one time step or ``(k, m)`` for k steps (k releases)."""
+        """Noisy readings of all sensors: shape ``(m,)`` for one time step or ``(k, m)`` for k steps (k releases).
+
+        Privacy guarantee
+        -----------------
+        The k rows are charged first (all or nothing). Each row is one release of the vector
+        mechanism: every coordinate rounded to the grid, independent exact integer noise (OS CSPRNG,
+        untruncated), the integers times the grid step; :meth:`guarantee` composes all releases so far.
+        Simulation: the mechanism's sampler with ``rng``, idealised noise only.
+        """
         y = check_values(readings, name="readings")
         if y.ndim not in (1, 2) or y.shape[-1] != self.n_sensors:
             raise InvalidParameterError(
@@ -498,14 +510,28 @@ class KeyedPrivatizer(_Accounted):
         return KeyedRelease(values=noisy.reshape(values.shape), sensors=sensors, nonces=nonces)
 
     def privatize(self, reading: float, *, sensor: int) -> KeyedRelease:
-        """What sensor ``sensor`` sends for one reading (one release, one fresh nonce)."""
+        """What sensor ``sensor`` sends for one reading (one release, one fresh nonce).
+
+        Privacy guarantee
+        -----------------
+        Charged first. The reading is rounded to the grid and exact integer noise is added, drawn by
+        the exact sampler from a keyed ChaCha20 stream unique to (sensor, fresh 128-bit nonce), with
+        no truncation; the value and the nonce are published. Computational DP against adversaries
+        without the key (class docstring).
+        """
         x = check_values(reading, name="reading")
         if x.ndim != 0:
             raise InvalidParameterError(f"reading must be a single number, got an array of shape {x.shape}")
         return self._release(x, (self._sensor(sensor),))
 
     def privatize_all(self, readings: ArrayLike) -> KeyedRelease:
-        """All sensors at once: each row of a ``(k, m)`` block (or one ``(m,)`` row) is a release with its own nonce."""
+        """All sensors at once: each row of a ``(k, m)`` block (or one ``(m,)`` row) is a release with its own nonce.
+
+        Privacy guarantee
+        -----------------
+        The k rows are charged first (all or nothing); each row is one release of the vector mechanism
+        with keyed exact noise under its own fresh nonce (as :meth:`privatize`, for every sensor).
+        """
         y = check_values(readings, name="readings")
         if y.ndim not in (1, 2) or y.shape[-1] != self.n_sensors:
             raise InvalidParameterError(f"readings must have shape ({self.n_sensors},) or (k, {self.n_sensors}), "
@@ -537,13 +563,9 @@ class KeyedPrivatizer(_Accounted):
 
     @staticmethod
     def _keyed(g: PrivacyGuarantee) -> PrivacyGuarantee:
-        return PrivacyGuarantee(
+        return replace(
+            g,
             kind=f"{g.kind.replace('-DP', '')}-SIM-CDP (computational, keyed ChaCha20 noise)",
-            epsilon=g.epsilon,
-            delta=g.delta,
-            neighbouring=g.neighbouring,
-            sensitivity=g.sensitivity,
-            norm=g.norm,
             mechanism=f"{g.mechanism}; exact integer sampler driven by a keyed ChaCha20 stream, fresh 128-bit nonce "
                       "per release",
             source="seed 002 §7.2, Definition 7.4 and Corollary 7.5 (Mironov et al. 2009); " + g.source,
