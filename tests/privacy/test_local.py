@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from fractions import Fraction
 
 import mpmath
 import numpy as np
@@ -311,6 +312,22 @@ def test_keyed_round_trip_to_the_grid_and_wrong_key() -> None:
     assert np.mean(wrong == on_grid) < 0.05
     with pytest.raises(ValueError):
         rel.values[0, 0] = 1.0  # the published values are read-only
+
+
+def test_keyed_rounding_is_exact_and_huge_readings_are_refused_before_charging() -> None:
+    """Defect 4 on the keyed path: rint(x/0.1) put -101.55 and -102.55 11 grid steps apart; exact rounding 10."""
+    lap = DiscreteLaplaceMechanism(epsilon=1.0, sensitivity=1.0, resolution=0.1, dimension=1)
+    kp = KeyedPrivatizer(mechanism=lap, n_sensors=1, key=KEY)
+    for x in (-101.55, -102.55, 0.05, 2.5e-1):
+        exact = round(Fraction(x) / Fraction(0.1))  # oracle: the rational x / g, rounded half to even
+        assert kp.remove_noise(kp.privatize(x, sensor=0)) == exact * 0.1
+    assert kp.accountant is not None and kp.accountant.readings == 4
+    with pytest.raises(InvalidParameterError, match="magnitude"):
+        kp.privatize(1e300, sensor=0)
+    priv = SensorPrivatizer(mechanism=lap, n_sensors=1)
+    with pytest.raises(InvalidParameterError, match="magnitude"):
+        priv.privatize_all([1e300])
+    assert kp.accountant.readings == 4 and priv.accountant is not None and priv.accountant.readings == 0
 
 
 def test_keyed_noise_is_never_reused_across_objects() -> None:

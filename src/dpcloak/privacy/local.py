@@ -142,6 +142,8 @@ class _GridNoise(Protocol):
 
     def sample_noise(self, count: int, randbelow: RandBelow) -> list[int]: ...
 
+    def to_grid(self, values: ArrayLike) -> NDArray[np.int64]: ...
+
 
 def _check_dimension(mechanism: Any, n_sensors: int) -> None:
     """Grid mechanisms count the rounding slack of ``dimension`` coordinates: refuse more sensors than that."""
@@ -305,6 +307,11 @@ class SensorPrivatizer(_Accounted, Generic[M]):
             )
         return rng
 
+    def _validate(self, values: NDArray[np.float64]) -> None:
+        """Refuse readings the grid cannot hold *before* charging (the mechanism checks again when sampling)."""
+        if isinstance(self.mechanism, _GridNoise):
+            self.mechanism.to_grid(values)
+
     def privatize(self, reading: float, *, sensor: int, rng: RngLike = None) -> float:
         """Noisy version of one sensor's reading (what sensor ``sensor`` sends); charged as one release.
 
@@ -322,6 +329,7 @@ class SensorPrivatizer(_Accounted, Generic[M]):
         if x.ndim != 0:
             raise InvalidParameterError(f"reading must be a single number, got an array of shape {x.shape}")
         gen = self._rng(rng)
+        self._validate(x)
         self._charge(1)
         return float(self.mechanism.privatize(x, rng=gen))
 
@@ -341,6 +349,7 @@ class SensorPrivatizer(_Accounted, Generic[M]):
                 f"readings must have shape ({self.n_sensors},) or (k, {self.n_sensors}), got {y.shape}"
             )
         gen = self._rng(rng)
+        self._validate(y)
         self._charge(1 if y.ndim == 1 else y.shape[0])
         return np.asarray(self.mechanism.privatize(y, rng=gen), dtype=float)
 
@@ -501,11 +510,10 @@ class KeyedPrivatizer(_Accounted):
                          for r in nonces], dtype=float)
 
     def _release(self, values: NDArray[np.float64], sensors: tuple[int, ...]) -> KeyedRelease:
-        block = values.reshape(-1, len(sensors))
-        self._charge(block.shape[0])
-        nonces = tuple(secrets.token_bytes(NONCE_BYTES) for _ in range(block.shape[0]))
-        g = self._grid.resolution
-        noisy = (np.rint(block / g) + self._noise_block(sensors, nonces)) * g  # exact integers times the grid step
+        idx = self._grid.to_grid(values).reshape(-1, len(sensors))  # exact rounding; refuses huge readings
+        self._charge(idx.shape[0])
+        nonces = tuple(secrets.token_bytes(NONCE_BYTES) for _ in range(idx.shape[0]))
+        noisy = (idx + self._noise_block(sensors, nonces)) * self._grid.resolution  # integers times the grid step
         noisy.flags.writeable = False
         return KeyedRelease(values=noisy.reshape(values.shape), sensors=sensors, nonces=nonces)
 
@@ -547,9 +555,8 @@ class KeyedPrivatizer(_Accounted):
         if not sensors or values.size != len(release.nonces) * len(sensors):
             raise InvalidParameterError(f"release has {values.size} values for {len(release.nonces)} nonce(s) and "
                                         f"{len(sensors)} sensor(s)")
-        g = self._grid.resolution
-        block = values.reshape(len(release.nonces), len(sensors))
-        clean = (np.rint(block / g) - self._noise_block(sensors, release.nonces)) * g
+        block = self._grid.to_grid(values).reshape(len(release.nonces), len(sensors))
+        clean = (block - self._noise_block(sensors, release.nonces)) * self._grid.resolution
         return clean.reshape(values.shape)
 
     def release_guarantee(self) -> PrivacyGuarantee:
