@@ -64,11 +64,11 @@ def _exact_gaussian_delta(epsilon: float, sigma: float, sensitivity: float) -> m
 
 def test_from_model_defaults_to_the_exact_discrete_gaussian(model) -> None:  # type: ignore[no-untyped-def]
     priv = SensorPrivatizer.from_model(model, epsilon=1.0, delta=0.1)
-    assert isinstance(priv.mechanism, DiscreteGaussianMechanism) and not priv.simulate
+    assert isinstance(priv.mechanism, DiscreteGaussianMechanism) and not priv.simulation
     assert priv.mechanism.dimension == priv.n_sensors == 10  # rounding slack counted for every sensor
     assert priv.mechanism.sensitivity == l2_sensitivity(model)
     sim = SensorPrivatizer.from_model(model, epsilon=1.0, delta=0.1, alpha=2.0, noise="float", calibration="paper")
-    assert isinstance(sim.mechanism, GaussianMechanism) and sim.simulate
+    assert isinstance(sim.mechanism, GaussianMechanism) and sim.simulation
     assert sim.mechanism.sensitivity == pytest.approx(2 * l2_sensitivity(model))
     assert "SIMULATION" in sim.guarantee().mechanism and "OS CSPRNG" in priv.guarantee().mechanism
     with pytest.raises(InvalidParameterError, match="calibration applies to noise='float'"):
@@ -170,16 +170,16 @@ def test_non_dp_mechanism_only_in_simulation() -> None:
                                     sensitivity=1.0, norm="l2", mechanism="uniform", source="test",
                                     fisher_information=3.0)
 
-    priv = SensorPrivatizer(mechanism=FisherLikeNoise(), n_sensors=3, simulate=True)
+    priv = SensorPrivatizer(mechanism=FisherLikeNoise(), n_sensors=3, simulation=True)
     out = priv.privatize_all([1.0, 2.0, 3.0], rng=0)
     assert out.shape == (3,) and np.all(np.abs(out - [1, 2, 3]) <= 1)
     assert priv.accountant is None and priv.guarantee().fisher_information == 3.0
     with pytest.raises(InvalidParameterError, match="floating-point"):
         SensorPrivatizer(mechanism=FisherLikeNoise(), n_sensors=3)
     with pytest.raises(InvalidParameterError, match="no \\(epsilon, delta\\) accounting"):
-        SensorPrivatizer(mechanism=FisherLikeNoise(), n_sensors=3, simulate=True, epsilon_budget=1.0)
+        SensorPrivatizer(mechanism=FisherLikeNoise(), n_sensors=3, simulation=True, epsilon_budget=1.0)
     with pytest.raises(InvalidParameterError, match="mechanism"):
-        SensorPrivatizer(mechanism=object(), n_sensors=3, simulate=True)  # type: ignore[type-var]
+        SensorPrivatizer(mechanism=object(), n_sensors=3, simulation=True)  # type: ignore[type-var]
 
 
 def test_sensor_privatizer_bad_inputs(model) -> None:  # type: ignore[no-untyped-def]
@@ -202,12 +202,12 @@ def test_sensor_privatizer_bad_inputs(model) -> None:  # type: ignore[no-untyped
 def test_simulated_gaussian_empirical_dp_passes_and_halved_fails() -> None:
     n = 20_000  # DKW tolerance 0.07 at beta = 1e-6; halved sigma violates by 0.35
     good = SensorPrivatizer(mechanism=GaussianMechanism(epsilon=1.0, delta=0.1, sensitivity=0.5), n_sensors=1,
-                            simulate=True)
+                            simulation=True)
     ok = check_dp(good.privatize_all(np.zeros((n, 1)), rng=1).ravel(),
                   good.privatize_all(np.full((n, 1), 0.5), rng=2).ravel(), epsilon=1.0, delta=0.1)
     assert ok.passed, ok
     half = GaussianMechanism(epsilon=1.0, delta=0.1, sensitivity=0.25)  # sigma for half the sensitivity
-    bad_priv = SensorPrivatizer(mechanism=half, n_sensors=1, simulate=True)
+    bad_priv = SensorPrivatizer(mechanism=half, n_sensors=1, simulation=True)
     bad = check_dp(bad_priv.privatize_all(np.zeros((n, 1)), rng=1).ravel(),
                    bad_priv.privatize_all(np.full((n, 1), 0.5), rng=2).ravel(), epsilon=1.0, delta=0.1)
     assert not bad.passed, bad

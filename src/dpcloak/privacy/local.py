@@ -21,7 +21,7 @@ Both privatizers release data, so by default they
   object using the file (write-ahead: a charged release counts as spent even if it then fails);
 * report in :meth:`~SensorPrivatizer.guarantee` the **composed total** of the releases so far.
 
-Simulations and experiments opt out explicitly with ``SensorPrivatizer(..., simulate=True)`` (or
+Simulations and experiments opt out explicitly with ``SensorPrivatizer(..., simulation=True)`` (or
 ``from_model(..., noise="float")``): any mechanism, any ``rng`` (seed, Generator), and a guarantee
 that says it describes idealised real-valued noise.
 
@@ -189,16 +189,16 @@ class SensorPrivatizer(_Accounted, Generic[M]):
     ----------
     mechanism : Mechanism
         Calibrated to the sensitivity of the vector of all ``n_sensors`` readings. For deployment
-        (``simulate=False``) an exact grid mechanism whose ``dimension`` is at least ``n_sensors``
+        (``simulation=False``) an exact grid mechanism whose ``dimension`` is at least ``n_sensors``
         (:class:`~dpcloak.privacy.DiscreteGaussianMechanism`,
-        :class:`~dpcloak.privacy.DiscreteLaplaceMechanism`); with ``simulate=True`` anything with
+        :class:`~dpcloak.privacy.DiscreteLaplaceMechanism`); with ``simulation=True`` anything with
         ``privatize(values, *, rng)`` and ``guarantee()`` (Gaussian, Laplace, Fisher-information noise).
     n_sensors : int
         Number of sensors m (readings per time step).
     epsilon_budget, delta_budget, ledger, accountant
         The accountant charged before every release (:class:`~dpcloak.privacy.ReadingAccountant`):
         ``epsilon_budget=None`` counts without refusing; ``ledger`` persists the count in a file.
-    simulate : bool
+    simulation : bool
         ``False`` (default): a release path — exact integer noise from the OS CSPRNG, ``rng`` refused.
         ``True``: simulation — any mechanism and any ``rng``, not for releasing data.
 
@@ -219,22 +219,22 @@ class SensorPrivatizer(_Accounted, Generic[M]):
 
     def __init__(self, *, mechanism: M, n_sensors: int, epsilon_budget: float | None = None,
                  delta_budget: float | None = None, ledger: str | PathLike[str] | None = None,
-                 accountant: str = "closed", simulate: bool = False) -> None:
+                 accountant: str = "closed", simulation: bool = False) -> None:
         if not isinstance(mechanism, Mechanism):
             raise InvalidParameterError(
                 f"mechanism must have privatize(values, *, rng) and guarantee() methods, got {type(mechanism).__name__}"
             )
-        self.simulate = bool(simulate)
-        if not self.simulate and not isinstance(mechanism, _GridNoise):
+        self.simulation = bool(simulation)
+        if not self.simulation and not isinstance(mechanism, _GridNoise):
             raise InvalidParameterError(
                 f"{type(mechanism).__name__} draws floating-point noise, which leaks through its low-order bits "
                 "(Mironov 2012): a release path needs an exact grid mechanism (DiscreteGaussianMechanism, "
-                "DiscreteLaplaceMechanism); for simulation pass simulate=True"
+                "DiscreteLaplaceMechanism); for simulation pass simulation=True"
             )
         self.mechanism: M = mechanism
         self.n_sensors = check_int("n_sensors", n_sensors, minimum=1)
         _check_dimension(mechanism, self.n_sensors)
-        self._set_accountant(epsilon_budget, delta_budget, ledger, accountant, required=not self.simulate)
+        self._set_accountant(epsilon_budget, delta_budget, ledger, accountant, required=not self.simulation)
 
     @classmethod
     def from_model(
@@ -267,7 +267,7 @@ class SensorPrivatizer(_Accounted, Generic[M]):
         noise : {"secure", "float"}
             ``"secure"`` (default, for releases): the exact discrete Gaussian calibrated for
             ``dimension = m`` coordinates, OS CSPRNG. ``"float"``: the continuous
-            :class:`~dpcloak.privacy.GaussianMechanism` for simulation (``simulate=True``).
+            :class:`~dpcloak.privacy.GaussianMechanism` for simulation (``simulation=True``).
         resolution : float, optional
             Grid spacing of the secure noise (default Δ2/1024); refused with ``noise="float"``.
         calibration : {"analytic", "classic", "paper"}, optional
@@ -297,13 +297,13 @@ class SensorPrivatizer(_Accounted, Generic[M]):
                                         "with noise='float'")
         mech = GaussianMechanism(epsilon=epsilon, delta=delta, sensitivity=sens,
                                  calibration="analytic" if calibration is None else calibration, neighbouring=relation)
-        return SensorPrivatizer(mechanism=mech, n_sensors=m, simulate=True, **budget)
+        return SensorPrivatizer(mechanism=mech, n_sensors=m, simulation=True, **budget)
 
     def _rng(self, rng: RngLike) -> RngLike:
-        if rng is not None and not self.simulate:
+        if rng is not None and not self.simulation:
             raise InvalidParameterError(
                 f"rng must be None on a release path (the noise comes from the OS CSPRNG), got {rng!r}: a seed or a "
-                "numpy Generator makes the noise predictable; build the privatizer with simulate=True for experiments"
+                "numpy Generator makes the noise predictable; build the privatizer with simulation=True for experiments"
             )
         return rng
 
@@ -361,12 +361,12 @@ class SensorPrivatizer(_Accounted, Generic[M]):
         """Composed guarantee of every release charged so far (the per-release one without an accounting)."""
         one = self.mechanism.guarantee()
         how = ("SIMULATION: holds for idealised noise only (floating-point low-order bits and a seeded rng void it)"
-               if self.simulate else "exact integer noise from the OS CSPRNG")
+               if self.simulation else "exact integer noise from the OS CSPRNG")
         return self._composed(kind=one.kind, mechanism=f"{one.mechanism}; {how}", source=one.source)
 
     def __repr__(self) -> str:
         return (f"SensorPrivatizer(mechanism={self.mechanism!r}, n_sensors={self.n_sensors}, "
-                f"accountant={self.accountant!r}, simulate={self.simulate})")
+                f"accountant={self.accountant!r}, simulation={self.simulation})")
 
 
 def _check_key(name: str, key: bytes) -> bytes:
