@@ -213,6 +213,26 @@ def test_simulated_gaussian_empirical_dp_passes_and_halved_fails() -> None:
     assert not bad.passed, bad
 
 
+def test_secure_release_path_empirical_dp_passes_and_weakened_fails() -> None:
+    """What the deployment path actually releases (grid rounding, exact noise, OS CSPRNG), both sides.
+
+    Unseeded by design (a release path refuses seeds): the DKW tolerance at beta = 1e-6 bounds the
+    chance of a spurious result by 4e-6 per run.
+    """
+    n = 20_000
+    inputs = (np.zeros((n, 1)), np.full((n, 1), 0.5))
+
+    def released(sensitivity: float) -> list[np.ndarray]:
+        mech = DiscreteGaussianMechanism(epsilon=1.0, delta=0.1, sensitivity=sensitivity, dimension=1)
+        priv = SensorPrivatizer(mechanism=mech, n_sensors=1)
+        return [priv.privatize_all(x).ravel() for x in inputs]
+
+    ok = check_dp(*released(0.5), epsilon=1.0, delta=0.1)
+    assert ok.passed, ok
+    bad = check_dp(*released(0.25), epsilon=1.0, delta=0.1)  # calibrated for half the true shift
+    assert not bad.passed, bad
+
+
 # ---------------------------------------------------------------- wording (defect 9)
 
 
