@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import multiprocessing
 import tracemalloc
 
 import dp_accounting
@@ -233,6 +234,27 @@ def test_ledger_shares_the_budget_across_objects_and_restarts(tmp_path) -> None:
         ReadingAccountant(mechanism=MECH, epsilon_budget=2.5, delta_budget=DELTA, ledger=path)
     with pytest.raises(InvalidParameterError, match="directory"):
         ReadingAccountant(mechanism=MECH, ledger=tmp_path / "missing" / "x.ledger")
+
+
+def _charge_many(path: str, count: int) -> None:
+    acc = ReadingAccountant(mechanism=MECH, ledger=path)
+    for _ in range(count):
+        acc.charge()
+
+
+def test_ledger_loses_no_charge_under_concurrent_processes(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Two processes charging the same ledger at once: every charge is counted (lock + atomic replace)."""
+    path = str(tmp_path / "shared.ledger")
+    ReadingAccountant(mechanism=MECH, ledger=path)  # create it
+    ctx = multiprocessing.get_context("fork")
+    workers = [ctx.Process(target=_charge_many, args=(path, 25)) for _ in range(2)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(timeout=120)
+    assert all(w.exitcode == 0 for w in workers)
+    assert ReadingAccountant(mechanism=MECH, ledger=path).readings == 50
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["shared.ledger", "shared.ledger.lock"]  # no temp left
 
 
 def test_dp_event_unwraps_privatizers() -> None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from fractions import Fraction
 
 import mpmath
 import numpy as np
@@ -63,11 +64,11 @@ def _exact_gaussian_delta(epsilon: float, sigma: float, sensitivity: float) -> m
 
 def test_from_model_defaults_to_the_exact_discrete_gaussian(model) -> None:  # type: ignore[no-untyped-def]
     priv = SensorPrivatizer.from_model(model, epsilon=1.0, delta=0.1)
-    assert isinstance(priv.mechanism, DiscreteGaussianMechanism) and not priv.simulate
+    assert isinstance(priv.mechanism, DiscreteGaussianMechanism) and not priv.simulation
     assert priv.mechanism.dimension == priv.n_sensors == 10  # rounding slack counted for every sensor
     assert priv.mechanism.sensitivity == l2_sensitivity(model)
     sim = SensorPrivatizer.from_model(model, epsilon=1.0, delta=0.1, alpha=2.0, noise="float", calibration="paper")
-    assert isinstance(sim.mechanism, GaussianMechanism) and sim.simulate
+    assert isinstance(sim.mechanism, GaussianMechanism) and sim.simulation
     assert sim.mechanism.sensitivity == pytest.approx(2 * l2_sensitivity(model))
     assert "SIMULATION" in sim.guarantee().mechanism and "OS CSPRNG" in priv.guarantee().mechanism
     with pytest.raises(InvalidParameterError, match="calibration applies to noise='float'"):
@@ -101,7 +102,7 @@ def test_release_path_refuses_a_seed_and_float_noise(model) -> None:  # type: ig
 def test_grid_dimension_must_cover_every_sensor() -> None:
     """Defect 5, privatizer side: slack for 1 coordinate must not be used to release 400."""
     one = _grid_mech(n=1, resolution=0.1, sensitivity=1.0)
-    with pytest.raises(InvalidParameterError, match=r"n_sensors must be at most the mechanism.s dimension=1"):
+    with pytest.raises(InvalidParameterError, match=r"n_sensors.*dimension=1.*400"):
         SensorPrivatizer(mechanism=one, n_sensors=400)
     with pytest.raises(InvalidParameterError, match="dimension"):
         KeyedPrivatizer(mechanism=one, n_sensors=400, key=KEY)
@@ -169,16 +170,16 @@ def test_non_dp_mechanism_only_in_simulation() -> None:
                                     sensitivity=1.0, norm="l2", mechanism="uniform", source="test",
                                     fisher_information=3.0)
 
-    priv = SensorPrivatizer(mechanism=FisherLikeNoise(), n_sensors=3, simulate=True)
+    priv = SensorPrivatizer(mechanism=FisherLikeNoise(), n_sensors=3, simulation=True)
     out = priv.privatize_all([1.0, 2.0, 3.0], rng=0)
     assert out.shape == (3,) and np.all(np.abs(out - [1, 2, 3]) <= 1)
     assert priv.accountant is None and priv.guarantee().fisher_information == 3.0
     with pytest.raises(InvalidParameterError, match="floating-point"):
         SensorPrivatizer(mechanism=FisherLikeNoise(), n_sensors=3)
     with pytest.raises(InvalidParameterError, match="no \\(epsilon, delta\\) accounting"):
-        SensorPrivatizer(mechanism=FisherLikeNoise(), n_sensors=3, simulate=True, epsilon_budget=1.0)
+        SensorPrivatizer(mechanism=FisherLikeNoise(), n_sensors=3, simulation=True, epsilon_budget=1.0)
     with pytest.raises(InvalidParameterError, match="mechanism"):
-        SensorPrivatizer(mechanism=object(), n_sensors=3, simulate=True)  # type: ignore[type-var]
+        SensorPrivatizer(mechanism=object(), n_sensors=3, simulation=True)  # type: ignore[type-var]
 
 
 def test_sensor_privatizer_bad_inputs(model) -> None:  # type: ignore[no-untyped-def]
@@ -201,14 +202,34 @@ def test_sensor_privatizer_bad_inputs(model) -> None:  # type: ignore[no-untyped
 def test_simulated_gaussian_empirical_dp_passes_and_halved_fails() -> None:
     n = 20_000  # DKW tolerance 0.07 at beta = 1e-6; halved sigma violates by 0.35
     good = SensorPrivatizer(mechanism=GaussianMechanism(epsilon=1.0, delta=0.1, sensitivity=0.5), n_sensors=1,
-                            simulate=True)
+                            simulation=True)
     ok = check_dp(good.privatize_all(np.zeros((n, 1)), rng=1).ravel(),
                   good.privatize_all(np.full((n, 1), 0.5), rng=2).ravel(), epsilon=1.0, delta=0.1)
     assert ok.passed, ok
     half = GaussianMechanism(epsilon=1.0, delta=0.1, sensitivity=0.25)  # sigma for half the sensitivity
-    bad_priv = SensorPrivatizer(mechanism=half, n_sensors=1, simulate=True)
+    bad_priv = SensorPrivatizer(mechanism=half, n_sensors=1, simulation=True)
     bad = check_dp(bad_priv.privatize_all(np.zeros((n, 1)), rng=1).ravel(),
                    bad_priv.privatize_all(np.full((n, 1), 0.5), rng=2).ravel(), epsilon=1.0, delta=0.1)
+    assert not bad.passed, bad
+
+
+def test_secure_release_path_empirical_dp_passes_and_weakened_fails() -> None:
+    """What the deployment path actually releases (grid rounding, exact noise, OS CSPRNG), both sides.
+
+    Unseeded by design (a release path refuses seeds): the DKW tolerance at beta = 1e-6 bounds the
+    chance of a spurious result by 4e-6 per run.
+    """
+    n = 20_000
+    inputs = (np.zeros((n, 1)), np.full((n, 1), 0.5))
+
+    def released(sensitivity: float) -> list[np.ndarray]:
+        mech = DiscreteGaussianMechanism(epsilon=1.0, delta=0.1, sensitivity=sensitivity, dimension=1)
+        priv = SensorPrivatizer(mechanism=mech, n_sensors=1)
+        return [priv.privatize_all(x).ravel() for x in inputs]
+
+    ok = check_dp(*released(0.5), epsilon=1.0, delta=0.1)
+    assert ok.passed, ok
+    bad = check_dp(*released(0.25), epsilon=1.0, delta=0.1)  # calibrated for half the true shift
     assert not bad.passed, bad
 
 
@@ -311,6 +332,22 @@ def test_keyed_round_trip_to_the_grid_and_wrong_key() -> None:
     assert np.mean(wrong == on_grid) < 0.05
     with pytest.raises(ValueError):
         rel.values[0, 0] = 1.0  # the published values are read-only
+
+
+def test_keyed_rounding_is_exact_and_huge_readings_are_refused_before_charging() -> None:
+    """Defect 4 on the keyed path: rint(x/0.1) put -101.55 and -102.55 11 grid steps apart; exact rounding 10."""
+    lap = DiscreteLaplaceMechanism(epsilon=1.0, sensitivity=1.0, resolution=0.1, dimension=1)
+    kp = KeyedPrivatizer(mechanism=lap, n_sensors=1, key=KEY)
+    for x in (-101.55, -102.55, 0.05, 2.5e-1):
+        exact = round(Fraction(x) / Fraction(0.1))  # oracle: the rational x / g, rounded half to even
+        assert kp.remove_noise(kp.privatize(x, sensor=0)) == exact * 0.1
+    assert kp.accountant is not None and kp.accountant.readings == 4
+    with pytest.raises(InvalidParameterError, match="magnitude"):
+        kp.privatize(1e300, sensor=0)
+    priv = SensorPrivatizer(mechanism=lap, n_sensors=1)
+    with pytest.raises(InvalidParameterError, match="magnitude"):
+        priv.privatize_all([1e300])
+    assert kp.accountant.readings == 4 and priv.accountant is not None and priv.accountant.readings == 0
 
 
 def test_keyed_noise_is_never_reused_across_objects() -> None:

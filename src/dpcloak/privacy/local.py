@@ -21,7 +21,7 @@ Both privatizers release data, so by default they
   object using the file (write-ahead: a charged release counts as spent even if it then fails);
 * report in :meth:`~SensorPrivatizer.guarantee` the **composed total** of the releases so far.
 
-Simulations and experiments opt out explicitly with ``SensorPrivatizer(..., simulate=True)`` (or
+Simulations and experiments opt out explicitly with ``SensorPrivatizer(..., simulation=True)`` (or
 ``from_model(..., noise="float")``): any mechanism, any ``rng`` (seed, Generator), and a guarantee
 that says it describes idealised real-valued noise.
 
@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import hmac
 import secrets
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from os import PathLike
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
@@ -142,6 +142,8 @@ class _GridNoise(Protocol):
 
     def sample_noise(self, count: int, randbelow: RandBelow) -> list[int]: ...
 
+    def to_grid(self, values: ArrayLike) -> NDArray[np.int64]: ...
+
 
 def _check_dimension(mechanism: Any, n_sensors: int) -> None:
     """Grid mechanisms count the rounding slack of ``dimension`` coordinates: refuse more sensors than that."""
@@ -174,16 +176,10 @@ class _Accounted:
         if self.accountant is None:
             return one
         spent = self.accountant.spent()
-        return PrivacyGuarantee(
-            kind=f"{kind}, composed over the {spent.readings} release(s) made so far",
-            epsilon=spent.epsilon,
-            delta=spent.delta,
-            neighbouring=one.neighbouring,
-            sensitivity=one.sensitivity,
-            norm=one.norm,
-            mechanism=f"{mechanism}; each release: ({one.epsilon:g}, {one.delta:g})",
-            source=f"{source}; composition: {spent.method}",
-        )
+        return replace(one, kind=f"{kind}, composed over the {spent.readings} release(s) made so far",
+                       epsilon=spent.epsilon, delta=spent.delta,
+                       mechanism=f"{mechanism}; each release: ({one.epsilon:g}, {one.delta:g})",
+                       source=f"{source}; composition: {spent.method}")
 
 
 class SensorPrivatizer(_Accounted, Generic[M]):
@@ -193,16 +189,16 @@ class SensorPrivatizer(_Accounted, Generic[M]):
     ----------
     mechanism : Mechanism
         Calibrated to the sensitivity of the vector of all ``n_sensors`` readings. For deployment
-        (``simulate=False``) an exact grid mechanism whose ``dimension`` is at least ``n_sensors``
+        (``simulation=False``) an exact grid mechanism whose ``dimension`` is at least ``n_sensors``
         (:class:`~dpcloak.privacy.DiscreteGaussianMechanism`,
-        :class:`~dpcloak.privacy.DiscreteLaplaceMechanism`); with ``simulate=True`` anything with
+        :class:`~dpcloak.privacy.DiscreteLaplaceMechanism`); with ``simulation=True`` anything with
         ``privatize(values, *, rng)`` and ``guarantee()`` (Gaussian, Laplace, Fisher-information noise).
     n_sensors : int
         Number of sensors m (readings per time step).
     epsilon_budget, delta_budget, ledger, accountant
         The accountant charged before every release (:class:`~dpcloak.privacy.ReadingAccountant`):
         ``epsilon_budget=None`` counts without refusing; ``ledger`` persists the count in a file.
-    simulate : bool
+    simulation : bool
         ``False`` (default): a release path — exact integer noise from the OS CSPRNG, ``rng`` refused.
         ``True``: simulation — any mechanism and any ``rng``, not for releasing data.
 
@@ -223,22 +219,22 @@ class SensorPrivatizer(_Accounted, Generic[M]):
 
     def __init__(self, *, mechanism: M, n_sensors: int, epsilon_budget: float | None = None,
                  delta_budget: float | None = None, ledger: str | PathLike[str] | None = None,
-                 accountant: str = "closed", simulate: bool = False) -> None:
+                 accountant: str = "closed", simulation: bool = False) -> None:
         if not isinstance(mechanism, Mechanism):
             raise InvalidParameterError(
                 f"mechanism must have privatize(values, *, rng) and guarantee() methods, got {type(mechanism).__name__}"
             )
-        self.simulate = bool(simulate)
-        if not self.simulate and not isinstance(mechanism, _GridNoise):
+        self.simulation = bool(simulation)
+        if not self.simulation and not isinstance(mechanism, _GridNoise):
             raise InvalidParameterError(
                 f"{type(mechanism).__name__} draws floating-point noise, which leaks through its low-order bits "
                 "(Mironov 2012): a release path needs an exact grid mechanism (DiscreteGaussianMechanism, "
-                "DiscreteLaplaceMechanism); for simulation pass simulate=True"
+                "DiscreteLaplaceMechanism); for simulation pass simulation=True"
             )
         self.mechanism: M = mechanism
         self.n_sensors = check_int("n_sensors", n_sensors, minimum=1)
         _check_dimension(mechanism, self.n_sensors)
-        self._set_accountant(epsilon_budget, delta_budget, ledger, accountant, required=not self.simulate)
+        self._set_accountant(epsilon_budget, delta_budget, ledger, accountant, required=not self.simulation)
 
     @classmethod
     def from_model(
@@ -271,7 +267,7 @@ class SensorPrivatizer(_Accounted, Generic[M]):
         noise : {"secure", "float"}
             ``"secure"`` (default, for releases): the exact discrete Gaussian calibrated for
             ``dimension = m`` coordinates, OS CSPRNG. ``"float"``: the continuous
-            :class:`~dpcloak.privacy.GaussianMechanism` for simulation (``simulate=True``).
+            :class:`~dpcloak.privacy.GaussianMechanism` for simulation (``simulation=True``).
         resolution : float, optional
             Grid spacing of the secure noise (default Δ2/1024); refused with ``noise="float"``.
         calibration : {"analytic", "classic", "paper"}, optional
@@ -301,34 +297,59 @@ class SensorPrivatizer(_Accounted, Generic[M]):
                                         "with noise='float'")
         mech = GaussianMechanism(epsilon=epsilon, delta=delta, sensitivity=sens,
                                  calibration="analytic" if calibration is None else calibration, neighbouring=relation)
-        return SensorPrivatizer(mechanism=mech, n_sensors=m, simulate=True, **budget)
+        return SensorPrivatizer(mechanism=mech, n_sensors=m, simulation=True, **budget)
 
     def _rng(self, rng: RngLike) -> RngLike:
-        if rng is not None and not self.simulate:
+        if rng is not None and not self.simulation:
             raise InvalidParameterError(
                 f"rng must be None on a release path (the noise comes from the OS CSPRNG), got {rng!r}: a seed or a "
-                "numpy Generator makes the noise predictable; build the privatizer with simulate=True for experiments"
+                "numpy Generator makes the noise predictable; build the privatizer with simulation=True for experiments"
             )
         return rng
 
+    def _validate(self, values: NDArray[np.float64]) -> None:
+        """Refuse readings the grid cannot hold *before* charging (the mechanism checks again when sampling)."""
+        if isinstance(self.mechanism, _GridNoise):
+            self.mechanism.to_grid(values)
+
     def privatize(self, reading: float, *, sensor: int, rng: RngLike = None) -> float:
-        """Noisy version of one sensor's reading (what sensor ``sensor`` sends); charged as one release."""
+        """Noisy version of one sensor's reading (what sensor ``sensor`` sends); charged as one release.
+
+        Privacy guarantee
+        -----------------
+        Charged to the accountant first (refused past the budget: nothing sampled). Deployment: the
+        reading is rounded to the grid (exact rational rounding, slack in the calibration) and exact
+        integer noise from the OS CSPRNG is added, untruncated; the result is that integer times the
+        grid step. A single reading is charged as a whole release, so m single readings of one time
+        step cost m releases (use :meth:`privatize_all` for a time step). Simulation: the mechanism's
+        own sampler with ``rng``, a guarantee for idealised noise only.
+        """
         check_int("sensor", sensor, minimum=0, maximum=self.n_sensors - 1)
         x = check_values(reading, name="reading")
         if x.ndim != 0:
             raise InvalidParameterError(f"reading must be a single number, got an array of shape {x.shape}")
         gen = self._rng(rng)
+        self._validate(x)
         self._charge(1)
         return float(self.mechanism.privatize(x, rng=gen))
 
     def privatize_all(self, readings: ArrayLike, *, rng: RngLike = None) -> NDArray[np.float64]:
-        """Noisy readings of all sensors: shape ``(m,)`` for one time step or ``(k, m)`` for k steps (k releases)."""
+        """Noisy readings of all sensors: shape ``(m,)`` for one time step or ``(k, m)`` for k steps (k releases).
+
+        Privacy guarantee
+        -----------------
+        The k rows are charged first (all or nothing). Each row is one release of the vector
+        mechanism: every coordinate rounded to the grid, independent exact integer noise (OS CSPRNG,
+        untruncated), the integers times the grid step; :meth:`guarantee` composes all releases so far.
+        Simulation: the mechanism's sampler with ``rng``, idealised noise only.
+        """
         y = check_values(readings, name="readings")
         if y.ndim not in (1, 2) or y.shape[-1] != self.n_sensors:
             raise InvalidParameterError(
                 f"readings must have shape ({self.n_sensors},) or (k, {self.n_sensors}), got {y.shape}"
             )
         gen = self._rng(rng)
+        self._validate(y)
         self._charge(1 if y.ndim == 1 else y.shape[0])
         return np.asarray(self.mechanism.privatize(y, rng=gen), dtype=float)
 
@@ -340,12 +361,12 @@ class SensorPrivatizer(_Accounted, Generic[M]):
         """Composed guarantee of every release charged so far (the per-release one without an accounting)."""
         one = self.mechanism.guarantee()
         how = ("SIMULATION: holds for idealised noise only (floating-point low-order bits and a seeded rng void it)"
-               if self.simulate else "exact integer noise from the OS CSPRNG")
+               if self.simulation else "exact integer noise from the OS CSPRNG")
         return self._composed(kind=one.kind, mechanism=f"{one.mechanism}; {how}", source=one.source)
 
     def __repr__(self) -> str:
         return (f"SensorPrivatizer(mechanism={self.mechanism!r}, n_sensors={self.n_sensors}, "
-                f"accountant={self.accountant!r}, simulate={self.simulate})")
+                f"accountant={self.accountant!r}, simulation={self.simulation})")
 
 
 def _check_key(name: str, key: bytes) -> bytes:
@@ -489,23 +510,36 @@ class KeyedPrivatizer(_Accounted):
                          for r in nonces], dtype=float)
 
     def _release(self, values: NDArray[np.float64], sensors: tuple[int, ...]) -> KeyedRelease:
-        block = values.reshape(-1, len(sensors))
-        self._charge(block.shape[0])
-        nonces = tuple(secrets.token_bytes(NONCE_BYTES) for _ in range(block.shape[0]))
-        g = self._grid.resolution
-        noisy = (np.rint(block / g) + self._noise_block(sensors, nonces)) * g  # exact integers times the grid step
+        idx = self._grid.to_grid(values).reshape(-1, len(sensors))  # exact rounding; refuses huge readings
+        self._charge(idx.shape[0])
+        nonces = tuple(secrets.token_bytes(NONCE_BYTES) for _ in range(idx.shape[0]))
+        noisy = (idx + self._noise_block(sensors, nonces)) * self._grid.resolution  # integers times the grid step
         noisy.flags.writeable = False
         return KeyedRelease(values=noisy.reshape(values.shape), sensors=sensors, nonces=nonces)
 
     def privatize(self, reading: float, *, sensor: int) -> KeyedRelease:
-        """What sensor ``sensor`` sends for one reading (one release, one fresh nonce)."""
+        """What sensor ``sensor`` sends for one reading (one release, one fresh nonce).
+
+        Privacy guarantee
+        -----------------
+        Charged first. The reading is rounded to the grid and exact integer noise is added, drawn by
+        the exact sampler from a keyed ChaCha20 stream unique to (sensor, fresh 128-bit nonce), with
+        no truncation; the value and the nonce are published. Computational DP against adversaries
+        without the key (class docstring).
+        """
         x = check_values(reading, name="reading")
         if x.ndim != 0:
             raise InvalidParameterError(f"reading must be a single number, got an array of shape {x.shape}")
         return self._release(x, (self._sensor(sensor),))
 
     def privatize_all(self, readings: ArrayLike) -> KeyedRelease:
-        """All sensors at once: each row of a ``(k, m)`` block (or one ``(m,)`` row) is a release with its own nonce."""
+        """All sensors at once: each row of a ``(k, m)`` block (or one ``(m,)`` row) is a release with its own nonce.
+
+        Privacy guarantee
+        -----------------
+        The k rows are charged first (all or nothing); each row is one release of the vector mechanism
+        with keyed exact noise under its own fresh nonce (as :meth:`privatize`, for every sensor).
+        """
         y = check_values(readings, name="readings")
         if y.ndim not in (1, 2) or y.shape[-1] != self.n_sensors:
             raise InvalidParameterError(f"readings must have shape ({self.n_sensors},) or (k, {self.n_sensors}), "
@@ -521,9 +555,8 @@ class KeyedPrivatizer(_Accounted):
         if not sensors or values.size != len(release.nonces) * len(sensors):
             raise InvalidParameterError(f"release has {values.size} values for {len(release.nonces)} nonce(s) and "
                                         f"{len(sensors)} sensor(s)")
-        g = self._grid.resolution
-        block = values.reshape(len(release.nonces), len(sensors))
-        clean = (np.rint(block / g) - self._noise_block(sensors, release.nonces)) * g
+        block = self._grid.to_grid(values).reshape(len(release.nonces), len(sensors))
+        clean = (block - self._noise_block(sensors, release.nonces)) * self._grid.resolution
         return clean.reshape(values.shape)
 
     def release_guarantee(self) -> PrivacyGuarantee:
@@ -537,13 +570,9 @@ class KeyedPrivatizer(_Accounted):
 
     @staticmethod
     def _keyed(g: PrivacyGuarantee) -> PrivacyGuarantee:
-        return PrivacyGuarantee(
+        return replace(
+            g,
             kind=f"{g.kind.replace('-DP', '')}-SIM-CDP (computational, keyed ChaCha20 noise)",
-            epsilon=g.epsilon,
-            delta=g.delta,
-            neighbouring=g.neighbouring,
-            sensitivity=g.sensitivity,
-            norm=g.norm,
             mechanism=f"{g.mechanism}; exact integer sampler driven by a keyed ChaCha20 stream, fresh 128-bit nonce "
                       "per release",
             source="seed 002 §7.2, Definition 7.4 and Corollary 7.5 (Mironov et al. 2009); " + g.source,

@@ -133,7 +133,7 @@ def test_privatize_and_flow1_sensor_integration():
     noise = BoundedOptimalNoise(low=0.0, high=0.5)
     assert isinstance(noise, Mechanism)
     readings = np.array([1.0, 2.0, 3.0])
-    sensors = SensorPrivatizer(mechanism=noise, n_sensors=3, simulate=True)
+    sensors = SensorPrivatizer(mechanism=noise, n_sensors=3, simulation=True)
     out = sensors.privatize_all(np.tile(readings, (100, 1)), rng=1)
     assert out.shape == (100, 3)
     assert np.all(out - readings >= 0.0) and np.all(out - readings <= 0.5)  # a reading never decreases
@@ -211,4 +211,4 @@ def test_no_dp_accounting_for_fisher_guarantees():
     from dpcloak.privacy.accounting import dp_event
 
     with pytest.raises(InvalidParameterError, match="no \\(epsilon, delta\\) accounting"):
-        dp_event(SensorPrivatizer(mechanism=BoundedOptimalNoise(low=0.0, high=1.0), n_sensors=2, simulate=True))
+        dp_event(SensorPrivatizer(mechanism=BoundedOptimalNoise(low=0.0, high=1.0), n_sensors=2, simulation=True))
