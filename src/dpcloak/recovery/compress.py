@@ -57,7 +57,7 @@ class DenseRows:
     """The compressed operator ``G`` (``k × n``) held as a dense array.
 
     The solvers use ``G`` only through this interface (``rank``, ``dot``, ``tdot``, ``columns``,
-    ``weighted_gram``), which :class:`KroneckerRows` implements from its factors.
+    ``column_norms``, ``weighted_gram``), which :class:`KroneckerRows` implements from its factors.
     """
 
     G: NDArray[np.float64]
@@ -77,6 +77,10 @@ class DenseRows:
     def columns(self, index: NDArray[np.intp]) -> NDArray[np.float64]:
         """``G[:, index]``."""
         return np.asarray(self.G[:, index])
+
+    def column_norms(self) -> NDArray[np.float64]:
+        """``‖G_j‖₂`` for every column."""
+        return np.sqrt(np.einsum("ij,ij->j", self.G, self.G))
 
     def weighted_gram(self, d: NDArray[np.float64]) -> NDArray[np.float64]:
         """``G diag(d) Gᵀ``."""
@@ -122,6 +126,12 @@ class KroneckerRows:
         """``G[:, index]`` from the factors, without forming ``G``."""
         ys, xs = np.divmod(np.asarray(index), self.B.shape[1])
         return np.asarray(self.s[:, None] * self.A[self.iy][:, ys] * self.B[self.ix][:, xs])
+
+    def column_norms(self) -> NDArray[np.float64]:
+        """``‖G_j‖₂² = Σ_r s_r² a_{i_r}(y)² b_{j_r}(x)² = vec((A∘A)ᵀ S² (B∘B))``, without forming ``G``."""
+        S2 = np.zeros((self.A.shape[0], self.B.shape[0]))
+        S2[self.iy, self.ix] = self.s**2
+        return np.sqrt(((self.A * self.A).T @ S2 @ (self.B * self.B)).ravel())
 
     def weighted_gram(self, d: NDArray[np.float64]) -> NDArray[np.float64]:
         p, ny = self.A.shape
