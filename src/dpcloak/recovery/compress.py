@@ -311,10 +311,13 @@ def compress(model: LinearModel, *, rtol: float = DEFAULT_RTOL) -> CompressedMod
     Parameters
     ----------
     model : LinearModel
-        Dense models use a randomized range finder with an exact remainder check (full SVD when the
-        numerical rank is not small); :class:`~dpcloak.models.KroneckerHeatKernel2D` is compressed
-        per factor; :class:`~dpcloak.models.GraphDiffusion` reuses its eigendecomposition; any other
-        model is densified once.
+        :class:`~dpcloak.models.HeatKernel1D` is compressed from Chebyshev factors of its kernel
+        without reading the matrix (:mod:`dpcloak.recovery._chebyshev`; the dense path below when
+        more than ``min(m, n)/4`` nodes would be needed); other dense models use a randomized range
+        finder with an exact remainder check (full SVD when the numerical rank is not small);
+        :class:`~dpcloak.models.KroneckerHeatKernel2D` is compressed per factor and keeps its rows
+        factored (:class:`KroneckerRows`); :class:`~dpcloak.models.GraphDiffusion` reuses its
+        eigendecomposition; any other model is densified once.
     rtol : float, default 1e-13
         Singular values ``≤ rtol · s₁`` are dropped, in (0, 1).
 
@@ -326,8 +329,9 @@ def compress(model: LinearModel, *, rtol: float = DEFAULT_RTOL) -> CompressedMod
     Returns
     -------
     CompressedModel
-        With ``error ≥ ‖M − U G‖₂``. Results are cached (keyed by the operator's bytes, so two equal
-        models built separately share one entry, e.g. in a sweep over noise draws or ε).
+        With ``error ≥ ‖M − U G‖₂``. Results are cached: by model object, and across objects by the
+        parameters ``(n, m, T)`` of a 1-D heat kernel or the bytes of any other operator (hashed in
+        place), so two equal models built separately share one entry (a sweep over noise draws or ε).
     """
     if not isinstance(model, LinearModel):
         raise InvalidParameterError(f"model must be a dpcloak LinearModel, got {type(model).__name__}")
