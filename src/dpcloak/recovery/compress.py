@@ -12,7 +12,8 @@ a constant,
 so the solvers only ever touch the ``k × n`` matrix ``G = S Vᵀ``, the ``k``-vector ``z = Uᵀ y`` and
 the scalar ``‖y_⊥‖₂``. The truncation is rigorous: :attr:`CompressedModel.error` bounds
 ``‖M − U S Vᵀ‖₂`` (exactly the first dropped singular value for factorised models, the Frobenius
-norm of the computed remainder for dense ones), hence
+norm of the computed remainder for dense ones, plus the certified interpolation error and a
+rounding allowance for the 1-D heat kernel's Chebyshev factors), hence
 ``| ‖M f − y‖ − ‖U S Vᵀ f − y‖ | ≤ error · ‖f‖₂`` for every ``f``.
 """
 
