@@ -92,3 +92,4 @@ def test_kronecker_rows_products_match_the_dense_rows():
     np.testing.assert_allclose(rows.tdot(w), G.T @ w, rtol=0, atol=1e-12 * scale * np.abs(w).sum())
     idx = np.array([0, 7, 19, 20, 319])
     np.testing.assert_allclose(rows.columns(idx), G[:, idx], rtol=0, atol=1e-14 * scale)
+    np.testing.assert_allclose(rows.column_norms(), np.linalg.norm(G, axis=0), rtol=1e-12)

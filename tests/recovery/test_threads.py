@@ -40,3 +40,18 @@ def test_one_blas_thread_inside_and_user_setting_restored(monkeypatch):
     assert seen == [{1}]
     assert 2 in before  # the user's two threads (a single-threaded BLAS, if loaded, stays at 1)
     assert after == before
+
+
+def test_pinned_environment_skips_the_library_scan(monkeypatch):
+    threads = importlib.import_module("dpcloak.recovery._threads")
+    monkeypatch.setattr(threads, "_controller", None)
+    for var in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "BLIS_NUM_THREADS"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    with threads.single_blas_thread():
+        pass
+    assert threads._controller is None  # nothing to limit: no threadpoolctl scan
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "2")  # OpenBLAS's own variable wins over OMP's
+    with threads.single_blas_thread():
+        pass
+    assert threads._controller is not None

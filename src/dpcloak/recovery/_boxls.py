@@ -30,6 +30,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from dpcloak.recovery.compress import DenseRows, KroneckerRows
+
 __all__ = ["BoxLeastSquares", "box_least_squares"]
 
 _EXACT_FIT = 1e-13  # relative residual treated as an exact fit
@@ -46,7 +48,7 @@ class BoxLeastSquares:
 
 
 def box_least_squares(
-    G: NDArray[np.float64],
+    G: DenseRows | KroneckerRows | NDArray[np.float64],
     z: NDArray[np.float64],
     lo: NDArray[np.float64],
     hi: NDArray[np.float64],
@@ -56,16 +58,20 @@ def box_least_squares(
 ) -> BoxLeastSquares:
     """``argmin ½‖G x − z‖²`` over ``lo ≤ x ≤ hi`` (``lo`` finite, ``hi`` may hold ``inf``).
 
-    ``max_iter`` caps the number of released variables plus bound hits (default ``10 (k + 10)``).
+    ``G`` is a dense ``k × n`` array or compressed rows (used only through their products, so a
+    Kronecker model's ``G`` is never formed). ``max_iter`` caps the number of released variables
+    plus bound hits (default ``10 (k + 10)``).
     """
-    k, n = G.shape
+    if isinstance(G, np.ndarray):
+        G = DenseRows(G)
+    k, n = G.rank, lo.size
     cap = 10 * (k + 10) if max_iter is None else max_iter
-    norms = np.sqrt(np.einsum("ij,ij->j", G, G))
+    norms = G.column_norms()
     usable = norms > 0  # a zero column never changes the residual: it stays at its lower bound
     x = lo.astype(float).copy()
     at_hi = np.zeros(n, dtype=bool)
     free = np.zeros(n, dtype=bool)
-    e = G @ x - z
+    e = G.dot(x) - z
     steps = 0
     blocked = np.zeros(n, dtype=bool)  # released and immediately fixed again without progress
     scale = float(np.linalg.norm(z))
@@ -73,7 +79,7 @@ def box_least_squares(
         ee = float(e @ e)
         if ee <= (_EXACT_FIT * scale) ** 2:  # the data are fitted to rounding: nothing left to gain
             return BoxLeastSquares(x=x, residual=float(np.sqrt(ee)), n_iter=steps, converged=True)
-        g = G.T @ e
+        g = G.tdot(e)
         cosine = np.zeros(n)
         can_rise = usable & ~free & ~at_hi & (g < 0)
         can_fall = usable & ~free & at_hi & (g > 0)
@@ -88,8 +94,8 @@ def box_least_squares(
         while steps < cap:
             steps += 1
             idx = np.flatnonzero(free)
-            target = z - G[:, ~free] @ x[~free]
-            sol = np.linalg.lstsq(G[:, idx], target, rcond=None)[0]
+            target = z - G.dot(np.where(free, 0.0, x))
+            sol = np.linalg.lstsq(G.columns(idx), target, rcond=None)[0]
             cur = x[idx]
             outside = (sol <= lo[idx]) | (sol >= hi[idx])
             if not np.any(outside):
@@ -109,7 +115,7 @@ def box_least_squares(
             x[idx] = new
             free[idx[hit_lo | hit_hi]] = False
             at_hi[idx[hit_hi]] = True
-        e = G @ x - z
+        e = G.dot(x) - z
         after = float(e @ e)
         blocked[j] = not free[j] and after >= before
         if after < before:

@@ -267,7 +267,7 @@ def _solve_ipm(
         # An upper bound that no optimum reaches: for lo ≥ 0, f_i ≤ Σ f* ≤ Σ f for any f in the ball,
         # the least-residual point included (it is in every ball that can be reached). The barrier's
         # dual has an interior and its certificate stays finite with it; the optimum is unchanged.
-        closest = box_least_squares(comp.G, z, lo, hi)
+        closest = box_least_squares(G, z, lo, hi)
         size = float(np.sum(closest.x))  # ‖f*‖₂ ≤ ‖f*‖₁ ≤ Σ closest.x
         hi = np.where(np.isfinite(hi), hi, 2.0 * size + float(np.max(lo)) + 1.0)
     slack = comp.error * size
@@ -285,7 +285,7 @@ def _solve_ipm(
             return _finish(attempt, True)
     # the ball may be out of reach: the smallest residual attainable in the box decides
     if closest is None:
-        closest = box_least_squares(comp.G, z, lo, hi)
+        closest = box_least_squares(G, z, lo, hi)
     steps = closest.n_iter + (attempt.n_iter if attempt is not None else 0)
     if closest.residual**2 < rho2 * (1.0 - 1e-9):  # a point inside the ball exists
         if attempt is not None and not attempt.infeasible:

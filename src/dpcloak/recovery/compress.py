@@ -12,7 +12,8 @@ a constant,
 so the solvers only ever touch the ``k × n`` matrix ``G = S Vᵀ``, the ``k``-vector ``z = Uᵀ y`` and
 the scalar ``‖y_⊥‖₂``. The truncation is rigorous: :attr:`CompressedModel.error` bounds
 ``‖M − U S Vᵀ‖₂`` (exactly the first dropped singular value for factorised models, the Frobenius
-norm of the computed remainder for dense ones), hence
+norm of the computed remainder for dense ones, plus the certified interpolation error and a
+rounding allowance for the 1-D heat kernel's Chebyshev factors), hence
 ``| ‖M f − y‖ − ‖U S Vᵀ f − y‖ | ≤ error · ‖f‖₂`` for every ``f``.
 """
 
@@ -57,7 +58,7 @@ class DenseRows:
     """The compressed operator ``G`` (``k × n``) held as a dense array.
 
     The solvers use ``G`` only through this interface (``rank``, ``dot``, ``tdot``, ``columns``,
-    ``weighted_gram``), which :class:`KroneckerRows` implements from its factors.
+    ``column_norms``, ``weighted_gram``), which :class:`KroneckerRows` implements from its factors.
     """
 
     G: NDArray[np.float64]
@@ -77,6 +78,10 @@ class DenseRows:
     def columns(self, index: NDArray[np.intp]) -> NDArray[np.float64]:
         """``G[:, index]``."""
         return np.asarray(self.G[:, index])
+
+    def column_norms(self) -> NDArray[np.float64]:
+        """``‖G_j‖₂`` for every column."""
+        return np.sqrt(np.einsum("ij,ij->j", self.G, self.G))
 
     def weighted_gram(self, d: NDArray[np.float64]) -> NDArray[np.float64]:
         """``G diag(d) Gᵀ``."""
@@ -122,6 +127,12 @@ class KroneckerRows:
         """``G[:, index]`` from the factors, without forming ``G``."""
         ys, xs = np.divmod(np.asarray(index), self.B.shape[1])
         return np.asarray(self.s[:, None] * self.A[self.iy][:, ys] * self.B[self.ix][:, xs])
+
+    def column_norms(self) -> NDArray[np.float64]:
+        """``‖G_j‖₂² = Σ_r s_r² a_{i_r}(y)² b_{j_r}(x)² = vec((A∘A)ᵀ S² (B∘B))``, without forming ``G``."""
+        S2 = np.zeros((self.A.shape[0], self.B.shape[0]))
+        S2[self.iy, self.ix] = self.s**2
+        return np.sqrt(((self.A * self.A).T @ S2 @ (self.B * self.B)).ravel())
 
     def weighted_gram(self, d: NDArray[np.float64]) -> NDArray[np.float64]:
         p, ny = self.A.shape
@@ -301,10 +312,13 @@ def compress(model: LinearModel, *, rtol: float = DEFAULT_RTOL) -> CompressedMod
     Parameters
     ----------
     model : LinearModel
-        Dense models use a randomized range finder with an exact remainder check (full SVD when the
-        numerical rank is not small); :class:`~dpcloak.models.KroneckerHeatKernel2D` is compressed
-        per factor; :class:`~dpcloak.models.GraphDiffusion` reuses its eigendecomposition; any other
-        model is densified once.
+        :class:`~dpcloak.models.HeatKernel1D` is compressed from Chebyshev factors of its kernel
+        without reading the matrix (:mod:`dpcloak.recovery._chebyshev`; the dense path below when
+        more than ``min(m, n)/4`` nodes would be needed); other dense models use a randomized range
+        finder with an exact remainder check (full SVD when the numerical rank is not small);
+        :class:`~dpcloak.models.KroneckerHeatKernel2D` is compressed per factor and keeps its rows
+        factored (:class:`KroneckerRows`); :class:`~dpcloak.models.GraphDiffusion` reuses its
+        eigendecomposition; any other model is densified once.
     rtol : float, default 1e-13
         Singular values ``≤ rtol · s₁`` are dropped, in (0, 1).
 
@@ -316,8 +330,9 @@ def compress(model: LinearModel, *, rtol: float = DEFAULT_RTOL) -> CompressedMod
     Returns
     -------
     CompressedModel
-        With ``error ≥ ‖M − U G‖₂``. Results are cached (keyed by the operator's bytes, so two equal
-        models built separately share one entry, e.g. in a sweep over noise draws or ε).
+        With ``error ≥ ‖M − U G‖₂``. Results are cached: by model object, and across objects by the
+        parameters ``(n, m, T)`` of a 1-D heat kernel or the bytes of any other operator (hashed in
+        place), so two equal models built separately share one entry (a sweep over noise draws or ε).
     """
     if not isinstance(model, LinearModel):
         raise InvalidParameterError(f"model must be a dpcloak LinearModel, got {type(model).__name__}")
