@@ -43,7 +43,7 @@ def draw_map(ax: Axes, network: SensorNetwork, result: NetworkRecovery, *, title
         ax.add_patch(_circle(centre, result.uncertainty))
     unc = "n/a" if not math.isfinite(result.uncertainty) else f"±{result.uncertainty:.0f} m (EMD)"
     flag = " — empty answer" if result.degenerate else ""
-    ax.set_title(f"{title}{': ' if title else ''}{result.total:.0f} people, {unc}{flag}", fontsize=8)
+    ax.set_title(f"{title}{chr(10) if title else ''}{result.total:.0f} people, {unc}{flag}", fontsize=7)
     ax.set_aspect("equal")
     ax.margins(0.12)
     ax.tick_params(labelsize=6)
