@@ -231,7 +231,7 @@ class SensorNetwork:
 
     # --- accounting ---------------------------------------------------------------------------
     def guarantee(self, releases: int) -> PrivacySpent:
-        """Composed (ε, δ_budget) after ``releases`` releases: ``k·ρ``-zCDP in closed form (microseconds).
+        """Composed (ε, δ_budget) after ``releases`` releases: ``k·ρ``-zCDP in closed form.
 
         :func:`dpcloak.privacy.accounting.privacy_spent` with ``accountant="closed"`` (Bun & Steinke
         2016 Lemma 2.3; converted by Canonne, Kamath & Steinke 2020 Prop. 12 at the optimal order).
