@@ -17,6 +17,7 @@ import pytest
 from _empirical import check_dp
 from scipy import stats
 
+import dpcloak.privacy.bulk as bulk
 import dpcloak.privacy.discrete as discrete
 from dpcloak.errors import InvalidParameterError
 from dpcloak.privacy import DiscreteGaussianMechanism, DiscreteLaplaceMechanism, Mechanism
@@ -115,8 +116,12 @@ def test_outputs_on_grid_reproducible_and_secure_by_default(monkeypatch: pytest.
 
     monkeypatch.setattr(discrete, "secure_randbelow", spy)
     mech.privatize(x)  # rng=None: the cryptographically secure source
-    DiscreteLaplaceMechanism(epsilon=1.0, sensitivity=1.0, dimension=2).privatize(x)
     assert len(calls) > 0
+    keys = []
+    real = bulk.os.urandom
+    monkeypatch.setattr(bulk.os, "urandom", lambda n: keys.append(n) or real(n))
+    DiscreteLaplaceMechanism(epsilon=1.0, sensitivity=1.0, dimension=2).privatize(x)  # ChaCha20 keyed by the OS
+    assert keys == [32, 12]
 
 
 Discrete = DiscreteGaussianMechanism | DiscreteLaplaceMechanism
