@@ -6,7 +6,7 @@
 2. σ of the three calibrations at seed 000's default (ε = 1, δ = 0.1) and at (0.5, 1e-5): how much
    noise the paper's formula adds compared to the analytic optimum.
 3. Sampling 10⁴ readings: numpy Gaussian (floating point, not deployment-safe) vs the exact
-   discrete Gaussian with ``secrets`` (deployment) at grid Δ2/1024, in draws per second.
+   discrete Gaussian with ``rng=None`` (deployment: OS-keyed ChaCha20) at grid Δ2/1024, in draws per second.
 4. Sampling 10⁶ Laplace readings: numpy Laplace (floating point) vs the exact discrete Laplace of
    ``DiscreteLaplaceMechanism`` at grid Δ1/1024 (vectorised exact sampler of ``dpcloak.privacy.bulk``,
    OS-keyed ChaCha20 and seeded), in draws per second. End-to-end heatmap noise:
@@ -61,7 +61,7 @@ def main() -> None:
     _, t_np = timed(lambda: gauss.privatize(x, rng=0), 10)
     _, t_disc = timed(lambda: disc.privatize(x))
     print(f"  numpy float Gaussian: {x.size / t_np:12.0f} draws/s")
-    print(f"  exact discrete Gaussian (secrets, grid Δ/1024): {x.size / t_disc:12.0f} draws/s "
+    print(f"  exact discrete Gaussian (OS-keyed ChaCha20, grid Δ/1024): {x.size / t_disc:12.0f} draws/s "
           f"({t_disc / t_np:.0f}x slower; sigma {disc.sigma:.4g} vs {gauss.sigma:.4g})")
 
     print("\n4. sampling 10^6 Laplace readings (one-coordinate releases)")

@@ -5,7 +5,8 @@ resolution Δ = 256 and Δ = 1024 (a Δ × Δ grid; Σ_{i=q..ℓ} 4^i ≈ 87 000
 
 * ``float``: numpy Laplace doubles (what a user would otherwise pick; not floating-point safe);
 * ``secure, OS``: exact discrete Laplace, ``rng=None`` (ChaCha20 keyed by ``os.urandom`` per level);
-* ``secure, seeded``: the same sampler fed by a seeded numpy Generator (tests, experiments);
+* ``secure, seeded``: the same sampler fed by a seeded numpy Generator (``simulation=True``: tests,
+  experiments);
 * at Δ = 256 only, the previous pure-Python Canonne–Kamath–Steinke sampler (one Python-level draw per
   cell, ``secrets.randbelow``), for reference.
 
@@ -26,6 +27,7 @@ from collections.abc import Callable
 import numpy as np
 
 from dpcloak.heatmaps import gaussian_mixture_points, private_heatmap
+from dpcloak.heatmaps.aggregate import default_start_level
 from dpcloak.privacy.discrete import laplace_grid_scale, sample_discrete_laplace, secure_randbelow
 
 
@@ -62,14 +64,13 @@ def main() -> None:
             "os": lambda d=delta: private_heatmap(ps.users, ps.x, ps.y, epsilon=1.0, resolution=d, rng=None,
                                                   noise="secure"),
             "seed": lambda d=delta: private_heatmap(ps.users, ps.x, ps.y, epsilon=1.0, resolution=d, rng=0,
-                                                    noise="secure"),
+                                                    noise="secure", simulation=True),
         }
         t = {name: _median(fn, repeat) for name, fn in runs.items()}
         print(f"{delta:10d} {1e3 * t['float']:9.1f} {1e3 * t['os']:10.1f} {1e3 * t['seed']:12.1f} "
               f"{t['os'] / t['float']:15.2f} {t['seed'] / t['float']:17.2f}")
         if delta == 256:
-            res = private_heatmap(ps.users, ps.x, ps.y, epsilon=1.0, resolution=delta, rng=None, noise="secure")
-            cells = sum(4**i for i in range(res.details["q"], 9))
+            cells = sum(4**i for i in range(default_start_level(20), 9))  # levels q..ℓ at w = 20, Δ = 2^8
             sample = min(cells, 5000)
             per_draw = _pure_python_levels(sample) / sample
             print(f"{'':10s} previous pure-Python CKS sampler: about {per_draw * cells:.2f} s of noise for {cells} "

@@ -516,8 +516,8 @@ def audit_random_pairs(
     ``n_pairs`` sampled pairs, Algorithm 4 (through :func:`audit_blackbox`, accuracy ``α/2`` so its
     proximity is ``α``) runs ``repeats`` times; ``x_i`` = majority REJECT; ACCEPT iff
     ``y = mean(x_i) ≤ γ + α/λ``. Defaults for ``n_pairs`` and ``repeats``: :func:`random_pair_plan`.
-``bins``, ``feature``, ``pilot``, ``vectorized``, ``event_queries`` and ``claim_scope`` are passed
-to each :func:`audit_blackbox`.
+    ``bins``, ``feature``, ``pilot``, ``vectorized``, ``event_queries`` and ``claim_scope`` are passed
+    to each :func:`audit_blackbox`.
 
     Returns
     -------

@@ -17,8 +17,8 @@ doubles with numpy (:class:`~dpcloak.privacy.LaplaceMechanism`); results and see
 earlier releases. Its low-order bits can leak the input (Mironov, CCS 2012), so it is **not** the
 setting for deployment.
 
-``"secure"`` (**meant for deployment**, with ``rng=None``: uniform integers from the OS CSPRNG,
-:mod:`secrets`; a seed or Generator makes it reproducible and not cryptographically secure) draws
+``"secure"`` (**meant for deployment**, with ``rng=None``: a ChaCha20 stream under a fresh key from the
+OS CSPRNG per level; a seed or Generator makes it reproducible and not cryptographically secure) draws
 each level's noise as exact discrete Laplace on the grid g = 2^-K, K = :data:`FIXED_POINT_BITS` = 36,
 with :func:`~dpcloak.privacy.discrete.discrete_laplace_noise` (integer arithmetic only). Why this grid
 and why it keeps ε_i-DP per level:
@@ -356,8 +356,8 @@ def hierarchical_laplace(
     start_level : int or None
         First measured level (default q, as in the paper's experiments).
     rng : Generator, int or None
-        Randomness. With ``noise="secure"``, ``None`` (the default) means the OS CSPRNG
-        (:mod:`secrets`); a seed or Generator makes the release reproducible (tests, experiments).
+        Randomness. With ``noise="secure"``, ``None`` (the default) means the OS CSPRNG (a ChaCha20
+        stream under a fresh OS key); a seed or Generator makes the release reproducible (tests, experiments).
     noise : {"float", "secure"}
         ``"float"`` (default): numpy Laplace noise, for experiments and simulation (bit-identical to
         earlier releases). ``"secure"``: exact discrete Laplace on the 2^-36 grid, **the setting for

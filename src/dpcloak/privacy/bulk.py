@@ -14,25 +14,29 @@ Algorithm and proof
 1. **Magnitude.** Let X ≥ 0 with :math:`P(X \ge k) = r^k` (geometric). For an integer block length
    m ≥ 1 write X = mA + B, A = ⌊X/m⌋, B = X mod m. Then A and B are independent,
    :math:`P(A \ge a) = r^{ma}` and :math:`P(B = \beta) \propto r^\beta` on {0, …, m−1}, because
-   :math:`P(A = a, B = \beta) \propto r^{ma + \beta} = (r^m)^a r^\beta` factorises.
-   m = max(1, ⌊b/32⌋).
+   :math:`P(A = a, B = \beta) \propto r^{ma + \beta} = (r^m)^a r^\beta` factorises. Here m = 2^j is
+   the largest power of two ≤ max(1, b/4), so m/b ∈ (1/8, 1/4] (m = 1 when b < 8).
 2. **A by an exact inverse CDF.** With U uniform on [0, 1), A = #{a ≥ 1 : U < r^{ma}} has exactly
    :math:`P(A \ge a) = r^{ma}`. The thresholds :math:`c_a = 2^{64} r^{ma}` are enclosed in integers
-   :math:`L_a \le c_a \le G_a` (interval arithmetic, mpmath ``iv``, then directed fixed-point
-   products, for a = 1 … a_max, the first a with :math:`G_a \le 1`). A 64-bit word w gives
-   U ∈ [w, w+1)/2⁶⁴: every a with w < L_a certainly counts (U < (w+1)/2⁶⁴ ≤ c_a/2⁶⁴) and every a with
-   w ≥ G_a certainly does not. With :math:`\hat A` = #{a : w < L_a} (a ``searchsorted``), the answer
-   is :math:`\hat A` unless :math:`w < G_{\hat A + 1}` — possible only when w is within 2 of a
-   threshold (or w = 0), probability about 3·a_max/2⁶⁴. Those w are finished exactly: more words
-   extend U's binary expansion, and A = ⌊−(b/m) ln U⌋ is decided as soon as the interval of
-   −(b/m) ln U over U's current dyadic interval (mpmath ``iv`` at ever higher precision) contains no
-   integer — almost surely after the first extra word. Nothing is truncated: A is unbounded.
-3. **B by rejection.** β uniform on {0, …, m−1} (rejection from a 64-bit word: w ≥ 2⁶⁴ mod m,
-   β = w mod m), accepted with probability :math:`r^\beta = e^{-\beta s/t}` by Canonne, Kamath &
-   Steinke's Algorithm 1 (Bernoulli(exp(−γ)), γ = βs/t < 1/32: K ← 1, while Bernoulli(γ/K): K ← K+1;
-   accept iff K odd; each Bernoulli(γ/K) is ``uniform_below(tK) < βs`` on integers). Accepted β has
-   :math:`P(\beta) \propto r^\beta`. At least e^{−1/32} ≈ 97 % of proposals are accepted. Loops
-   whose K reaches 2⁶³/t continue in Python integers.
+   :math:`L_a \le c_a \le G_a \le L_a + 2` (interval arithmetic, mpmath ``iv``, then directed
+   fixed-point products, for a = 1 … a_max, the first a with :math:`G_a \le 1`; construction checks
+   the width). A 64-bit word w gives U ∈ [w, w+1)/2⁶⁴: every a with w < L_a certainly counts
+   (U < (w+1)/2⁶⁴ ≤ c_a/2⁶⁴) and every a with w ≥ G_a certainly does not, so A = #{a : w < L_a}
+   unless some :math:`L_a \le w < G_a`. The count is read from a table: the key is the exponent and
+   three leading mantissa bits of the double ``w >> 11`` (an exact conversion), a bucket of words
+   whose ends differ by a factor ≤ 9/8 < e^{1/8} < e^{m/b} = c_a/c_{a+1}, so a bucket holds at most
+   one :math:`L_a` (checked when the table is built); A = base[key] + [w < L_key]. Words within 2 of
+   that threshold, and w < 2¹⁶, are *unsure* (probability about 2⁻⁴⁸) and are finished exactly:
+   more words extend U's binary expansion, and A = ⌊−(b/m) ln U⌋ is decided as soon as the interval
+   of −(b/m) ln U over U's current dyadic interval (mpmath ``iv`` at ever higher precision) contains
+   no integer — almost surely after the first extra word. Nothing is truncated: A is unbounded
+   (magnitudes past 2⁶² come back as Python integers).
+3. **B by rejection.** β = the top j bits of a word (uniform on {0, …, m−1}), accepted with
+   probability :math:`r^\beta = e^{-\beta s/t}` by Canonne, Kamath & Steinke's Algorithm 1
+   (Bernoulli(exp(−γ)), γ = βs/t ≤ 1/4: K ← 1, while Bernoulli(γ/K): K ← K+1; accept iff K odd; each
+   Bernoulli(γ/K) is ``uniform_below(tK) < βs`` on integers, ``uniform_below(n)`` = w mod n for
+   words w ≥ 2⁶⁴ mod n). Accepted β has :math:`P(\beta) \propto r^\beta`; at least e^{−1/4} ≈ 78 %
+   of proposals are accepted. Loops whose K reaches 2⁶³/t continue in Python integers.
 4. **Sign.** Y = ±X with a fair sign bit, rejecting (−, 0) and redrawing: this gives
    :math:`P(Y = y) \propto r^{|y|}` on ℤ (CKS Algorithm 2's last step).
 
@@ -41,7 +45,7 @@ Randomness
 :class:`WordSource` supplies uniform 64-bit words: with ``rng=None`` the ChaCha20 keystream under
 a fresh 256-bit key and 96-bit nonce from :func:`os.urandom` for each release (a cryptographically secure
 generator: the construction of Linux's own ``getrandom``; computational assumption: ChaCha20 is a
-PRF) — about 3.3× faster than reading the same number of bytes from ``os.urandom``; with a seed or
+PRF) — 3–4× faster here than reading as many bytes from ``os.urandom``; with a seed or
 ``numpy.random.Generator``, its uniform 64-bit integers (reproducible, not secure: tests and
 experiments).
 """
@@ -65,6 +69,7 @@ from dpcloak._rng import RngLike, as_generator
 __all__ = ["WordSource", "bernoulli_exp_unit", "discrete_laplace"]
 
 _MAX_WORD = 2**64 - 1
+_POOL_WORDS = 512  # words per refill of the byte pool behind WordSource.randbelow
 _INT64_SAFE = 2**62  # magnitudes below this are kept in int64 (sums with inputs up to 2^62 stay in range)
 _FIXED_BITS = 192  # fractional bits of the fixed-point threshold products
 _BUCKET_BITS = 3  # buckets: binades of w split in 2^3 (ratio ≤ 1 + 2^-3 < e^{m/b}, m/b > 1/8)
@@ -85,9 +90,10 @@ def bernoulli_exp_unit(num: int, den: int, randbelow: Any, k: int = 1) -> bool:
 
 
 class WordSource:
-    """Uniform 64-bit words: ChaCha20 keyed from the OS (``rng=None``) or a numpy Generator's raw bits."""
+    """Uniform 64-bit words, bits and integers below n: ChaCha20 keyed from the OS (``rng=None``) or a Generator."""
 
     def __init__(self, rng: RngLike = None) -> None:
+        self._pool, self._offset = b"", 0
         if rng is None:
             # fresh 256-bit key and 96-bit nonce; block counter from 0 (2^32 blocks = 256 GiB per source)
             cipher = Cipher(algorithms.ChaCha20(os.urandom(32), bytes(4) + os.urandom(12)), mode=None)
@@ -113,11 +119,20 @@ class WordSource:
         return np.unpackbits(raw)[:n].astype(bool)
 
     def randbelow(self, n: int) -> int:
-        """Uniform integer on {0, …, n − 1} for any n ≥ 1 (top bits of whole words, rejection)."""
-        width = n.bit_length()
-        count = (width + 63) // 64
+        """Uniform integer on {0, …, n − 1} for any n ≥ 1: the top ⌈log₂ n⌉ bits of whole bytes, rejection.
+
+        Bytes come from a pool refilled with whole words, so one-at-a-time samplers (CKS Algorithms
+        1–3) cost a slice of a buffer per call rather than a system call.
+        """
+        width = (n - 1).bit_length()
+        size = (width + 7) // 8
         while True:
-            r = int.from_bytes(self.words(count).tobytes(), "little") >> (64 * count - width)
+            if self._offset + size > len(self._pool):
+                self._pool = self._pool[self._offset:] + self.words(_POOL_WORDS).tobytes()
+                self._offset = 0
+            chunk = self._pool[self._offset:self._offset + size]
+            self._offset += size
+            r = int.from_bytes(chunk, "little") >> (8 * size - width)
             if r < n:
                 return r
 

@@ -17,13 +17,13 @@ back to the grid. The samplers are Canonne, Kamath & Steinke, "The Discrete Gaus
 Differential Privacy" (NeurIPS 2020), Algorithms 1–3: Bernoulli(exp(−γ)) for rational γ, the
 discrete Laplace :math:`P(y) \propto e^{-|y|/b}` and the discrete Gaussian
 :math:`P(y) \propto e^{-y^2/(2\sigma^2)}` on ℤ, using only integer arithmetic and
-:class:`fractions.Fraction` — no floating point touches the noise — and uniform integers from a
-cryptographically secure source (:func:`secrets.randbelow`) by default. Many discrete Laplace draws
-at once (:meth:`DiscreteLaplaceMechanism.privatize`, :func:`discrete_laplace_noise`, the heatmap
-levels) use the vectorised exact sampler of :mod:`dpcloak.privacy.bulk` instead (same distribution,
-numpy integer arithmetic on 64-bit words from ChaCha20 keyed by :func:`os.urandom`); the
-one-draw-at-a-time samplers remain for integer sources such as the keyed stream
-(:meth:`~_GridMechanism.sample_noise`).
+:class:`fractions.Fraction` — no floating point touches the noise — and, by default, uniform
+integers from a cryptographically secure generator: a ChaCha20 stream under a fresh key from the OS
+CSPRNG for each release (:class:`~dpcloak.privacy.bulk.WordSource`). Many discrete Laplace draws at
+once (:meth:`DiscreteLaplaceMechanism.privatize`, :func:`discrete_laplace_noise`, the heatmap levels)
+use the vectorised exact sampler of :mod:`dpcloak.privacy.bulk` (same distribution, numpy integer
+arithmetic on 64-bit words); the one-draw-at-a-time samplers serve the discrete Gaussian and integer
+sources such as the keyed stream (:meth:`~_GridMechanism.sample_noise`).
 
 **Meant for deployment:** :class:`DiscreteGaussianMechanism` (the local Gaussian mechanism of
 seed 000 / seed 002) and :class:`DiscreteLaplaceMechanism`, called with ``rng=None`` (the default:
@@ -33,8 +33,8 @@ reproducible for tests and experiments and is *not* cryptographically secure.
 Why these samplers rather than OpenDP's: OpenDP implements the same Canonne–Kamath–Steinke
 algorithms, but as a compiled Rust library with its own measurement-combinator API; the samplers are
 short, exact and auditable in pure Python, and keeping them here lets them draw from any integer
-source — :mod:`secrets` in deployment, a seeded generator in tests, or the keyed ChaCha20 stream of
-:mod:`dpcloak.privacy.local` — without a binary dependency.
+source — the OS-keyed stream in deployment, a seeded generator in tests, or the keyed ChaCha20 stream
+of :mod:`dpcloak.privacy.local` — without a binary dependency.
 
 Rounding to the grid, exactly
 -----------------------------
@@ -105,6 +105,7 @@ __all__ = [
     "sampler_scale",
     "laplace_grid_scale",
     "discrete_laplace_noise",
+    "discrete_gaussian_noise",
     "l2_grid_sensitivity",
     "MAX_GRID_INDEX",
     "MAX_GRID_SCALE",
@@ -139,8 +140,10 @@ def generator_randbelow(gen: np.random.Generator) -> RandBelow:
 
 
 def randbelow_for(rng: RngLike) -> RandBelow:
-    """The integer source for ``rng``: :func:`secure_randbelow` for ``None`` (deployment), else reproducible."""
-    return secure_randbelow if rng is None else generator_randbelow(as_generator(rng))
+    """The integer source of one release: ``None`` (deployment) gives uniform integers from a ChaCha20 stream
+    under a fresh key from the OS CSPRNG (:class:`~dpcloak.privacy.bulk.WordSource`, buffered: no system call
+    per draw); a seed or Generator gives :func:`generator_randbelow` (reproducible, not secure)."""
+    return WordSource(None).randbelow if rng is None else generator_randbelow(as_generator(rng))
 
 
 def _bernoulli_exp(num: int, den: int, randbelow: RandBelow) -> bool:
@@ -197,16 +200,51 @@ def sample_discrete_gaussian(sigma2: Fraction, randbelow: RandBelow) -> int:
     ``t = ⌊σ⌋ + 1`` and accept with probability ``exp(−(|y| − σ²/t)² / (2σ²))``; with σ² = a/b the
     exponent is the integer ratio ``(|y| b t − a)² / (2 a b t²)``.
     """
+    a, b, t = _gaussian_parameters(sigma2)
+    while True:
+        y = _discrete_laplace(t, 1, randbelow)
+        if _gaussian_accept(y, a, b, t, randbelow):
+            return y
+
+
+def _gaussian_parameters(sigma2: Fraction) -> tuple[int, int, int]:
+    """σ² = a/b in lowest terms and the proposal scale t = ⌊σ⌋ + 1 of CKS Algorithm 3."""
     sigma2 = Fraction(sigma2)
     if sigma2 <= 0:
         raise InvalidParameterError(f"sigma2 must be > 0, got {sigma2}")
     a, b = sigma2.numerator, sigma2.denominator
-    t = math.isqrt(a // b) + 1
-    den = 2 * a * b * t * t
-    while True:
-        y = _discrete_laplace(t, 1, randbelow)
-        if _bernoulli_exp((abs(y) * b * t - a) ** 2, den, randbelow):
-            return y
+    return a, b, math.isqrt(a // b) + 1
+
+
+def _gaussian_accept(y: int, a: int, b: int, t: int, randbelow: RandBelow) -> bool:
+    """CKS Algorithm 3's acceptance: Bernoulli(exp(−(|y| b t − a)² / (2 a b t²))), exactly."""
+    return _bernoulli_exp((abs(y) * b * t - a) ** 2, 2 * a * b * t * t, randbelow)
+
+
+def discrete_gaussian_noise(sigma2: Fraction, size: int, *, rng: RngLike = None) -> NDArray[Any]:
+    r"""``size`` i.i.d. exact draws of :math:`P(y) \propto e^{-y^2/(2\sigma^2)}` on ℤ (CKS Algorithm 3).
+
+    The discrete Laplace proposals (scale t = ⌊σ⌋ + 1) are drawn all at once by the vectorised exact
+    sampler of :mod:`dpcloak.privacy.bulk`; each is accepted with the exact probability
+    exp(−(|y| − σ²/t)²/(2σ²)) (integer arithmetic) and the rejected ones are proposed again, so
+    every draw has exactly the distribution of :func:`sample_discrete_gaussian`. ``rng=None``:
+    ChaCha20 under a fresh OS key; a seed or Generator: reproducible.
+    """
+    a, b, t = _gaussian_parameters(sigma2)
+    if t >= 2**_SCALE_BITS:
+        raise InvalidParameterError(f"sigma2 must be below 2^112 (sigma below 2^56), got {float(sigma2):.6g}")
+    src = WordSource(rng)
+    out = np.zeros(check_int("size", size, minimum=0), dtype=object)
+    todo = np.arange(out.size)
+    while todo.size:
+        proposals = discrete_laplace(Fraction(t), todo.size, src)
+        keep = np.array([_gaussian_accept(int(y), a, b, t, src.randbelow) for y in proposals], dtype=bool)
+        out[todo[keep]] = proposals[keep]
+        todo = todo[~keep]
+    try:
+        return out.astype(np.int64)
+    except OverflowError:
+        return out
 
 
 def grid_indices(values: ArrayLike, resolution: float, *, name: str = "values") -> NDArray[np.int64]:
@@ -325,7 +363,7 @@ class _GridMechanism(AdditiveMechanism):
         coordinate.
         """
         idx = self.to_grid(values)
-        self.check_dimension(idx.shape[-1] if idx.ndim else 1, name="values per release (last axis)")
+        self.check_dimension(idx.shape[-1] if idx.ndim else 1, name="coordinates (last axis of values)")
         return self._release(idx, rng)
 
 
@@ -579,6 +617,9 @@ class DiscreteGaussianMechanism(_GridMechanism):
 
     def _draw(self, randbelow: RandBelow) -> int:
         return sample_discrete_gaussian(self.sigma2, randbelow)
+
+    def _noise(self, count: int, rng: RngLike) -> NDArray[Any]:
+        return discrete_gaussian_noise(self.sigma2, count, rng=rng)
 
     def guarantee(self) -> PrivacyGuarantee:
         """(ε, δ)-DP via concentrated DP (re-checked at construction)."""
