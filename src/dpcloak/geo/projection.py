@@ -147,7 +147,7 @@ def _inverse(x: NDArray[np.float64], y: NDArray[np.float64]) -> tuple[NDArray[np
     return lam, np.arctan(_geographic_tau(taup))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LocalProjection:
     r"""Transverse Mercator on WGS84 centred on the public point ``(lon0, lat0)``: metres east and north.
 
