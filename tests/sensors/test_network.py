@@ -223,3 +223,30 @@ def test_plain_constructor_from_a_linear_model():
     assert net.delta2 == pytest.approx(np.linalg.norm([0.4, 1.0]))
     with pytest.raises(InvalidParameterError, match="only a network built from coordinates"):
         net.to_dict()
+
+
+def test_a_recovery_outside_the_bounds_is_an_error_not_a_map_of_negative_people(monkeypatch):
+    """Regression guard for issue 13's wrong answer: whatever the solver returns, negative people never pass."""
+    from dataclasses import replace
+
+    import dpcloak.sensors.result as result_module
+    from dpcloak.errors import ConvergenceError
+
+    real = result_module.bpdn
+
+    def broken(*args, **kwargs):
+        rec = real(*args, **kwargs)
+        return replace(rec, x=rec.x - 100.0)
+
+    monkeypatch.setattr(result_module, "bpdn", broken)
+    with pytest.raises(ConvergenceError, match="people at a location, outside the bounds"):
+        _network().recover(np.full(8, 5.0), uncertainty_draws=0)
+
+
+def test_report_gives_pattern_and_event_level_spending_of_the_releases_so_far():
+    net = _network(budget=(20.0, 1e-5))
+    net.privatize(np.full((24, 8), 3.0), rng=0, simulation=True)
+    report = net.report(window=3)
+    assert report.releases == 24 and report.pattern == net.guarantee(24) and report.event == net.guarantee(3)
+    assert report.event.epsilon < report.pattern.epsilon
+    assert net.report(releases=5).pattern == net.guarantee(5)

@@ -80,10 +80,10 @@ class NetworkCli:
         return read_sensors_csv(self.sensors, colocated=self.colocated)
 
     def _check_exclusive(self, alpha: float | None) -> None:
-        if alpha is not None and self.config is not None:
-            raise InvalidParameterError("--config fixes the relation; remove --alpha")
         if self.config is not None and self.sensors is not None:
             raise InvalidParameterError("give either --config or --sensors, not both")
+        if alpha is not None and self.config is not None:
+            raise InvalidParameterError("--config fixes the relation; remove --alpha")
         if self.config is not None:
             own = [f.name for f in fields(self) if f.name != "config" and getattr(self, f.name) != f.default]
             if own:

@@ -5,13 +5,14 @@ reference point, scale 1 on it, and the northing shifted so that the reference p
 ``(0, 0)``. The series are Krüger's in the third flattening ``n`` to order ``n⁶``, in the form of
 Karney, "Transverse Mercator with an accuracy of a few nanometers", J. Geodesy 85 (2011),
 eqs. (7)–(11) (forward, via the conformal latitude) and (11)–(21) (inverse, Newton's method for
-the latitude); their error is below 5 nm within 4 000 km of the central meridian.
+the latitude); Karney reports errors of a few nanometres within 3 900 km of the central meridian,
+and the tests here agree with PROJ to 1 µm over ±15° of longitude.
 
 Why it suits sensor networks: the projection is conformal with scale factor
 ``k ≈ 1 + x²/(2R²)`` at easting ``x``, so over a city (``|x| ≤ 20 km``) distances in metres are
 true to 5 parts per million — far below the size of a sensor's catchment — while a "linear
-degrees" shortcut is off by the factor ``cos φ`` between east and north (a 25 % error at
-Auckland's 37° S).
+degrees" shortcut is off by the factor ``cos φ`` between east and north (a 20 % error at
+Auckland's 36.8° S).
 
 Tested against PROJ (``pyproj``, ``+proj=tmerc +ellps=WGS84``), which is an optional backend
 here (``backend="pyproj"``, the ``geo`` extra), never a requirement.
@@ -146,7 +147,7 @@ def _inverse(x: NDArray[np.float64], y: NDArray[np.float64]) -> tuple[NDArray[np
     return lam, np.arctan(_geographic_tau(taup))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class LocalProjection:
     r"""Transverse Mercator on WGS84 centred on the public point ``(lon0, lat0)``: metres east and north.
 

@@ -17,7 +17,7 @@ from dpcloak._rng import RngLike
 from dpcloak._validation import check_int, check_probability, check_real
 from dpcloak.errors import BudgetExceededError, InvalidParameterError
 from dpcloak.models import LinearModel
-from dpcloak.privacy.accounting import PrivacySpent, privacy_spent
+from dpcloak.privacy.accounting import PrivacyReport, PrivacySpent, privacy_report, privacy_spent
 from dpcloak.privacy.discrete import DiscreteGaussianMechanism, RandBelow, secure_randbelow
 from dpcloak.privacy.sensitivity import Relation, relation_sensitivity
 from dpcloak.sensors.layout import SensorLayout, layout_from_coordinates
@@ -231,7 +231,7 @@ class SensorNetwork:
 
     # --- accounting ---------------------------------------------------------------------------
     def guarantee(self, releases: int) -> PrivacySpent:
-        """Composed (ε, δ_budget) after ``releases`` releases: ``k·ρ``-zCDP in closed form (microseconds).
+        """Composed (ε, δ_budget) after ``releases`` releases: ``k·ρ``-zCDP in closed form.
 
         :func:`dpcloak.privacy.accounting.privacy_spent` with ``accountant="closed"`` (Bun & Steinke
         2016 Lemma 2.3; converted by Canonne, Kamath & Steinke 2020 Prop. 12 at the optimal order).
@@ -252,6 +252,15 @@ class SensorNetwork:
     def spent(self) -> PrivacySpent:
         """The composed guarantee of the releases so far."""
         return self.guarantee(self.releases)
+
+    def report(self, *, window: int = 1, releases: int | None = None) -> PrivacyReport:
+        """Pattern-level and event-level spending in one call (:func:`~dpcloak.privacy.accounting.privacy_report`).
+
+        ``releases`` defaults to the releases so far; ``window`` is how many consecutive releases one
+        event stays visible in (e.g. 3 hours of a party).
+        """
+        k = self.releases if releases is None else releases
+        return privacy_report(self.mechanism, releases=k, window=window, delta=self.budget[1], accountant=ACCOUNTANT)
 
     def max_releases(self) -> int:
         """The largest number of releases the budget allows (≥ 1, checked at construction)."""

@@ -43,8 +43,9 @@ def draw_map(ax: Axes, network: SensorNetwork, result: NetworkRecovery, *, title
         ax.add_patch(_circle(centre, result.uncertainty))
     unc = "n/a" if not math.isfinite(result.uncertainty) else f"±{result.uncertainty:.0f} m (EMD)"
     flag = " — empty answer" if result.degenerate else ""
-    ax.set_title(f"{title}{': ' if title else ''}{result.total:.0f} people, {unc}{flag}", fontsize=8)
+    ax.set_title(f"{title}{chr(10) if title else ''}{result.total:.0f} people, {unc}{flag}", fontsize=7)
     ax.set_aspect("equal")
+    ax.margins(0.12)
     ax.tick_params(labelsize=6)
     return art
 
@@ -71,7 +72,7 @@ def save_maps(
         raise InvalidParameterError(f"labels must have one entry per map ({len(results)}), got {len(names)}")
     cols = min(columns, len(results))
     rows = math.ceil(len(results) / cols)
-    fig = Figure(figsize=(3.2 * cols, 3.0 * rows + 0.4), layout="constrained")
+    fig = Figure(figsize=(max(6.0, 3.2 * cols), max(4.5, 3.0 * rows + 0.6)), layout="constrained")
     FigureCanvasAgg(fig)
     vmax = max(float(r.sources.max()) for r in results) or 1.0
     arts = []
@@ -79,12 +80,12 @@ def save_maps(
         ax = fig.add_subplot(rows, cols, k + 1)
         arts.append(draw_map(ax, network, res, title=name, vmax=vmax))
         if k == 0:
-            ax.legend(fontsize=6, loc="lower left")
+            ax.legend(fontsize=6, loc="best", framealpha=0.6)
         ax.set_xlabel("metres east", fontsize=6)
         ax.set_ylabel("metres north", fontsize=6)
     fig.colorbar(arts[-1], ax=fig.axes, label="people (recovered)", shrink=0.6)
-    fig.suptitle(f"{network.relation.describe()}; (ε, δ) = ({network.epsilon:g}, {network.delta:g}) per hour, "
-                 f"σ = {network.sigma:.3g} people", fontsize=9)
+    fig.suptitle(f"{network.relation.describe()}\n(ε, δ) = ({network.epsilon:g}, {network.delta:g}) per release, "
+                 f"σ = {network.sigma:.3g} people; dashed circle: EMD uncertainty", fontsize=9)
     out = Path(path)
     fig.savefig(out, dpi=110)
     return out
