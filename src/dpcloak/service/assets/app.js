@@ -93,14 +93,16 @@
     for (let i = 0; i < c.width; i++) { ctx.fillStyle = colour(i / (c.width - 1)); ctx.fillRect(i, 0, 1, c.height); }
   }
 
+  function fmt(x) { return x !== 0 && Math.abs(x) < 1e-3 ? x.toExponential(1) : x.toPrecision(3); }
+
   function describe(r) {
     const when = new Date((state.deployment.start + r.window * state.deployment.window_seconds) * 1000);
     const flag = r.missing > 0 ? '<span class="flagged">' + r.missing + " sensor(s) missing: recovered from the " +
       r.reporting.length + " that reported</span>" : "all sensors reported";
     return "window " + r.window + " (from " + when.toLocaleString() + "): " + flag + "; EMD-scale error bound " +
-      r.emd_bound.toPrecision(3) + "; σ " + r.sigma.toPrecision(3) + "; privacy spent in this period ε = " +
-      r.epsilon_period.toPrecision(3) + " at δ = " + r.delta.toPrecision(2) + " (" + r.releases_in_period +
-      " release(s))" + (r.converged ? "" : "; solver: " + r.message);
+      fmt(r.emd_bound) + "; σ " + fmt(r.sigma) + "; privacy spent in this period ε = " +
+      fmt(r.epsilon_period) + " at δ = " + fmt(r.delta) + " (" + r.releases_in_period + " release(s) so far)" +
+      (r.converged ? "" : '; <span title="' + r.message.replace(/"/g, "&quot;") + '">recovery not certified optimal</span>');
   }
 
   async function showWindow(w) {
@@ -129,7 +131,7 @@
     const now = Date.now() / 1000;
     const rows = data.sensors.map((s) => "<tr><td>" + s.sensor + "</td><td>" +
       (s.last_seen === null ? "never" : Math.max(0, now - s.last_seen).toFixed(0) + " s ago (window " + s.last_window + ")") +
-      "</td><td>" + s.readings_in_period + " / " + data.releases_per_period + "</td><td>" + s.epsilon_spent.toPrecision(3) +
+      "</td><td>" + s.readings_in_period + " / " + data.releases_per_period + "</td><td>" + fmt(s.epsilon_spent) +
       "</td></tr>");
     el("sensors").querySelector("tbody").innerHTML = rows.join("");
   }
