@@ -32,12 +32,13 @@ def _best(fn, repeat):
 
 def small(repeat: int) -> None:
     ps = gaussian_mixture_points(n_users=200, n_components=20, points_per_user=10, rng=0)
-    private_heatmap(ps.users, ps.x, ps.y, epsilon=1.0, resolution=256, rng=0)  # warm-up
-    t, res = _best(lambda: private_heatmap(ps.users, ps.x, ps.y, epsilon=1.0, resolution=256, rng=0), repeat)
+    private_heatmap(ps.users, ps.x, ps.y, epsilon=1.0, resolution=256, rng=0, noise="float")  # warm-up
+    t, res = _best(lambda: private_heatmap(ps.users, ps.x, ps.y, epsilon=1.0, resolution=256, rng=0, noise="float"),
+                   repeat)
     print(f"[1] 200 users, {ps.users.size} points, Δ=256, ε=1: end-to-end {t * 1e3:.1f} ms (goal < 100 ms)")
-    print("    stages (ms): " + ", ".join(f"{k}={v * 1e3:.2f}" for k, v in res.timings.items()))
+    print("    stages (ms): " + ", ".join(f"{k}={v * 1e3:.2f}" for k, v in res.curator.timings.items()))
     agg = bound_users(ps.users, ps.x, ps.y, resolution=256)
-    tb, _ = _best(lambda: heatmap_from_aggregate(agg, method="laplace", epsilon=1.0, rng=0), repeat)
+    tb, _ = _best(lambda: heatmap_from_aggregate(agg, method="laplace", epsilon=1.0, rng=0, noise="float"), repeat)
     print(f"    baseline (Laplace on every cell, from the bounded aggregate): {tb * 1e3:.2f} ms")
 
 
@@ -51,10 +52,10 @@ def large(n_points: int, delta: int) -> None:
     x, y = xy[:, 0].copy(), xy[:, 1].copy()
     del xy, comp
     t0 = time.perf_counter()
-    res = private_heatmap(users, x, y, epsilon=1.0, resolution=delta, rng=0)
+    res = private_heatmap(users, x, y, epsilon=1.0, resolution=delta, rng=0, noise="float")
     total = time.perf_counter() - t0
     print(f"[2] {n_points:.0e} points, {n_users} users, Δ={delta}, ε=1: end-to-end {total:.2f} s")
-    print("    stages (s): " + ", ".join(f"{k}={v:.3f}" for k, v in res.timings.items()))
+    print("    stages (s): " + ", ".join(f"{k}={v:.3f}" for k, v in res.curator.timings.items()))
     agg = bound_users(users, x, y, resolution=delta)
     t_pyr, _ = _best(lambda: pyramid_levels(agg.fixed), 3)
     t_noise, noisy = _best(lambda: hierarchical_laplace(agg, epsilon=1.0, rng=0), 3)
@@ -64,7 +65,7 @@ def large(n_points: int, delta: int) -> None:
           f"top-w descent {t_desc * 1e3:.2f} ms, descent+LP {t_rec * 1e3:.1f} ms ({rec.n_variables} LP variables)")
     t_h, _ = _best(lambda: np.histogram2d(y, x, bins=delta, range=[[0, 1], [0, 1]]), 1)
     print(f"    numpy.histogram2d (no per-user bounding): {t_h:.2f} s; "
-          f"bound_users / histogram2d = {res.timings['bound'] / t_h:.2f}")
+          f"bound_users / histogram2d = {res.curator.timings['bound'] / t_h:.2f}")
 
 
 def lp_vs_cvxpy(delta: int) -> None:

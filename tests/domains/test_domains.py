@@ -36,9 +36,9 @@ def test_grid_indexing_neighbours_and_metrics():
 
 def test_graph_domain_weighted_shortest_paths_match_networkx():
     g = nx.cycle_graph(5)
-    nx.set_edge_attributes(g, {(0, 1): 2.5}, "weight")
+    nx.set_edge_attributes(g, {(0, 1): 2.5}, "length")
     domain = GraphDomain(g)
-    want = dict(nx.shortest_path_length(g, weight="weight"))
+    want = dict(nx.shortest_path_length(g, weight="length"))
     d = domain.distances()
     for i in range(5):
         for j in range(5):
@@ -67,7 +67,10 @@ def test_graph_domain_positions_as_coordinates():
         (lambda: Grid((2, 2), metric="chebyshev"), "metric must be one of"),
         (lambda: GraphDomain(nx.DiGraph([(0, 1)])), "undirected"),
         (lambda: GraphDomain(nx.Graph()), "at least one node"),
-        (lambda: GraphDomain(nx.Graph([(0, 1, {"weight": -1.0})])), "finite positive"),
+        (lambda: GraphDomain(nx.Graph([(0, 1, {"length": -1.0})])), "finite positive 'length'"),
+        (lambda: GraphDomain(nx.Graph([(0, 1, {"conductance": 0.0})])), "finite positive 'conductance'"),
+        (lambda: GraphDomain(nx.Graph([(0, 1, {"weight": 30.0})])), "'weight' attribute, which is ambiguous"),
+        (lambda: GraphDomain(nx.Graph([(0, 1)]), length="c", conductance="c"), "must be different"),
         (lambda: GraphDomain("not a graph"), "networkx.Graph"),
     ],
 )

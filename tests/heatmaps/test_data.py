@@ -108,3 +108,40 @@ def test_resolution_must_be_power_of_two():
         check_resolution(300)
     with pytest.raises(InvalidParameterError):
         check_resolution(0)
+
+
+@pytest.mark.parametrize(
+    "users",
+    [
+        np.array([np.nan] * 1000, dtype=object),  # issue 12 defect 6: counted as 1000 users of mass 1 each
+        np.array([None] * 1000, dtype=object),
+        np.array([7, None, 7, 8] * 250, dtype=object),
+        np.array([7.0, np.nan] * 500),
+    ],
+)
+def test_missing_user_ids_are_refused(users):
+    with pytest.raises(InvalidParameterError, match="missing ids"):
+        bound_users(users, np.full(users.size, 0.5), np.full(users.size, 0.5), resolution=4)
+
+
+def test_pandas_missing_ids_are_refused():
+    pd = pytest.importorskip("pandas")
+    ids = pd.Series(["a", None, "b"], dtype="string").to_numpy()  # pandas.NA inside an object array
+    with pytest.raises(InvalidParameterError, match="missing"):
+        bound_users(ids, [0.1, 0.2, 0.3], [0.1, 0.2, 0.3], resolution=4)
+
+
+def test_mixed_id_types_follow_one_documented_rule():
+    # Rule (check_user_ids): numbers compare by value, strings as text, a mix of both is refused.
+    x, y = np.full(3, 0.5), np.full(3, 0.5)
+    with pytest.raises(InvalidParameterError, match=r"all numbers or all strings.*1 and '1'"):
+        bound_users(np.array([1, "1", 2], dtype=object), x, y, resolution=4)
+    # Oracle: 1, 1.0 and np.int64(1) are one user, so n = 2 and that user's two points weigh 1/2 each.
+    same = bound_users(np.array([1, 1.0, np.int64(2)], dtype=object), np.array([0.1, 0.9, 0.5]), y, resolution=2)
+    assert same.n_users == 2 and same.sums[1, 0] == pytest.approx(0.5) and same.sums[1, 1] == pytest.approx(1.5)
+    as_text = bound_users(np.array(["ann", "bob", "ann"], dtype=object), x, y, resolution=4)
+    as_unicode = bound_users(np.array(["ann", "bob", "ann"]), x, y, resolution=4)
+    np.testing.assert_array_equal(as_text.fixed, as_unicode.fixed)
+    assert as_text.n_users == 2
+    with pytest.raises(InvalidParameterError, match="type bool"):
+        bound_users(np.array([True, 1, 2], dtype=object), x, y, resolution=4)

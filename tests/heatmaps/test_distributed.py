@@ -42,8 +42,9 @@ def test_parquet_and_frame_front_end(client, tmp_path):
     agg = bound_users_parquet(tmp_path / "pts", resolution=32, client=client)
     mem = bound_users(df.user.to_numpy(), df.x.to_numpy(), df.y.to_numpy(), resolution=32)
     np.testing.assert_array_equal(agg.fixed, mem.fixed)
-    res = heatmap_from_frame(dd.from_pandas(df, npartitions=3), epsilon=1.0, resolution=32, rng=5)
-    ref = private_heatmap(df.user.to_numpy(), df.x.to_numpy(), df.y.to_numpy(), epsilon=1.0, resolution=32, rng=5)
+    res = heatmap_from_frame(dd.from_pandas(df, npartitions=3), epsilon=1.0, resolution=32, rng=5, simulation=True)
+    ref = private_heatmap(df.user.to_numpy(), df.x.to_numpy(), df.y.to_numpy(), epsilon=1.0, resolution=32, rng=5,
+                          simulation=True)
     np.testing.assert_array_equal(res.aggregate, ref.aggregate)
 
 
@@ -56,3 +57,20 @@ def test_bad_points_raise_on_cluster(client):
         bound_users_dask(dd.from_pandas(df, npartitions=2), resolution=16, client=client)
     with pytest.raises(InvalidParameterError, match=r"dask\.dataframe"):
         bound_users_dask(df, resolution=16)
+
+
+def test_missing_and_mixed_ids_refused_on_cluster(client):
+    from dpcloak.heatmaps.distributed import bound_users_dask
+
+    df = _frame(200).astype({"user": object})
+    df.loc[7, "user"] = None
+    with pytest.raises(InvalidParameterError, match="missing ids"):
+        bound_users_dask(dd.from_pandas(df, npartitions=2), resolution=16, client=client)
+    mixed = _frame(200).astype({"user": object})
+    mixed.loc[150:, "user"] = mixed.loc[150:, "user"].astype(str)  # strings only in the last partition
+    import dask
+
+    with dask.config.set({"dataframe.convert-string": False}):  # else dask itself turns every id into text
+        frame = dd.from_pandas(mixed, npartitions=2)
+    with pytest.raises(InvalidParameterError, match="all numbers or all strings"):
+        bound_users_dask(frame, resolution=16, client=client)

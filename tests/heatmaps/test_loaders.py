@@ -50,6 +50,8 @@ def test_load_points_roundtrip(tmp_path, suffix):
         load_points(path, user="who")
     with pytest.raises(InvalidParameterError, match="does not exist"):
         load_points(tmp_path / "nope.csv")
+    with pytest.raises(InvalidParameterError, match=r"bbox .* is required.*public"):
+        load_points(path)  # never a box taken from the data (issue 12, defect 8)
 
 
 def test_ais_data():
@@ -74,7 +76,7 @@ def test_malformed_files_raise_clear_errors(tmp_path, content, message):
     path = tmp_path / "points.csv"
     path.write_text(content)
     with pytest.raises(InvalidParameterError) as info:
-        load_points(path)
+        load_points(path, bbox=(-75.0, 40.0, -73.0, 41.0))
     assert message in str(info.value)
 
 
@@ -85,5 +87,5 @@ def test_malformed_file_on_the_cli_exits_2_without_traceback(tmp_path):
 
     path = tmp_path / "points.csv"
     path.write_text("user,lat,lon\n1,40.7,-74.0\n2,40.8\n3,40.9,-73.9,extra,fields\n")
-    result = CliRunner().invoke(app, ["heatmap", str(path), "--epsilon", "1"])
+    result = CliRunner().invoke(app, ["heatmap", str(path), "--epsilon", "1", "--bbox", "-75,40,-73,41"])
     assert result.exit_code == 2 and "cannot read" in result.stderr and "Traceback" not in result.output

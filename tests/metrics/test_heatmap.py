@@ -78,12 +78,25 @@ def test_bad_input(fn):
 
 
 @pytest.mark.parametrize("fn", [heatmap.similarity, heatmap.kl_divergence, heatmap.emd])
-def test_mass_based_metrics_reject_negative_and_zero_mass(fn):
+def test_mass_based_metrics_reject_negative_mass(fn):
     good = np.ones((2, 2))
     with pytest.raises(InvalidParameterError, match="non-negative"):
         fn(good, -good)
-    with pytest.raises(InvalidParameterError, match="positive total mass"):
-        fn(good, np.zeros((2, 2)))
+
+
+def test_an_empty_answer_scores_as_the_uniform_map_in_every_mass_based_metric():
+    """The one rule for empty answers (metrics.distribution), so the heatmap and sensor flows agree.
+
+    Oracles by hand on a 2 x 2 map: the uniform map vs itself has SIM 1, KL 0, EMD 0; vs a point mass in
+    one corner SIM 1/4 and EMD = (1/4)(1/2) + (1/4)(1/2) + (1/4)(1) = 1/2 (cells 1/2 apart, L1)."""
+    zero, uniform, corner = np.zeros((2, 2)), np.ones((2, 2)), np.array([[1.0, 0.0], [0.0, 0.0]])
+    assert heatmap.similarity(uniform, zero) == pytest.approx(1.0)
+    assert heatmap.kl_divergence(uniform, zero) == pytest.approx(0.0, abs=1e-12)
+    assert heatmap.emd(uniform, zero) == pytest.approx(0.0, abs=1e-12)
+    assert heatmap.similarity(corner, zero) == pytest.approx(0.25)
+    assert heatmap.emd(corner, zero) == pytest.approx(0.5, rel=1e-12)
+    with pytest.raises(InvalidParameterError, match="constant"):
+        heatmap.pearson_cc(corner, zero)
 
 
 def test_cc_rejects_constant_map():

@@ -2,6 +2,7 @@
 (scipy.linalg.expm for graph diffusion, numerical quadrature for the reflecting kernel)."""
 
 import math
+import re
 
 import networkx as nx
 import numpy as np
@@ -96,7 +97,7 @@ def test_reflecting_walls_conserve_heat_and_free_kernel_leaks():
 
 def test_graph_diffusion_matches_scipy_expm_and_conserves_heat():
     g = nx.karate_club_graph()
-    model = graph_diffusion(g, 0.3)
+    model = graph_diffusion(g, 0.3, conductance="weight")  # karate club weights are interaction counts
     L = nx.laplacian_matrix(g, weight="weight").toarray().astype(float)
     np.testing.assert_allclose(model.todense(), scipy.linalg.expm(-0.3 * L), atol=1e-12)
     np.testing.assert_allclose(model.todense().sum(axis=0), 1.0, atol=1e-12)
@@ -126,7 +127,7 @@ def test_graph_diffusion_lanczos_and_matrix_free_paths_match_expm(monkeypatch):
         (lambda: heat_kernel_2d(Grid((2, 2)), [[0.5, 1.5]], 0.1), "sensors must lie inside the floor"),
         (lambda: heat_kernel_2d(Grid((2, 2)), [[0.5, 0.5]], 0.1, walls="open"), "walls must be one of"),
         (lambda: heat_kernel_2d(Grid((2, 2)), [0.5, 0.5], 0.1), "sensors must have shape (*, 2)"),
-        (lambda: heat_kernel_2d([[1]], [[0.5, 0.5]], 0.1), "source_grid must be a dpcloak Grid"),
+        (lambda: heat_kernel_2d([[1]], [[0.5, 0.5]], 0.1), "source_grid must be a dpcloak Grid or Sites"),
         (lambda: heat_kernel_2d(Grid((2, 2)), Grid((2, 2), extent=(2, 2)), 0.1), "must equal the source grid extent"),
         (lambda: graph_diffusion(nx.path_graph(4), -1.0), "tau must lie in (0, inf)"),
         (lambda: matrix_model([[1.0, np.inf]]), "matrix must be finite"),
@@ -154,3 +155,38 @@ def test_lanczos_certification_refuses_a_spectrum_with_a_missed_eigenvector():
     threshold = -math.log(graph_module.SPECTRAL_TOLERANCE) / model.tau
     assert model._nothing_missed(U, threshold)
     assert not model._nothing_missed(U[:, :-1], threshold)
+
+
+def test_heat_kernel_at_sites_is_the_formula_and_walls_conserve_heat():
+    """Oracle: the 2-D kernel exp(−d²/4T)/(4πT) evaluated directly; reflecting walls integrate to 1 over the room."""
+    from dpcloak.domains import Sites
+
+    rng = np.random.default_rng(4)
+    src = rng.uniform(0, 60, (9, 2))
+    sensors = rng.uniform(0, 60, (5, 2))
+    T = 0.5 * 80.0
+    model = heat_kernel_2d(Sites(src), sensors, 80.0)
+    d2 = ((sensors[:, None] - src[None]) ** 2).sum(axis=2)
+    np.testing.assert_allclose(model.todense(), np.exp(-d2 / (4 * T)) / (4 * np.pi * T), rtol=1e-12)
+    fine = np.stack(np.meshgrid(np.arange(0.25, 60, 0.5), np.arange(0.25, 40, 0.5), indexing="ij"), -1).reshape(-1, 2)
+    walls = heat_kernel_2d(Sites(src[src[:, 1] < 40]), fine, 80.0, walls="reflecting", box=((0, 60), (0, 40)))
+    np.testing.assert_allclose(walls.todense().sum(axis=0) * 0.25, 1.0, rtol=1e-6)
+
+
+@pytest.mark.parametrize(
+    ("make", "message"),
+    [
+        (lambda S: heat_kernel_2d(S, [[1.0, 1.0]], 1.0, walls="reflecting"), "needs the room: box="),
+        (lambda S: heat_kernel_2d(S, [[1.0, 1.0]], 1.0, box=((0, 9), (0, 9))), "box is only used with walls"),
+        (lambda S: heat_kernel_2d(S, [[1.0, 99.0]], 1.0, walls="reflecting", box=((0, 9), (0, 9))),
+         "sensors must lie inside the floor [0, 9] x [0, 9]"),
+        (lambda S: heat_kernel_2d(S, [[1.0, 1.0]], 1.0, walls="reflecting", box=((0, 9), (9, 0))), "box[1] must be"),
+        (lambda S: heat_kernel_2d(S, [[1.0, 1.0]], 1.0, walls="reflecting", box=(0, 9)), "box must be"),
+        (lambda S: heat_kernel_2d(S, Grid((2, 2)), 1.0), "sensors must be an array of (x, y)"),
+    ],
+)
+def test_heat_kernel_at_sites_refusals(make, message):
+    from dpcloak.domains import Sites
+
+    with pytest.raises(InvalidParameterError, match=re.escape(message)):
+        make(Sites([[1.0, 1.0], [5.0, 5.0]]))

@@ -75,7 +75,13 @@ def test_discrete_laplace_pmf(scale: Fraction) -> None:
 
 def test_discrete_gaussian_calibration_tight_and_rechecked() -> None:
     mech = DiscreteGaussianMechanism(epsilon=1.0, delta=1e-5, sensitivity=0.5, dimension=50)
-    assert mech.grid_sensitivity == pytest.approx(0.5 / mech.resolution + math.sqrt(50))
+    # oracle: sqrt(floor((Δ2/g + √d)²)) in 60-digit mpmath; the double may only round up, by one ulp at most
+    mp = pytest.importorskip("mpmath")
+    with mp.workdps(60):
+        ratio = Fraction(0.5) / Fraction(mech.resolution)
+        bound = mp.mpf(ratio.numerator) / ratio.denominator + mp.sqrt(50)
+        exact = mp.sqrt(mp.floor(bound**2))
+    assert exact <= mech.grid_sensitivity <= exact * (1 + 2**-51)
     assert gaussian_rdp_epsilon(noise_multiplier=mech.noise_multiplier, delta=1e-5) <= 1.0
     assert gaussian_rdp_epsilon(noise_multiplier=0.99 * mech.noise_multiplier, delta=1e-5) > 1.0
     assert isinstance(mech.sigma2, Fraction) and isinstance(mech, Mechanism)
@@ -88,12 +94,15 @@ def test_discrete_gaussian_calibration_tight_and_rechecked() -> None:
 def test_discrete_laplace_exact_epsilon() -> None:
     mech = DiscreteLaplaceMechanism(epsilon=0.7, sensitivity=1.0, resolution=0.1, dimension=3)
     assert mech.grid_sensitivity == 9 + 3  # floor(1/0.1) = 9 in binary floating point... plus 3 cells
-    assert Fraction(mech.grid_sensitivity) / mech.scale == Fraction(0.7)
+    assert Fraction(mech.grid_sensitivity) / mech.scale == Fraction(0.7)  # small numerator: b is exact
+    tiny = DiscreteLaplaceMechanism(epsilon=0.3, sensitivity=1.0)  # 1025/0.3 has a 63-bit numerator: rounded up
+    target = Fraction(tiny.grid_sensitivity) / Fraction(0.3)
+    assert target <= tiny.scale <= target * (1 + Fraction(1, 2**55)) and tiny.scale.numerator < 2**57
     assert mech.guarantee().kind == "ε-DP"
 
 
 def test_outputs_on_grid_reproducible_and_secure_by_default(monkeypatch: pytest.MonkeyPatch) -> None:
-    mech = DiscreteGaussianMechanism(epsilon=1.0, delta=0.1, sensitivity=1.0, resolution=0.125)
+    mech = DiscreteGaussianMechanism(epsilon=1.0, delta=0.1, sensitivity=1.0, resolution=0.125, dimension=2)
     x = np.array([[0.3, 1.7], [2.05, -4.0]])
     y = mech.privatize(x, rng=5)
     assert y.shape == x.shape and np.array_equal(y, mech.privatize(x, rng=5))
@@ -106,7 +115,7 @@ def test_outputs_on_grid_reproducible_and_secure_by_default(monkeypatch: pytest.
 
     monkeypatch.setattr(discrete, "secure_randbelow", spy)
     mech.privatize(x)  # rng=None: the cryptographically secure source
-    DiscreteLaplaceMechanism(epsilon=1.0, sensitivity=1.0).privatize(x)
+    DiscreteLaplaceMechanism(epsilon=1.0, sensitivity=1.0, dimension=2).privatize(x)
     assert len(calls) > 0
 
 
@@ -136,14 +145,14 @@ def test_empirical_dp_passes_and_halved_noise_fails(
 ) -> None:
     g = mech.guarantee()
     assert g.epsilon is not None and g.delta is not None
-    x, x_prime = np.zeros(n), np.full(n, g.sensitivity)
+    x, x_prime = np.zeros((n, 1)), np.full((n, 1), g.sensitivity)  # n independent one-coordinate releases
     rng = np.random.default_rng(11)
     cells = mech.resolution
-    ok = check_dp(mech.privatize(x, rng=rng) / cells, mech.privatize(x_prime, rng=rng) / cells,
+    ok = check_dp(mech.privatize(x, rng=rng).ravel() / cells, mech.privatize(x_prime, rng=rng).ravel() / cells,
                   epsilon=g.epsilon, delta=g.delta)
     assert ok.passed, ok
     weak = _halved(mech)
-    bad = check_dp(weak.privatize(x, rng=rng) / cells, weak.privatize(x_prime, rng=rng) / cells,
+    bad = check_dp(weak.privatize(x, rng=rng).ravel() / cells, weak.privatize(x_prime, rng=rng).ravel() / cells,
                    epsilon=g.epsilon, delta=g.delta)
     assert not bad.passed, bad
 
@@ -166,3 +175,115 @@ def test_bad_inputs() -> None:
         sample_discrete_gaussian(Fraction(0), rb)
     with pytest.raises(InvalidParameterError, match="scale"):
         sample_discrete_laplace(Fraction(-2), rb)
+
+
+# --- issue 12, defects 4, 5, 10 and issue 18: regression tests (oracle: exact Fraction arithmetic) ----------------
+
+
+def _exact_index(x: float, g: float) -> int:
+    return round(Fraction(x) / Fraction(g))
+
+
+def _replayed_shift(mech: Discrete, x: np.ndarray, x_prime: np.ndarray) -> np.ndarray:
+    """Grid-step shift between the releases of x and x′ under the same seed (the noise cancels exactly)."""
+    return np.rint((mech.privatize(x, rng=9) - mech.privatize(x_prime, rng=9)) / mech.resolution)
+
+
+def test_rounding_at_non_power_of_two_resolution_never_exceeds_grid_sensitivity() -> None:
+    """Defect 4: rint(x/0.1) of −101.55 and −102.55 differ by 11 steps against a calibrated 10."""
+    mech = DiscreteLaplaceMechanism(epsilon=1.0, sensitivity=1.0, resolution=0.1)
+    x, x_prime = -101.55, -102.55
+    assert abs(Fraction(x) - Fraction(x_prime)) <= 1  # neighbours for Δ1 = 1 (exact arithmetic)
+    shift = _replayed_shift(mech, np.array(x), np.array(x_prime))
+    assert shift == _exact_index(x, 0.1) - _exact_index(x_prime, 0.1)
+    assert abs(shift) <= mech.grid_sensitivity == 10
+
+
+def test_grid_indices_equal_exact_rational_rounding_near_ties() -> None:
+    """to_grid equals round(Fraction(x)/Fraction(g)) on inputs built to sit on or next to ties."""
+    rng = np.random.default_rng(5)
+    for g in (0.1, 0.3, 1 / 3, 0.7, 2.5e-7, 1e5):
+        k = rng.integers(-10**9, 10**9, 400).astype(float)
+        ties = (k + 0.5) * g
+        xs = np.concatenate([ties, np.nextafter(ties, np.inf), np.nextafter(ties, -np.inf), k * g])
+        got = DiscreteLaplaceMechanism(epsilon=1.0, sensitivity=1.0, resolution=g).to_grid(xs)
+        assert got.tolist() == [_exact_index(float(v), g) for v in xs]
+
+
+def test_every_pair_within_sensitivity_moves_at_most_grid_sensitivity_steps() -> None:
+    """Pairs at exact distance ≤ Δ, both ends on or one ulp beside a tie: ≤ ⌊Δ/g⌋ + 1 steps (Fraction oracle)."""
+    rng = np.random.default_rng(6)
+    for sens, g in ((1.0, 0.1), (0.7, 0.1), (1.0, 0.3), (2.0, 0.7)):
+        per_coordinate = math.floor(Fraction(sens) / Fraction(g)) + 1  # one coordinate's share of grid_sensitivity
+        span = math.floor(sens / g)
+        k = rng.integers(-10**4, 10**4, 300)
+        pairs = []
+        for ki in k:
+            for a in _beside((ki + 0.5) * g):
+                for b in _beside((ki - span - 0.5) * g) + _beside((ki - span + 0.5) * g) + _beside(a - sens):
+                    if abs(Fraction(a) - Fraction(b)) <= Fraction(sens):
+                        pairs.append((a, b))
+        x, x_prime = np.array(pairs).T
+        mech = DiscreteLaplaceMechanism(epsilon=1.0, sensitivity=sens, resolution=g, dimension=x.size)
+        steps = np.abs(_replayed_shift(mech, x, x_prime))  # each pair is one coordinate of the release
+        assert steps.max() <= per_coordinate
+
+
+def _beside(v: float) -> list[float]:
+    return [float(np.nextafter(v, -np.inf)), v, float(np.nextafter(v, np.inf))]
+
+
+def test_grid_mechanisms_refuse_more_coordinates_than_dimension() -> None:
+    """Defect 5: a 400-sensor release through a mechanism calibrated for 1 coordinate is refused."""
+    from dpcloak.privacy import SensorPrivatizer
+
+    gauss = DiscreteGaussianMechanism(epsilon=1.0, delta=1e-5, sensitivity=1.0, resolution=0.1)
+    lap = DiscreteLaplaceMechanism(epsilon=1.0, sensitivity=1.0, resolution=0.1)
+    for mech in (gauss, lap):
+        with pytest.raises(InvalidParameterError, match="dimension=1"):
+            mech.privatize(np.zeros(400), rng=0)
+        with pytest.raises(InvalidParameterError, match="dimension=1"):
+            mech.privatize_grid([0, 0], rng=0)
+        with pytest.raises(InvalidParameterError, match="n_sensors"):
+            SensorPrivatizer(mechanism=mech, n_sensors=400)
+        assert mech.privatize(np.zeros((3, 1)), rng=0).shape == (3, 1)  # three one-coordinate releases
+
+
+def test_rounding_slack_counted_for_every_released_coordinate() -> None:
+    """With dimension=400, inputs 4e-8 apart (each coordinate just across a tie) stay within grid_sensitivity."""
+    g = 0.1
+    k = np.arange(400, dtype=float)
+    x = np.nextafter((k + 0.5) * g, -np.inf)
+    while not all(_exact_index(float(v), g) == i for v, i in zip(x, k.astype(int), strict=True)):  # below each tie
+        x = np.nextafter(x, -np.inf)
+    x_prime = np.nextafter((k + 0.5) * g, np.inf)
+    l1 = sum(abs(Fraction(a) - Fraction(b)) for a, b in zip(x, x_prime, strict=True))
+    l2 = math.sqrt(sum((Fraction(a) - Fraction(b)) ** 2 for a, b in zip(x, x_prime, strict=True)))
+    lap = DiscreteLaplaceMechanism(epsilon=1.0, sensitivity=float(l1) * 2, resolution=g, dimension=400)
+    gauss = DiscreteGaussianMechanism(epsilon=1.0, delta=1e-5, sensitivity=l2 * 2, resolution=g, dimension=400)
+    exact = np.array([_exact_index(float(b), g) - _exact_index(float(a), g) for a, b in zip(x, x_prime, strict=True)])
+    assert exact.sum() == 400  # every coordinate crosses a tie: 400 grid steps of slack
+    assert np.abs(_replayed_shift(lap, x_prime, x)).sum() <= lap.grid_sensitivity
+    assert math.sqrt(float((_replayed_shift(gauss, x_prime, x) ** 2).sum())) <= gauss.grid_sensitivity
+
+
+def test_readings_too_large_for_the_grid_are_refused_not_overflowing() -> None:
+    """Defect 10 / issue 18: 1e308 gave OverflowError; readings beyond 2^52 grid steps are refused by name."""
+    mech = DiscreteLaplaceMechanism(epsilon=1.0, sensitivity=1.0)
+    for bad in ([1e308], [0.0, -1e17]):
+        with pytest.raises(InvalidParameterError, match="magnitude"):
+            DiscreteLaplaceMechanism(epsilon=1.0, sensitivity=1.0, dimension=2).privatize(bad, rng=0)
+    limit = 2.0**52 * mech.resolution
+    assert abs(float(mech.privatize(limit, rng=0)) - limit) < 1e3 * mech.scale_value
+    with pytest.raises(InvalidParameterError, match="magnitude"):
+        mech.privatize(np.nextafter(limit, np.inf), rng=0)
+    with pytest.raises(InvalidParameterError, match="magnitude"):
+        DiscreteGaussianMechanism(epsilon=1.0, delta=0.1, sensitivity=1.0).privatize(1e308, rng=0)
+
+
+def test_extreme_budgets_are_refused_not_overflowing() -> None:
+    """Issue 18: DiscreteGaussianMechanism(epsilon=1e-300, delta=1e-300) raised OverflowError in dp_accounting."""
+    with pytest.raises(InvalidParameterError, match="grid steps"):
+        DiscreteGaussianMechanism(epsilon=1e-300, delta=1e-300, sensitivity=1.0)
+    with pytest.raises(InvalidParameterError, match="grid steps"):
+        DiscreteLaplaceMechanism(epsilon=1e-300, sensitivity=1.0)

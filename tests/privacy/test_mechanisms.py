@@ -220,3 +220,38 @@ def test_analytic_sigma_agrees_with_dp_accounting(eps: float, delta: float) -> N
 
     theirs = accountant.get_smallest_gaussian_noise(common.DifferentialPrivacyParameters(eps, delta), 1, 2.5)
     assert GaussianMechanism(epsilon=eps, delta=delta, sensitivity=2.5).sigma == pytest.approx(theirs, rel=1e-6)
+
+
+# --- issue 12, defects 2 and 10: regression tests -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "mech",
+    [GaussianMechanism(epsilon=1.0, delta=1e-5, sensitivity=0.8), LaplaceMechanism(epsilon=1.0, sensitivity=3.7)],
+    ids=["gauss", "laplace"],
+)
+def test_readings_whose_ulp_swamps_the_noise_are_refused(mech: GaussianMechanism | LaplaceMechanism) -> None:
+    """Defect 10: 1e17 with noise scale ~3.7 came back unchanged (oracle: np.spacing, replayed addition)."""
+    scale = mech.sigma if isinstance(mech, GaussianMechanism) else mech.scale
+    z = np.random.default_rng(0).standard_normal(1000) * scale
+    assert np.mean((1e17 + z) == 1e17) > 0.5  # the replayed float addition: the noise is mostly lost
+    with pytest.raises(InvalidParameterError, match="magnitude"):
+        mech.privatize([0.0, 1e17], rng=0)
+    with pytest.raises(InvalidParameterError, match="magnitude"):
+        mech.privatize(1e308, rng=0)
+    accepted = 2.0 ** math.floor(math.log2(scale * 2**44))  # ulp = 2^-8 scale or less: accepted
+    assert np.spacing(accepted) <= scale * 2**-8
+    out = mech.privatize(np.full(20_000, accepted), rng=1)
+    assert abs(np.std(out - accepted) / math.sqrt(mech.variance) - 1) < 0.05  # the noise survives rounding
+
+
+@pytest.mark.parametrize(
+    "mech",
+    [GaussianMechanism(epsilon=1.0, delta=1e-5, sensitivity=1.0), LaplaceMechanism(epsilon=1.0, sensitivity=1.0)],
+    ids=["gauss", "laplace"],
+)
+def test_float_guarantee_says_it_holds_only_for_idealised_noise(mech: GaussianMechanism | LaplaceMechanism) -> None:
+    """Defect 2 (mechanism side): the float release's guarantee names the real-valued idealisation and Mironov 2012."""
+    g = mech.guarantee()
+    assert "idealised real-valued noise only" in g.mechanism
+    assert "Mironov 2012" in g.source

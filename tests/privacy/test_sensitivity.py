@@ -6,11 +6,14 @@ import time
 import networkx as nx
 import numpy as np
 import pytest
+import scipy.linalg
 
-from dpcloak.domains import GraphDomain, Grid
+from dpcloak.domains import GraphDomain, Grid, Sites, proximity_graph
 from dpcloak.errors import InvalidParameterError
 from dpcloak.models import graph_diffusion, heat_kernel_1d, heat_kernel_2d, matrix_model
+from dpcloak.privacy.mechanisms import GaussianMechanism
 from dpcloak.privacy.sensitivity import (
+    Relation,
     complete_graph_delta2,
     complete_graph_delta2_published,
     condition_lower_bound,
@@ -19,6 +22,7 @@ from dpcloak.privacy.sensitivity import (
     heat1d_bound,
     heat1d_bound_published,
     l2_sensitivity,
+    relation_sensitivity,
     star_graph_delta2,
     star_graph_delta2_published,
     worst_neighbours,
@@ -64,15 +68,122 @@ def test_grid_model_sensitivity_equals_brute_force_over_edge_neighbours():
     assert l2_sensitivity(model) == pytest.approx(brute, rel=1e-12)
 
 
-def test_weighted_graph_divides_by_edge_length():
+def test_graph_with_lengths_divides_by_edge_length_in_metres_or_counts_hops():
     g = nx.path_graph(4)
-    g[1][2]["weight"] = 2.0
+    g[1][2]["length"] = 2.0
     model = graph_diffusion(GraphDomain(g), 0.4)
     A = model.todense()
-    want = max(
-        np.linalg.norm(A[:, 0] - A[:, 1]), np.linalg.norm(A[:, 1] - A[:, 2]) / 2.0, np.linalg.norm(A[:, 2] - A[:, 3])
-    )
-    assert l2_sensitivity(model) == pytest.approx(want, rel=1e-12)
+    d01, d12, d23 = (np.linalg.norm(A[:, k] - A[:, k + 1]) for k in range(3))
+    assert l2_sensitivity(model, unit="m") == pytest.approx(max(d01, d12 / 2.0, d23), rel=1e-12)
+    assert l2_sensitivity(model, alpha=3.0, unit="hops") == pytest.approx(3 * max(d01, d12, d23), rel=1e-12)
+    np.testing.assert_allclose(A, scipy.linalg.expm(-0.4 * nx.laplacian_matrix(nx.path_graph(4)).toarray()),
+                               atol=1e-12)  # lengths do not enter the operator
+
+
+def test_bare_alpha_on_a_graph_with_metre_lengths_is_refused():
+    """The issue's trap: α = 1 silently meant one metre. Now the unit must be said."""
+    pos = np.array([[0.0, 0.0], [120.0, 0.0], [240.0, 30.0], [90.0, 200.0], [300.0, 220.0]])
+    model = graph_diffusion(proximity_graph(pos, method="delaunay"), 2000.0)
+    with pytest.raises(InvalidParameterError, match=r"alpha needs its unit.*unit='m'"):
+        l2_sensitivity(model)
+    with pytest.raises(InvalidParameterError, match="unit='m' needs pairs with lengths"):
+        l2_sensitivity(heat_kernel_1d(5, 5, 0.1), unit="m")
+
+
+def test_metre_weighted_graph_gives_a_sensible_delta2_and_sigma_in_people():
+    """Edges 100–250 m long. Read as conductances (the old bug) the operator was fully mixed and Δ2 ≈ 1e-17;
+    with lengths and 1/d² conductances, one person moved 150 m changes the readings by a sizeable
+    fraction of a person, and σ at (1, 1e-5) is a few people: a usable, honest calibration."""
+    pos = np.array([[0.0, 0.0], [150.0, 0.0], [300.0, 0.0], [0.0, 150.0], [150.0, 150.0], [300.0, 150.0]])
+    graph = proximity_graph(pos, method="delaunay")
+    model = graph_diffusion(graph, 150.0**2 / 2)  # heat spreads about one block (sqrt(2 tau) = 150 m)
+    A = model.todense()
+    brute = max(np.linalg.norm(A[:, i] - A[:, j]) for i in range(6) for j in range(i + 1, 6)
+                if np.linalg.norm(pos[i] - pos[j]) <= 150.0 + 1e-9)
+    delta2 = relation_sensitivity(model, Relation.move(150.0, "m"))
+    assert delta2 == pytest.approx(brute, rel=1e-12)
+    assert 0.2 < delta2 < 1.5
+    sigma = GaussianMechanism(epsilon=1.0, delta=1e-5, sensitivity=delta2).sigma
+    assert 0.5 < sigma < 6.0
+    # the old reading of metre-valued edge weights as conductances: fully mixed, Δ2 at rounding level
+    mixed = nx.Graph()
+    for u, v, d in graph.graph.edges(data=True):
+        mixed.add_edge(u, v, conductance=d["length"])
+    assert relation_sensitivity(graph_diffusion(mixed, 150.0**2 / 2), Relation.move(1.0, "hops")) < 1e-12
+    # and naming the metres "weight" is refused with a message naming both attributes
+    weighted = nx.Graph([(u, v, {"weight": d["length"]}) for u, v, d in graph.graph.edges(data=True)])
+    with pytest.raises(InvalidParameterError, match=r"'length'.*'conductance'"):
+        graph_diffusion(weighted, 1.0)
+
+
+def _brute_relation(M, dist, alpha, kind):
+    n = M.shape[1]
+    move = max((np.linalg.norm(M[:, i] - M[:, j]) for i in range(n) for j in range(n)
+                if i != j and dist[i, j] <= alpha), default=0.0)
+    add = max(np.linalg.norm(M[:, i]) for i in range(n))
+    return {"move": move, "add-remove": add, "move-or-add-remove": max(move, add)}[kind]
+
+
+@pytest.mark.parametrize("kind", ["move", "add-remove", "move-or-add-remove"])
+@pytest.mark.parametrize("alpha", [12.0, 40.0, 500.0])
+def test_relation_sensitivity_equals_brute_force_over_count_vectors(kind, alpha):
+    """Oracle: enumerate every neighbouring pair of count vectors differing by one person (numpy, no dpcloak)."""
+    rng = np.random.default_rng(3)
+    pos = rng.uniform(0, 100, (15, 2))
+    sensors = rng.uniform(0, 100, (6, 2))
+    model = heat_kernel_2d(Sites(pos), sensors, 200.0)
+    dist = np.linalg.norm(pos[:, None] - pos[None], axis=2)
+    relation = Relation.add_remove() if kind == "add-remove" else Relation(kind, alpha, "m")
+    got = relation_sensitivity(model, relation)
+    assert got == pytest.approx(_brute_relation(model.todense(), dist, alpha, kind), rel=1e-12)
+    # and directly: the readings of two neighbouring count vectors differ by exactly that much at worst
+    M = model.todense()
+    f = rng.integers(1, 5, 15).astype(float)
+    worst = 0.0
+    for i in range(15):
+        for j in range(15):
+            g = f.copy()
+            if kind != "add-remove" and i != j and dist[i, j] <= alpha:
+                g[i] -= 1
+                g[j] += 1
+                worst = max(worst, np.linalg.norm(M @ f - M @ g))
+            if kind != "move" and i == j:
+                g[i] += 1
+                worst = max(worst, np.linalg.norm(M @ f - M @ g))
+    assert worst == pytest.approx(got, rel=1e-12)
+
+
+def test_relation_in_hops_on_a_grid_and_a_graph():
+    grid = Grid((4, 5), extent=(40.0, 50.0))
+    model = heat_kernel_2d(grid, [[5.0, 5.0], [35.0, 45.0], [20.0, 25.0]], 30.0)
+    M = model.todense()
+    rc = np.array([(a // 5, a % 5) for a in range(20)])
+    hops = np.abs(rc[:, None] - rc[None]).sum(axis=2)
+    assert relation_sensitivity(model, Relation.move(2, "hops")) == pytest.approx(
+        _brute_relation(M, hops, 2, "move"), rel=1e-12)
+    # metres on a grid: Euclidean distance between cell centres (10 m apart)
+    metres = np.linalg.norm(10.0 * (rc[:, None] - rc[None]), axis=2)
+    assert relation_sensitivity(model, Relation.move(15.0, "m")) == pytest.approx(
+        _brute_relation(M, metres, 15.0, "move"), rel=1e-12)
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda m: relation_sensitivity(m, Relation.move(5.0)), r"alpha=5 m is smaller than the smallest distance"),
+        (lambda m: relation_sensitivity(m, Relation.move(0.5, "hops")), "needs a graph or grid"),
+        (lambda m: Relation("move", 10.0), "relation unit must be given"),
+        (lambda m: Relation("move", 10.0, "km"), "relation unit must be one of 'm', 'hops'"),
+        (lambda m: Relation("add-remove", 3.0), "takes no alpha"),
+        (lambda m: Relation("swap", 3.0, "m"), "relation kind must be one of"),
+        (lambda m: Relation.move(-1.0), r"relation alpha must lie in \(0, inf\)"),
+        (lambda m: relation_sensitivity(m, "move 5 m"), "relation must be a Relation"),
+    ],
+)
+def test_relation_refusals_are_clear(call, match):
+    model = heat_kernel_2d(Sites([[0.0, 0.0], [10.0, 0.0], [0.0, 30.0]]), [[1.0, 1.0]], 50.0)
+    with pytest.raises(InvalidParameterError, match=match):
+        call(model)
 
 
 def test_plain_matrix_is_accepted():
@@ -123,7 +234,7 @@ def test_condition_number_matches_numpy():
     [
         lambda: nx.path_graph(12),
         lambda: nx.star_graph(7),
-        lambda: nx.karate_club_graph(),
+        lambda: GraphDomain(nx.karate_club_graph(), conductance="weight"),
         lambda: nx.stochastic_block_model([30, 30], [[0.3, 0.02], [0.02, 0.3]], seed=1),
     ],
 )

@@ -181,9 +181,9 @@ def _audit(mechanism: Callable[..., Any], neighbours: Any, **options: Any) -> Ca
 def _additive(privatize: Callable[..., NDArray[Any]], factor: float = 1.0) -> Callable[..., NDArray[Any]]:
     """Vectorized scalar mechanism ``(value, rng, size) ->`` outputs; ``factor`` scales the noise (a bug)."""
     def mechanism(value: float, rng: np.random.Generator, size: int) -> NDArray[Any]:
-        x = np.full(size, float(value))
+        x = np.full((size, 1), float(value))  # size independent one-coordinate releases
         out = np.asarray(privatize(x, rng=rng), dtype=float)
-        return x + factor * (out - x)
+        return (x + factor * (out - x)).ravel()
     return mechanism
 
 

@@ -33,10 +33,20 @@ Corrections to the thesis, each found while checking its proofs (details in each
 * Theorem 10.8's proof bounds ``Σ_i √((p_i+e^{2ε}q_i)/r)`` by ``√(n/r)(1+e^{2ε})`` and concludes
   ``r ≥ 4n(1+e^{2ε})²/α²``; Cauchy–Schwarz gives ``√(n(1+e^{2ε})/r)``, which is exactly what
   Algorithm 4's ``λ = max{4n(1+e^{2ε}), 12(1+e^{2ε})}/α²`` needs. We use Algorithm 4's λ.
-  Algorithm 4 also sums ``z_i`` over ``i ∈ [r]`` and loops over ``[m]``; both mean ``[n]``.
+  Algorithm 4 also sums ``z_i`` over ``i ∈ [r]`` and loops over ``[m]``; both mean ``[n]`` (harmless
+  in effect: ``z_i = 0`` beyond ``n`` and ``P(r < n) < e^{−100}`` at Algorithm 4's λ).
+  The same proof splits Chebyshev's integral ``∫_0^∞ min{1, Var/(x − E)²} dx`` at ``√(Var + E)``
+  where ``√Var + E`` is meant (``E = E[Z_i] ≤ 0``; ``Var + E`` is typically negative). The correct
+  split gives ``2√Var + E``, not the printed ``√(Var+E) + √Var``; the conclusion
+  ``E max{0, Z_i} ≤ √Var`` still holds, since ``max{0, Z_i} ≤ (Z_i − E Z_i)⁺`` has mean ``≤ √Var/2``.
 * Theorem 10.11 states proximity ``10α``, but its own chain of ratios multiplies to
   ``e^{4α+α+ε+2α+α+4α} = e^{ε+12α}``; we report ``12α``. Its ``λ = ln n/(α²β²)`` does not make the
   proof's union bounds ≤ 1/6 (e.g. ``n = 8``, ``α = 0.1``); we use the constants the proof needs.
+  It also calls Algorithm 6 an "ε-aDP" tester: it tests pure ε-DP (pDP). Its proof (and
+  Algorithm 6's test ``e^{−α} ≤ x_i/(Q_0)_i ≤ e^α``) compares raw counts ``x_i ≈ r(Q_0)_i`` with
+  probabilities; ``x_i/r`` is meant (with counts every honest pair is rejected). Its soundness
+  sentence "ACCEPT implies (P_0, P_1) is at least (ε + 10α)-pDP" should read "at most ε + 12α".
+  Each of these is checked in ``tests/errata/test_mcmillan_thesis.py``.
 """
 
 from __future__ import annotations

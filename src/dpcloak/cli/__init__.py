@@ -38,16 +38,29 @@ COMMANDS: dict[str, tuple[str, str]] = {
 
 @cache
 def short_help(name: str) -> str:
-    """First docstring line of command ``name``'s function (or of its group's module), read without importing it."""
+    """First help line of command ``name`` (function docstring or a group's ``help=``), read without importing it."""
     module, attribute = COMMANDS[name]
     package, _, leaf = module.rpartition(".")
     tree = ast.parse(resources.files(package).joinpath(f"{leaf}.py").read_text(encoding="utf-8"))
-    doc = next(
-        (ast.get_docstring(node) for node in tree.body if isinstance(node, ast.FunctionDef) and node.name == attribute),
-        None,
-    )
+    doc = next((_own_help(node, attribute) for node in tree.body if _own_help(node, attribute) is not None), None)
     doc = doc or ast.get_docstring(tree) or ""
     return doc.strip().splitlines()[0] if doc.strip() else ""
+
+
+def _own_help(node: ast.stmt, attribute: str) -> str | None:
+    """The help of ``attribute`` if ``node`` defines it: a function's docstring, or ``typer.Typer(help=...)``."""
+    if isinstance(node, ast.FunctionDef) and node.name == attribute:
+        return ast.get_docstring(node)
+    if (
+        isinstance(node, ast.Assign)
+        and any(isinstance(target, ast.Name) and target.id == attribute for target in node.targets)
+        and isinstance(node.value, ast.Call)
+    ):
+        for keyword in node.value.keywords:
+            value = keyword.value
+            if keyword.arg == "help" and isinstance(value, ast.Constant) and isinstance(value.value, str):
+                return value.value
+    return None
 
 
 @cache

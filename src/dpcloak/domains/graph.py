@@ -12,7 +12,10 @@ from numpy.typing import NDArray
 from dpcloak.domains.base import Domain
 from dpcloak.errors import DisconnectedGraphError, InvalidParameterError
 
-__all__ = ["GraphDomain"]
+__all__ = ["GraphDomain", "AMBIGUOUS_EDGE_ATTRIBUTE"]
+
+#: Edge attribute refused because it has been read both as a length and as a conductance.
+AMBIGUOUS_EDGE_ATTRIBUTE = "weight"
 
 
 @dataclass(frozen=True, eq=False)
@@ -23,18 +26,30 @@ class GraphDomain(Domain):
     ----------
     graph : networkx.Graph
         Undirected graph with at least one node. Node order is ``list(graph.nodes)``.
-    weight : str, default "weight"
-        Edge attribute holding positive edge lengths; edges without it have length 1.
+    length : str, default "length"
+        Edge attribute holding the edge's positive *length* (e.g. metres): it defines the ground
+        metric (shortest paths, the EMD) and the privacy relation. Edges without it are one hop long.
+    conductance : str, default "conductance"
+        Edge attribute holding the edge's positive *conductance*: how fast heat flows along it,
+        ``L = D − W`` with ``W`` the conductances (:meth:`laplacian`, graph diffusion). Edges
+        without it conduct 1.
 
     Notes
     -----
-    The ground metric is the weighted shortest-path distance, which requires a connected graph:
-    :meth:`distances` raises :class:`~dpcloak.errors.DisconnectedGraphError` otherwise. A move of
-    unit mass along an edge of length ``w`` is a ``w``-step for the privacy relation.
+    The two are different physical quantities with opposite effects (a long edge is a weak
+    conductor), so they live in two attributes. An edge attribute ``"weight"`` is refused unless
+    it is named as one of the two (e.g. ``conductance="weight"`` for networkx's weighted example
+    graphs): it used to be read as a conductance by the diffusion model and as a length by the
+    metric, and metre-valued weights silently gave a fully mixed operator (Δ2 ≈ 1e-17).
+    :func:`dpcloak.domains.proximity_graph` builds graphs from positions with both attributes set.
+
+    The ground metric is the shortest-path distance in ``length``, which requires a connected
+    graph: :meth:`distances` raises :class:`~dpcloak.errors.DisconnectedGraphError` otherwise.
     """
 
     graph: nx.Graph
-    weight: str = "weight"
+    length: str = "length"
+    conductance: str = "conductance"
     nodes: list[Any] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -44,17 +59,34 @@ class GraphDomain(Domain):
             raise InvalidParameterError("graph must be undirected, got a directed graph")
         if self.graph.number_of_nodes() == 0:
             raise InvalidParameterError("graph must have at least one node, got an empty graph")
+        if self.length == self.conductance:
+            raise InvalidParameterError(
+                f"length and conductance must be different edge attributes, both are {self.length!r}"
+            )
+        unnamed = AMBIGUOUS_EDGE_ATTRIBUTE not in (self.length, self.conductance)
         for u, v, data in self.graph.edges(data=True):
-            w = data.get(self.weight, 1.0)
-            if not (isinstance(w, int | float | np.number) and np.isfinite(w) and w > 0):
+            if unnamed and AMBIGUOUS_EDGE_ATTRIBUTE in data:
                 raise InvalidParameterError(
-                    f"edge ({u!r}, {v!r}) must have a finite positive {self.weight!r}, got {w!r}"
+                    f"edge ({u!r}, {v!r}) has a {AMBIGUOUS_EDGE_ATTRIBUTE!r} attribute, which is ambiguous: store "
+                    f"a distance (metres) as {self.length!r} (the metric and the privacy relation) and a heat-flow "
+                    f"rate as {self.conductance!r} (graph diffusion)"
                 )
+            for attribute in (self.length, self.conductance):
+                w = data.get(attribute, 1.0)
+                if not (isinstance(w, int | float | np.number) and np.isfinite(w) and w > 0):
+                    raise InvalidParameterError(
+                        f"edge ({u!r}, {v!r}) must have a finite positive {attribute!r}, got {w!r}"
+                    )
         object.__setattr__(self, "nodes", list(self.graph.nodes))
 
     @property
     def size(self) -> int:
         return len(self.nodes)
+
+    @property
+    def has_lengths(self) -> bool:
+        """Whether some edge carries an explicit ``length`` (otherwise every edge is one hop)."""
+        return any(self.length in data for _, _, data in self.graph.edges(data=True))
 
     def is_connected(self) -> bool:
         """Whether the graph is connected."""
@@ -74,7 +106,7 @@ class GraphDomain(Domain):
             if i == j:
                 continue
             pairs.append((min(i, j), max(i, j)))
-            lengths.append(float(data.get(self.weight, 1.0)))
+            lengths.append(float(data.get(self.length, 1.0)))
         if not pairs:
             return np.zeros((0, 2), dtype=np.intp), np.zeros(0)
         return np.asarray(pairs, dtype=np.intp), np.asarray(lengths)
@@ -83,6 +115,7 @@ class GraphDomain(Domain):
         return self._edge_arrays()[0]
 
     def neighbour_steps(self) -> NDArray[np.float64]:
+        """Each edge's ``length`` (1 hop where it has none)."""
         return self._edge_arrays()[1]
 
     def coordinates(self) -> NDArray[np.float64] | None:
@@ -92,17 +125,25 @@ class GraphDomain(Domain):
             return None
         return np.asarray([pos[v] for v in self.nodes], dtype=float)
 
-    def adjacency(self) -> Any:
-        """Weighted sparse adjacency matrix (CSR) in node order."""
-        return nx.to_scipy_sparse_array(self.graph, nodelist=self.nodes, weight=self.weight, format="csr")
+    def adjacency(self, attribute: str | None = None) -> Any:
+        """Sparse adjacency matrix (CSR) in node order holding ``attribute`` (default: the lengths)."""
+        key = self.length if attribute is None else attribute
+        return nx.to_scipy_sparse_array(self.graph, nodelist=self.nodes, weight=key, format="csr")
 
     def laplacian(self) -> Any:
-        """Sparse graph Laplacian ``L = D - W`` (CSR) in node order, ``W`` the edge weights."""
+        """Sparse graph Laplacian ``L = D − W`` (CSR) in node order, ``W`` the edge conductances."""
         import scipy.sparse as sp
 
-        w = self.adjacency().astype(float)
+        w = self.adjacency(self.conductance).astype(float)
         degree = np.asarray(w.sum(axis=1)).ravel()
         return (sp.diags(degree) - w).tocsr()
+
+    def hop_distances(self) -> NDArray[np.float64]:
+        """The dense ``(size, size)`` matrix of shortest-path distances counted in edges (hops)."""
+        from scipy.sparse.csgraph import shortest_path
+
+        self.require_connected()
+        return np.asarray(shortest_path(self.adjacency(), method="D", directed=False, unweighted=True))
 
     def distances(self) -> NDArray[np.float64]:
         from scipy.sparse.csgraph import shortest_path

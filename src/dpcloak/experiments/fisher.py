@@ -414,7 +414,7 @@ Laplace noise (b = √(ϑ/2)) has Fisher information 2/ϑ and the optimal Gaussi
 quadrature. The Cramér–Rao bounds on the pseudo-inverse estimator are a(x) + 1/(J·CCᵀ) with
 a(x) = ‖(I − C†C)x‖²; their ratio ranges over the box between 1 + κ (at max a) and 2 (at a = 0, x = 0).
 Discrepancies: Proposition 3 prints b = ε/Δ (the proof gives b = Δ/ε), so "Q = ϑ gives Δ√(ϑ/2)-DP" is
-Δ√(2/ϑ)-DP; Example 2 / §5 divide by (CCᵀ)² instead of CCᵀ (the printed bound then exceeds the error
+Δ√(2/ϑ)-DP; §5 (not Example 2) divides by (CCᵀ)² instead of CCᵀ (the printed bound then exceeds the error
 the pseudo-inverse estimator attains); and the printed κ, built from max a, is the infimum of the
 ratio, not its supremum.""",
 )

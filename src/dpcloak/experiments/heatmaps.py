@@ -77,7 +77,9 @@ def _releases(params: Mapping[str, Any], rng: np.random.Generator, methods: Sequ
     agg = bound_users(data.users, data.x, data.y, resolution=int(params["resolution"]))
     out = {}
     for name in methods:
-        out[name] = heatmap_from_aggregate(agg, epsilon=float(params["epsilon"]), rng=rng, **METHODS[name])
+        # Experiments need reproducible noise: float Laplace, chosen explicitly (releases default to "secure").
+        out[name] = heatmap_from_aggregate(agg, epsilon=float(params["epsilon"]), rng=rng, noise="float",
+                                           **METHODS[name])
     return agg, out
 
 
@@ -92,7 +94,7 @@ def metrics_trial(params: Mapping[str, Any], rng: np.random.Generator) -> dict[s
         for metric in METRICS:
             row[f"{metric}_{name}"] = float(getattr(s, metric))
     row["emd"] = row["emd_ours"]
-    row["solve_time"] = float(rel["ours"].timings["total"])
+    row["solve_time"] = float(rel["ours"].curator.timings["total"])
     row["wall_time"] = time.perf_counter() - t0
     return row
 
@@ -416,7 +418,7 @@ def shuffle_trial(params: Mapping[str, Any], rng: np.random.Generator) -> dict[s
     b = int(params["B"])
     row: dict[str, Any] = {}
     if b == 0:
-        est = heatmap_from_aggregate(agg, epsilon=eps, rng=rng).aggregate
+        est = heatmap_from_aggregate(agg, epsilon=eps, rng=rng, noise="float").aggregate
         row["bits_per_user"] = row["messages_per_user"] = float("nan")
     else:
         rel = shuffle_pyramid(data.users, data.x, data.y, epsilon=eps, delta=float(params["delta"]),

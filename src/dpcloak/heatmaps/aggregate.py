@@ -20,8 +20,8 @@ setting for deployment.
 ``"secure"`` (**meant for deployment**, with ``rng=None``: uniform integers from the OS CSPRNG,
 :mod:`secrets`; a seed or Generator makes it reproducible and not cryptographically secure) draws
 each level's noise as exact discrete Laplace on the grid g = 2^-K, K = :data:`FIXED_POINT_BITS` = 36,
-with :class:`~dpcloak.privacy.discrete.DiscreteLaplaceMechanism` (Canonne, Kamath & Steinke 2020,
-Algorithm 2: integer arithmetic only). Why this grid and why it keeps ε_i-DP per level:
+with :func:`~dpcloak.privacy.discrete.discrete_laplace_noise` (integer arithmetic only). Why this grid
+and why it keeps ε_i-DP per level:
 
 * Every per-user weight is a multiple of 2^-36 (:mod:`dpcloak.heatmaps.data`), so every level sum is
   exactly P_i s = g·S_i with S_i an integer vector; no rounding happens (g = 2^-36 is the coarsest
@@ -31,12 +31,13 @@ Algorithm 2: integer arithmetic only). Why this grid and why it keeps ε_i-DP pe
   number of grid steps.
 * With Y i.i.d. discrete Laplace, P(y) ∝ e^{−|y|/b} on ℤ, and neighbouring S, S′,
   P(S + Y = v)/P(S′ + Y = v) = Π_c exp((|v_c − S′_c| − |v_c − S_c|)/b) ≤ exp(‖S − S′‖₁/b) ≤ exp(2^36/b),
-  the same argument as for the continuous Laplace mechanism. The mechanism calibrates
-  b = (⌊1/g⌋ + 1)/ε_i = (2^36 + 1)/ε_i grid steps (its +1 allows for rounding, which cannot occur
-  here), so each level is (ε_i · 2^36/(2^36 + 1))-DP, hence ε_i-DP, and the ε_i still sum to ε.
+  the same argument as for the continuous Laplace mechanism. The scale sampled is the rational
+  b = :func:`~dpcloak.privacy.discrete.laplace_grid_scale` (ε_i, 2^36) ≥ 2^36/ε_i grid steps (equal, or
+  rounded up by less than 2^-56 relative), so 2^36/b ≤ ε_i exactly: each level is ε_i-DP and the ε_i
+  sum to ε.
 * The released g·(S_i + Y) is a fixed function of an exact integer: post-processing, nothing leaks
-  through low-order bits. In count units the noise scale is b·g = (1 + 2^-36)/ε_i, the textbook
-  1/ε_i to within 1.5·10^-11 relative, so the accuracy is that of ``"float"``.
+  through low-order bits. In count units the noise scale is b·g = 1/ε_i (to 2^-56 relative), the
+  textbook scale, so the accuracy is that of ``"float"``.
 
 The exact sampler is pure Python (one draw per cell, a few µs to tens of µs each), so ``"secure"``
 costs about Σ_i 4^i draws: seconds, not milliseconds, at Δ = 256.
@@ -56,7 +57,7 @@ from dpcloak._validation import check_choice, check_int, check_real
 from dpcloak.errors import InvalidParameterError
 from dpcloak.heatmaps.data import FIXED_POINT_BITS, UserAggregate
 from dpcloak.heatmaps.pyramid import pyramid_levels
-from dpcloak.privacy.discrete import DiscreteLaplaceMechanism
+from dpcloak.privacy.discrete import discrete_laplace_noise, laplace_grid_scale
 from dpcloak.privacy.mechanisms import LaplaceMechanism, PrivacyGuarantee
 
 __all__ = [
@@ -66,6 +67,7 @@ __all__ = [
     "noise_randomness",
     "laplace_level",
     "laplace_description",
+    "FLOAT_CAVEAT",
     "LevelBudget",
     "NoisyPyramid",
     "level_budget",
@@ -128,16 +130,23 @@ def laplace_level(fixed: NDArray[np.int64], *, epsilon: float, noise: str, rng: 
     if check_choice("noise", noise, NOISES) == "float":
         mech = LaplaceMechanism(epsilon=epsilon, sensitivity=1.0, neighbouring=USER_NEIGHBOURING)
         return LevelNoise(mech.privatize(fixed.astype(np.float64) / float(1 << FIXED_POINT_BITS), rng=rng), mech.scale)
-    exact = DiscreteLaplaceMechanism(epsilon=epsilon, sensitivity=1.0, resolution=_GRID, neighbouring=USER_NEIGHBOURING)
-    values = exact.privatize_grid(fixed.ravel().tolist(), rng=rng).reshape(fixed.shape)
-    return LevelNoise(values, exact.scale_value)
+    scale = laplace_grid_scale(epsilon=epsilon, grid_sensitivity=1 << FIXED_POINT_BITS)
+    noisy = fixed + discrete_laplace_noise(scale, fixed.size, rng=rng).reshape(fixed.shape)
+    return LevelNoise(noisy.astype(np.float64) * _GRID, float(scale) * _GRID)
+
+
+FLOAT_CAVEAT = (
+    "float noise: the guarantee holds only for idealised real-valued noise; IEEE-double Laplace samples leak "
+    "through their low-order bits (Mironov 2012), use noise='secure' for a release"
+)
+"""Appended to the mechanism of every ``noise="float"`` guarantee."""
 
 
 def laplace_description(scale: float, noise: str) -> str:
-    """How a release's noise is named in its guarantee: ``Lap(b)`` or its exact discrete version."""
+    """How a release's noise is named in its guarantee: ``Lap(b)`` (with :data:`FLOAT_CAVEAT`) or the exact one."""
     if noise == "secure":
         return f"exact discrete Laplace (CKS 2020) on grid 2^-{FIXED_POINT_BITS}, scale {scale:.6g}"
-    return f"Laplace Lap({scale:.6g})"
+    return f"Laplace Lap({scale:.6g}) [{FLOAT_CAVEAT}]"
 
 
 def default_start_level(w: int) -> int:
@@ -256,8 +265,8 @@ class NoisyPyramid:
         The per-level ε_i.
     scales : tuple of float
         Laplace scales b_i = 1/ε_i actually used (re-checked by :class:`LaplaceMechanism`).
-    resolution, n_users : int
-        Δ and the number of users n.
+    resolution : int
+        Δ.
     privacy : PrivacyGuarantee or None
         Set by other protocols producing the same release (e.g. the shuffle model of
         :mod:`dpcloak.heatmaps.shuffle`); ``None`` means the central Laplace guarantee below.
@@ -269,15 +278,15 @@ class NoisyPyramid:
     Each level is the Laplace mechanism with ℓ1 sensitivity 1 (a user's p_i has ‖P_i p_i‖₁ ≤ 1) at
     ε_i; by basic composition the release is (Σ ε_i)-DP = ε-DP under add/remove-one-user
     (Ghazi et al., Theorem 3.1, privacy analysis); with ``noise="secure"`` each level is the exact
-    discrete Laplace mechanism at ε_i on the 2^-36 grid (module docstring). ``n_users`` is released
-    in the clear as metadata.
+    discrete Laplace mechanism at ε_i on the 2^-36 grid (module docstring). With ``noise="float"`` the
+    guarantee holds for idealised real-valued noise only (:data:`FLOAT_CAVEAT`). Nothing else about
+    the input (such as the number of users) is part of the release.
     """
 
     levels: tuple[NDArray[np.float64], ...]
     budget: LevelBudget
     scales: tuple[float, ...]
     resolution: int
-    n_users: int
     privacy: PrivacyGuarantee | None = None
     noise: str = "float"
 
@@ -301,6 +310,7 @@ class NoisyPyramid:
                 f"hierarchical {'exact discrete ' if self.noise == 'secure' else ''}Laplace on pyramid levels "
                 f"{self.start_level}..{self.depth}, "
                 f"ε_i = γ^|i−q| ε/Z (γ={self.budget.gamma:.6g}, q={self.budget.q})"
+                + ("" if self.noise == "secure" else f" [{FLOAT_CAVEAT}]")
             ),
             source="seed 003 Algorithm 1 and Theorem 3.1 (basic composition over levels)",
         )
@@ -366,5 +376,5 @@ def hierarchical_laplace(
                 for level_sums, eps_i in zip(exact, budget.epsilons, strict=True)]
     return NoisyPyramid(
         levels=tuple(r.values for r in released), budget=budget, scales=tuple(r.scale for r in released),
-        resolution=agg.resolution, n_users=agg.n_users, noise=noise,
+        resolution=agg.resolution, noise=noise,
     )

@@ -3,10 +3,16 @@
 ``private_heatmap`` runs per-user bounding → Algorithm 1 → RECONSTRUCT (Ghazi et al.); ``laplace_baseline``
 runs per-user bounding → the [LXD+19] baseline. Both return :class:`HeatmapResult`.
 
-Every front end takes ``noise="float"|"secure"``: ``"float"`` (default) is numpy Laplace noise for
-experiments and simulation; ``"secure"`` with ``rng=None`` is **the setting for deployment** — exact
-discrete Laplace on the 2^-36 fixed-point grid drawn from the OS CSPRNG, immune to the floating-point
-attack of Mironov (2012), same ε (:mod:`dpcloak.heatmaps.aggregate`).
+Every front end defaults to ``noise="secure"``: exact discrete Laplace on the 2^-36 fixed-point grid
+drawn from the OS CSPRNG, immune to the floating-point attack of Mironov (2012), same ε
+(:mod:`dpcloak.heatmaps.aggregate`). A seed or Generator is refused with ``"secure"`` unless the caller
+opts into ``simulation=True`` (:func:`~dpcloak.heatmaps.release.release_randomness`).
+``noise="float"`` (numpy Laplace) is an explicit choice for experiments and simulation; its
+guarantee says that it holds for idealised real-valued noise only.
+
+What a :class:`HeatmapResult` releases is the DP aggregate and public parameters; the exact number of
+users and points and the stage timings are in its ``curator`` field
+(:class:`~dpcloak.heatmaps.release.CuratorDiagnostics`), labelled not private.
 """
 
 from __future__ import annotations
@@ -22,10 +28,11 @@ from numpy.typing import ArrayLike, NDArray
 from dpcloak._rng import RngLike
 from dpcloak._validation import check_choice, check_int, check_real
 from dpcloak.errors import InvalidParameterError
-from dpcloak.heatmaps.aggregate import check_aggregate, hierarchical_laplace, noise_randomness
+from dpcloak.heatmaps.aggregate import check_aggregate, hierarchical_laplace
 from dpcloak.heatmaps.baselines import laplace_cells
 from dpcloak.heatmaps.data import UserAggregate, bound_users, check_resolution
 from dpcloak.heatmaps.reconstruct import reconstruct
+from dpcloak.heatmaps.release import CuratorDiagnostics, release_randomness
 from dpcloak.heatmaps.render import render
 from dpcloak.privacy.mechanisms import PrivacyGuarantee
 
@@ -44,43 +51,57 @@ METHODS = ("pyramid", "laplace", "dense")
 
 @dataclass(frozen=True)
 class HeatmapResult:
-    """A released heatmap aggregate.
+    """A released heatmap aggregate, and apart from it the curator's (non-private) diagnostics.
 
     Attributes
     ----------
     aggregate : ndarray, shape (Δ, Δ)
-        â ≥ 0 with Σ â = 1 (rows are y, columns x).
+        â ≥ 0 with Σ â = 1 (rows are y, columns x): the DP output.
     method : str
-        ``"pyramid"`` (Algorithms 1–2), ``"laplace"`` ([LXD+19] baseline, ``top_percent`` in ``details``)
-        or ``"dense"`` (Appendix D).
+        ``"pyramid"`` (Algorithms 1–2), ``"laplace"`` ([LXD+19] baseline) or ``"dense"`` (Appendix D).
     epsilon : float
         Total ε spent.
-    resolution, n_users, n_points : int
-        Δ, the number of users and of input points.
+    resolution : int
+        Δ (public).
+    noise : {"secure", "float"}
+        How the noise was drawn.
     privacy : PrivacyGuarantee
         What :meth:`guarantee` returns.
-    timings : mapping of str to float
-        Seconds per stage (``bound``, ``noise``, ``reconstruct``, ``normalize``, ``total``).
+    parameters : mapping
+        The method's public parameters (w, γ, q, per-level ε_i; top_percent; population or ε_count).
+    details : mapping
+        Numbers derived from the DP output only (post-processing): LP size and objective, cells kept,
+        the coarse resolution and the noisy user count of the dense method.
     degenerate : bool
         True when the private estimate was all zero and the uniform distribution was returned.
-    details : mapping
-        Method-specific numbers (w, γ, q, LP size, kept cells, ...).
+    curator : CuratorDiagnostics
+        **Not private**: exact n_users, n_points and timings, for the data holder only; not part of
+        the release.
     """
 
     aggregate: NDArray[np.float64]
     method: str
     epsilon: float
     resolution: int
-    n_users: int
-    n_points: int
+    noise: str
     privacy: PrivacyGuarantee
-    timings: Mapping[str, float]
+    parameters: Mapping[str, Any]
+    curator: CuratorDiagnostics
     degenerate: bool = False
     details: Mapping[str, Any] = field(default_factory=dict)
 
     def guarantee(self) -> PrivacyGuarantee:
         """ε-DP under add/remove-one-user (see the method's docstring)."""
         return self.privacy
+
+    def public_summary(self) -> dict[str, Any]:
+        """The release's public parameters and guarantee (JSON-ready); nothing computed from the exact data."""
+        g = self.privacy
+        return {
+            "method": self.method, "noise": self.noise, "resolution": self.resolution, "kind": g.kind,
+            "epsilon": g.epsilon, "delta": g.delta, "neighbouring": g.neighbouring, "mechanism": g.mechanism,
+            **{k: (list(v) if isinstance(v, tuple) else v) for k, v in self.parameters.items()},
+        }
 
     def render(self, *, sigma: float) -> NDArray[np.float64]:
         """H^σ of the released aggregate (§2.3)."""
@@ -109,9 +130,11 @@ def heatmap_from_aggregate(
     w: int = 20,
     gamma: float = 2**-0.5,
     top_percent: float | None = None,
+    population: float | None = None,
     rng: RngLike = None,
     timings: Mapping[str, float] | None = None,
-    noise: str = "float",
+    noise: str = "secure",
+    simulation: bool = False,
 ) -> HeatmapResult:
     """Release a heatmap from an already bounded aggregate (used by every front end and the experiments).
 
@@ -127,25 +150,30 @@ def heatmap_from_aggregate(
         Parameters of the pyramid method.
     top_percent : float or None
         Threshold of the baseline (``None``: plain baseline).
+    population : float or None
+        dense: a public estimate of the number of users that fixes the coarse grid; ``None`` spends
+        10 % of ε on a noisy count instead (:func:`~dpcloak.heatmaps.dense.dense_aggregate`).
     rng : Generator, int or None
-        Randomness.
+        Randomness (see ``noise``).
     timings : mapping, optional
-        Earlier stage timings to merge (e.g. ``bound``).
-    noise : {"float", "secure"}
-        ``"float"`` (default): numpy Laplace noise, for experiments (results and seeds as before).
-        ``"secure"``: exact discrete Laplace on the 2^-36 grid, **meant for deployment** with
-        ``rng=None`` (OS CSPRNG); a seed makes it reproducible. Same ε; pure Python, so slower.
+        Earlier stage timings to merge into the curator's diagnostics (e.g. ``bound``).
+    noise : {"secure", "float"}
+        ``"secure"`` (default): exact discrete Laplace on the 2^-36 grid from the OS CSPRNG (``rng``
+        must be ``None`` unless ``simulation=True``). ``"float"``: numpy Laplace, for experiments and
+        simulation; its guarantee holds for idealised real-valued noise only.
+    simulation : bool
+        Allow a seed or Generator with ``noise="secure"`` (reproducible, hence not a private release).
 
     Privacy guarantee
     -----------------
     ε-DP under add/remove-one-user for every method (see :func:`private_heatmap`, :func:`laplace_baseline`,
-    :func:`~dpcloak.heatmaps.dense.dense_aggregate`); ``n_users`` and ``n_points`` are reported in the
-    clear as metadata.
+    :func:`~dpcloak.heatmaps.dense.dense_aggregate`), for the released aggregate, ``parameters`` and
+    ``details``; ``curator`` is not private and is not part of the release.
     """
     agg = check_aggregate(aggregate)
     meth = check_choice("method", method, METHODS)
     check_real("epsilon", epsilon, low=0.0)
-    gen = noise_randomness(rng, noise)
+    gen = release_randomness(rng, noise, simulation=simulation)
     times = dict(timings or {})
     details: dict[str, Any] = {}
     t0 = time.perf_counter()
@@ -155,28 +183,34 @@ def heatmap_from_aggregate(
         t1 = time.perf_counter()
         rec = reconstruct(noisy, w=width)
         estimate, privacy = rec.estimate, noisy.guarantee()
-        details.update(w=width, gamma=noisy.budget.gamma, q=noisy.budget.q, epsilons=noisy.budget.epsilons,
-                       lp_variables=rec.n_variables, lp_objective=rec.objective)
+        params: dict[str, Any] = dict(w=width, gamma=noisy.budget.gamma, q=noisy.budget.q,
+                                      levels=noisy.budget.levels, level_epsilons=noisy.budget.epsilons)
+        details.update(lp_variables=rec.n_variables, lp_objective=rec.objective)
     elif meth == "laplace":
         rel = laplace_cells(agg, epsilon=epsilon, top_percent=top_percent, rng=gen, noise=noise)
         t1 = time.perf_counter()
         estimate, privacy = rel.estimate, rel.guarantee()
-        details.update(top_percent=top_percent, kept=rel.kept)
+        params = dict(top_percent=top_percent)
+        details.update(kept=rel.kept)
     else:
         from dpcloak.heatmaps.dense import dense_aggregate
 
-        dense = dense_aggregate(agg, epsilon=epsilon, rng=gen, noise=noise)
+        dense = dense_aggregate(agg, epsilon=epsilon, population=population, rng=gen, noise=noise)
         t1 = time.perf_counter()
         estimate, privacy = dense.estimate, dense.guarantee()
+        params = dict(population=population, count_epsilon=dense.count_epsilon, cell_epsilon=dense.cell_epsilon)
         details.update(coarse_resolution=dense.coarse_resolution)
+        if population is None:
+            details.update(noisy_user_count=dense.population)
     t2 = time.perf_counter()
     normalized, degenerate = normalize(estimate)
     t3 = time.perf_counter()
     times.update(noise=t1 - t0, reconstruct=t2 - t1, normalize=t3 - t2)
     times["total"] = sum(v for k, v in times.items() if k != "total")
     return HeatmapResult(
-        aggregate=normalized, method=meth, epsilon=float(epsilon), resolution=agg.resolution, n_users=agg.n_users,
-        n_points=agg.n_points, privacy=privacy, timings=times, degenerate=degenerate, details=details,
+        aggregate=normalized, method=meth, epsilon=float(epsilon), resolution=agg.resolution, noise=noise,
+        privacy=privacy, parameters=params, degenerate=degenerate, details=details,
+        curator=CuratorDiagnostics(n_users=agg.n_users, n_points=agg.n_points, timings=times),
     )
 
 
@@ -196,7 +230,8 @@ def private_heatmap(
     w: int = 20,
     gamma: float = 2**-0.5,
     rng: RngLike = None,
-    noise: str = "float",
+    noise: str = "secure",
+    simulation: bool = False,
 ) -> HeatmapResult:
     """ε-DP heatmap aggregate by Algorithms 1 and 2 of Ghazi et al. ("Differentially Private Heatmaps").
 
@@ -215,11 +250,13 @@ def private_heatmap(
     gamma : float
         Budget decay rate γ (paper: 1/√2).
     rng : Generator, int or None
-        Randomness.
-    noise : {"float", "secure"}
-        ``"float"`` (default): numpy Laplace noise, for experiments (results and seeds as before).
-        ``"secure"``: exact discrete Laplace on the 2^-36 grid, **meant for deployment** with
-        ``rng=None`` (OS CSPRNG); a seed makes it reproducible. Same ε; pure Python, so slower.
+        Randomness (see ``noise``).
+    noise : {"secure", "float"}
+        ``"secure"`` (default): exact discrete Laplace on the 2^-36 grid from the OS CSPRNG (``rng``
+        must be ``None`` unless ``simulation=True``). ``"float"``: numpy Laplace, for experiments and
+        simulation; its guarantee holds for idealised real-valued noise only.
+    simulation : bool
+        Allow a seed or Generator with ``noise="secure"`` (reproducible, hence not a private release).
 
     Returns
     -------
@@ -230,13 +267,15 @@ def private_heatmap(
     -----------------
     ε-DP under add/remove-one-user: levels q..ℓ of the pyramid of s = Σ p_i get Laplace noise of scale
     1/ε_i with Σ ε_i = ε (basic composition); RECONSTRUCT and normalisation are post-processing. With
-    ``noise="secure"`` each level's noise is exact discrete Laplace at the same ε_i.
+    the default ``noise="secure"`` each level's noise is exact discrete Laplace at the same ε_i, so the
+    guarantee holds for what is sampled; with ``"float"`` it holds for idealised real-valued noise.
     """
     _check_common(epsilon, resolution)
     check_int("w", w, minimum=1)
+    release_randomness(rng, noise, simulation=simulation)
     agg, times = _bounded(users, x, y, resolution)
     return heatmap_from_aggregate(agg, method="pyramid", epsilon=epsilon, w=w, gamma=gamma, rng=rng, timings=times,
-                                  noise=noise)
+                                  noise=noise, simulation=simulation)
 
 
 def laplace_baseline(
@@ -248,22 +287,24 @@ def laplace_baseline(
     resolution: int,
     top_percent: float | None = None,
     rng: RngLike = None,
-    noise: str = "float",
+    noise: str = "secure",
+    simulation: bool = False,
 ) -> HeatmapResult:
     """The [LXD+19] baseline of Ghazi et al. §4: Lap(1/ε) on every cell, negatives zeroed, optional top-t %.
 
-    ``noise="float"`` (default) is numpy Laplace for experiments; ``noise="secure"`` (exact discrete
-    Laplace, ``rng=None``: OS CSPRNG) is **meant for deployment** (see :func:`heatmap_from_aggregate`).
+    Parameters are those of :func:`private_heatmap` (``noise="secure"`` by default, a seed only with
+    ``simulation=True``), with ``top_percent`` t ∈ (0, 100] instead of ``w`` and ``gamma``.
 
     Privacy guarantee
     -----------------
-    ε-DP under add/remove-one-user (Laplace mechanism, or its exact discrete version, on s with ℓ1
-    sensitivity 1).
+    ε-DP under add/remove-one-user (the exact discrete Laplace mechanism by default, or the Laplace
+    mechanism for ``noise="float"`` with idealised real-valued noise, on s with ℓ1 sensitivity 1).
     """
     _check_common(epsilon, resolution)
+    release_randomness(rng, noise, simulation=simulation)
     agg, times = _bounded(users, x, y, resolution)
     return heatmap_from_aggregate(agg, method="laplace", epsilon=epsilon, top_percent=top_percent, rng=rng,
-                                  timings=times, noise=noise)
+                                  timings=times, noise=noise, simulation=simulation)
 
 
 def heatmap_from_frame(
@@ -278,16 +319,24 @@ def heatmap_from_frame(
     w: int = 20,
     gamma: float = 2**-0.5,
     top_percent: float | None = None,
+    population: float | None = None,
     rng: RngLike = None,
-    noise: str = "float",
+    noise: str = "secure",
+    simulation: bool = False,
 ) -> HeatmapResult:
     """DataFrame front end: columns ``user``, ``x``, ``y`` (x, y in [0, 1)); see :func:`private_heatmap`.
 
     A pandas DataFrame is aggregated in memory; a Dask DataFrame is aggregated on its cluster
     (:func:`~dpcloak.heatmaps.distributed.bound_users_dask`) and only the Δ × Δ aggregate leaves it.
+    ``noise``, ``simulation`` and ``population`` are as in :func:`heatmap_from_aggregate`.
+
+    Privacy guarantee
+    -----------------
+    That of the chosen method (:func:`heatmap_from_aggregate`).
     """
     check_choice("method", method, METHODS)
     _check_common(epsilon, resolution)
+    release_randomness(rng, noise, simulation=simulation)
     missing = [c for c in (user, x, y) if c not in getattr(frame, "columns", ())]
     if missing:
         raise InvalidParameterError(f"frame must have columns {user!r}, {x!r}, {y!r}; missing {missing}")
@@ -301,4 +350,4 @@ def heatmap_from_frame(
                           np.asarray(frame[y], dtype=float), resolution=resolution)
     times = {"bound": time.perf_counter() - t0}
     return heatmap_from_aggregate(agg, method=method, epsilon=epsilon, w=w, gamma=gamma, top_percent=top_percent,
-                                  rng=rng, timings=times, noise=noise)
+                                  population=population, rng=rng, timings=times, noise=noise, simulation=simulation)

@@ -22,6 +22,7 @@ produce bit-identical aggregates.
 
 from __future__ import annotations
 
+import numbers
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -40,6 +41,7 @@ __all__ = [
     "bound_users",
     "bound_distributions",
     "user_codes",
+    "check_user_ids",
     "fixed_point_weights",
 ]
 
@@ -102,22 +104,82 @@ def _snap_unchecked(x: NDArray[np.float64], y: NDArray[np.float64], ell: int) ->
     return row * delta + col
 
 
+def _id_kind(value: Any) -> str:
+    """``"number"`` or ``"string"`` for one user id; missing or unsupported ids raise."""
+    if isinstance(value, str | bytes):
+        return "string"
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
+        if value != value:  # NaN: a missing id
+            raise InvalidParameterError(_MISSING_IDS)
+        return "number"
+    if value is None or type(value).__name__ in _MISSING_TYPES:
+        raise InvalidParameterError(_MISSING_IDS)
+    raise InvalidParameterError(
+        f"users must hold numbers or strings; found an id of type {type(value).__name__} ({value!r})"
+    )
+
+
+_MISSING_TYPES = ("NAType", "NaTType")
+"""pandas' missing-value markers (``pandas.NA``, ``pandas.NaT``), recognised without importing pandas."""
+
+
+_MISSING_IDS = (
+    "users must not contain missing ids (None, NaN, NA): points without a user cannot be bounded per user; "
+    "drop those points or give them the id of the user they belong to"
+)
+
+
+def check_user_ids(users: NDArray[Any]) -> str:
+    """Validate a 1-D array of user ids and return its kind, ``"number"`` or ``"string"``.
+
+    The rule (one per release, so that one person is never counted as two users):
+
+    * ids are all numbers (compared by value: ``1``, ``1.0`` and ``np.int64(1)`` are the same user)
+      or all strings (compared as text); a mix of both, such as ``1`` and ``"1"``, is refused, since
+      whether they are one person or two cannot be decided from the data;
+    * a missing id (``None``, NaN, ``pandas.NA``) is refused: a point without a user would escape
+      per-user bounding (each such point would otherwise count as a separate user of mass 1);
+    * booleans and other objects are refused.
+    """
+    if users.dtype.kind in "iu":
+        return "number"
+    if users.dtype.kind == "f":
+        if not np.all(np.isfinite(users)):
+            raise InvalidParameterError(f"users must be finite ids; found NaN or infinite ids. {_MISSING_IDS}")
+        return "number"
+    if users.dtype.kind in "US":
+        return "string"
+    if users.dtype.kind != "O":
+        raise InvalidParameterError(f"users must hold numbers or strings, got an array of dtype {users.dtype}")
+    kinds = {_id_kind(v) for v in users.tolist()}
+    if len(kinds) > 1:
+        first_num = next(v for v in users.tolist() if _id_kind(v) == "number")
+        first_str = next(v for v in users.tolist() if _id_kind(v) == "string")
+        raise InvalidParameterError(
+            "users must be all numbers or all strings, got a mix (for example "
+            f"{first_num!r} and {first_str!r}); convert the id column to one type"
+        )
+    return kinds.pop() if kinds else "number"
+
+
 def user_codes(users: ArrayLike, n: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """Integer codes for user ids and the number of points of each code.
 
+    Ids follow :func:`check_user_ids` (missing ids and mixed numbers/strings are refused).
     Non-negative integer ids in a compact range are used directly (O(N)); anything else goes through
     :func:`numpy.unique`. Codes with no points have count 0.
     """
     arr = np.asarray(users)
     if arr.ndim != 1 or arr.shape[0] != n:
         raise InvalidParameterError(f"users must be a 1-D array with one id per point ({n}), got shape {arr.shape}")
+    kind = check_user_ids(arr)
     if arr.dtype.kind in "iu" and n:
         lo, hi = int(arr.min()), int(arr.max())
         if hi - lo < 4 * n + 1024:
             codes = (arr - lo).astype(np.int64, copy=False)
             return codes, np.bincount(codes)
-    if arr.dtype.kind == "f" and not np.all(np.isfinite(arr)):
-        raise InvalidParameterError("users must be finite ids; found NaN or infinite ids")
+    if arr.dtype.kind == "O" and kind == "string":
+        arr = arr.astype(str)
     _, inverse = np.unique(arr, return_inverse=True)
     codes = inverse.astype(np.int64, copy=False).reshape(-1)
     return codes, np.bincount(codes)
@@ -193,7 +255,8 @@ def bound_users(users: ArrayLike, x: ArrayLike, y: ArrayLike, *, resolution: int
     Parameters
     ----------
     users : array_like, shape (N,)
-        User id of each point (integers, strings, ...).
+        User id of each point: all numbers or all strings (:func:`check_user_ids`); missing ids
+        (``None``, NaN, ``pandas.NA``) and a mix of numbers and strings are refused.
     x, y : array_like, shape (N,)
         Coordinates in [0, 1).
     resolution : int

@@ -1,8 +1,13 @@
 """Dense EMD aggregation, Ghazi et al. Appendix D (Theorem D.1): error Õ(1/√(εn)) without sparsity.
 
-1. Coarsen to Δ* = 2^{ℓ*} with ℓ* = round(log₂ √(εn)), clipped to [0, ℓ] (the proof's ℓ* = log √(εn)
-   is not an integer in general; rounding keeps Δ* within a factor √2 of √(εn)).
-2. s̃ = P_{ℓ*} s + ν, ν(c) ~ Lap(1/ε) on each of the Δ*² cells (ℓ1 sensitivity 1).
+1. Coarsen to Δ* = 2^{ℓ*} with ℓ* = round(log₂ √(ε_cells n̂)), clipped to [0, ℓ] (the proof's
+   ℓ* = log √(εn) is not an integer in general; rounding keeps Δ* within a factor √2 of √(ε n̂)).
+   **n̂ is never the exact user count**: a grid chosen from n itself is a deterministic function of
+   the data (127 and 128 users at ε = 1 give Δ* = 8 and 16 in every run), which no ε-DP mechanism
+   may output. n̂ is either a public estimate of the population given by the caller
+   (``population=``; then ε_cells = ε), or a noisy count n + Lap(1/ε_count) released with a share
+   ε_count = ``count_share`` · ε of the budget (then ε_cells = ε − ε_count).
+2. s̃ = P_{ℓ*} s + ν, ν(c) ~ Lap(1/ε_cells) on each of the Δ*² cells (ℓ1 sensitivity 1).
 3. ŝ = argmin_{ŝ ≥ 0} ‖ŝ − s̃‖_EMD, where (§2.1) ‖w‖_EMD = min_{p − q + r = w} EMD(p, q) + α‖r‖₁,
    α = 2. With the ℓ1 ground metric, EMD on the grid is a min-cost flow on the grid graph with cost
    1/Δ* per edge, so step 3 is the LP
@@ -26,18 +31,25 @@ from scipy import optimize, sparse
 from dpcloak._rng import RngLike
 from dpcloak._validation import check_real
 from dpcloak.errors import ConvergenceError
-from dpcloak.heatmaps.aggregate import UserLaplaceRelease, check_aggregate, laplace_level, noise_randomness
-from dpcloak.heatmaps.data import UserAggregate
+from dpcloak.heatmaps.aggregate import (
+    check_aggregate,
+    laplace_description,
+    laplace_level,
+    noise_randomness,
+    user_level_guarantee,
+)
+from dpcloak.heatmaps.data import FIXED_POINT_BITS, UserAggregate
 from dpcloak.heatmaps.pyramid import pyramid_levels
+from dpcloak.privacy.mechanisms import PrivacyGuarantee
 
-__all__ = ["DenseRelease", "dense_aggregate", "emd_norm_projection", "EMD_NORM_ALPHA"]
+__all__ = ["DenseRelease", "coarse_level", "dense_aggregate", "emd_norm_projection", "EMD_NORM_ALPHA"]
 
 EMD_NORM_ALPHA = 2.0
 """α of the EMD norm: the ℓ1 diameter of [0, 1)² (§2.1)."""
 
 
 @dataclass(frozen=True)
-class DenseRelease(UserLaplaceRelease):
+class DenseRelease:
     """Result of Appendix D's algorithm.
 
     Attributes
@@ -48,23 +60,44 @@ class DenseRelease(UserLaplaceRelease):
         ŝ on the coarse grid.
     coarse_resolution : int
         Δ*.
-    epsilon, scale : float
-        ε and the Laplace scale.
-    noise : {"float", "secure"}
-        How the coarse noise was drawn (:mod:`dpcloak.heatmaps.aggregate`).
+    epsilon : float
+        Total ε (count and cells).
+    cell_epsilon, scale : float
+        ε_cells of the coarse cells and their Laplace scale.
+    count_epsilon : float
+        ε_count spent on the noisy user count (0 when ``population`` was given).
+    population : float
+        n̂ used to choose Δ*: the public estimate, or the noisy count (itself ε_count-DP).
+    noise : {"secure", "float"}
+        How the noise was drawn (:mod:`dpcloak.heatmaps.aggregate`).
     """
 
     estimate: NDArray[np.float64]
     coarse: NDArray[np.float64]
     coarse_resolution: int
     epsilon: float
+    cell_epsilon: float
     scale: float
-    noise: str = "float"
+    count_epsilon: float
+    population: float
+    noise: str
 
-    _source = "seed 003 Appendix D, Theorem D.1"
+    def guarantee(self) -> PrivacyGuarantee:
+        """ε-DP under add/remove-one-user: ε_count (noisy count, if any) + ε_cells (coarse cells) = ε."""
+        cells = f"{laplace_description(self.scale, self.noise)} on the {self.coarse_resolution}² coarse cells"
+        if self.count_epsilon > 0.0:
+            grid = f"Δ* from a noisy user count (Laplace at ε={self.count_epsilon:.6g}, sensitivity 1)"
+        else:
+            grid = f"Δ* from the public population estimate {self.population:g}"
+        return user_level_guarantee(
+            self.epsilon, mechanism=f"{grid}; {cells}, EMD projection",
+            source="seed 003 Appendix D, Theorem D.1 (basic composition of the count and the cells)",
+        )
 
-    def _noise_on(self) -> str:
-        return f"the {self.coarse_resolution}² coarse cells, EMD projection"
+
+def coarse_level(epsilon: float, population: float, depth: int) -> int:
+    """ℓ* = round(log₂ √(ε n̂)) = round(log₂(ε n̂) / 2), clipped to [0, ℓ] (n̂ below 1 counts as 1)."""
+    return min(depth, max(0, round(0.5 * math.log2(epsilon * max(population, 1.0)))))
 
 
 def _grid_divergence(side: int) -> sparse.csr_matrix:
@@ -93,26 +126,62 @@ def emd_norm_projection(target: NDArray[np.float64]) -> NDArray[np.float64]:
 
 
 def dense_aggregate(
-    aggregate: UserAggregate, *, epsilon: float, rng: RngLike = None, noise: str = "float"
+    aggregate: UserAggregate,
+    *,
+    epsilon: float,
+    population: float | None = None,
+    count_share: float = 0.1,
+    rng: RngLike = None,
+    noise: str = "float",
 ) -> DenseRelease:
-    """Appendix D: coarsen to Δ* ≈ √(εn), Laplace on every coarse cell, project back in EMD norm.
+    """Appendix D: coarsen to Δ* ≈ √(ε n̂), Laplace on every coarse cell, project back in EMD norm.
 
-    ``noise="secure"`` (**for deployment**, ``rng=None``: :mod:`secrets`) draws the coarse noise as
-    exact discrete Laplace on the 2^-36 grid; the default ``"float"`` is numpy Laplace (experiments).
+    Parameters
+    ----------
+    aggregate : UserAggregate
+        Per-user-bounded s.
+    epsilon : float
+        Total ε > 0.
+    population : float or None
+        A **public** estimate n̂ of the number of users (e.g. a census figure), used only to choose Δ*.
+        ``None``: Δ* comes from a noisy count n + Lap(1/ε_count) that spends ``count_share`` of ε.
+    count_share : float
+        Share of ε for the noisy count when ``population`` is ``None`` (0 < share < 1).
+    rng : Generator, int or None
+        Randomness (from the front end's checks; ``None`` with ``"secure"`` means the OS CSPRNG).
+    noise : {"float", "secure"}
+        IEEE-double Laplace (simulation, the building block's default) or exact discrete Laplace on
+        the 2^-36 grid (what the release front ends use by default).
 
     Privacy guarantee
     -----------------
-    ε-DP under add/remove-one-user: the coarse sums have ℓ1 sensitivity 1 (a user's distribution has
-    mass ≤ 1) and get Lap(1/ε) noise (or its exact discrete version); the projection and spreading
-    are post-processing.
+    ε-DP under add/remove-one-user. The noisy count (when used) is the Laplace mechanism with
+    sensitivity 1 at ε_count; the coarse sums have ℓ1 sensitivity 1 (a user's distribution has mass
+    ≤ 1) and get Laplace noise at ε_cells = ε − ε_count; Δ* is a function of the public estimate or
+    of the noisy count only (post-processing), as are the projection and spreading; basic
+    composition gives ε_count + ε_cells = ε. With ``noise="float"`` it holds for idealised
+    real-valued noise only.
     """
     agg = check_aggregate(aggregate)
     eps = check_real("epsilon", epsilon, low=0.0)
-    ell_star = min(agg.depth, max(0, round(math.log2(math.sqrt(eps * max(agg.n_users, 1))))))
+    source = noise_randomness(rng, noise)
+    if population is not None:
+        n_hat = check_real("population", population, low=0.0)
+        eps_count, eps_cells = 0.0, eps
+    else:
+        share = check_real("count_share", count_share, low=0.0, high=1.0)
+        eps_count = share * eps
+        eps_cells = eps - eps_count
+        while eps_count + eps_cells > eps:  # never overspend through rounding
+            eps_cells = float(np.nextafter(eps_cells, 0.0))
+        count = np.array([agg.n_users << FIXED_POINT_BITS], dtype=np.int64)
+        n_hat = float(laplace_level(count, epsilon=eps_count, noise=noise, rng=source).values[0])
+    ell_star = coarse_level(eps_cells, n_hat, agg.depth)
     coarse_sums = pyramid_levels(agg.fixed, start_level=ell_star)[0]
-    level = laplace_level(coarse_sums, epsilon=eps, noise=noise, rng=noise_randomness(rng, noise))
+    level = laplace_level(coarse_sums, epsilon=eps_cells, noise=noise, rng=source)
     coarse = emd_norm_projection(level.values)
     block = agg.resolution >> ell_star
     fine = np.repeat(np.repeat(coarse, block, axis=0), block, axis=1) / float(block * block)
     return DenseRelease(estimate=fine, coarse=coarse, coarse_resolution=1 << ell_star, epsilon=eps,
-                        scale=level.scale, noise=noise)
+                        cell_epsilon=eps_cells, scale=level.scale, count_epsilon=eps_count, population=n_hat,
+                        noise=noise)

@@ -1,8 +1,9 @@
 """Per-user bounding on a Dask cluster (``dask`` extra): from a Dask DataFrame or Parquet to one UserAggregate.
 
 The steps of :func:`~dpcloak.heatmaps.data.bound_users` run on the workers: the per-user point
-counts c_u (a groupby), then, per partition, validation, snapping and the int64 sums of the weights
-⌊2^K / c_u⌋, combined by a tree of additions. Integer addition is exact and associative, so the
+counts c_u (a groupby), then, per partition, validation (user ids by the rule of
+:func:`~dpcloak.heatmaps.data.check_user_ids`, checked across partitions too), snapping and the int64
+sums of the weights ⌊2^K / c_u⌋, combined by a tree of additions. Integer addition is exact and associative, so the
 result is bit-identical to the in-memory path whatever the partitioning, and only the Δ × Δ
 aggregate (plus the number of users) reaches the client. The pyramid levels are computed from it
 exactly as in memory (their sums are integer too).
@@ -24,6 +25,7 @@ from dpcloak.heatmaps.data import (
     _make_aggregate,
     _snap_unchecked,
     check_resolution,
+    check_user_ids,
     fixed_point_weights,
 )
 
@@ -41,12 +43,16 @@ def _dask() -> tuple[Any, Any]:
     return dask, dd
 
 
-def _partition_sums(part: Any, x: str, y: str, ell: int) -> NDArray[np.int64]:
-    """One partition's fixed-point cell sums (runs on a worker)."""
+Partial = tuple[frozenset[str], NDArray[np.int64]]
+
+
+def _partition_sums(part: Any, user: str, x: str, y: str, ell: int) -> Partial:
+    """One partition's kinds of user id and fixed-point cell sums (runs on a worker)."""
     delta = 1 << ell
     out = np.zeros(delta * delta, dtype=np.int64)
     if len(part) == 0:
-        return out
+        return frozenset(), out
+    kind = check_user_ids(part[user].to_numpy())
     xa = part[x].to_numpy(dtype=float)
     ya = part[y].to_numpy(dtype=float)
     for name, arr in ((x, xa), (y, ya)):
@@ -57,14 +63,14 @@ def _partition_sums(part: Any, x: str, y: str, ell: int) -> NDArray[np.int64]:
             raise InvalidParameterError(f"{name} must lie in [0, 1); {outside} points of a partition are outside")
     counts = part[_COUNT].to_numpy(dtype=np.int64)
     np.add.at(out, _snap_unchecked(xa, ya, ell), fixed_point_weights(counts))
-    return out
+    return frozenset({kind}), out
 
 
-def _add(arrays: Sequence[NDArray[np.int64]]) -> NDArray[np.int64]:
-    total = np.zeros_like(arrays[0])
-    for a in arrays:
+def _add(partials: Sequence[Partial]) -> Partial:
+    total = np.zeros_like(partials[0][1])
+    for _, a in partials:
         total += a
-    return total
+    return frozenset().union(*(k for k, _ in partials)), total
 
 
 def bound_users_dask(
@@ -98,17 +104,21 @@ def bound_users_dask(
     pts = frame[[user, x, y]]
     counts = pts.groupby(user).size().rename(_COUNT).to_frame()
     joined = pts.merge(counts, left_on=user, right_index=True, how="left")
-    parts = [dask.delayed(_partition_sums)(p, x, y, ell) for p in joined.to_delayed()]
+    parts = [dask.delayed(_partition_sums)(p, user, x, y, ell) for p in joined.to_delayed()]
     while len(parts) > 1:  # tree reduction on the workers
         parts = [dask.delayed(_add)(parts[i : i + 8]) for i in range(0, len(parts), 8)]
     n_users = counts.shape[0]
     n_points = pts.shape[0]
     if client is not None:
-        fixed, n_u, n_p = client.compute([parts[0], n_users, n_points], sync=True)
+        (kinds, fixed), n_u, n_p = client.compute([parts[0], n_users, n_points], sync=True)
     else:
-        fixed, n_u, n_p = dask.compute(parts[0], n_users, n_points)
+        (kinds, fixed), n_u, n_p = dask.compute(parts[0], n_users, n_points)
     if int(n_p) == 0:
         raise InvalidParameterError("x must not be empty")
+    if len(kinds) > 1:
+        raise InvalidParameterError(
+            "users must be all numbers or all strings, got a mix across partitions; convert the id column to one type"
+        )
     _check_user_count(int(n_u))
     delta = 1 << ell
     return _make_aggregate(np.asarray(fixed, dtype=np.int64).reshape(delta, delta), delta, int(n_u), int(n_p))

@@ -78,8 +78,8 @@ def pixels_to_unit(
 def bounding_box(lon: ArrayLike, lat: ArrayLike, *, margin: float = 1e-6) -> BBox:
     """The data's (lon_min, lat_min, lon_max, lat_max), widened by ``margin`` × extent so every point is inside.
 
-    A box derived from the data is itself a function of the data: for a formally private release,
-    fix the box in advance (``bbox=`` of the loaders) instead.
+    A box derived from the data is itself a function of the data: **never use it for a release** (the
+    loaders and the CLI refuse to derive one); it serves experiments and plots of public data.
     """
     lo = check_array("lon", lon, ndim=1)
     la = check_array("lat", lat, ndim=1)
@@ -116,14 +116,15 @@ def _is_number(value: Any) -> bool:
     return True
 
 
-def _frame_to_points(frame: Any, user: str, lat: str, lon: str, bbox: BBox | None,
-                     drop_outside: bool) -> tuple[PointSet, BBox]:
+def _lonlat_columns(frame: Any, user: str, lat: str, lon: str) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     missing = [c for c in (user, lat, lon) if c not in frame.columns]
     if missing:
         raise InvalidParameterError(f"input must have columns {user!r}, {lat!r}, {lon!r}; missing {missing}")
-    lo = _numeric_column(frame, lon)
-    la = _numeric_column(frame, lat)
-    box = bounding_box(lo, la) if bbox is None else bbox
+    return _numeric_column(frame, lon), _numeric_column(frame, lat)
+
+
+def _frame_to_points(frame: Any, user: str, lo: NDArray[np.float64], la: NDArray[np.float64], box: BBox,
+                     drop_outside: bool) -> tuple[PointSet, BBox]:
     x, y, keep = lonlat_to_unit(lo, la, bbox=box, drop_outside=drop_outside)
     users = frame[user].to_numpy()[keep]
     return PointSet(users=users, x=x, y=y), box
@@ -148,7 +149,8 @@ def load_points(
     user, lat, lon : str
         Column names (other columns such as a time stamp are ignored).
     bbox : (lon_min, lat_min, lon_max, lat_max) or None
-        Box mapped to [0, 1)²; ``None`` uses the data's bounding box (see :func:`bounding_box`).
+        **Public** box mapped to [0, 1)², required with lon/lat columns: a box derived from the data
+        is a function of the data and is refused here (a release's extent must be public input).
     drop_outside : bool
         Drop points outside ``bbox`` instead of raising.
     unit_columns : (str, str) or None
@@ -169,7 +171,13 @@ def load_points(
         kind = "Parquet" if p.suffix == ".parquet" else "CSV"
         raise InvalidParameterError(f"cannot read {p} as {kind}: {exc}") from None
     if unit_columns is None:
-        return _frame_to_points(frame, user, lat, lon, bbox, drop_outside)
+        lo, la = _lonlat_columns(frame, user, lat, lon)
+        if bbox is None:
+            raise InvalidParameterError(
+                "bbox (lon_min, lat_min, lon_max, lat_max) is required: the extent of a release must be public "
+                "input, fixed without looking at the data (a bounding box taken from the points is not private)"
+            )
+        return _frame_to_points(frame, user, lo, la, bbox, drop_outside)
     cx, cy = unit_columns
     missing = [c for c in (user, cx, cy) if c not in frame.columns]
     if missing:
@@ -183,7 +191,8 @@ def load_points(
 def load_ais(*, bbox: BBox | None = None, drop_outside: bool = False) -> tuple[PointSet, BBox]:
     """Real AIS vessel reports around New York harbour from ``tracktable-data`` (user = vessel MMSI).
 
-    Needs the ``data`` extra (``pip install 'dpcloak[data]'``).
+    For experiments: with ``bbox=None`` the data's own bounding box is used (:func:`bounding_box`), which
+    is not private; a release needs a public box. Needs the ``data`` extra (``pip install 'dpcloak[data]'``).
     """
     # tracktable_data.data reconfigures logging and sys.tracebacklimit on import: locate the file instead.
     spec = importlib.util.find_spec("tracktable_data")
@@ -191,4 +200,5 @@ def load_ais(*, bbox: BBox | None = None, drop_outside: bool = False) -> tuple[P
         raise MissingExtraError("the AIS data set needs tracktable-data: pip install 'dpcloak[data]'")
     pd = _pandas()
     frame = pd.read_csv(Path(spec.origin).parent / "python_example_data" / AIS_FILE)
-    return _frame_to_points(frame, "MMSI", "LAT", "LON", bbox, drop_outside)
+    lo, la = _lonlat_columns(frame, "MMSI", "LAT", "LON")
+    return _frame_to_points(frame, "MMSI", lo, la, bounding_box(lo, la) if bbox is None else bbox, drop_outside)

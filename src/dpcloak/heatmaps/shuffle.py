@@ -181,6 +181,6 @@ def shuffle_pyramid(
         source="seed 003 Appendix F; Balle, Bell, Gascón & Nissim 2020, Corollary 6 and Lemma 5.2",
     )
     pyramid = NoisyPyramid(levels=tuple(levels), budget=budget, scales=tuple(1.0 / e for e in budget.epsilons),
-                           resolution=1 << ell, n_users=n, privacy=privacy)
+                           resolution=1 << ell, privacy=privacy)
     return ShuffleRelease(pyramid=pyramid, scale_factor=b, modulus=q, messages_per_user_coordinate=r,
                           bits_per_user=bits, alphas=alphas)

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dpcloak._validation import check_real
+from dpcloak._validation import check_choice, check_real
 from dpcloak.domains import Domain, GraphDomain, Grid, Line
 from dpcloak.errors import InvalidParameterError
 from dpcloak.metrics._dense import dense_plan
@@ -39,6 +39,7 @@ from dpcloak.metrics._flow import UNIT, decompose, edge_flow, flow_cost, quantiz
 from dpcloak.metrics._grid import grid_edges, grid_flow
 from dpcloak.metrics._line import line_emd
 from dpcloak.metrics._masses import as_cost_matrix, as_masses, total_mass
+from dpcloak.metrics.distribution import EMPTY_POLICIES, as_distribution
 
 __all__ = ["TransportPlan", "emd", "emd_norm", "emd_plan"]
 
@@ -110,11 +111,13 @@ def _optimal_flow(domain: Domain, supply: NDArray[np.int64]) -> NDArray[np.int64
 
 
 def _masses(
-    p: ArrayLike, q: ArrayLike, domain: Space, normalize: bool
+    p: ArrayLike, q: ArrayLike, domain: Space, normalize: bool, empty: str
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], float]:
-    """Validated unit-mass vectors and the common mass to scale results by."""
+    """Validated unit-mass vectors and the common mass to scale results by (empty answers per ``empty``)."""
     pv = as_masses("p", p, domain)
     qv = as_masses("q", q, domain)
+    if check_choice("empty", empty, EMPTY_POLICIES) == "uniform" and normalize:
+        pv, qv = as_distribution(pv).p, as_distribution(qv).p
     mp, mq = total_mass("p", pv), total_mass("q", qv)
     if not normalize and abs(mp - mq) > MASS_RTOL * max(mp, mq):
         raise InvalidParameterError(
@@ -124,7 +127,9 @@ def _masses(
     return pv / mp, qv / mq, 1.0 if normalize else mp
 
 
-def emd(p: ArrayLike, q: ArrayLike, domain: Domain | ArrayLike, *, normalize: bool = True) -> float:
+def emd(
+    p: ArrayLike, q: ArrayLike, domain: Domain | ArrayLike, *, normalize: bool = True, empty: str = "uniform"
+) -> float:
     r"""Exact Earth Mover's Distance between two non-negative mass vectors on ``domain``.
 
     Parameters
@@ -141,6 +146,11 @@ def emd(p: ArrayLike, q: ArrayLike, domain: Domain | ArrayLike, *, normalize: bo
         Scale ``p`` and ``q`` to unit mass first (seed 000, section 5: ``EMD(f₀/‖f₀‖₁, f̂/‖f̂‖₁)``).
         With ``False`` the masses must agree to a relative ``1e-9`` and the result is the
         unnormalised transport cost; for unequal masses use :func:`emd_norm`.
+    empty : {"uniform", "raise"}, default "uniform"
+        An all-zero ``p`` or ``q`` (the empty answer of a private recovery) is read as the uniform
+        distribution (dpcloak's one rule, :mod:`dpcloak.metrics.distribution`; use
+        :func:`~dpcloak.metrics.as_distribution` to see the ``degenerate`` flag), or refused.
+        Applies with ``normalize=True``.
 
     Returns
     -------
@@ -155,7 +165,8 @@ def emd(p: ArrayLike, q: ArrayLike, domain: Domain | ArrayLike, *, normalize: bo
     ------
     InvalidParameterError
         Negative, NaN or infinite entries, a shape not matching the domain, empty vectors, zero
-        total mass, or (``normalize=False``) unequal total masses.
+        total mass with ``empty="raise"`` or ``normalize=False``, or (``normalize=False``)
+        unequal total masses.
     DisconnectedGraphError
         A :class:`~dpcloak.domains.GraphDomain` that is not connected.
     ConvergenceError
@@ -169,7 +180,7 @@ def emd(p: ArrayLike, q: ArrayLike, domain: Domain | ArrayLike, *, normalize: bo
     3.0
     """
     space = _space(domain)
-    pu, qu, scale = _masses(p, q, space, normalize)
+    pu, qu, scale = _masses(p, q, space, normalize, empty)
     if len(pu) == 1:
         return 0.0
     if isinstance(space, Line):
@@ -181,7 +192,9 @@ def emd(p: ArrayLike, q: ArrayLike, domain: Domain | ArrayLike, *, normalize: bo
     return scale * dense_plan(pu, qu, cost)[0]
 
 
-def emd_plan(p: ArrayLike, q: ArrayLike, domain: Domain | ArrayLike, *, normalize: bool = True) -> TransportPlan:
+def emd_plan(
+    p: ArrayLike, q: ArrayLike, domain: Domain | ArrayLike, *, normalize: bool = True, empty: str = "uniform"
+) -> TransportPlan:
     """An optimal transport plan between ``p`` and ``q`` (for plotting where mass moved).
 
     Same parameters, conventions and errors as :func:`emd`; ``plan.cost`` equals ``emd(...)``.
@@ -190,7 +203,7 @@ def emd_plan(p: ArrayLike, q: ArrayLike, domain: Domain | ArrayLike, *, normaliz
     length of the path it follows, which is a shortest path.
     """
     space = _space(domain)
-    pu, qu, scale = _masses(p, q, space, normalize)
+    pu, qu, scale = _masses(p, q, space, normalize, empty)
     n = len(pu)
     if isinstance(space, Domain) and _by_edges(space):
         eu, ev, ew = _edges(space)
@@ -250,8 +263,11 @@ def emd_norm(w: ArrayLike, domain: Domain | ArrayLike, *, penalty: float | None 
     -----
     Any imbalance must be absorbed by ``r``, so ``‖w‖_EMD ≥ α |Σ w|``; for ``w = s − ŝ`` this
     gives ``|‖s‖₁ − ‖ŝ‖₁| ≤ ‖s − ŝ‖_EMD / α``. The proof of seed 003's Lemma 2.1 prints this
-    step as "≥ ζ"; the inequality that holds (and that the proof uses) is "≤ ζ" (checked in the
-    tests).
+    step as "≥ ζ"; the inequality that holds is "≤ ζ/α" (the proof uses "≤ ζ"). For ``w ≥ 0``
+    nothing can be matched, so ``‖w‖_EMD = α‖w‖₁``: with ``α = 2`` the proof's ``‖ŝ‖_EMD`` is
+    ``2‖ŝ‖₁``, not ``‖ŝ‖₁``. The two slips compensate: ``‖ŝ/n − â‖_EMD = α|‖ŝ‖₁ − n|/n ≤ ζ/n``, so
+    the lemma holds with constant 2 instead of its printed 4 (an exact LP over random instances
+    reaches ``0.97 ζ/n``; ``tests/errata/test_ghazi.py``).
     """
     space = _space(domain)
     wv = as_masses("w", w, space, nonnegative=False)
@@ -262,8 +278,8 @@ def emd_norm(w: ArrayLike, domain: Domain | ArrayLike, *, penalty: float | None 
         return 0.0
     n = len(wv)
     if isinstance(space, Domain) and _by_edges(space):
-        scale = UNIT / (tp + tm)
-        supply = np.floor(plus * scale).astype(np.int64) - np.floor(minus * scale).astype(np.int64)
+        total = tp + tm  # quantise the normalised masses: UNIT / total overflows for tiny totals
+        supply = np.floor(plus / total * UNIT).astype(np.int64) - np.floor(minus / total * UNIT).astype(np.int64)
         eu, ev, ew = _edges(space)
         ew = np.concatenate([ew, np.full(n, alpha)])
         if isinstance(space, Grid):
@@ -273,7 +289,7 @@ def emd_norm(w: ArrayLike, domain: Domain | ArrayLike, *, penalty: float | None 
             hub = np.full(n, n, np.int64)
             eu, ev = np.concatenate([eu, np.arange(n, dtype=np.int64)]), np.concatenate([ev, hub])
             flow = edge_flow(np.append(supply, -supply.sum()), eu, ev, ew, root=n)
-        return flow_cost(flow, ew, scale)
+        return total * flow_cost(flow, ew)
     cost = space.distances() if isinstance(space, Domain) else space
     ext = np.zeros((n + 1, n + 1))
     ext[:n, :n] = cost

@@ -12,6 +12,10 @@ of the same shape, and every metric except CC first scales each map to unit tota
 * :func:`emd` — exact EMD with the L1 ground metric on the Δ x Δ grid of points of ``[0, 1)²``
   (seed 003, section 2.1), i.e. adjacent cells are ``1/Δ`` apart and the largest possible
   value is ``2 (1 − 1/Δ)`` — lower is better.
+
+An all-zero map (the empty answer of a private release) is read as the uniform map, dpcloak's one
+rule for empty answers (:mod:`dpcloak.metrics.distribution`); the heatmap front end flags it
+``degenerate``. CC stays undefined for a constant map, uniform included, and refuses it.
 """
 
 from __future__ import annotations
@@ -22,6 +26,7 @@ from numpy.typing import ArrayLike, NDArray
 from dpcloak._validation import check_array, check_real
 from dpcloak.domains import Grid
 from dpcloak.errors import InvalidParameterError
+from dpcloak.metrics.distribution import as_distribution
 from dpcloak.metrics.earth_mover import emd as _emd
 
 __all__ = ["KL_EPS", "similarity", "pearson_cc", "kl_divergence", "emd"]
@@ -40,11 +45,9 @@ def _pair(
     return a, b
 
 
-def _unit(name: str, x: NDArray[np.float64]) -> NDArray[np.float64]:
-    total = float(x.sum())
-    if not total > 0.0:
-        raise InvalidParameterError(f"{name} must have positive total mass, got {total:g}")
-    return x / total
+def _unit(x: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Unit mass; an all-zero map is the empty answer, read as uniform (:func:`~dpcloak.metrics.as_distribution`)."""
+    return as_distribution(x).p
 
 
 def similarity(h: ArrayLike, h_hat: ArrayLike) -> float:
@@ -53,7 +56,7 @@ def similarity(h: ArrayLike, h_hat: ArrayLike) -> float:
     Equals ``1 − TV`` (seed 003, Corollary B.5).
     """
     a, b = _pair(h, h_hat)
-    return float(np.minimum(_unit("h", a), _unit("h_hat", b)).sum())
+    return float(np.minimum(_unit(a), _unit(b)).sum())
 
 
 def pearson_cc(h: ArrayLike, h_hat: ArrayLike) -> float:
@@ -78,7 +81,7 @@ def kl_divergence(h: ArrayLike, h_hat: ArrayLike, *, eps: float = KL_EPS) -> flo
     """
     a, b = _pair(h, h_hat)
     e = check_real("eps", eps, low=0.0)
-    pa, pb = _unit("h", a), _unit("h_hat", b)
+    pa, pb = _unit(a), _unit(b)
     return float(np.sum(pa * np.log(e + pa / (pb + e))))
 
 

@@ -147,18 +147,26 @@ class GraphDiffusion(LinearModel):
         return f"GraphDiffusion(n={self.shape[0]}, tau={self.tau:g})"
 
 
-def graph_diffusion(graph: nx.Graph | GraphDomain, tau: float, *, dense_limit: int = 1000) -> GraphDiffusion:
+def graph_diffusion(
+    graph: nx.Graph | GraphDomain, tau: float, *, dense_limit: int = 1000, conductance: str = "conductance"
+) -> GraphDiffusion:
     """The graph diffusion model ``A_G = exp(−τ L)`` of thesis section 8.3.
 
     Parameters
     ----------
     graph : networkx.Graph or GraphDomain
-        Connected undirected graph; edge attribute ``weight`` (default 1) gives ``W``.
+        Connected undirected graph; the edge attribute named by ``conductance`` (default 1) gives
+        ``W`` in ``L = D − W``. Edge lengths (attribute ``length``) do not enter the operator;
+        they are the metric of the privacy relation (see :class:`~dpcloak.domains.GraphDomain`).
     tau : float
-        Diffusion time, > 0.
+        Diffusion time, > 0, in the inverse unit of the conductances: dimensionless for unit
+        conductances, m² for the ``1/d²`` conductances of :func:`~dpcloak.domains.proximity_graph`.
     dense_limit : int, default 1000
         Up to this many nodes the full spectrum comes from a dense ``eigh``; above it, from sparse
         Lanczos when the spectrum decays fast enough, else products are matrix-free.
+    conductance : str, default "conductance"
+        Edge attribute read as the conductance when ``graph`` is a networkx graph (e.g.
+        ``"weight"`` for networkx's weighted example graphs); a GraphDomain keeps its own.
 
     Examples
     --------
@@ -167,7 +175,7 @@ def graph_diffusion(graph: nx.Graph | GraphDomain, tau: float, *, dense_limit: i
     >>> round(float(model.matvec([1.0, 0, 0, 0]).sum()), 12)  # heat is conserved
     1.0
     """
-    domain = graph if isinstance(graph, GraphDomain) else GraphDomain(graph)
+    domain = graph if isinstance(graph, GraphDomain) else GraphDomain(graph, conductance=conductance)
     domain.require_connected("graph diffusion")
     if domain.size < 2:
         raise InvalidParameterError(f"graph must have at least 2 nodes for diffusion, got {domain.size}")

@@ -11,6 +11,7 @@ from numpy.typing import ArrayLike, NDArray
 from dpcloak._validation import check_array, check_choice, check_int, check_real
 from dpcloak.domains.grid import Grid
 from dpcloak.domains.line import Line
+from dpcloak.domains.sites import Sites
 from dpcloak.errors import InvalidParameterError
 from dpcloak.models.base import DenseModel, LinearModel
 
@@ -105,20 +106,20 @@ def heat_kernel_1d(n: int, m: int, t: float, *, mu: float = 0.5) -> HeatKernel1D
 
 
 class HeatKernel2D(DenseModel):
-    """2-D heat kernel from a source :class:`Grid` to sensors at arbitrary floor positions."""
+    """2-D heat kernel from sources on a :class:`Grid` or at :class:`Sites` to sensors at arbitrary positions."""
 
     def __init__(
         self,
         matrix: NDArray[np.float64],
         *,
-        grid: Grid,
+        domain: Grid | Sites,
         sensors: NDArray[np.float64],
         t: float,
         mu: float,
         walls: str | None,
     ) -> None:
         self.t, self.mu, self.T, self.walls = t, mu, mu * t, walls
-        super().__init__(matrix, domain=grid, sensor_positions=sensors)
+        super().__init__(matrix, domain=domain, sensor_positions=sensors)
 
 
 class KroneckerHeatKernel2D(LinearModel):
@@ -172,21 +173,76 @@ class KroneckerHeatKernel2D(LinearModel):
         return np.asarray(np.kron(self.ky, self.kx), dtype=np.float64)
 
 
+def _inside(name: str, pos: NDArray[np.float64], box: tuple[tuple[float, float], tuple[float, float]]) -> None:
+    inside = np.ones(len(pos), dtype=bool)
+    for axis, (lo, hi) in enumerate(box):
+        inside &= (pos[:, axis] >= lo) & (pos[:, axis] <= hi)
+    if not np.all(inside):
+        bad = pos[~inside][0]
+        (a0, a1), (b0, b1) = box
+        raise InvalidParameterError(
+            f"{name} must lie inside the floor [{a0:g}, {a1:g}] x [{b0:g}, {b1:g}]; "
+            f"got a point at {tuple(bad.tolist())}"
+        )
+
+
+def _check_box(box: object) -> tuple[tuple[float, float], tuple[float, float]]:
+    try:
+        arr = np.asarray(box, dtype=float)
+    except (TypeError, ValueError):
+        arr = np.zeros(0)
+    if arr.shape != (2, 2):
+        raise InvalidParameterError(f"box must be ((low0, high0), (low1, high1)), got {box!r}")
+    out = ((float(arr[0, 0]), float(arr[0, 1])), (float(arr[1, 0]), float(arr[1, 1])))
+    for k, (lo, hi) in enumerate(out):
+        if not (np.isfinite(lo) and np.isfinite(hi) and hi > lo):
+            raise InvalidParameterError(f"box[{k}] must be a finite interval (low, high), high > low, got {(lo, hi)}")
+    return out
+
+
+def _sites_kernel(
+    sources: Sites, pos: NDArray[np.float64], T: float, walls: str | None, box: object
+) -> NDArray[np.float64]:
+    """``M[s, c] = g(Δ₀) g(Δ₁)`` elementwise for sites, reflected per axis inside ``box`` with walls."""
+    src = sources.positions
+    if walls is None:
+        if box is not None:
+            raise InvalidParameterError("box is only used with walls='reflecting'; remove it or set walls")
+        return _axis_kernel(pos[:, 0], src[:, 0], T, 0.0, None) * _axis_kernel(pos[:, 1], src[:, 1], T, 0.0, None)
+    if box is None:
+        raise InvalidParameterError("walls='reflecting' with Sites needs the room: box=((low0, high0), (low1, high1))")
+    room = _check_box(box)
+    _inside("sources", src, room)
+    _inside("sensors", pos, room)
+    out = np.ones((len(pos), len(src)))
+    for axis, (lo, hi) in enumerate(room):
+        out *= _axis_kernel(pos[:, axis] - lo, src[:, axis] - lo, T, hi - lo, walls)
+    return out
+
+
 def heat_kernel_2d(
-    source_grid: Grid, sensors: ArrayLike | Grid, t: float, *, mu: float = 0.5, walls: str | None = None
+    source_grid: Grid | Sites,
+    sensors: ArrayLike | Grid,
+    t: float,
+    *,
+    mu: float = 0.5,
+    walls: str | None = None,
+    box: tuple[tuple[float, float], tuple[float, float]] | None = None,
 ) -> HeatKernel2D | KroneckerHeatKernel2D:
     """2-D heat diffusion on a floor plan: ``M[s, c] = exp(−d²/(4T)) / (4πT)``, ``T = μ t``.
 
     Parameters
     ----------
-    source_grid : Grid
-        Where sources may be (cell centres).
+    source_grid : Grid or Sites
+        Where sources may be: cell centres of a :class:`Grid` (coordinates ``(y, x)``) or
+        arbitrary points, :class:`Sites` (coordinates ``(x, y)`` in metres).
     sensors : array_like of shape (k, 2) or Grid
-        Sensor positions as ``(y, x)`` inside the floor ``[0, height] x [0, width]``, or a
-        :class:`Grid` with the same extent whose cell centres are the sensors. A sensor grid gives
-        the Kronecker-structured :class:`KroneckerHeatKernel2D` (fast matvecs, never densified).
+        Sensor positions in the sources' coordinate order: ``(y, x)`` inside the floor
+        ``[0, height] x [0, width]`` for a Grid (or a :class:`Grid` with the same extent whose
+        cell centres are the sensors: the Kronecker-structured :class:`KroneckerHeatKernel2D`,
+        fast matvecs, never densified); ``(x, y)`` anywhere for Sites.
     t : float
-        Time lapse, > 0.
+        Time lapse, > 0 (``T = μ t`` has the unit of length², e.g. m² with positions in metres).
     mu : float, default 0.5
         Diffusion constant, > 0.
     walls : {None, "reflecting"}
@@ -194,20 +250,32 @@ def heat_kernel_2d(
         ``"reflecting"``: the room is a closed box with insulating walls (Neumann boundary), built
         by the method of images per axis; total heat is conserved, which is what a real room with
         walls does on the time scales of interest.
+    box : ((low0, high0), (low1, high1)), optional
+        The room for ``walls="reflecting"`` with :class:`Sites` (a Grid's room is its extent).
 
     Notes
     -----
     The 2-D kernel is the product of two 1-D kernels, ``g₂(dy, dx) = g(dy) g(dx)``, and the image
     sum of a box factorises per axis as well, so both wall models are separable.
     """
-    if not isinstance(source_grid, Grid):
-        raise InvalidParameterError(f"source_grid must be a dpcloak Grid, got {type(source_grid).__name__}")
+    if not isinstance(source_grid, Grid | Sites):
+        raise InvalidParameterError(
+            f"source_grid must be a dpcloak Grid or Sites, got {type(source_grid).__name__}"
+        )
     t = check_real("t", t, low=0.0)
     mu = check_real("mu", mu, low=0.0)
     walls_value: Any = walls
     if walls_value is not None:
         check_choice("walls", walls_value, ("reflecting",))
     T = mu * t
+    if isinstance(source_grid, Sites):
+        if isinstance(sensors, Grid):
+            raise InvalidParameterError("sensors must be an array of (x, y) positions with Sites sources, got a Grid")
+        pos = check_array("sensors", sensors, shape=(None, 2))
+        matrix = _sites_kernel(source_grid, pos, T, walls, box)
+        return HeatKernel2D(matrix, domain=source_grid, sensors=pos, t=t, mu=mu, walls=walls)
+    if box is not None:
+        raise InvalidParameterError("box is only for Sites sources; a Grid's room is its extent")
     height, width = source_grid.extent
     ys, xs = source_grid.axes()
     if isinstance(sensors, Grid):
@@ -220,13 +288,8 @@ def heat_kernel_2d(
         kx = _axis_kernel(sx, xs, T, width, walls)
         return KroneckerHeatKernel2D(grid=source_grid, sensor_grid=sensors, ky=ky, kx=kx, t=t, mu=mu, walls=walls)
     pos = check_array("sensors", sensors, shape=(None, 2))
-    inside = (pos[:, 0] >= 0) & (pos[:, 0] <= height) & (pos[:, 1] >= 0) & (pos[:, 1] <= width)
-    if not np.all(inside):
-        bad = pos[~inside][0]
-        raise InvalidParameterError(
-            f"sensors must lie inside the floor [0, {height:g}] x [0, {width:g}]; got a sensor at {tuple(bad)}"
-        )
+    _inside("sensors", pos, ((0.0, height), (0.0, width)))
     ky = _axis_kernel(pos[:, 0], ys, T, height, walls)
     kx = _axis_kernel(pos[:, 1], xs, T, width, walls)
     matrix = (ky[:, :, None] * kx[:, None, :]).reshape(len(pos), -1)
-    return HeatKernel2D(matrix, grid=source_grid, sensors=pos, t=t, mu=mu, walls=walls)
+    return HeatKernel2D(matrix, domain=source_grid, sensors=pos, t=t, mu=mu, walls=walls)

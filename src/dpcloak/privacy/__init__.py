@@ -1,6 +1,15 @@
 """Privacy: sensitivities, mechanisms, per-sensor privatisation, accounting, Fisher-information noise."""
 
-from dpcloak.privacy.accounting import PrivacySpent, ReadingAccountant, composed_epsilon, dp_event
+from dpcloak.privacy.accounting import (
+    PrivacyReport,
+    PrivacySpent,
+    ReadingAccountant,
+    composed_epsilon,
+    dp_event,
+    privacy_report,
+    privacy_spent,
+    zcdp_epsilon,
+)
 from dpcloak.privacy.discrete import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
 from dpcloak.privacy.local import KeyedPrivatizer, SensorPrivatizer
 from dpcloak.privacy.mechanisms import (
@@ -30,6 +39,10 @@ __all__ = [
     "KeyedPrivatizer",
     "ReadingAccountant",
     "PrivacySpent",
+    "PrivacyReport",
     "composed_epsilon",
+    "privacy_spent",
+    "privacy_report",
+    "zcdp_epsilon",
     "dp_event",
 ]

@@ -31,13 +31,30 @@ short, exact and auditable in pure Python, and keeping them here lets them draw 
 source — :mod:`secrets` in deployment, a seeded generator in tests, or the keyed ChaCha20 stream of
 :mod:`dpcloak.privacy.local` — without a binary dependency.
 
-Calibration
------------
-Rounding each of ``dimension`` coordinates to the grid moves each by at most half a cell, so the
-integer vectors of neighbouring inputs differ by at most :math:`\Delta_2/g + \sqrt{d}` in ℓ2 and
-:math:`\lfloor\Delta_1/g\rfloor + d` in ℓ1 (g the resolution, d the dimension).
+Rounding to the grid, exactly
+-----------------------------
+:meth:`~_GridMechanism.to_grid` returns :math:`n_i = \operatorname{round}(x_i/g)` (half to even) of the
+*exact* rational :math:`x_i/g` — not of the floating-point quotient, whose rounding error can cross a
+tie (with g = 0.1, ``rint(-101.55/0.1) - rint(-102.55/0.1) == 11`` although the inputs are 1 apart).
+It computes ``y = fl(x/g)`` and keeps ``rint(y)`` only where ``y`` is farther from a half-integer than
+the division's error bound (``|x/g − y| ≤ 2⁻⁵³|y|`` plus the subnormal spacing, IEEE 754 correctly
+rounded division); the rare rest is rounded with :class:`fractions.Fraction`. Inputs with
+:math:`|x| > 2^{52} g` (grid index beyond the integers exact in a double) are refused.
 
-* Discrete Laplace with scale b (grid units): ε-DP with ε = Δ1,grid / b exactly (CKS §2).
+Calibration (d = ``dimension``, the number of coordinates one release rounds)
+-------------------------------------------------------------------------------
+For exact rounding :math:`|n_i - n'_i| \le |x_i - x'_i|/g + 1`, so for neighbouring inputs the integer
+vectors differ by at most :math:`\lfloor\Delta_1/g\rfloor + d` in ℓ1 (an integer bounded by
+:math:`\Delta_1/g + d`) and by at most :math:`\Delta_2/g + \sqrt{d}` in ℓ2; as the squared ℓ2 norm of
+an integer vector is an integer, :math:`\sqrt{\lfloor(\Delta_2/g + \sqrt d)^2\rfloor}` (rounded up to a
+double). Both are computed in exact rational arithmetic. A release may round at most ``dimension``
+coordinates: :meth:`~_GridMechanism.privatize` refuses a vector (last axis) longer than
+``dimension``, and :meth:`~_GridMechanism.check_dimension` lets a caller (a privatizer for m
+sensors) check up front.
+
+* Discrete Laplace with scale b (grid units): ε-DP with ε = Δ1,grid / b (CKS §2); b is the
+  exact rational Δ1,grid/ε, rounded *up* to a rational with a numerator below 2⁵⁷ when it has a
+  larger one (relative change < 2⁻⁵⁶), so Δ1,grid / b ≤ ε holds exactly for the b sampled.
 * Discrete Gaussian with variance parameter σ² (grid units): :math:`\tfrac12(\Delta_{2,grid}/\sigma)^2`
   -concentrated DP, i.e. Rényi DP of order α at most :math:`\alpha\Delta^2/(2\sigma^2)` (CKS
   Theorem 14, multivariate) — the same Rényi curve as the continuous Gaussian. σ is the smallest
@@ -45,6 +62,8 @@ integer vectors of neighbouring inputs differ by at most :math:`\Delta_2/g + \sq
   most ε at the target δ; it is re-checked before it is returned. The price of going through
   concentrated DP: at (ε, δ) = (1, 0.1) and a fine grid, σ is about 1.26× the continuous analytic σ
   (1.366 vs 1.086 for Δ2 = 1, ``benchmarks/bench_mechanisms.py``).
+* Noise scales (b or σ) above :data:`MAX_GRID_SCALE` = 2⁵⁶ grid steps are refused: the released
+  grid index would no longer be an exact double (use a coarser ``resolution`` or a larger ε).
 """
 
 from __future__ import annotations
@@ -75,12 +94,27 @@ __all__ = [
     "DiscreteLaplaceMechanism",
     "DiscreteGaussianMechanism",
     "gaussian_rdp_epsilon",
+    "grid_indices",
+    "sampler_scale",
+    "laplace_grid_scale",
+    "discrete_laplace_noise",
+    "l2_grid_sensitivity",
+    "MAX_GRID_INDEX",
+    "MAX_GRID_SCALE",
 ]
 
 RandBelow = Callable[[int], int]
 """A source of uniform integers: ``randbelow(n)`` is uniform on ``{0, …, n − 1}``."""
 
-DEFAULT_GRID_CELLS = 1024  # default resolution = sensitivity / 1024 (a power of two: exact)
+DEFAULT_GRID_CELLS = 1024  # default resolution = sensitivity / 1024
+
+MAX_GRID_INDEX = 2**52
+"""Largest |reading| / resolution accepted: grid indices stay exact in a double."""
+
+MAX_GRID_SCALE = 2**56
+"""Largest noise scale (discrete Laplace b, discrete Gaussian σ) in grid steps."""
+
+_SCALE_BITS = 57  # numerators of the sampled discrete Laplace scale stay below 2**57 (room for 64-bit products)
 
 
 def secure_randbelow(n: int) -> int:
@@ -176,16 +210,46 @@ def sample_discrete_gaussian(sigma2: Fraction, randbelow: RandBelow) -> int:
             return y
 
 
-def _grid(values: ArrayLike, resolution: float) -> tuple[NDArray[np.float64], list[int]]:
-    x = check_values(values)
-    idx = np.rint(x / resolution)
-    return x, [int(v) for v in idx.ravel()]
+def grid_indices(values: ArrayLike, resolution: float, *, name: str = "values") -> NDArray[np.int64]:
+    """``round(x / resolution)`` (half to even) of the exact rational ``x / resolution``, as int64.
+
+    Fast path ``rint(fl(x/g))`` where ``fl(x/g)`` is provably on the same side of every tie as the
+    exact quotient (module docstring); :class:`fractions.Fraction` for the rest. Refuses
+    ``|x| > 2**52 · resolution``.
+    """
+    x = check_values(values, name=name)
+    g = float(resolution)
+    limit = MAX_GRID_INDEX * g  # exact: scaling by a power of two
+    too_big = np.abs(x) > limit
+    if np.any(too_big):
+        worst = float(x[too_big].flat[0])
+        raise InvalidParameterError(
+            f"{name} must have magnitude at most {limit:.6g} (2^52 grid steps of {g:.6g}) so that grid indices stay "
+            f"exact; got {worst:.6g}"
+        )
+    flat = x.reshape(-1)
+    y = flat / g
+    idx = np.rint(y)
+    margin = np.abs(y) * 2.0**-52 + 2.0**-1074  # twice the bound on |x/g − fl(x/g)|
+    out = idx.astype(np.int64)
+    q = Fraction(g)
+    for i in np.flatnonzero((0.5 - np.abs(y - idx)) <= margin):
+        out[i] = round(Fraction(float(flat[i])) / q)
+    return out.reshape(x.shape)
 
 
 def _resolution(resolution: float | None, sensitivity: float) -> float:
     if resolution is None:
         return sensitivity / DEFAULT_GRID_CELLS
     return check_real("resolution", resolution, low=0.0)
+
+
+def _check_grid_scale(scale_steps: float, what: str) -> None:
+    if not scale_steps <= MAX_GRID_SCALE:
+        raise InvalidParameterError(
+            f"the noise {what} would be {scale_steps:.6g} grid steps, above the supported 2^56 (indices would not be "
+            "exact doubles); use a coarser resolution or a larger epsilon/delta"
+        )
 
 
 class _GridMechanism(AdditiveMechanism):
@@ -206,28 +270,61 @@ class _GridMechanism(AdditiveMechanism):
     def _draw(self, randbelow: RandBelow) -> int:
         raise NotImplementedError
 
+    def check_dimension(self, n: int, *, name: str = "number of coordinates") -> int:
+        """Refuse releasing ``n`` coordinates at once when the rounding slack was counted for fewer.
+
+        A privatizer releasing m readings together calls ``check_dimension(m)`` up front.
+        """
+        n = check_int(name, n, minimum=0)
+        if n > self.dimension:
+            raise InvalidParameterError(
+                f"{name} released together must be at most the mechanism's dimension={self.dimension} (its grid "
+                f"sensitivity counts the rounding of {self.dimension} coordinates), got {n}; build the mechanism with "
+                f"dimension={n}"
+            )
+        return n
+
+    def to_grid(self, values: ArrayLike) -> NDArray[np.int64]:
+        """Exact grid indices ``round(x / resolution)`` of ``values`` (see :func:`grid_indices`)."""
+        return grid_indices(values, self.resolution)
+
     def sample_noise(self, count: int, randbelow: RandBelow) -> list[int]:
         """``count`` exact integer noise draws (grid units) from the integer source ``randbelow``."""
         return [self._draw(randbelow) for _ in range(count)]
 
+    def _noise(self, count: int, rng: RngLike) -> list[int]:
+        return self.sample_noise(count, randbelow_for(rng))
+
     def privatize_grid(self, grid_values: Sequence[int], *, rng: RngLike = None) -> NDArray[np.float64]:
-        """Add exact noise to readings already on the grid, given as integers in grid units (1-d result).
+        """Add exact noise to one vector already on the grid, given as integers in grid units (1-d result).
 
         For inputs that are exact multiples of ``resolution`` (e.g. fixed-point sums); there is no
         rounding step, and the exact integer ``value + noise`` is scaled back to reading units
-        (``rng=None``: :mod:`secrets`).
+        (``rng=None``: the OS CSPRNG). At most ``dimension`` values, each of magnitude at most 2⁵².
         """
-        noise = self.sample_noise(len(grid_values), randbelow_for(rng))
-        return np.array([int(i) + z for i, z in zip(grid_values, noise, strict=True)], dtype=float) * self.resolution
+        idx = [int(i) for i in grid_values]
+        self.check_dimension(len(idx), name="grid_values length")
+        if any(abs(i) > MAX_GRID_INDEX for i in idx):
+            raise InvalidParameterError(f"grid_values must have magnitude at most 2^52, got {max(idx, key=abs)}")
+        noise = self._noise(len(idx), rng)
+        return np.array([i + z for i, z in zip(idx, noise, strict=True)], dtype=float) * self.resolution
 
     def privatize(self, values: ArrayLike, *, rng: RngLike = None) -> NDArray[np.float64]:
-        """Round ``values`` to the grid and add exact integer noise (``rng=None``: :mod:`secrets`)."""
-        x, idx = _grid(values, self.resolution)
-        return self.privatize_grid(idx, rng=rng).reshape(x.shape)
+        """Round ``values`` to the grid exactly and add exact integer noise (``rng=None``: the OS CSPRNG).
+
+        The last axis is one released vector (at most ``dimension`` coordinates); leading axes are
+        independent releases (each one has :meth:`guarantee`, and they compose). A scalar is one
+        coordinate.
+        """
+        idx = self.to_grid(values)
+        self.check_dimension(idx.shape[-1] if idx.ndim else 1, name="values per release (last axis)")
+        noise = self._noise(idx.size, rng)
+        total = [int(i) + z for i, z in zip(idx.reshape(-1), noise, strict=True)]
+        return np.array(total, dtype=float).reshape(idx.shape) * self.resolution
 
 
 class DiscreteLaplaceMechanism(_GridMechanism):
-    """ε-DP with exact discrete Laplace noise on the grid ``resolution · ℤ`` (deployment sampler).
+    r"""ε-DP with exact discrete Laplace noise on the grid ``resolution · ℤ`` (deployment sampler).
 
     Parameters
     ----------
@@ -246,14 +343,20 @@ class DiscreteLaplaceMechanism(_GridMechanism):
     Attributes
     ----------
     scale : fractions.Fraction
-        Noise scale b in grid units; ``scale_value = b · g`` in reading units.
+        Noise scale b in grid units, exactly the one sampled; ``scale_value = b · g`` in reading units.
     grid_sensitivity : int
-        ⌊Δ1/g⌋ + dimension.
+        ⌊Δ1/g⌋ + dimension (exact rational arithmetic).
 
     Privacy guarantee
     -----------------
-    ε-DP exactly (ε = grid_sensitivity / b, rational arithmetic), with no floating-point leakage:
-    the noise is an exact integer and the output is a fixed function of an integer.
+    What is released: for a vector x of at most ``dimension`` readings, ``g · (n + Y)`` with
+    n = round(x/g) computed exactly (module docstring) and Y i.i.d. exactly
+    :math:`P(Y = y) \propto e^{-|y|/b}` on ℤ (integers only, from the OS CSPRNG by default).
+    Neighbouring inputs (ℓ1 distance ≤ Δ1) give integer vectors n, n′ with ‖n − n′‖₁ ≤
+    ``grid_sensitivity``, so the ratio of output probabilities is at most
+    exp(grid_sensitivity / b) ≤ e^ε (checked in rational arithmetic); the double released is a fixed
+    function of the integer n + Y (post-processing). Longer vectors and readings beyond 2⁵² grid
+    steps are refused. ε-DP, δ = 0.
     """
 
     _norm = "l1"
@@ -272,7 +375,7 @@ class DiscreteLaplaceMechanism(_GridMechanism):
         self.sensitivity = check_real("sensitivity", sensitivity, low=0.0)
         self._set_grid(resolution, dimension, neighbouring)
         self.grid_sensitivity = math.floor(Fraction(self.sensitivity) / Fraction(self.resolution)) + self.dimension
-        self.scale = Fraction(self.grid_sensitivity) / Fraction(self.epsilon)
+        self.scale = laplace_grid_scale(epsilon=self.epsilon, grid_sensitivity=self.grid_sensitivity)
         if self.grid_sensitivity / self.scale > Fraction(self.epsilon):  # re-check (exact arithmetic)
             raise InvalidParameterError("discrete Laplace calibration overspends epsilon")
         self._frozen = True
@@ -293,6 +396,63 @@ class DiscreteLaplaceMechanism(_GridMechanism):
         )
 
 
+def sampler_scale(scale: Fraction) -> Fraction:
+    """The discrete Laplace scale actually sampled for a target ``scale`` (grid units): ≥ it, numerator < 2⁵⁷.
+
+    ``scale`` itself when its numerator is below 2⁵⁷, else ⌈scale · 2^j⌉ / 2^j with the numerator in
+    [2⁵⁶, 2⁵⁷) (relative increase below 2⁻⁵⁶; more noise, never less). Needs ``scale`` ≤ 2⁵⁶.
+    """
+    scale = Fraction(scale)
+    if scale.numerator < 2**_SCALE_BITS:
+        return scale
+    j = _SCALE_BITS - 1 - math.floor(scale).bit_length()  # scale·2^j lies in [2^55, 2^57)
+    return Fraction(math.ceil(scale * 2**j), 2**j)
+
+
+def laplace_grid_scale(*, epsilon: float, grid_sensitivity: int) -> Fraction:
+    """The discrete Laplace scale b (grid steps) sampled for ε-DP at an integer ℓ1 sensitivity (grid steps).
+
+    b = :func:`sampler_scale` (grid_sensitivity / ε) ≥ grid_sensitivity / ε exactly, so
+    grid_sensitivity / b ≤ ε; refused above :data:`MAX_GRID_SCALE`.
+    """
+    eps = check_real("epsilon", epsilon, low=0.0)
+    exact = Fraction(check_int("grid_sensitivity", grid_sensitivity, minimum=1)) / Fraction(eps)
+    _check_grid_scale(float(exact), f"scale b for epsilon={eps:g}")
+    return sampler_scale(exact)
+
+
+def discrete_laplace_noise(scale: Fraction, size: int, *, rng: RngLike = None) -> NDArray[np.int64]:
+    r"""``size`` i.i.d. exact draws of :math:`P(Y = y) \propto e^{-|y|/b}` on ℤ, b = ``scale`` (rational).
+
+    ``rng=None``: the OS CSPRNG; a seed or Generator: reproducible (tests, experiments).
+    """
+    randbelow = randbelow_for(rng)
+    return np.array([sample_discrete_laplace(scale, randbelow) for _ in range(size)], dtype=np.int64)
+
+
+def _sqrt_up(n: int) -> Fraction:
+    """A rational upper bound on √n (exact for perfect squares)."""
+    root = Fraction(math.sqrt(n))
+    while root * root < n:
+        root = Fraction(float(np.nextafter(float(root), math.inf)))
+    return root
+
+
+def l2_grid_sensitivity(sensitivity: float, resolution: float, dimension: int) -> float:
+    """Upper bound (a double) on ‖round(x/g) − round(x′/g)‖₂ for ‖x − x′‖₂ ≤ Δ2 over ``dimension`` coordinates.
+
+    ‖n − n′‖₂ ≤ Δ2/g + √d by the triangle inequality (exact rounding moves each coordinate by ≤ ½);
+    the squared norm is an integer, so it is at most K = ⌊(Δ2/g + √d)²⌋ (exact rational arithmetic)
+    and the result is √K rounded up to a double.
+    """
+    bound = Fraction(sensitivity) / Fraction(resolution) + _sqrt_up(dimension)
+    k = math.floor(bound * bound)
+    root = math.sqrt(k)
+    while Fraction(root) ** 2 < k:
+        root = float(np.nextafter(root, math.inf))
+    return root
+
+
 def gaussian_rdp_epsilon(*, noise_multiplier: float, delta: float) -> float:
     """ε at δ of one Gaussian-RDP release with the given noise multiplier σ/Δ (``dp_accounting`` RDP)."""
     from dp_accounting import GaussianDpEvent
@@ -304,7 +464,7 @@ def gaussian_rdp_epsilon(*, noise_multiplier: float, delta: float) -> float:
 
 
 class DiscreteGaussianMechanism(_GridMechanism):
-    """(ε, δ)-DP with exact discrete Gaussian noise on the grid ``resolution · ℤ`` (deployment sampler).
+    r"""(ε, δ)-DP with exact discrete Gaussian noise on the grid ``resolution · ℤ`` (deployment sampler).
 
     The floating-point-safe version of seed 000's local Gaussian mechanism (Lemma 3 / Prop. 4).
 
@@ -331,12 +491,18 @@ class DiscreteGaussianMechanism(_GridMechanism):
     sigma : float
         σ in reading units (σ_grid · g).
     grid_sensitivity : float
-        Δ2/g + √dimension.
+        An upper bound (exact rational arithmetic, rounded up) on
+        :math:`\sqrt{\lfloor(\Delta_2/g + \sqrt{d})^2\rfloor}`, d = dimension.
 
     Privacy guarantee
     -----------------
-    (ε, δ)-DP: ½(Δ_grid/σ)²-concentrated DP (CKS Theorem 14) converted to (ε, δ) by
-    ``dp_accounting``'s RDP accountant; no floating-point leakage (integer noise, exact sampler).
+    What is released: for a vector x of at most ``dimension`` readings, ``g · (n + Y)`` with
+    n = round(x/g) computed exactly and Y i.i.d. exactly :math:`P(Y = y) \propto e^{-y^2/(2\sigma^2)}`
+    on ℤ (CKS Algorithm 3, integers only). Neighbouring inputs (ℓ2 distance ≤ Δ2) give integer
+    vectors with ‖n − n′‖₂ ≤ ``grid_sensitivity``, so the release is
+    ½(grid_sensitivity/σ)²-concentrated DP (CKS Theorem 14), converted to (ε, δ) by
+    ``dp_accounting``'s RDP accountant and re-checked; the double released is a fixed function of
+    the integer n + Y. Longer vectors and readings beyond 2⁵² grid steps are refused.
     """
 
     _norm = "l2"
@@ -356,7 +522,7 @@ class DiscreteGaussianMechanism(_GridMechanism):
         self.delta = check_probability("delta", delta)
         self.sensitivity = check_real("sensitivity", sensitivity, low=0.0)
         self._set_grid(resolution, dimension, neighbouring)
-        self.grid_sensitivity = self.sensitivity / self.resolution + math.sqrt(self.dimension)
+        self.grid_sensitivity = l2_grid_sensitivity(self.sensitivity, self.resolution, self.dimension)
         self.sigma2 = self._calibrate()
         self._frozen = True
 
@@ -369,6 +535,7 @@ class DiscreteGaussianMechanism(_GridMechanism):
         lo = hi = 0.0
         while excess(hi) > 0.0:
             hi += math.log(2.0)
+            _check_grid_scale(math.exp(hi) * sens, f"sigma for epsilon={eps:g}, delta={dlt:g}")
         while excess(lo) <= 0.0:
             lo -= math.log(2.0)
         sigma2 = Fraction(math.exp(float(optimize.brentq(excess, lo, hi, xtol=1e-12))) * sens) ** 2

@@ -103,6 +103,9 @@ class SensorPrivatizer(Generic[M]):
             )
         self.mechanism: M = mechanism
         self.n_sensors = check_int("n_sensors", n_sensors, minimum=1)
+        check_dimension = getattr(mechanism, "check_dimension", None)
+        if callable(check_dimension):  # grid mechanisms: rounding slack counted for n_sensors coordinates
+            check_dimension(self.n_sensors, name="n_sensors")
 
     @classmethod
     def from_model(

@@ -1,15 +1,30 @@
 r"""ℓ2 sensitivity of a forward model and the published bounds on it.
 
-The privacy relation is the thesis's α-neighbours (seed 002, Definition 6.2): two source vectors
-are neighbours when their EMD is at most α. Proposition 7.1 then gives
+Two families of neighbouring relations, each with its unit stated:
 
-.. math:: \Delta_2(M) = \alpha \max_{(i, j)\ \text{neighbours}} \|M_i - M_j\|_2 ,
+**The thesis's α-neighbours** (seed 002, Definition 6.2): two source vectors are neighbours when
+their EMD is at most α. Proposition 7.1 then gives
 
-computed here exactly (no bound) over every neighbouring pair of the model's domain. α counts
-neighbour *steps*: one unit of mass moved to an adjacent location is α = 1, which is seed 000's
-Definition 2 (swap two adjacent entries of ``f ∈ [0, 1]^n``) and so Proposition 4's Δ2(A). On a
-weighted graph an edge of length ``w`` is ``w`` steps, so pairs are divided by their length (the
-triangle inequality along shortest paths keeps the proof of Proposition 7.1 valid).
+.. math:: \Delta_2(M) = \alpha \max_{(i, j)\ \text{neighbours}} \|M_i - M_j\|_2 / \ell(i, j),
+
+computed here exactly (no bound) over every neighbouring pair of the model's domain
+(:func:`l2_sensitivity`). α counts neighbour *steps* (``unit="steps"``): one unit of mass moved
+to an adjacent location is α = 1, which is seed 000's Definition 2 (swap two adjacent entries of
+``f ∈ [0, 1]^n``) and so Proposition 4's Δ2(A). On a domain whose pairs have lengths (a graph
+with edge ``length`` in metres, :class:`~dpcloak.domains.Sites`) α must come with its unit:
+``unit="m"`` divides each pair by its length ``ℓ(i, j)`` (the triangle inequality along shortest
+paths keeps the proof of Proposition 7.1 valid) and ``unit="hops"`` counts every edge as one step;
+a bare α is refused there, because "α = 1" silently meaning one metre gave σ ≈ 0.06 people.
+
+**Counts of people** (:class:`Relation`, :func:`relation_sensitivity`): the source vector counts
+people per location, and neighbours differ by *one person moved by up to α metres (or hops)*,
+or by one person added or removed. The released difference is then exactly a column difference
+``M_i − M_j`` (or one column ``M_i``), so
+
+.. math:: \Delta_2 = \max_{d(i, j) \le \alpha} \|M_i - M_j\|_2 \quad\text{or}\quad
+          \Delta_2 = \max_i \|M_i\|_2 ,
+
+in reading units, attained (hence exact, not a bound) by any count vector with a person at ``i``.
 
 Published closed forms that disagree with the exact computation are implemented both as printed
 (``*_published``) and corrected; every function's docstring states the discrepancy.
@@ -18,18 +33,27 @@ Published closed forms that disagree with the exact computation are implemented 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
-from numpy.typing import ArrayLike
+from numpy.typing import ArrayLike, NDArray
 
-from dpcloak._validation import check_int, check_real
+from dpcloak._validation import check_choice, check_int, check_real
 from dpcloak.bound import Bound
+from dpcloak.domains import Domain, GraphDomain, Sites
+from dpcloak.domains.sites import closest_pair
 from dpcloak.errors import InvalidParameterError
 from dpcloak.models.base import LinearModel
 from dpcloak.models.graph import GraphDiffusion
 from dpcloak.models.matrix import matrix_model
 
 __all__ = [
+    "ALPHA_UNITS",
+    "RELATION_KINDS",
+    "RELATION_UNITS",
+    "Relation",
+    "relation_sensitivity",
     "l2_sensitivity",
     "worst_neighbours",
     "condition_number",
@@ -43,21 +67,53 @@ __all__ = [
     "star_graph_delta2",
 ]
 
+#: Units of the thesis relation's α: neighbour steps, graph hops, or the pairs' lengths in metres.
+ALPHA_UNITS = ("steps", "hops", "m")
+
 
 def _as_model(model: LinearModel | ArrayLike) -> LinearModel:
     return model if isinstance(model, LinearModel) else matrix_model(model)
 
 
-def _pair_ratios(model: LinearModel) -> tuple[np.ndarray, np.ndarray]:
+def _has_lengths(domain: Domain) -> bool:
+    return isinstance(domain, Sites) or (isinstance(domain, GraphDomain) and domain.has_lengths)
+
+
+def _steps(domain: Domain, unit: str | None) -> NDArray[np.float64]:
+    """Length of each neighbouring pair in α's unit (see the module docstring)."""
+    if unit is not None:
+        check_choice("unit", unit, ALPHA_UNITS)
+    if _has_lengths(domain):
+        if unit is None:
+            raise InvalidParameterError(
+                f"alpha needs its unit on a {type(domain).__name__} whose pairs have lengths: unit='m' (alpha in the "
+                "lengths' unit, e.g. metres)" + (" or unit='hops' (every edge one step)" if isinstance(
+                    domain, GraphDomain) else "")
+            )
+        if unit == "m":
+            return domain.neighbour_steps()
+        if isinstance(domain, Sites) or unit == "steps":
+            raise InvalidParameterError(f"unit must be 'm' for this {type(domain).__name__} with lengths, got {unit!r}")
+        return np.ones(len(domain.neighbours()))
+    if unit == "m":
+        raise InvalidParameterError(
+            f"unit='m' needs pairs with lengths in metres, but this {type(domain).__name__} has none; use "
+            "unit='steps', or relation_sensitivity with Relation.move(alpha, unit='m') on coordinates"
+        )
+    return domain.neighbour_steps()
+
+
+def _pair_ratios(model: LinearModel, unit: str | None) -> tuple[np.ndarray, np.ndarray]:
     pairs = model.domain.neighbours()
     if len(pairs) == 0:
         raise InvalidParameterError("model's domain has no neighbouring pairs; the sensitivity is undefined")
+    steps = _steps(model.domain, unit)
     norms = model.column_difference_norms(pairs)
-    return pairs, norms / model.domain.neighbour_steps()
+    return pairs, norms / steps
 
 
-def l2_sensitivity(model: LinearModel | ArrayLike, *, alpha: float = 1.0) -> float:
-    r"""Exact ℓ2 sensitivity ``Δ2 = α max_{(i,j) neighbours} ‖M_i − M_j‖₂ / steps(i, j)``.
+def l2_sensitivity(model: LinearModel | ArrayLike, *, alpha: float = 1.0, unit: str | None = None) -> float:
+    r"""Exact ℓ2 sensitivity ``Δ2 = α max_{(i,j) neighbours} ‖M_i − M_j‖₂ / ℓ(i, j)`` (thesis α-neighbours).
 
     Source: thesis Proposition 7.1 (seed 002); for a :class:`~dpcloak.domains.Line` with α = 1
     this is seed 000 Proposition 4's ``Δ2(A) = max_i ‖A_i − A_{i+1}‖₂``.
@@ -67,7 +123,11 @@ def l2_sensitivity(model: LinearModel | ArrayLike, *, alpha: float = 1.0) -> flo
     model : LinearModel or array_like
         The forward model (a plain matrix is wrapped with sources on ``Line(n)``).
     alpha : float, default 1.0
-        Neighbour radius in steps (> 0): Δ2 scales linearly in it.
+        Neighbour radius in ``unit`` (> 0): Δ2 scales linearly in it.
+    unit : {"steps", "hops", "m"}, optional
+        α's unit. Optional (meaning steps) on domains without lengths (Line, Grid, an unweighted
+        graph); required on a graph whose edges carry ``length`` (``"m"`` or ``"hops"``) and on
+        :class:`~dpcloak.domains.Sites` (``"m"``).
 
     Returns
     -------
@@ -82,13 +142,13 @@ def l2_sensitivity(model: LinearModel | ArrayLike, *, alpha: float = 1.0) -> flo
     0.135897
     """
     alpha = check_real("alpha", alpha, low=0.0)
-    _, ratios = _pair_ratios(_as_model(model))
+    _, ratios = _pair_ratios(_as_model(model), unit)
     return alpha * float(ratios.max())
 
 
-def worst_neighbours(model: LinearModel | ArrayLike) -> tuple[int, int]:
-    """The neighbouring pair ``(i, j)`` attaining the sensitivity."""
-    pairs, ratios = _pair_ratios(_as_model(model))
+def worst_neighbours(model: LinearModel | ArrayLike, *, unit: str | None = None) -> tuple[int, int]:
+    """The neighbouring pair ``(i, j)`` attaining the sensitivity (``unit`` as in :func:`l2_sensitivity`)."""
+    pairs, ratios = _pair_ratios(_as_model(model), unit)
     i, j = pairs[int(np.argmax(ratios))]
     return int(i), int(j)
 
@@ -114,8 +174,12 @@ def heat1d_bound_published(n: int, m: int, t: float, *, mu: float = 0.5) -> Boun
     signs and for ``x < 0`` the factor is ``e^{|x|} − 1``, larger. The step is wrong, yet the slack
     in ``Σ_j e^{-a²/2T} ≤ m`` absorbs it: on a sweep of n ∈ [2, 300], m ∈ [1, 100],
     t ∈ [1e-5, 100] (2 520 points) the printed bound was never below the exact Δ2 (largest ratio
-    exact/bound 1.0000000000000002, at n = 2, m = 1, i.e. equality to rounding). dpcloak keeps it as
-    printed and tests it against the exact value; :func:`heat1d_bound` is a bound with a proof.
+    exact/bound 1.0000000000000002, at n = 2, m = 1, i.e. equality to rounding). The intermediate
+    inequality ``max_{i,j} (1 − e^{−x})² ≤ max{(1 − e^{−3/(4nT)})², (1 − e^{−2/(4nT)})²}`` is false with
+    either sign of the exponent (n = m = 100, T = 0.01: 0.405 against 0.278); only the final
+    ``O(√m/(nT^{1.5}))`` survives, by the mean-value argument of :func:`heat1d_bound`
+    (``tests/errata/test_gilbert_mcmillan.py``). dpcloak keeps it as printed and tests it against the
+    exact value; :func:`heat1d_bound` is a bound with a proof.
     """
     n, m = check_int("n", n, minimum=1), check_int("m", m, minimum=1)
     T = check_real("t", t, low=0.0) * check_real("mu", mu, low=0.0)
@@ -157,7 +221,10 @@ def condition_lower_bound(model: LinearModel | ArrayLike, *, alpha: float = 1.0,
 
     Both proofs build a matrix with a duplicated column and use that it has rank below
     ``min(m, n)``; that holds only when ``n ≤ m`` (with ``n > m``, e.g. ``M = [1, 1]/√2`` has
-    ``Δ2 = 0`` and ``κ₂ = 1``). The bound is reported as not applicable when ``n > m``. The value
+    ``Δ2 = 0`` and ``κ₂ = 1``). The bound is reported as not applicable when ``n > m``; that is the
+    real condition. The thesis's last step writes ``1/κ₂ ≤ min_{neighbours} ‖M_i − M_j‖ = Δ2/α`` where
+    Δ2 takes the max: harmless, as its proof bounds ``1/κ₂`` by every neighbouring pair, hence by the
+    min and so by the max (``tests/errata/test_gilbert_mcmillan.py``). The value
     is the bound for the *normalised* matrix; multiply by ``‖M‖₂`` for ``M`` itself.
     """
     model = _as_model(model)
@@ -175,12 +242,12 @@ def condition_lower_bound(model: LinearModel | ArrayLike, *, alpha: float = 1.0,
     return Bound(value, "lower", source)
 
 
-def graph_spectral_bound(model: GraphDiffusion, *, alpha: float = 1.0) -> Bound:
+def graph_spectral_bound(model: GraphDiffusion, *, alpha: float = 1.0, unit: str | None = None) -> Bound:
     r"""Thesis Lemma 8.9: ``Δ2(A_G) ≤ α max_{(i,j) ∈ E} Σ_{k≥2} e^{−τ s_k} |U_{ik} − U_{jk}|``.
 
     ``s_k`` are the Laplacian eigenvalues, ``U`` its eigenvectors. Eigenpairs dropped by the
     model's spectral truncation add at most ``√(2n)·truncation_error``, which is included so the
-    value stays an upper bound.
+    value stays an upper bound. ``unit`` as in :func:`l2_sensitivity`.
     """
     if not isinstance(model, GraphDiffusion):
         raise InvalidParameterError(f"model must be a GraphDiffusion, got {type(model).__name__}")
@@ -193,7 +260,7 @@ def graph_spectral_bound(model: GraphDiffusion, *, alpha: float = 1.0) -> Bound:
     weights = np.exp(-model.tau * model.eigenvalues)[1:]
     U = model.eigenvectors[:, 1:]
     sums = np.array([np.abs(U[i] - U[j]) @ weights for i, j in pairs])
-    steps = model.domain.neighbour_steps()
+    steps = _steps(model.domain, unit)
     tail = math.sqrt(2 * model.shape[0]) * model.truncation_error
     return Bound(alpha * float((sums / steps).max() + tail), "upper", "seed 002 Lemma 8.9")
 
@@ -241,3 +308,158 @@ def star_graph_delta2(n: int, tau: float) -> float:
     n, tau = check_int("n", n, minimum=3), check_real("tau", tau, low=0.0)
     a = (math.exp(-tau * n) - math.exp(-tau)) / (n - 1)
     return math.sqrt(math.exp(-2 * tau * n) + (n - 2) * a**2 + (a + math.exp(-tau)) ** 2)
+
+
+RELATION_KINDS = ("move", "add-remove", "move-or-add-remove")
+RELATION_UNITS = ("m", "hops")
+
+
+@dataclass(frozen=True)
+class Relation:
+    """Neighbouring count vectors: one person moved by up to ``alpha`` (in ``unit``), or added/removed.
+
+    Parameters
+    ----------
+    kind : {"move", "add-remove", "move-or-add-remove"}
+        ``"move"``: one person moved from location ``i`` to ``j`` with ``d(i, j) ≤ alpha``;
+        ``"add-remove"``: one person added or removed; ``"move-or-add-remove"``: either.
+    alpha : float, optional
+        The move radius (> 0) for the move kinds; ``None`` for ``"add-remove"``.
+    unit : {"m", "hops"}, optional
+        α's unit for the move kinds: metres (Euclidean distance between the locations'
+        coordinates — "as the crow flies", which covers every route — or shortest paths in edge
+        ``length`` for a graph without positions) or hops (edges of the domain's neighbour graph).
+
+    Examples
+    --------
+    >>> Relation.move(50.0).describe()
+    'one person moved by up to 50 m'
+    """
+
+    kind: str
+    alpha: float | None = None
+    unit: str | None = None
+
+    def __post_init__(self) -> None:
+        check_choice("relation kind", self.kind, RELATION_KINDS)
+        if self.kind == "add-remove":
+            if self.alpha is not None or self.unit is not None:
+                raise InvalidParameterError(
+                    f"the add-remove relation takes no alpha or unit, got alpha={self.alpha!r}, unit={self.unit!r}"
+                )
+            return
+        if self.unit is None:
+            raise InvalidParameterError(
+                f"relation unit must be given for alpha: 'm' or 'hops', got alpha={self.alpha!r} without a unit"
+            )
+        check_choice("relation unit", self.unit, RELATION_UNITS)
+        object.__setattr__(self, "alpha", check_real("relation alpha", self.alpha, low=0.0))
+
+    @classmethod
+    def move(cls, alpha: float, unit: str = "m") -> Relation:
+        """One person moved by up to ``alpha`` ``unit``."""
+        return cls("move", alpha, unit)
+
+    @classmethod
+    def add_remove(cls) -> Relation:
+        """One person added or removed."""
+        return cls("add-remove")
+
+    def describe(self) -> str:
+        """The relation in words, with α's unit."""
+        if self.kind == "add-remove":
+            return "one person added or removed"
+        moved = f"one person moved by up to {self.alpha:g} {self.unit}"
+        return moved if self.kind == "move" else f"{moved}, or added or removed"
+
+    def to_dict(self) -> dict[str, Any]:
+        """``{"kind", "alpha", "unit"}`` (``None`` where unused)."""
+        return {"kind": self.kind, "alpha": self.alpha, "unit": self.unit}
+
+
+def _hop_distances(domain: Domain) -> NDArray[np.float64]:
+    if isinstance(domain, GraphDomain):
+        return domain.hop_distances()
+    if isinstance(domain, Sites):
+        raise InvalidParameterError("a hop relation needs a graph or grid; Sites have no edges, use unit='m'")
+    import scipy.sparse as sp
+    from scipy.sparse.csgraph import shortest_path
+
+    pairs = domain.neighbours()
+    adj = sp.coo_matrix((np.ones(len(pairs)), (pairs[:, 0], pairs[:, 1])), shape=(domain.size, domain.size))
+    return np.asarray(shortest_path(adj.tocsr(), directed=False, unweighted=True))
+
+
+def _pairs_within(domain: Domain, alpha: float, unit: str) -> NDArray[np.intp]:
+    """Location pairs ``i < j`` at distance ≤ α; refuses α below the smallest distance."""
+    coords = domain.coordinates() if unit == "m" else None
+    if unit == "m" and coords is not None and coords.shape[1] > 1:
+        from scipy.spatial import cKDTree
+
+        if domain.size < 2:
+            raise InvalidParameterError("the move relation needs at least 2 source locations")
+        smallest = closest_pair(coords)[2]
+        pairs = np.asarray(cKDTree(coords).query_pairs(r=alpha, output_type="ndarray"), dtype=np.intp)
+    else:
+        if unit == "m" and not _has_lengths(domain):
+            raise InvalidParameterError(
+                f"unit='m' needs source coordinates or edge lengths in metres; this {type(domain).__name__} has "
+                "neither (use unit='hops')"
+            )
+        dist = domain.distances() if unit == "m" else _hop_distances(domain)
+        off = dist[np.triu_indices(domain.size, k=1)]
+        smallest = float(off.min()) if off.size else math.inf
+        i, j = np.nonzero(np.triu(dist <= alpha, k=1))
+        pairs = np.stack([i, j], axis=1).astype(np.intp)
+    if alpha < smallest:
+        raise InvalidParameterError(
+            f"relation alpha={alpha:g} {unit} is smaller than the smallest distance between two source locations "
+            f"({smallest:.6g} {unit}): no move is possible, so the relation would protect nothing; choose alpha >= "
+            f"{smallest:.6g} {unit} or the add-remove relation"
+        )
+    return pairs
+
+
+def _column_norms(model: LinearModel, chunk: int = 1024) -> NDArray[np.float64]:
+    n = model.shape[1]
+    out = np.empty(n)
+    for start in range(0, n, chunk):
+        idx = np.arange(start, min(n, start + chunk), dtype=np.intp)
+        out[idx] = np.linalg.norm(model.columns(idx), axis=0)
+    return out
+
+
+def relation_sensitivity(model: LinearModel, relation: Relation) -> float:
+    r"""Exact ℓ2 sensitivity of ``y = M f`` for count vectors ``f`` under ``relation`` (module docstring).
+
+    ``"move"``: ``max_{i<j, d(i,j) ≤ α} ‖M_i − M_j‖₂``; ``"add-remove"``: ``max_i ‖M_i‖₂``;
+    ``"move-or-add-remove"``: the larger of the two. In reading units per person.
+
+    Raises
+    ------
+    InvalidParameterError
+        α smaller than the smallest distance between two source locations (no move possible: the
+        relation would give Δ2 = 0 and protect nothing), or a unit the domain cannot measure.
+
+    Examples
+    --------
+    >>> from dpcloak.models import matrix_model
+    >>> from dpcloak.domains import Sites
+    >>> M = matrix_model([[1.0, 0.5, 0.0], [0.0, 0.5, 1.0]], Sites([[0, 0], [10, 0], [20, 0]]))
+    >>> round(relation_sensitivity(M, Relation.move(10.0)), 6)   # neighbours 10 m apart
+    0.707107
+    >>> relation_sensitivity(M, Relation.add_remove())
+    1.0
+    """
+    if not isinstance(model, LinearModel):
+        raise InvalidParameterError(f"model must be a LinearModel, got {type(model).__name__}")
+    if not isinstance(relation, Relation):
+        raise InvalidParameterError(f"relation must be a Relation, got {type(relation).__name__}")
+    values = []
+    if relation.kind != "add-remove":
+        assert relation.alpha is not None and relation.unit is not None  # validated by Relation
+        pairs = _pairs_within(model.domain, relation.alpha, relation.unit)
+        values.append(float(model.column_difference_norms(pairs).max()))
+    if relation.kind != "move":
+        values.append(float(_column_norms(model).max()))
+    return max(values)

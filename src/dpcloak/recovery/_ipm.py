@@ -69,11 +69,26 @@ def _dual_bound(
     G: NDArray[np.float64], z: NDArray[np.float64], c: NDArray[np.float64], lo: NDArray[np.float64],
     hi: NDArray[np.float64], w: NDArray[np.float64], gamma: float, rho: float | None,
 ) -> float:
+    """The exact dual bound ``Σ_i min(l_i a_i, u_i a_i) − wᵀz − h*(w)`` (``a = c + Gᵀw``), valid for any ``w``.
+
+    Where ``u_i = ∞`` the term is ``−∞`` unless ``a_i ≥ 0``. An optimal ``w`` leaves ``a_i = 0`` on
+    every free variable, which rounding turns into ``±1e-16``: ``w`` is then shrunk to ``θ w`` with
+    ``θ = min c_i / (c_i − a_i)`` over the offending coordinates (possible when ``c_i > 0``), which
+    makes those ``a_i`` vanish and costs only ``O(1 − θ)`` of the bound.
+    """
+    finite = np.isfinite(hi)
     a = c + G.T @ w
+    bad = (a < 0) & ~finite
+    if np.any(bad):
+        cb = c[bad]
+        if np.any(cb <= 0):
+            return -math.inf
+        theta = float(np.min(cb / (cb - a[bad])))
+        w = theta * w
+        a = c + theta * (a - c)
+        a[~finite] = np.maximum(a[~finite], 0.0)  # the offending coordinates are 0 up to rounding now
     neg = a < 0
-    if np.any(neg & ~np.isfinite(hi)):
-        return -math.inf
-    box = float(np.sum(np.where(neg, np.where(np.isfinite(hi), hi, 0.0) * a, lo * a)))
+    box = float(np.sum(np.where(neg, np.where(finite, hi, 0.0) * a, lo * a)))
     conj = float(w @ w) / (2.0 * gamma) if rho is None else rho * float(np.linalg.norm(w))
     return box - float(w @ z) - conj
 
@@ -125,7 +140,7 @@ def _solve_active(
     if rho is None:
         lam = gamma
     else:
-        room = (rho * (1.0 - 1e-11)) ** 2 - outside2  # land just inside the sphere despite rounding
+        room = (rho * (1.0 - 1e-13)) ** 2 - outside2  # land just inside the sphere despite rounding
         ny = float(np.linalg.norm(y))
         if room <= 0 or ny == 0:
             return None
@@ -183,19 +198,50 @@ def _barrier_point(
 
     ``s = x − l`` solves ``a − μ/s + μ/(d − s) = 0``, i.e. ``a s² − (a d + 2μ) s + μ d = 0``, whose
     root in ``(0, d)`` is ``2μd / (a d + 2μ + √(a²d² + 4μ²))`` for ``a ≥ 0`` (mirrored for ``a < 0``);
-    with ``d = ∞`` it is ``μ/a`` (``a > 0`` required).
+    with ``d = ∞`` it is ``μ/a`` (``a > 0`` required). The distance to the *nearer* bound is the
+    one computed by the formula, the other is ``d`` minus it, so neither is lost to cancellation
+    (``d − (d − t)`` can round to 0 and send ``μ/(u − x)²`` to infinity). The derivative
+    ``x_μ' = −1/(μ/s² + μ/o²) = −s²o²/(μ(s² + o²))`` (``o = d − s``) is formed without the
+    overflowing reciprocal squares.
     """
     d = np.where(finite, width, 1.0)
     root = np.sqrt((a * d) ** 2 + 4.0 * mu * mu)
     pos = a >= 0
-    s_pos = 2.0 * mu * d / (np.abs(a) * d + 2.0 * mu + root)
-    s = np.where(pos, s_pos, d - s_pos)
+    near = 2.0 * mu * d / (np.abs(a) * d + 2.0 * mu + root)  # distance to the nearer bound
+    far = d - near
     with np.errstate(divide="ignore", invalid="ignore"):
-        s = np.where(finite, s, mu / a)
-        other = np.where(finite, d - s, np.inf)
-        curv = mu / s**2 + np.where(finite, mu / other**2, 0.0)
-        psi = a * (lo + s) - mu * np.log(s) - np.where(finite, mu * np.log(other), 0.0)
-    return lo + s, -1.0 / curv, psi
+        s = np.where(finite, np.where(pos, near, far), mu / a)
+        other = np.where(finite, np.where(pos, far, near), np.inf)
+        x = np.where(finite & ~pos, lo + d - near, lo + s)
+        so = s * np.where(finite, other, 1.0)
+        xp = np.where(finite, -(so * so) / (mu * (s * s + other * other)), -(s * s) / mu)
+        psi = a * x - mu * np.log(s) - np.where(finite, mu * np.log(other), 0.0)
+    return x, xp, psi
+
+
+def _interior(
+    c: NDArray[np.float64], G: NDArray[np.float64], w: NDArray[np.float64], finite: NDArray[np.bool_]
+) -> bool:
+    """Whether ``a = c + Gᵀw`` is positive wherever the box is unbounded above (``d_μ(w)`` finite)."""
+    return bool(np.all(finite) or np.all((c + G.T @ w)[~finite] > 0))
+
+
+def _pull_inside(
+    c: NDArray[np.float64], G: NDArray[np.float64], w: NDArray[np.float64], finite: NDArray[np.bool_]
+) -> NDArray[np.float64]:
+    """``θ w`` with the largest ``θ ∈ (0, 1]`` keeping ``a ≥ c/2`` where the box is unbounded above.
+
+    ``w = 0`` is interior exactly when ``c > 0`` there (``‖f‖₁`` on non-negative sources); a zero
+    ``c`` on an unbounded coordinate has no interior dual point and is refused (the least-residual
+    problem goes to :func:`dpcloak.recovery._boxls.box_least_squares` instead).
+    """
+    cu = c[~finite]
+    if np.any(cu <= 0):
+        raise ValueError("the barrier dual needs c > 0 where the box is unbounded above")
+    gw = (G.T @ w)[~finite]
+    neg = gw < 0
+    theta = min(1.0, float(np.min(0.5 * cu[neg] / -gw[neg]))) if np.any(neg) else 1.0
+    return np.asarray(theta * w)
 
 
 def solve_box_quadratic(
@@ -234,11 +280,13 @@ def solve_box_quadratic(
     else:
         x_mid = np.where(finite, lo + 0.5 * np.where(finite, width, 0.0), lo + 1.0)
         w = gamma * (G @ x_mid - z)
-    if w0 is not None and w0.shape == (k,) and np.all(np.isfinite(w0)) and np.any(w0):
+    if w0 is not None and w0.shape == (k,) and np.all(np.isfinite(w0)) and np.any(w0) and _interior(c, G, w0, finite):
         w = w0.astype(float).copy()
         mu *= _WARM_MU
     if not np.any(w):
         w = np.full(k, 1e-8)
+    if not _interior(c, G, w, finite):
+        w = _pull_inside(c, G, w, finite)
     w_scale = float(np.linalg.norm(w))
     eye = np.eye(k)
 

@@ -19,7 +19,7 @@ import math
 from dpcloak._validation import check_int, check_probability, check_real
 from dpcloak.bound import Bound
 
-__all__ = ["theorem8_bound", "corollary9_bound", "theorem10_lower_bound", "theorem86_bound"]
+__all__ = ["theorem8_bound", "corollary9_bound", "theorem10_lower_bound", "theorem86_bound", "THEOREM10_CONSTANT"]
 
 _UNSPECIFIED = "O(·) constant not specified by the paper; value is the bracket with constant 1"
 
@@ -128,18 +128,56 @@ def corollary9_bound(*, n: int, m: int, t: float, epsilon: float, delta: float, 
     )
 
 
+#: Theorem 10's constant from a correct proof: ``E[EMD] ≥ (a/4)(1 − (1/8 + ln 2)/ln 4) = a(1/8 − 1/(64 ln 2))``.
+THEOREM10_CONSTANT = 0.125 - 1.0 / (64.0 * math.log(2.0))
+
+
 def theorem10_lower_bound(*, m: int, t: float, sigma: float, mu: float = 0.5, C: float | None = None,
-                          lipschitz: float | None = None) -> Bound:
-    """Seed 000 Theorem 10 (thesis Theorem 8.7): minimax lower bound on the expected EMD.
+                          lipschitz: float | None = None, n: int | None = None) -> Bound:
+    r"""Seed 000 Theorem 10 (thesis Theorem 8.7): minimax lower bound on the expected EMD.
 
-    ``inf_f̂ sup_f₀ E[EMD(f₀, f̂)] = Ω(min{1/2, T^{1.5} σ / √m})``. The proof (Appendix C) sets
-    ``a = min{1/2, T^{1.5} σ / (√(2C) √m)}`` with ``C`` the unspecified constant of Lemma 14
-    (``‖A f − A f'‖² ≤ 2C m T^{−3} EMD(f, f')²``).
+    ``inf_f̂ sup_f₀ E[EMD(f₀, f̂)] = Ω(min{1/2, T^{1.5} σ / √m})``, returned with the constant of the
+    corrected proof below: ``a (1/8 − 1/(64 ln 2)) ≈ 0.1025 a``. The printed proof (Appendix C; thesis
+    §8.2) concludes ``≥ 3a/4``, which does not follow (see "Discrepancies"). EMD is that of the
+    normalised vectors (:func:`dpcloak.metrics.emd`), a metric on probability vectors.
 
-    Constant of the conclusion: the proof applies Fano's inequality (Lemma 15) with
-    ``d_KL + 1 ≤ 3/2`` and ``log M = 2``, which gives ``P(EMD ≥ a/2) ≥ 1 − 3/4 = 1/4`` and hence
-    ``E[EMD] ≥ a/8``; the paper writes ``≥ 3a/4``. dpcloak returns the value that follows from the
-    stated lemmas, ``a/8`` (source marked "corrected").
+    **Proof (corrected).**
+
+    1. *KL.* ``P_f = N(Af, σ² I_m)``, so ``D(P_f ‖ P_f') = ‖Af − Af'‖²/(2σ²)`` (nats). With a
+       Lipschitz constant ``L`` (``‖Af − Af'‖ ≤ L · EMD(f, f')`` on probability vectors): Lemma 14's
+       ``L = √(2Cm) T^{−1.5}``, or the explicit ``L = n Δ₂(A)`` of its proof
+       (``‖Ae_i − Ae_j‖ ≤ |i − j| Δ₂`` and ``EMD(e_i, e_j) = |i − j|/n``, then the optimal flow).
+       Hence ``D ≤ L² EMD²/(2σ²)``.
+    2. *Test vectors.* ``a = min{1/2, σ/L}`` and, in units of ``a`` around 1/2,
+       ``v₁ = δ₀``, ``v₂ = ½δ_{−1/2} + ½δ_{1/2}``, ``v₃ = ¼δ_{−1} + ½δ₀ + ¼δ₁``, ``v₄ = ½δ₀ + ½δ₁``.
+       The 1-D EMD is ``∫|F_i − F_j|`` over the cumulative distributions, which gives **every
+       pairwise EMD equal to a/2** (not ``a`` as printed): e.g. ``EMD(v₂, v₃) = 4 · ¼ · (a/2)``
+       (four pieces of length ``a/2`` where the CDFs differ by ``1/4``), ``EMD(v₁, v₄) = ½ · a``.
+    3. *KL diameter.* ``D ≤ L² (a/2)²/(2σ²) ≤ 1/8`` (nats), since ``a ≤ σ/L``.
+    4. *Packing.* The four vectors are ``a/2``-separated: balls of radius ``a/4`` around them are
+       disjoint (packing radius ``a/4``), ``M = 4``.
+    5. *Fano* (Yu 1997, Lemma 3; natural logarithms throughout): for ``M`` hypotheses pairwise at
+       distance ``≥ 2δ`` with KL diameter ``β``,
+       ``max_v E_v[d(θ̂, θ_v)] ≥ δ (1 − (β + ln 2)/ln M)``. With ``δ = a/4``, ``β = 1/8``, ``M = 4``:
+       ``P(EMD ≥ a/4) ≥ 1/2 − 1/(16 ln 2) ≈ 0.4098`` and
+       ``E[EMD] ≥ (a/4)(1/2 − 1/(16 ln 2)) = a(1/8 − 1/(64 ln 2)) ≈ 0.1025 a``.
+
+    The supremum over all sources is at least the maximum over the four. (Averaging the KL over
+    pairs, ``I ≤ (12/16)·(1/8)``, would give ``0.108 a``; dpcloak keeps the KL-diameter form of the
+    paper's lemma.)
+
+    **Discrepancies in the printed proof.** (i) The pairwise EMDs are ``a/2``, not ``a``, so the
+    printed ``d_KL + 1 ≤ 3/2`` should read ``d_KL ≤ 1/8``. (ii) Lemma 15 (the thesis's Lemma 3.2)
+    is the base-2 form ``1 − (d_KL + 1)/log₂ M``; the proof uses ``log M = 2`` (bits) with a KL in
+    nats. Consistently in bits (``d_KL = 1/(8 ln 2)``) it gives ``P ≥ 0.4098``, the same as the
+    natural-log form above; the mixed ``1 − (1/8 + 1)/2 = 7/16`` overstates it. (iii) Read
+    literally (packing radius ``ε = a/4``, event ``EMD ≥ ε/2``), Lemma 15 gives
+    ``(a/8)·0.4098 ≈ 0.0512 a`` (``7a/128 ≈ 0.0547 a`` with the mixed bases); Yu's form with
+    separation ``2δ`` gives the event ``EMD ≥ a/4`` and so twice that. (iv) ``3a/4`` cannot follow
+    from any argument on these four vectors: the constant estimator ``f̂ = v₁`` has risk exactly
+    ``a/2`` on each of them. Checked in ``tests/recovery/test_bounds.py`` (EMDs with
+    :func:`dpcloak.metrics.emd`, POT and an LP; KL by Monte Carlo; Fano against a simulated
+    four-way test).
 
     Parameters
     ----------
@@ -149,13 +187,18 @@ def theorem10_lower_bound(*, m: int, t: float, sigma: float, mu: float = 0.5, C:
         An explicit ``L`` with ``‖A f − A f'‖ ≤ L · EMD(f, f')`` for probability vectors, e.g.
         ``n · Δ₂(A)`` from :func:`dpcloak.privacy.sensitivity.l2_sensitivity` (Lemma 14's proof).
         Then ``a = min{1/2, σ/L}`` and the bound is fully explicit (overrides ``C``).
+    n : int, optional
+        Sources on the grid ``i/n``, ``i = 1..n`` (:class:`~dpcloak.domains.Line`): the test vectors
+        must be grid vectors, so ``a`` is rounded down to a multiple ``2k/n`` with ``4k ≤ n − 1``
+        (a smaller ``a`` keeps every step valid). If ``a < 2/n`` the construction does not fit on
+        the grid and the bound does not apply. Without ``n`` sources are measures on ``[0, 1]``.
     """
     m = check_int("m", m, minimum=1)
     t = check_real("t", t, low=0.0)
     mu = check_real("mu", mu, low=0.0)
     sigma = check_real("sigma", sigma, low=0.0)
     T = mu * t
-    source = "seed 000 Theorem 10 (constant corrected: a/8, not 3a/4)"
+    source = "seed 000 Theorem 10 / thesis Theorem 8.7 (constant re-derived: a(1/8 − 1/(64 ln 2)), printed 3a/4)"
     if lipschitz is not None:
         L = check_real("lipschitz", lipschitz, low=0.0)
         a = min(0.5, sigma / L)
@@ -165,7 +208,17 @@ def theorem10_lower_bound(*, m: int, t: float, sigma: float, mu: float = 0.5, C:
         a = min(0.5, T**1.5 * sigma / (math.sqrt(2.0 * const) * math.sqrt(m)))
         reason = ("Lemma 14's constant C not specified by the paper; C = 1 used (shape only)" if C is None
                   else f"with Lemma 14's constant C = {const:g}")
-    return Bound(value=a / 8.0, kind="lower", source=source, applies=True, reason=reason)
+    if n is not None:
+        n = check_int("n", n, minimum=1)
+        k = min(math.floor(a * n / 2.0), (n - 1) // 4)
+        if k < 1:
+            return Bound(value=math.nan, kind="lower", source=source, applies=False,
+                         reason=f"{reason}; a = {a:.4g} < 2/n = {2 / n:.4g} (or n < 5): the four test vectors "
+                                "do not fit on the grid i/n")
+        a = 2.0 * k / n
+        reason = f"{reason}; a rounded down to the grid: a = 2·{k}/{n}"
+    return Bound(value=THEOREM10_CONSTANT * a, kind="lower", source=source, applies=True,
+                 reason=f"{reason}; a = {a:.6g}")
 
 
 def theorem86_bound(*, m: int, t: float, sigma: float, k: int, A: float, separation: float | None = None,

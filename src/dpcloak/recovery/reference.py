@@ -21,13 +21,17 @@ __all__ = ["ReferenceSolution", "bpdn_cvxpy", "import_cvxpy"]
 
 @dataclass(frozen=True)
 class ReferenceSolution:
-    """CVXPY's answer: the point, CVXPY's status, whether the ball was reachable, iterations and time."""
+    """CVXPY's answer: the point, CVXPY's status, whether the ball was reachable, iterations and time.
+
+    ``min_residual`` is CVXPY's smallest residual in the box when the ball is out of reach, else ``nan``.
+    """
 
     x: NDArray[np.float64]
     status: str
     feasible: bool
     n_iter: int
     solve_time: float
+    min_residual: float = float("nan")
 
 
 def import_cvxpy() -> Any:
@@ -62,6 +66,7 @@ def bpdn_cvxpy(
     problem.solve(solver=solver)
     iters = int(problem.solver_stats.num_iters or 0)
     feasible = problem.status in ("optimal", "optimal_inaccurate")
+    r_min = float("nan")
     if not feasible and problem.status in ("infeasible", "infeasible_inaccurate"):
         closest = cp.Problem(cp.Minimize(cp.norm(matrix @ f - y, 2)), box)
         closest.solve(solver=solver)
@@ -73,4 +78,4 @@ def bpdn_cvxpy(
         iters += int(problem.solver_stats.num_iters or 0)
     x = np.asarray(f.value if f.value is not None else np.full(n, np.nan), dtype=float)
     return ReferenceSolution(x=x, status=str(problem.status), feasible=feasible, n_iter=iters,
-                             solve_time=time.perf_counter() - start)
+                             solve_time=time.perf_counter() - start, min_residual=r_min)

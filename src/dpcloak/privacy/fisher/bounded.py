@@ -19,8 +19,12 @@ Discrepancies with the paper (documented in the report)
 -------------------------------------------------------
 * Corollary 2 (ii) prints :math:`\mathcal Q = m L^2 (2\pi^2-3)/(6\pi^2) \approx 0.2827\,mL^2`
   for every support. Appendix E's own derivation gives :math:`\mathcal Q = m[(\pi^2-6)L^2/(12\pi^2)
-  + c^2]`, which equals the printed constant only when :math:`c^2 = L^2/4`, i.e. when one end of the
-  support is 0 (Example 1's smart meter with :math:`\underline w = 0`). :meth:`BoundedOptimalNoise.quality`
+  + c^2]`, and symbolically (sympy, ``tests/errata/test_farokhi_sandberg.py``)
+  :math:`\mathcal Q - \mathcal Q_{\text{printed}} = m\,\bar w\,\underline w`. The printed value is
+  therefore exact exactly when :math:`\bar w\,\underline w = 0`, i.e. for the supports
+  :math:`[0, L]` and :math:`[-L, 0]` (Example 1's smart meter has :math:`\underline w = 0`); it is too
+  large by :math:`m|\bar w\underline w|` when the support straddles 0 (by :math:`mL^2/4` for
+  :math:`[-L/2, L/2]`) and too small when both ends have the same sign. :meth:`BoundedOptimalNoise.quality`
   implements the general formula; :func:`corollary2_quality_published` the printed one.
 * Corollary 2 (i) writes :math:`\operatorname{Tr}(\mathcal I^{-1}) = \kappa L^2`, but Appendix E
   defines κ through :math:`\mathcal I = \kappa/L^2` (and drops the factor 4 of
@@ -100,7 +104,8 @@ def corollary2_kappa(*, m: int = 1) -> float:
 def corollary2_quality_published(*, low: float, high: float, m: int = 1) -> float:
     r"""Corollary 2 (ii) as printed: :math:`\mathcal Q = m(\bar w-\underline w)^2(2\pi^2-3)/(6\pi^2)`.
 
-    Correct only when ``low == 0`` or ``high == 0``; use :meth:`BoundedOptimalNoise.quality` in general.
+    Exact only when ``low · high == 0`` (support ``[0, L]`` or ``[−L, 0]``): the true value is this plus
+    ``m · low · high``. Use :meth:`BoundedOptimalNoise.quality` in general.
     """
     lo, hi = check_support(low, high)
     if lo.ndim != 0:

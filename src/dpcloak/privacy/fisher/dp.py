@@ -19,9 +19,12 @@ Discrepancies with the paper (each checked in the tests)
   :math:`\sqrt\vartheta`; they coincide when ϑ = 1 — Figure 2's setting :math:`\vartheta/\Delta = 1`
   with Δ = 1. Appendix M also misdefines erfc (:math:`e^{-u^2}`, not :math:`e^{-u^2/2}`); the
   chain of inequalities is otherwise right.
-* **Example 2 / §5 bound.** The paper writes :math:`\mathbb E\|x-\hat x\|^2 \ge \|(I - C^\dagger C)x\|^2
-  + \operatorname{Tr}(\mathcal I^{-1})(CC^\top)^{-1}` with :math:`\mathcal I = CC^\top J` (``J`` the
-  noise's Fisher information), i.e. a second term :math:`1/(J (CC^\top)^2)`. For :math:`\hat x =
+* **§5 bound (after Proposition 3).** Example 2 writes :math:`\mathbb E\|x-\hat x\|^2 \ge \|(I - C^\dagger C)x\|^2
+  + \operatorname{Tr}(\mathcal I^{-1})(CC^\top)^{-1}`, correct with :math:`\mathcal I = J` the noise's
+  Fisher information. §5 substitutes :math:`\mathcal I = CC^\top J` (:math:`CC^\top/b^2`,
+  :math:`CC^\top/\vartheta`) into it and prints :math:`\vartheta/(2(CC^\top)^2)` and
+  :math:`\vartheta/(CC^\top)^2`, i.e. a second term :math:`1/(J (CC^\top)^2)`; the :math:`(CC^\top)^2`
+  is in §5, not in Example 2. For :math:`\hat x =
   C^\dagger y` the error is exactly :math:`\|(I - C^\dagger C)x\|^2 + \mathbb E w^2 / CC^\top` and
   :math:`\mathbb E w^2 \ge 1/J`, so the bound is :math:`\|(I-C^\dagger C)x\|^2 + 1/(J\,CC^\top)`; the
   printed one exceeds the *attained* error whenever :math:`CC^\top < 1` (every averaging query).
@@ -175,7 +178,7 @@ def residual_range(*, weights: ArrayLike, low: float, high: float, max_vertices:
 def example2_error_bound(x: ArrayLike, *, weights: ArrayLike, noise_fisher: float, reading: str = "corrected") -> float:
     r"""Example 2's lower bound on :math:`\mathbb E\|x - C^\dagger y\|^2`: :math:`a(x) + 1/(J\,s)`.
 
-    ``s = CCᵀ`` (corrected) or ``(CCᵀ)²`` (as printed in Example 2 / §5); ``J`` is the noise's
+    ``s = CCᵀ`` (corrected) or ``(CCᵀ)²`` (as printed in §5, after Proposition 3); ``J`` is the noise's
     Fisher information (2/ϑ for Laplace, 1/ϑ for the optimal Gaussian at Q = ϑ).
     """
     c = _weights(weights)

@@ -14,6 +14,11 @@ Discrepancies (checked in the tests)
   Minimising :math:`\operatorname{Tr}(\Sigma^{-1}) + \varrho\operatorname{Tr}(\Psi_T^\top\Psi_T\Sigma)`
   (and Appendix K's own PDE with :math:`\bar u = \alpha e^{-z^\top\Sigma^{-1}z/4}`) gives
   :math:`\Sigma = (\Psi_T^\top\Psi_T)^{-1/2}/\sqrt\varrho` — the same factor-2 slip as Corollary 6.
+  Its source is Appendix K's Hessian: :math:`\operatorname{Tr}(D^2\bar u) = \bar u\,[\tfrac14 z^\top\Sigma^{-2}z
+  - \tfrac12\operatorname{Tr}\Sigma^{-1}]`, printed without the :math:`\tfrac14` (and without :math:`\bar u`
+  on the second term); with it the PDE gives :math:`\Sigma^{-2} = \varrho\Psi_T^\top\Psi_T`, without it
+  :math:`\Sigma^{-2} = \varrho\Psi_T^\top\Psi_T/4`, the printed factor 2 (sympy and the PDE residual in
+  ``tests/errata/test_farokhi_sandberg.py``).
   ``convention="published"`` keeps the printed factor; Example 4's printed closed forms follow it.
 * **Example 4's growth rate.** The paper concludes
   :math:`\mathbb E\|\hat x_0 - x_0\|^2 = O(1/(T\sqrt T\sqrt\varrho))`. Its own closed form is

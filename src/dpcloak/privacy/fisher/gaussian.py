@@ -13,7 +13,12 @@ Corollary 6 prints :math:`\Sigma = 2(CC^\top)^{1/2}/\sqrt\varrho`. For a Gaussia
 :math:`\operatorname{Tr}(C^\top\Sigma^{-1}C) + \varrho\operatorname{Tr}\Sigma`, whose stationarity
 condition :math:`\Sigma^{-1}CC^\top\Sigma^{-1} = \varrho I` gives :math:`\Sigma = (CC^\top)^{1/2}/\sqrt\varrho`;
 the paper's own PDE (15) with :math:`u = \alpha e^{-w^\top\Sigma^{-1}w/4}` (Appendix J) gives the
-same, and the sentence after Corollary 6 states the covariance without the 2. With the printed
+same, and the sentence after Corollary 6 states the covariance without the 2. Where the 2 comes from
+is visible in Appendix K (Theorem 4, same ansatz): for :math:`u = \alpha e^{-w^\top P w/4}`, :math:`P = \Sigma^{-1}`,
+:math:`\operatorname{Tr}(D^2u) = u\,[\tfrac14 w^\top P^2 w - \tfrac12\operatorname{Tr}P]`, and the paper drops
+the :math:`\tfrac14` of the first term; matching :math:`w^\top P^2 w` instead of :math:`\tfrac14 w^\top P^2 w`
+with :math:`(\varrho/4)\,w^\top(\cdot)w` turns :math:`\Sigma` into :math:`2\Sigma` (sympy,
+``tests/errata/test_farokhi_sandberg.py``). With the printed
 factor the objective is 25 % larger in the scalar case (:math:`2.5\sqrt\varrho` against
 :math:`2\sqrt\varrho`). ``convention="published"`` reproduces the printed covariance. Appendix J's
 normalisation :math:`\alpha = 1/\sqrt{(2\pi)^m\det\Sigma}` should be its square root (α normalises

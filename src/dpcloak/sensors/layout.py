@@ -1,0 +1,204 @@
+"""Where the sensors are: positions in metres (projected from lon/lat when needed) and co-located counters.
+
+A :class:`SensorLayout` is public configuration: the sites' positions in a local metric frame,
+their names, the lon/lat they came from and the projection used, and which input rows were merged
+into one site (two counters at one address, e.g. one per direction, count the same people and are
+one site for the model: their readings are summed, :meth:`SensorLayout.combine`).
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from dpcloak._validation import check_array, check_choice, check_real
+from dpcloak.errors import InvalidParameterError
+from dpcloak.geo import LocalProjection, check_lonlat, projection_for
+
+__all__ = ["COLOCATED_POLICIES", "SensorLayout", "layout_from_coordinates", "read_sensors_csv"]
+
+#: What to do with sensors closer than ``merge_within`` metres: refuse, or merge into one site.
+COLOCATED_POLICIES = ("refuse", "merge")
+
+_LON = ("lon", "longitude", "lng", "long")
+_LAT = ("lat", "latitude")
+_NAME = ("name", "id", "sensor", "address", "site")
+
+
+@dataclass(frozen=True)
+class SensorLayout:
+    """Sensor sites in metres.
+
+    Attributes
+    ----------
+    positions : ndarray, shape (m, 2)
+        ``(x, y)`` metres east and north in the local frame (one row per site).
+    names : tuple of str
+        One name per site (``"a + b"`` for merged counters).
+    groups : tuple of tuple of int
+        Input rows of each site (``((0,), (1, 2), …)``); a site of several rows sums their readings.
+    lonlat : ndarray, shape (m, 2), or None
+        The sites' ``(lon, lat)`` in degrees when they were given so.
+    projection : LocalProjection or None
+        The projection that produced ``positions`` from ``lonlat``.
+    """
+
+    positions: NDArray[np.float64]
+    names: tuple[str, ...]
+    groups: tuple[tuple[int, ...], ...]
+    lonlat: NDArray[np.float64] | None = None
+    projection: LocalProjection | None = None
+
+    @property
+    def n_sites(self) -> int:
+        """Number of sites (rows of the model)."""
+        return len(self.positions)
+
+    @property
+    def n_inputs(self) -> int:
+        """Number of input rows (counters) before merging."""
+        return sum(len(g) for g in self.groups)
+
+    def combine(self, readings: ArrayLike) -> NDArray[np.float64]:
+        """Per-site readings from per-counter readings: shape ``(…, n_inputs)`` → ``(…, n_sites)``, summed per site.
+
+        NaN (a missing counter) makes its site missing (NaN) too: a partial sum would be a wrong count.
+        """
+        arr = np.asarray(readings, dtype=float)
+        if arr.ndim not in (1, 2) or arr.shape[-1] != self.n_inputs:
+            raise InvalidParameterError(
+                f"readings must have {self.n_inputs} columns (one per counter), got shape {arr.shape}"
+            )
+        return np.stack([arr[..., list(g)].sum(axis=-1) for g in self.groups], axis=-1)
+
+
+def _clusters(pos: NDArray[np.float64], within: float) -> list[list[int]]:
+    """Single-linkage groups of points closer than ``within`` (union-find over k-d tree pairs)."""
+    from scipy.spatial import cKDTree
+
+    parent = list(range(len(pos)))
+
+    def find(a: int) -> int:
+        while parent[a] != a:
+            parent[a] = parent[parent[a]]
+            a = parent[a]
+        return a
+
+    for a, b in cKDTree(pos).query_pairs(r=within):
+        parent[find(a)] = find(b)
+    groups: dict[int, list[int]] = {}
+    for k in range(len(pos)):
+        groups.setdefault(find(k), []).append(k)
+    return sorted(groups.values(), key=lambda g: g[0])
+
+
+def layout_from_coordinates(
+    coordinates: ArrayLike,
+    *,
+    names: list[str] | tuple[str, ...] | None = None,
+    lonlat: bool = False,
+    centre: tuple[float, float] | None = None,
+    colocated: str = "refuse",
+    merge_within: float = 1.0,
+) -> SensorLayout:
+    """A :class:`SensorLayout` from ``(m, 2)`` coordinates: ``(x, y)`` metres, or ``(lon, lat)`` degrees.
+
+    Parameters
+    ----------
+    coordinates : array_like, shape (m, 2)
+        Metres east/north, or with ``lonlat=True`` longitude and latitude in degrees (WGS84).
+    names : sequence of str, optional
+        One per row (default ``"sensor 0"``, …).
+    lonlat : bool, default False
+        Whether the coordinates are lon/lat, projected with :class:`~dpcloak.geo.LocalProjection`.
+    centre : (lon, lat), optional
+        Projection centre; default the centre of the sensors' bounding box (public: the sensor
+        positions are part of the published configuration).
+    colocated : {"refuse", "merge"}, default "refuse"
+        Sensors closer than ``merge_within`` metres are refused with a message naming them, or
+        merged into one site (position = their mean; readings summed by :meth:`SensorLayout.combine`).
+    merge_within : float, default 1.0
+        The co-location distance in metres (> 0).
+    """
+    pts = check_array("sensor coordinates", coordinates, shape=(None, 2))
+    policy = check_choice("colocated", colocated, COLOCATED_POLICIES)
+    within = check_real("merge_within", merge_within, low=0.0)
+    labels = [f"sensor {k}" for k in range(len(pts))] if names is None else [str(n) for n in names]
+    if len(labels) != len(pts):
+        raise InvalidParameterError(f"names must have one entry per sensor ({len(pts)}), got {len(labels)}")
+    projection = None
+    ll = None
+    if lonlat:
+        lon, lat = check_lonlat(pts[:, 0], pts[:, 1])
+        if centre is None:
+            centre = (float((lon.min() + lon.max()) / 2), float((lat.min() + lat.max()) / 2))
+        projection = projection_for(*centre)
+        x, y = projection.forward(lon, lat)
+        ll, pts = np.column_stack([lon, lat]), np.column_stack([x, y])
+    elif centre is not None:
+        raise InvalidParameterError("centre is the lon/lat projection centre; it needs lonlat=True")
+    groups = _clusters(pts, within) if len(pts) > 1 else [[0]]
+    merged = [g for g in groups if len(g) > 1]
+    if merged and policy == "refuse":
+        g = merged[0]
+        dist = float(np.linalg.norm(pts[g[0]] - pts[g[1]]))
+        raise InvalidParameterError(
+            f"sensors {labels[g[0]]!r} and {labels[g[1]]!r} are {dist:.3g} m apart (closer than merge_within="
+            f"{within:g} m): co-located sensors measure the same place; merge them (colocated='merge', readings "
+            "summed) or remove one"
+        )
+    positions = np.array([pts[g].mean(axis=0) for g in groups])
+    site_ll = None if ll is None else np.array([ll[g].mean(axis=0) for g in groups])
+    return SensorLayout(
+        positions=positions, names=tuple(" + ".join(labels[k] for k in g) for g in groups),
+        groups=tuple(tuple(g) for g in groups), lonlat=site_ll, projection=projection,
+    )
+
+
+def _column(header: list[str], options: tuple[str, ...]) -> int | None:
+    lowered = [h.strip().lower() for h in header]
+    for opt in options:
+        if opt in lowered:
+            return lowered.index(opt)
+    return None
+
+
+def read_sensors_csv(path: str | Path, **options: Any) -> SensorLayout:
+    """A :class:`SensorLayout` from a CSV with a header: ``lon``/``lat`` (degrees) or ``x``/``y`` (metres).
+
+    Column names are matched case-insensitively (``longitude``/``latitude`` also work); an optional
+    ``name`` (or ``id``, ``sensor``, ``address``, ``site``) column names the sensors. ``options`` go
+    to :func:`layout_from_coordinates` (``colocated``, ``merge_within``, ``centre``).
+    """
+    file = Path(path)
+    if not file.is_file():
+        raise InvalidParameterError(f"sensors file not found: {file}")
+    with file.open(newline="", encoding="utf-8-sig") as fh:
+        rows = [r for r in csv.reader(fh) if r and any(c.strip() for c in r)]
+    if len(rows) < 2:
+        raise InvalidParameterError(f"{file} must have a header row and at least one sensor")
+    header, body = rows[0], rows[1:]
+    lon, lat = _column(header, _LON), _column(header, _LAT)
+    x, y = _column(header, ("x",)), _column(header, ("y",))
+    if lon is not None and lat is not None:
+        cols, lonlat = (lon, lat), True
+    elif x is not None and y is not None:
+        cols, lonlat = (x, y), False
+    else:
+        raise InvalidParameterError(
+            f"{file}: the header must name lon and lat columns (degrees) or x and y columns (metres), got {header}"
+        )
+    name = _column(header, _NAME)
+    coords = []
+    for lineno, row in enumerate(body, start=2):
+        try:
+            coords.append((float(row[cols[0]]), float(row[cols[1]])))
+        except (ValueError, IndexError):
+            raise InvalidParameterError(f"{file}:{lineno}: coordinates are not numbers: {row!r}") from None
+    names = [row[name].strip() for row in body] if name is not None else None
+    return layout_from_coordinates(coords, names=names, lonlat=lonlat, **options)

@@ -1,0 +1,412 @@
+r"""One object for a sensor network's privacy flow: model, relation, mechanism, budget and recovery.
+
+The flow of seed 000 / thesis Part III (``f → M f → each sensor adds noise → recover f̂``) with
+every public choice held in one place, serialisable (:mod:`dpcloak.sensors.config`), so that the
+configuration file alone determines the privacy guarantee.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from numpy.typing import ArrayLike, NDArray
+
+from dpcloak._rng import RngLike
+from dpcloak._validation import check_int, check_probability, check_real
+from dpcloak.errors import BudgetExceededError, InvalidParameterError
+from dpcloak.models import LinearModel
+from dpcloak.privacy.accounting import PrivacySpent, composed_epsilon
+from dpcloak.privacy.discrete import DiscreteGaussianMechanism, RandBelow, secure_randbelow
+from dpcloak.privacy.sensitivity import Relation, relation_sensitivity
+from dpcloak.sensors.layout import SensorLayout, layout_from_coordinates
+from dpcloak.sensors.result import NetworkRecovery, recover_sources
+from dpcloak.sensors.spec import ModelSpec, build_model
+
+__all__ = ["SensorNetwork", "ACCOUNTANT"]
+
+#: dp_accounting accountant composing the discrete Gaussian's zCDP (Rényi DP) over releases.
+ACCOUNTANT = "rdp"
+
+
+def _check_range(reading_range: Any) -> tuple[float, float | None]:
+    try:
+        low, high = reading_range
+    except (TypeError, ValueError):
+        raise InvalidParameterError(f"reading_range must be a pair (low, high), got {reading_range!r}") from None
+    lo = check_real("reading_range[0]", low)
+    if high is None:
+        return lo, None
+    return lo, check_real("reading_range[1]", high, low=lo)
+
+
+class SensorNetwork:
+    r"""A sensor network's public privacy configuration and its release and recovery operations.
+
+    Parameters
+    ----------
+    model : LinearModel
+        Forward model ``y = M f``: rows are sensors, columns source locations; ``f`` counts people.
+    relation : Relation
+        Neighbouring count vectors, with α's unit (:class:`~dpcloak.privacy.sensitivity.Relation`).
+    epsilon, delta : float
+        (ε, δ) of one release (all sensors' readings of one period), ε > 0, δ ∈ (0, 1).
+    budget : (float, float)
+        ``(epsilon_total, delta_total)``: releases are refused once the composed ε at
+        ``delta_total`` would exceed ``epsilon_total``.
+    reading_range : (low, high), default (0, None)
+        Every reading is clipped to it before noise is added (``None``: no upper limit).
+    resolution : float, optional
+        Grid of the exact discrete Gaussian, in people (default Δ2/1024).
+    layout, spec : optional
+        How the model was built from coordinates (set by :meth:`from_coordinates`; needed to
+        serialise).
+
+    Attributes
+    ----------
+    delta2 : float
+        Exact ℓ2 sensitivity of the whole reading vector under ``relation``, in people.
+    mechanism : DiscreteGaussianMechanism
+        The exact discrete Gaussian calibrated to ``delta2`` for ``n_sensors`` coordinates.
+    sigma : float
+        Its σ in people.
+
+    Privacy guarantee
+    -----------------
+    One release of all sensors is (ε, δ)-DP for count vectors that are neighbours under
+    ``relation`` (thesis Proposition 7.1 with the exact Δ2 of the relation; Canonne, Kamath &
+    Steinke 2020 for the discrete Gaussian: ½(Δ_grid/σ)²-zCDP converted to (ε, δ)). Clipping each
+    reading to ``reading_range`` is 1-Lipschitz per coordinate, so it cannot raise Δ2. ``k``
+    releases compose as ``k·ρ``-zCDP (:meth:`guarantee`); the budget is checked *before* anything
+    is released, counting for each sensor the readings it released (a release of the vector counts
+    one for every present sensor). The count is exact for the deployment's design of one reading
+    per sensor per period (pattern-level: every period is charged).
+    """
+
+    def __init__(
+        self,
+        model: LinearModel,
+        *,
+        relation: Relation,
+        epsilon: float,
+        delta: float,
+        budget: tuple[float, float],
+        reading_range: tuple[float, float | None] = (0.0, None),
+        resolution: float | None = None,
+        layout: SensorLayout | None = None,
+        spec: ModelSpec | None = None,
+    ) -> None:
+        if not isinstance(model, LinearModel):
+            raise InvalidParameterError(f"model must be a LinearModel, got {type(model).__name__}")
+        if not isinstance(relation, Relation):
+            raise InvalidParameterError(f"relation must be a Relation, got {type(relation).__name__}")
+        try:
+            eps_total, delta_total = budget
+        except (TypeError, ValueError):
+            raise InvalidParameterError(f"budget must be a pair (epsilon_total, delta_total), got {budget!r}") from None
+        self.budget = (check_real("budget epsilon", eps_total, low=0.0), check_probability("budget delta", delta_total))
+        self.reading_range = _check_range(reading_range)
+        self.model = model
+        self.relation = relation
+        self.layout = layout
+        self.spec = spec
+        self.delta2 = relation_sensitivity(model, relation)
+        if not self.delta2 > 0:
+            raise InvalidParameterError(
+                f"the readings do not change under the relation ({relation.describe()}): Δ2 = 0, nothing to protect "
+                "and nothing to recover; check the model's diffusion and the relation"
+            )
+        self.mechanism = DiscreteGaussianMechanism(
+            epsilon=epsilon, delta=delta, sensitivity=self.delta2, resolution=resolution, dimension=model.shape[0],
+            neighbouring=relation.describe(),
+        )
+        self._resolution_given = resolution
+        one = self.guarantee(1)
+        if not one.epsilon <= self.budget[0]:
+            raise InvalidParameterError(
+                f"one release already spends epsilon={one.epsilon:.6g} at delta={self.budget[1]:g}, over the budget "
+                f"epsilon={self.budget[0]:g}"
+            )
+        self._released = np.zeros(self.n_sensors, dtype=np.int64)
+        self._dense: NDArray[np.float64] | None = None
+
+    # --- construction -------------------------------------------------------------------------
+    @classmethod
+    def from_coordinates(
+        cls,
+        *,
+        sensors: SensorLayout | ArrayLike,
+        relation: Relation,
+        epsilon: float,
+        delta: float,
+        budget: tuple[float, float],
+        model: str = "graph",
+        diffusion: float,
+        sources: str = "sensors",
+        graph: str = "knn",
+        k: int = 4,
+        spacing: float | None = None,
+        margin: float = 0.0,
+        lonlat: bool = False,
+        names: list[str] | None = None,
+        centre: tuple[float, float] | None = None,
+        colocated: str = "refuse",
+        merge_within: float = 1.0,
+        reading_range: tuple[float, float | None] = (0.0, None),
+        resolution: float | None = None,
+    ) -> SensorNetwork:
+        """A network from sensor coordinates (see :mod:`dpcloak.sensors.spec` for the models).
+
+        Parameters
+        ----------
+        sensors : SensorLayout or array_like of shape (m, 2)
+            A layout (:func:`~dpcloak.sensors.read_sensors_csv`), or coordinates: ``(x, y)`` metres,
+            or ``(lon, lat)`` degrees with ``lonlat=True`` (projected by :mod:`dpcloak.geo`).
+        relation, epsilon, delta, budget, reading_range, resolution
+            As in the constructor.
+        model : {"graph", "heat", "heat-walls"}
+        diffusion : float
+            τ (graph) or T (heat) in m²: heat spreads over about ``√(2·diffusion)`` metres.
+            :func:`~dpcloak.sensors.choose_diffusion_time` picks it from public historical data.
+        sources : {"sensors", "grid"}; graph : {"knn", "delaunay"}; k, spacing, margin
+            See :class:`~dpcloak.sensors.spec.ModelSpec`.
+        lonlat, names, centre, colocated, merge_within
+            For coordinates given as an array (see :func:`~dpcloak.sensors.layout_from_coordinates`).
+        """
+        if isinstance(sensors, SensorLayout):
+            layout = sensors
+        else:
+            layout = layout_from_coordinates(sensors, names=names, lonlat=lonlat, centre=centre, colocated=colocated,
+                                             merge_within=merge_within)
+        spec = ModelSpec(kind=model, diffusion=diffusion, graph=graph, k=k, sources=sources, spacing=spacing,
+                         margin=margin)
+        return cls(build_model(layout.positions, spec), relation=relation, epsilon=epsilon, delta=delta,
+                   budget=budget, reading_range=reading_range, resolution=resolution, layout=layout, spec=spec)
+
+    # --- description --------------------------------------------------------------------------
+    @property
+    def n_sensors(self) -> int:
+        """Number of sensors (rows of the model)."""
+        return self.model.shape[0]
+
+    @property
+    def n_sources(self) -> int:
+        """Number of source locations (columns of the model)."""
+        return self.model.shape[1]
+
+    @property
+    def sensor_positions(self) -> NDArray[np.float64] | None:
+        """``(m, 2)`` metres (x east, y north), or the model's sensor positions."""
+        if self.layout is not None:
+            return np.array(self.layout.positions)
+        pos = self.model.sensor_positions
+        return None if pos is None else np.asarray(pos, dtype=float)
+
+    @property
+    def source_positions(self) -> NDArray[np.float64] | None:
+        """``(n, 2)`` metres of the source locations (``None`` where the domain has no coordinates)."""
+        return self.model.domain.coordinates()
+
+    @property
+    def sigma(self) -> float:
+        """Noise σ per reading in people (discrete Gaussian on the grid)."""
+        return float(self.mechanism.sigma)
+
+    @property
+    def epsilon(self) -> float:
+        """ε of one release."""
+        return float(self.mechanism.epsilon)
+
+    @property
+    def delta(self) -> float:
+        """δ of one release."""
+        return float(self.mechanism.delta)
+
+    @property
+    def resolution(self) -> float:
+        """Grid of the released values, in people."""
+        return float(self.mechanism.resolution)
+
+    # --- accounting ---------------------------------------------------------------------------
+    def guarantee(self, releases: int) -> PrivacySpent:
+        """Composed (ε, δ_budget) after ``releases`` releases (k·ρ-zCDP converted by dp_accounting's RDP accountant)."""
+        k = check_int("releases", releases, minimum=0)
+        eps = composed_epsilon(self.mechanism, readings=k, delta=self.budget[1], accountant=ACCOUNTANT)
+        return PrivacySpent(readings=k, epsilon=eps, delta=self.budget[1], accountant=ACCOUNTANT)
+
+    @property
+    def releases(self) -> int:
+        """Releases charged so far: the largest number of readings any one sensor has released."""
+        return int(self._released.max())
+
+    @property
+    def sensor_releases(self) -> NDArray[np.int64]:
+        """Readings released per sensor."""
+        return self._released.copy()
+
+    def spent(self) -> PrivacySpent:
+        """The composed guarantee of the releases so far."""
+        return self.guarantee(self.releases)
+
+    def max_releases(self) -> int:
+        """The largest number of releases the budget allows (≥ 1, checked at construction)."""
+        def fits(k: int) -> bool:
+            return self.guarantee(k).epsilon <= self.budget[0]
+
+        lo, hi = 1, 2
+        while fits(hi):
+            lo, hi = hi, hi * 2
+            if hi > 2**24:
+                return lo
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if fits(mid) else (lo, mid)
+        return lo
+
+    def _charge(self, extra: NDArray[np.int64]) -> None:
+        after = self._released + extra
+        worst = int(after.max())
+        spent = self.guarantee(worst)
+        if not spent.epsilon <= self.budget[0]:
+            raise BudgetExceededError(
+                f"releasing would bring a sensor to {worst} readings, spending epsilon={spent.epsilon:.6g} at "
+                f"delta={self.budget[1]:g}, over the budget epsilon={self.budget[0]:g} (at most "
+                f"{self.max_releases()} releases per sensor; {self.releases} already made); nothing was released"
+            )
+        self._released = after
+
+    # --- release ------------------------------------------------------------------------------
+    def _clip(self, values: NDArray[np.float64]) -> NDArray[np.float64]:
+        low, high = self.reading_range
+        return np.clip(values, low, np.inf if high is None else high)
+
+    def privatize(self, readings: ArrayLike, *, rng: RngLike = None, simulation: bool = False) -> NDArray[np.float64]:
+        """Private readings of one period ``(m,)`` or of ``k`` periods ``(k, m)``; NaN marks a missing reading.
+
+        Parameters
+        ----------
+        readings : array_like, shape (m,) or (k, m)
+            Raw readings in people; NaN = the sensor sent nothing (it stays NaN and is not charged).
+        rng : Generator or int, optional
+            Only with ``simulation=True``: a seeded, *not secure* integer source for experiments.
+            The default draws from the OS CSPRNG (:func:`secrets.randbelow`).
+        simulation : bool, default False
+            Opt-in for a seeded ``rng``.
+
+        Returns
+        -------
+        ndarray
+            Same shape: each present reading clipped to ``reading_range``, rounded to the grid and
+            plus exact discrete Gaussian noise.
+
+        Raises
+        ------
+        BudgetExceededError
+            If any sensor would exceed the budget; nothing is released then.
+
+        Privacy guarantee
+        -----------------
+        Each period's vector is (ε, δ)-DP under :attr:`relation` (class docstring); the
+        releases are charged before sampling.
+        """
+        if rng is not None and not simulation:
+            raise InvalidParameterError(
+                "rng fixes the noise, which is not secure for a release; leave rng=None (OS CSPRNG), or pass "
+                "simulation=True for experiments"
+            )
+        try:
+            y = np.array(readings, dtype=float)
+        except (TypeError, ValueError):
+            raise InvalidParameterError("readings must be numbers (NaN for a missing reading)") from None
+        if y.ndim not in (1, 2) or y.shape[-1] != self.n_sensors:
+            raise InvalidParameterError(f"readings must have shape ({self.n_sensors},) or (k, {self.n_sensors}), "
+                                        f"got {y.shape}")
+        if np.any(np.isinf(y)):
+            raise InvalidParameterError("readings must be finite numbers or NaN (missing); got an infinite value")
+        present = ~np.isnan(y)
+        self._charge(np.atleast_2d(present).sum(axis=0).astype(np.int64))
+        out = np.full(y.shape, np.nan)
+        out[present] = self.mechanism.privatize(self._clip(y[present]), rng=rng)
+        return out
+
+    def privatize_reading(self, sensor: int, value: float, *, randbelow: RandBelow | None = None) -> float:
+        """What sensor ``sensor`` sends for one raw reading: clipped, rounded to the grid, exact discrete Gaussian.
+
+        ``randbelow`` is the integer source (default :func:`secrets.randbelow`, the OS CSPRNG); a
+        reproducible one is for tests only. Charges one reading to this sensor (budget checked
+        first; :class:`~dpcloak.errors.BudgetExceededError` and nothing sent past it).
+
+        Privacy guarantee
+        -----------------
+        This sensor's share of one (ε, δ)-DP release (class docstring).
+        """
+        j = check_int("sensor", sensor, minimum=0, maximum=self.n_sensors - 1)
+        x = check_real("value", value)
+        extra = np.zeros(self.n_sensors, dtype=np.int64)
+        extra[j] = 1
+        self._charge(extra)
+        cell = int(np.rint(float(self._clip(np.array([x]))[0]) / self.resolution))
+        noise = self.mechanism.sample_noise(1, secure_randbelow if randbelow is None else randbelow)[0]
+        return float((cell + noise) * self.resolution)
+
+    # --- recovery -----------------------------------------------------------------------------
+    def dense_model(self) -> NDArray[np.float64]:
+        """The model as a dense ``(m, n)`` array (cached)."""
+        if self._dense is None:
+            self._dense = self.model.todense()
+            self._dense.setflags(write=False)
+        return self._dense
+
+    def recover(
+        self,
+        private_readings: ArrayLike,
+        *,
+        present: ArrayLike | None = None,
+        warm_start: NetworkRecovery | None = None,
+        uncertainty_draws: int = 8,
+        rng: RngLike = None,
+    ) -> NetworkRecovery:
+        """Where were the people? BPDN on the present sensors' private readings (see :func:`recover_sources`)."""
+        return recover_sources(self, private_readings, present=present, warm_start=warm_start,
+                               uncertainty_draws=uncertainty_draws, rng=rng)
+
+    # --- configuration ------------------------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """The configuration as plain data (:func:`dpcloak.sensors.config.network_to_dict`)."""
+        from dpcloak.sensors.config import network_to_dict
+
+        return network_to_dict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SensorNetwork:
+        """Rebuild a network from :meth:`to_dict` (refuses a stated Δ2 or σ that does not match)."""
+        from dpcloak.sensors.config import network_from_dict
+
+        return network_from_dict(data)
+
+    def save(self, path: str | Path) -> Path:
+        """Write the configuration as TOML (``.toml``) or JSON (``.json``); returns the path."""
+        from dpcloak.sensors.config import save_network
+
+        return save_network(self, path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> SensorNetwork:
+        """Read a configuration written by :meth:`save`."""
+        from dpcloak.sensors.config import load_network
+
+        return load_network(path)
+
+    def fingerprint(self) -> str:
+        """Hex SHA-256 of the canonical JSON of the privacy-determining configuration."""
+        from dpcloak.sensors.config import fingerprint
+
+        return fingerprint(self)
+
+    def __repr__(self) -> str:
+        return (f"SensorNetwork(n_sensors={self.n_sensors}, n_sources={self.n_sources}, relation="
+                f"{self.relation.describe()!r}, epsilon={self.epsilon:g}, delta={self.delta:g}, "
+                f"delta2={self.delta2:.6g}, sigma={self.sigma:.6g}, budget={self.budget})")
+
+

@@ -1,0 +1,134 @@
+r"""The forward model of a sensor network, built from its layout: what reaches each sensor from each source.
+
+Readings are in **people** (counts). Three physical models, each with one diffusion parameter
+``diffusion`` in **m²** (heat spreads over about ``√(2·diffusion)`` metres):
+
+``"graph"``
+    Diffusion on a proximity graph of the sites (:func:`~dpcloak.domains.proximity_graph`,
+    k-nearest-neighbour or Delaunay, conductance ``1/d²``): ``M = exp(−τ L)`` with ``τ =
+    diffusion`` (thesis §8.3). Sources are the sites; ``M`` is column-stochastic, so one person at a
+    site is spread over the sites as one person in total.
+``"heat"``
+    The free-space 2-D heat kernel (seed 000 §2.1 in the plane) with ``T = diffusion``, scaled by
+    ``4πT``: ``M[s, c] = exp(−d²/(4T))``, so a person standing at a sensor counts 1 there and one
+    at distance ``d`` counts ``exp(−d²/4T)``.
+``"heat-walls"``
+    The same inside a closed box (reflecting walls, method of images): the sensors' bounding box
+    grown by ``margin`` metres.
+
+Sources (``sources``): ``"sensors"`` (one location per site) or ``"grid"``: cell centres every
+``spacing`` metres over the sensors' bounding box grown by ``margin`` (a :class:`~dpcloak.domains.Sites`
+domain, Euclidean metric). The graph model needs ``"sensors"``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpcloak._validation import check_choice, check_int, check_real
+from dpcloak.domains import PROXIMITY_METHODS, Sites, proximity_graph
+from dpcloak.errors import InvalidParameterError
+from dpcloak.models import LinearModel, graph_diffusion, heat_kernel_2d
+from dpcloak.models.base import DenseModel
+
+__all__ = ["MODEL_KINDS", "SOURCE_KINDS", "ModelSpec", "build_model", "grid_sites"]
+
+MODEL_KINDS = ("graph", "heat", "heat-walls")
+SOURCE_KINDS = ("sensors", "grid")
+
+#: Largest number of grid sources built (the relation and the EMD enumerate pairs of sources).
+MAX_GRID_SOURCES = 4000
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """How the forward model is built from the layout (module docstring).
+
+    Attributes
+    ----------
+    kind : {"graph", "heat", "heat-walls"}
+    diffusion : float
+        τ or T in m² (> 0).
+    graph : {"knn", "delaunay"}
+        Proximity graph of the ``"graph"`` model.
+    k : int
+        Neighbours per site for ``graph="knn"``.
+    sources : {"sensors", "grid"}
+    spacing : float or None
+        Grid spacing in metres (``sources="grid"``).
+    margin : float
+        Metres added around the sensors' bounding box (grid sources, walls).
+    """
+
+    kind: str = "graph"
+    diffusion: float = 10_000.0
+    graph: str = "knn"
+    k: int = 4
+    sources: str = "sensors"
+    spacing: float | None = None
+    margin: float = 0.0
+
+    def __post_init__(self) -> None:
+        check_choice("model", self.kind, MODEL_KINDS)
+        object.__setattr__(self, "diffusion", check_real("diffusion", self.diffusion, low=0.0))
+        check_choice("graph", self.graph, PROXIMITY_METHODS)
+        object.__setattr__(self, "k", check_int("k", self.k, minimum=1))
+        check_choice("sources", self.sources, SOURCE_KINDS)
+        object.__setattr__(self, "margin", check_real("margin", self.margin, low=0.0, low_inclusive=True))
+        if self.sources == "grid":
+            object.__setattr__(self, "spacing", check_real("spacing", self.spacing, low=0.0))
+        elif self.spacing is not None:
+            raise InvalidParameterError(f"spacing is for sources='grid', got spacing={self.spacing!r} with sensors")
+        if self.kind == "graph" and self.sources != "sensors":
+            raise InvalidParameterError("the graph model's sources are its nodes: use sources='sensors'")
+
+    def to_dict(self) -> dict[str, Any]:
+        """All fields (``spacing`` only for grid sources)."""
+        out = asdict(self)
+        if out["spacing"] is None:
+            del out["spacing"]
+        return out
+
+
+def _box(positions: NDArray[np.float64], margin: float) -> tuple[tuple[float, float], tuple[float, float]]:
+    lo, hi = positions.min(axis=0) - margin, positions.max(axis=0) + margin
+    return (float(lo[0]), float(hi[0])), (float(lo[1]), float(hi[1]))
+
+
+def grid_sites(positions: NDArray[np.float64], spacing: float, margin: float) -> NDArray[np.float64]:
+    """Cell centres every ``spacing`` metres covering the bounding box of ``positions`` grown by ``margin``."""
+    (x0, x1), (y0, y1) = _box(positions, margin)
+    nx_, ny = max(1, math.ceil((x1 - x0) / spacing)), max(1, math.ceil((y1 - y0) / spacing))
+    if nx_ * ny > MAX_GRID_SOURCES:
+        raise InvalidParameterError(
+            f"spacing={spacing:g} m gives {nx_ * ny} grid sources over a {x1 - x0:.0f} m x {y1 - y0:.0f} m box; "
+            f"at most {MAX_GRID_SOURCES} are supported: use a larger spacing"
+        )
+    cx = x0 + ((x1 - x0) - nx_ * spacing) / 2 + (np.arange(nx_) + 0.5) * spacing
+    cy = y0 + ((y1 - y0) - ny * spacing) / 2 + (np.arange(ny) + 0.5) * spacing
+    xx, yy = np.meshgrid(cx, cy, indexing="xy")
+    return np.column_stack([xx.ravel(), yy.ravel()])
+
+
+def build_model(positions: NDArray[np.float64], spec: ModelSpec) -> LinearModel:
+    """The forward model for sensors at ``positions`` (metres), in people (module docstring)."""
+    if spec.kind == "graph":
+        if len(positions) < 2:
+            raise InvalidParameterError(f"the graph model needs at least 2 sensor sites, got {len(positions)}")
+        return graph_diffusion(proximity_graph(positions, method=spec.graph, k=spec.k), spec.diffusion)
+    src = positions if spec.sources == "sensors" else grid_sites(positions, float(spec.spacing or 0.0), spec.margin)
+    sites = Sites(src)
+    T = spec.diffusion
+    if spec.kind == "heat":
+        heat = heat_kernel_2d(sites, positions, T, mu=1.0)
+    else:
+        box = _box(np.vstack([positions, src]), spec.margin)
+        if box[0][1] <= box[0][0] or box[1][1] <= box[1][0]:
+            raise InvalidParameterError("heat-walls needs a room of positive size: set margin > 0")
+        heat = heat_kernel_2d(sites, positions, T, mu=1.0, walls="reflecting", box=box)
+    return DenseModel(heat.todense() * (4 * math.pi * T), domain=sites, sensor_positions=positions)
