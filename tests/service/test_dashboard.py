@@ -29,10 +29,10 @@ WINDOWS = 3
 def _send_windows(directory: Path, url: str) -> None:
     dep = load_deployment(directory)
     net = dep.sensor_network
-    n_src = net.model.shape[1]
+    n_src = net.n_sources
     for w in range(WINDOWS):
         f = np.zeros(n_src)
-        f[(17 + 13 * w) % n_src] = 40.0
+        f[(17 + 13 * w) % n_src] = 40.0  # two crowds, in people
         f[(70 + 5 * w) % n_src] = 30.0
         readings = net.model.matvec(f)
         for j in range(dep.n_sensors):
