@@ -26,17 +26,25 @@ import contextlib
 import json
 import os
 import secrets
+import shutil
 import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import httpx
 import numpy as np
+from fastapi import FastAPI
+
+from dpcloak.service.config import load_deployment
+from dpcloak.service.ingest import BatchIn, ReportIn
+from dpcloak.service.store import Store
+from dpcloak.service.writer import GroupWriter
 
 SENSORS = 1000
 CONNECTIONS = 64
@@ -53,15 +61,6 @@ def _free_port() -> int:
 
 def minimal_app(db_url: str, deployment_dir: str) -> Any:
     """FastAPI app that only parses the body and inserts the row(s) (same table, same writer)."""
-    from contextlib import asynccontextmanager
-
-    from fastapi import FastAPI
-
-    from dpcloak.service.config import load_deployment
-    from dpcloak.service.ingest import BatchIn, ReportIn
-    from dpcloak.service.store import Store
-    from dpcloak.service.writer import GroupWriter
-
     store = Store(db_url)
     writer = GroupWriter(store)
 
@@ -98,14 +97,14 @@ def minimal_app(db_url: str, deployment_dir: str) -> Any:
 def make_reports(directory: Path, windows: range) -> list[list[dict[str, Any]]]:
     """Signed, privatized reports of every sensor for each window (what the sensors would send)."""
     from dpcloak.service.auth import sign_report
-    from dpcloak.service.config import load_deployment, load_master_key, sensor_key
+    from dpcloak.service.config import load_master_key, sensor_key
 
     dep = load_deployment(directory)
     master = load_master_key(directory)
-    net = dep.sensor_network
+    net = dep.network_for_period(0)
     keys = [sensor_key(master, deployment_id=dep.deployment_id, sensor=j) for j in range(dep.n_sensors)]
-    f = np.zeros(net.model.shape[1])
-    f[[5, net.model.shape[1] // 2]] = 30.0
+    f = np.zeros(net.n_sources)
+    f[[5, net.n_sources // 2]] = 30.0  # two crowds of 30 people
     readings = net.model.matvec(f)
     out = []
     for w in windows:
@@ -242,9 +241,10 @@ def main() -> None:
 
     work = Path(tempfile.mkdtemp(prefix="dpcloak-bench-"))
     total = args.windows_single + args.windows_batch
-    net = _network.floor_plan_network(rows=20, cols=40, sensor_rows=25, sensor_cols=40, epsilon=1.0, delta=1e-6)
-    dep = Deployment.create(network=net, window_seconds=1.0, epsilon_budget=1e6, period_windows=10**6,
-                            start=time.time() - (total + 5), grace_seconds=3600.0)
+    net = _network.floor_plan_network(width=50.0, height=40.0, sensor_cols=40, sensor_rows=25, epsilon=1.0,
+                                      delta=1e-6, budget=(1e4, 1e-5), spacing=2.0, diffusion=4.0)
+    dep = Deployment.create(network=net, window_seconds=1.0, period_windows=10**6, start=time.time() - (total + 5),
+                            grace_seconds=3600.0)
     write_deployment(work, dep)
     t0 = time.perf_counter()
     reports = make_reports(work, range(total))
@@ -281,6 +281,7 @@ def main() -> None:
           f"collector: {results['collector', 'closed']['windows']} of {total}")
     print(f"goals: single-reading requests/s >= 2000: {results['collector', 'single']['req_s']:.0f}; "
           f"batched readings/s >= 20000: {results['collector', 'batch']['readings_s']:.0f}")
+    shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -223,3 +223,33 @@ def test_openapi_schema_lists_the_endpoints(api: Harness) -> None:
 def test_unknown_route_is_json_404(api: Harness) -> None:
     resp = api.client.get("/api/v1/nope")
     assert resp.status_code == 404 and resp.json()["error"] == "not_found"
+
+
+def test_oversized_body_is_413_before_parsing(api: Harness) -> None:
+    big = {"reports": [api.report(sensor=0, window=1)] * 5000}  # about 2 MB
+    resp = api.client.post("/api/v1/reports/batch", json=big)
+    assert resp.status_code == 413 and resp.json()["error"] == "too_large"
+    assert api.stored() == 0
+
+
+@pytest.mark.parametrize("evil", ["x'; DROP TABLE reports; --", "1 OR 1=1", "\\x00\\' UNION SELECT *"])
+def test_sql_injection_attempts_are_refused_as_malformed(api: Harness, evil: str) -> None:
+    for field in ("deployment", "report_id", "fingerprint", "mac"):
+        body = api.report()
+        body[field] = evil
+        resp = api.post(body)
+        assert resp.status_code == 422 and resp.json()["field"] == field
+    assert api.stored() == 0
+    assert api.post(api.report()).status_code == 201  # the table is still there
+
+
+def test_saturated_collector_answers_503_with_retry_after(tmp_path: Path) -> None:
+    make_deployment(tmp_path, sensor_rows=1, sensor_cols=2)
+    h = Harness(tmp_path)
+    h.collector.max_pending = 0
+    with h.client:
+        resp = h.post(h.report(sensor=0, window=1))
+        assert resp.status_code == 503 and resp.headers["Retry-After"] == "1"
+        assert resp.json()["error"] == "overloaded"
+    assert h.stored() == 0
+    h.store.dispose()

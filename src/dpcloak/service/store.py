@@ -102,6 +102,7 @@ class Store:
         except ArgumentError:
             raise InvalidParameterError(f"database URL must be a SQLAlchemy URL such as sqlite:///collector.db or "
                                         f"postgresql+psycopg://user@host/db, got {url!r}") from None
+        self.url = url
         self.dialect = parsed.get_backend_name()
         if self.dialect not in ("sqlite", "postgresql"):
             raise InvalidParameterError(f"database must be sqlite or postgresql, got {self.dialect!r}")

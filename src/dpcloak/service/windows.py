@@ -10,7 +10,9 @@ budget period so far.
 from __future__ import annotations
 
 import math
+import os
 import time
+from typing import Any
 
 import numpy as np
 
@@ -19,7 +21,7 @@ from dpcloak.service import _network
 from dpcloak.service.config import Deployment
 from dpcloak.service.store import Store, WindowRecord
 
-__all__ = ["recover_window_record", "WindowRecovery"]
+__all__ = ["recover_window_record", "WindowRecovery", "start_worker", "close_in_worker"]
 
 
 def recover_window_record(deployment: Deployment, store: Store, window: int,
@@ -72,3 +74,26 @@ class WindowRecovery:
         self.store.save_window(self.deployment.deployment_id, record)
         self._previous = recovery
         return record
+
+
+_WORKER: WindowRecovery | None = None
+"""The recovery state of a recovery worker process (set by :func:`start_worker`; one per process)."""
+
+
+def start_worker(deployment: dict[str, Any], db_url: str, niceness: int) -> None:
+    """Initializer of the recovery process: its own deployment, database connection and lower priority.
+
+    Recovery is CPU-bound; in its own process it does not hold the ingest process's GIL, and at a
+    lower scheduling priority it yields the cores to acknowledgements.
+    """
+    global _WORKER
+    if niceness:
+        os.nice(niceness)
+    _WORKER = WindowRecovery(Deployment.from_public_dict(deployment), Store(db_url))
+
+
+def close_in_worker(window: int) -> bool:
+    """Recover and store ``window`` in the recovery process; whether anybody reported for it."""
+    if _WORKER is None:
+        raise RuntimeError("close_in_worker runs in a process started with start_worker")
+    return _WORKER.close(window) is not None
