@@ -15,7 +15,7 @@ ratio of time per reading. Goals (issue 14): ≥ 2,000 single-reading requests/s
 readings/s in batches, collector ≤ 2× the minimal endpoint per reading. The load generator is a
 lean asyncio HTTP/1.1 client (keep-alive connections) sharing the machine's cores with the server.
 
-Run: ``PYTHONPATH=src python benchmarks/bench_collector.py [--windows-single 10] [--windows-batch 40]``.
+Run: ``PYTHONPATH=src python benchmarks/bench_collector.py [--windows-single 5] [--windows-batch 20]``.
 """
 
 from __future__ import annotations
@@ -222,10 +222,19 @@ def closed_windows(db_path: Path) -> int:
         return int(db.execute("SELECT COUNT(*) FROM windows").fetchone()[0])
 
 
+def recovery_span(db_path: Path) -> float:
+    """Seconds between the first and the last window recovery."""
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(db_path)) as db:
+        lo, hi = db.execute("SELECT MIN(closed_at), MAX(closed_at) FROM windows").fetchone()
+    return 0.0 if lo is None else float(hi - lo)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--windows-single", type=int, default=10, help="windows sent as single-reading requests")
-    parser.add_argument("--windows-batch", type=int, default=40, help="windows sent as gateway batches of 100")
+    parser.add_argument("--windows-single", type=int, default=5, help="windows sent as single-reading requests")
+    parser.add_argument("--windows-batch", type=int, default=20, help="windows sent as gateway batches of 100")
     parser.add_argument("--serve-minimal", nargs=3, metavar=("DB_URL", "DEPLOYMENT", "PORT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.serve_minimal:
@@ -242,7 +251,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="dpcloak-bench-"))
     total = args.windows_single + args.windows_batch
     net = _network.floor_plan_network(width=50.0, height=40.0, sensor_cols=40, sensor_rows=25, epsilon=1.0,
-                                      delta=1e-6, budget=(1e4, 1e-5), spacing=2.0, diffusion=4.0)
+                                      delta=1e-6, budget=(1e4, 1e-5), spacing=4.0, diffusion=8.0)
     dep = Deployment.create(network=net, window_seconds=1.0, period_windows=10**6, start=time.time() - (total + 5),
                             grace_seconds=3600.0)
     write_deployment(work, dep)
@@ -264,7 +273,7 @@ def main() -> None:
                 deadline = time.monotonic() + 120
                 while closed_windows(db) < total and time.monotonic() < deadline:
                     time.sleep(0.5)
-                results[kind, "closed"] = {"windows": closed_windows(db)}
+                results[kind, "closed"] = {"windows": closed_windows(db), "span": recovery_span(db)}
         results[kind, "rows"] = {"stored": stored_rows(db)}
     print(f"\n{'server':<10} {'workload':<16} {'requests/s':>11} {'readings/s':>11} {'p50 ms':>8} {'p99 ms':>8}  "
           "statuses")
@@ -276,9 +285,12 @@ def main() -> None:
     for load in ("single", "batch"):
         ratio = results["minimal", load]["readings_s"] / results["collector", load]["readings_s"]
         print(f"collector / minimal time per reading, {load}: {ratio:.2f}x  (goal <= 2x)")
+    closed = results["collector", "closed"]
+    per_window = closed["span"] / (closed["windows"] - 1) if closed["windows"] > 1 else float("nan")
     print(f"rows stored: minimal {results['minimal', 'rows']['stored']}, collector "
           f"{results['collector', 'rows']['stored']} (expected {total * SENSORS}); windows recovered by the "
-          f"collector: {results['collector', 'closed']['windows']} of {total}")
+          f"collector: {closed['windows']} of {total} ({net.n_sensors} x {net.n_sources} model, 8 bootstrap draws; "
+          f"{per_window:.1f} s per window in the low-priority recovery process)")
     print(f"goals: single-reading requests/s >= 2000: {results['collector', 'single']['req_s']:.0f}; "
           f"batched readings/s >= 20000: {results['collector', 'batch']['readings_s']:.0f}")
     shutil.rmtree(work, ignore_errors=True)
