@@ -251,7 +251,7 @@ def main() -> None:
     work = Path(tempfile.mkdtemp(prefix="dpcloak-bench-"))
     total = args.windows_single + args.windows_batch
     net = _network.floor_plan_network(width=50.0, height=40.0, sensor_cols=40, sensor_rows=25, epsilon=1.0,
-                                      delta=1e-6, budget=(1e4, 1e-5), spacing=4.0, diffusion=8.0)
+                                      delta=1e-6, budget=(1e4, 1e-5), spacing=4.0, diffusion=8.0, move=4.0)
     dep = Deployment.create(network=net, window_seconds=1.0, period_windows=10**6, start=time.time() - (total + 5),
                             grace_seconds=3600.0)
     write_deployment(work, dep)

@@ -38,13 +38,13 @@ def free_port() -> int:
 
 def make_deployment(directory: Path, *, sensor_rows: int = 5, sensor_cols: int = 10, window_seconds: float = 1.0,
                     past_windows: int = 40, grace_seconds: float = 3600.0, budget: tuple[float, float] = (50.0, 1e-5),
-                    period_windows: int = 1000) -> Deployment:
-    """A 12 m x 8 m floor-plan deployment whose window 0 started ``past_windows`` windows ago.
+                    period_windows: int = 1000, width: float = 12.0, height: float = 8.0) -> Deployment:
+    """A floor-plan deployment (12 m x 8 m by default) whose window 0 started ``past_windows`` windows ago.
 
     The long grace period means windows close only when every sensor reported or when the analyst
     closes them, so a test decides when recovery happens (no race with the wall clock).
     """
-    net = _network.floor_plan_network(width=12.0, height=8.0, sensor_cols=sensor_cols, sensor_rows=sensor_rows,
+    net = _network.floor_plan_network(width=width, height=height, sensor_cols=sensor_cols, sensor_rows=sensor_rows,
                                       epsilon=1.0, delta=1e-6, budget=budget, reading_high=100.0)
     dep = Deployment.create(network=net, window_seconds=window_seconds, period_windows=period_windows,
                             start=time.time() - past_windows * window_seconds,
@@ -63,9 +63,9 @@ def deployment_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Depl
 class CollectorProcess:
     """``dpcloak serve`` as a real process on 127.0.0.1."""
 
-    def __init__(self, directory: Path, db_url: str, log_path: Path) -> None:
+    def __init__(self, directory: Path, db_url: str, log_path: Path, *, port: int | None = None) -> None:
         self.directory = directory
-        self.port = free_port()
+        self.port = free_port() if port is None else port
         self.url = f"http://127.0.0.1:{self.port}"
         key = load_master_key(directory)
         from dpcloak.service.config import load_deployment
