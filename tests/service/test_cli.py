@@ -73,9 +73,11 @@ def test_sensor_run_reads_stdin(tmp_path: Path) -> None:
         out = subprocess.run(cmd, input="reading\n4.5\n5.0\n", capture_output=True, text=True, timeout=120,
                              env=dict(os.environ))
         assert out.returncode == 0, out.stderr
-        assert "stored (HTTP 201)" in out.stdout and "1 report(s) sent" in out.stdout  # one per window
+        assert "stored (HTTP 201)" in out.stdout
+        sent = out.stdout.count("stored (HTTP 201)")  # at most one per window: 1, or 2 if a window boundary fell between
+        assert sent in (1, 2) and f"{sent} report(s) sent" in out.stdout
     with sqlite3.connect(tmp_path / "c.db") as db:
-        assert db.execute("SELECT sensor_id FROM reports").fetchall() == [(1,)]
+        assert db.execute("SELECT sensor_id FROM reports").fetchall() == [(1,)] * sent
 
 
 @pytest.mark.slow

@@ -126,6 +126,9 @@ def test_collector_process_end_to_end(backend: str, tmp_path: Path, request: pyt
     accountant = net.to_dict()["privacy"]["accountant"]  # the composition the configuration declares
     assert shown["guarantee_period"]["epsilon"] == pytest.approx(
         composed_epsilon(net.mechanism, readings=k, delta=delta, accountant=accountant), rel=1e-9)
+    mech = net.mechanism  # independent upper bound: k·ρ-zCDP ⇒ (ρ + 2√(ρ ln 1/δ), δ)-DP (Bun & Steinke 2016, Prop. 1.3)
+    rho = k * mech.grid_sensitivity**2 / (2 * float(mech.sigma2))
+    assert shown["guarantee_period"]["epsilon"] <= (rho + 2 * math.sqrt(rho * math.log(1 / delta))) * (1 + 1e-9)
     for w in (0, 7, WINDOWS - 1):
         assert records[w]["releases_in_period"] == w + 1  # sensors 2… report in every window
         assert records[w]["epsilon_period"] == pytest.approx(
