@@ -2,4 +2,5 @@
 
 from dpcloak.cli import main
 
-main()
+if __name__ == "__main__":  # not when a multiprocessing child re-imports the main module
+    main()

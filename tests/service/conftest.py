@@ -23,8 +23,8 @@ import pytest
 
 pytest.importorskip("fastapi", reason="the service extra is not installed: pip install 'dpcloak[service]'")
 
-from dpcloak.service import _network  # noqa: E402
-from dpcloak.service.config import Deployment, analyst_token, load_master_key, write_deployment  # noqa: E402
+from dpcloak.service import _network
+from dpcloak.service.config import Deployment, analyst_token, load_master_key, write_deployment
 
 PG_BIN = Path("/usr/lib/postgresql/15/bin")
 START_TIMEOUT = 90.0
@@ -37,17 +37,17 @@ def free_port() -> int:
 
 
 def make_deployment(directory: Path, *, sensor_rows: int = 5, sensor_cols: int = 10, window_seconds: float = 1.0,
-                    past_windows: int = 40, grace_seconds: float = 3600.0, epsilon_budget: float = 50.0,
-                    period_windows: int = 1000) -> Deployment:
-    """A floor-plan deployment whose window 0 started ``past_windows`` windows ago.
+                    past_windows: int = 40, grace_seconds: float = 3600.0, budget: tuple[float, float] = (50.0, 1e-5),
+                    period_windows: int = 1000, width: float = 12.0, height: float = 8.0) -> Deployment:
+    """A floor-plan deployment (12 m x 8 m by default) whose window 0 started ``past_windows`` windows ago.
 
     The long grace period means windows close only when every sensor reported or when the analyst
     closes them, so a test decides when recovery happens (no race with the wall clock).
     """
-    net = _network.floor_plan_network(rows=8, cols=12, sensor_rows=sensor_rows, sensor_cols=sensor_cols,
-                                      epsilon=1.0, delta=1e-6)
-    dep = Deployment.create(network=net, window_seconds=window_seconds, epsilon_budget=epsilon_budget,
-                            period_windows=period_windows, start=time.time() - past_windows * window_seconds,
+    net = _network.floor_plan_network(width=width, height=height, sensor_cols=sensor_cols, sensor_rows=sensor_rows,
+                                      epsilon=1.0, delta=1e-6, budget=budget, reading_high=100.0)
+    dep = Deployment.create(network=net, window_seconds=window_seconds, period_windows=period_windows,
+                            start=time.time() - past_windows * window_seconds,
                             grace_seconds=grace_seconds)
     write_deployment(directory, dep)
     return dep
@@ -63,9 +63,9 @@ def deployment_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Depl
 class CollectorProcess:
     """``dpcloak serve`` as a real process on 127.0.0.1."""
 
-    def __init__(self, directory: Path, db_url: str, log_path: Path) -> None:
+    def __init__(self, directory: Path, db_url: str, log_path: Path, *, port: int | None = None) -> None:
         self.directory = directory
-        self.port = free_port()
+        self.port = free_port() if port is None else port
         self.url = f"http://127.0.0.1:{self.port}"
         key = load_master_key(directory)
         from dpcloak.service.config import load_deployment

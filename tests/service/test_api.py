@@ -89,7 +89,7 @@ def test_wrong_key_is_401(api: Harness) -> None:
 
 def test_tampered_value_is_401(api: Harness) -> None:
     body = api.report()
-    body["value"] = body["value"] + api.net.mechanism.resolution
+    body["value"] = body["value"] + api.net.resolution
     assert api.post(body).status_code == 401
     assert api.stored() == 0
 
@@ -105,7 +105,7 @@ def test_replays_are_409(api: Harness) -> None:
     body = api.report(sensor=1, window=2)
     assert api.post(body).status_code == 201
     same_id_other_value = api.report(sensor=1, window=2, report_id=body["report_id"],
-                                     value=body["value"] + api.net.mechanism.resolution)
+                                     value=body["value"] + api.net.resolution)
     resp = api.post(same_id_other_value)
     assert resp.status_code == 409 and resp.json()["error"] == "replay" and resp.json()["field"] == "report_id"
     second_for_window = api.report(sensor=1, window=2)
@@ -144,7 +144,7 @@ def test_other_deployment_or_configuration_is_rejected(api: Harness) -> None:
     assert resp.status_code == 404 and resp.json()["field"] == "deployment"
     resp = api.post(api.report(fingerprint="0" * 64))
     assert resp.status_code == 409 and resp.json()["error"] == "wrong_configuration"
-    resp = api.post(api.report(sensor=999, key_of=999))
+    resp = api.post(api.report(sensor=999, key_of=999, value=0.0))
     assert resp.status_code == 422 and resp.json()["field"] == "sensor"
     assert api.stored() == 0
 
@@ -153,10 +153,11 @@ def test_out_of_window_and_out_of_range_reports(api: Harness) -> None:
     future = api.deployment.window_at(api.collector.clock()) + 5
     resp = api.post(api.report(window=future))
     assert resp.status_code == 422 and resp.json()["error"] == "window_in_future"
-    g = api.net.mechanism.resolution
-    resp = api.post(api.report(value=10.0**9 * g))
-    assert resp.status_code == 422 and resp.json()["field"] == "value" and "multiple of the grid" in resp.json()[
-        "message"]
+    g = api.net.resolution
+    for far in (10.0**9 * g, -(10.0**9) * g):  # on the grid, but beyond the reading range [0, 100] + 40 sigma
+        resp = api.post(api.report(value=far))
+        assert resp.status_code == 422 and resp.json()["field"] == "value"
+        assert "multiple of the grid" in resp.json()["message"]
     resp = api.post(api.report(value=0.37 * g))
     assert resp.status_code == 422 and resp.json()["field"] == "value"
     assert api.stored() == 0
@@ -198,7 +199,7 @@ def test_export_holds_the_recovered_maps(api: Harness) -> None:
     record = api.client.post("/api/v1/windows/6/close", headers=headers).json()
     csv_text = api.client.get("/api/v1/export.csv", headers=headers).text
     lines = csv_text.strip().splitlines()
-    assert lines[0].startswith("window,source,coordinates,value")
+    assert lines[0].startswith("window,source,coordinates,people")
     assert len(lines) == 1 + len(record["source_map"])
     values = [float(line.split(",")[3]) for line in lines[1:]]
     assert values == pytest.approx(record["source_map"], rel=1e-12, abs=1e-300)
@@ -222,3 +223,33 @@ def test_openapi_schema_lists_the_endpoints(api: Harness) -> None:
 def test_unknown_route_is_json_404(api: Harness) -> None:
     resp = api.client.get("/api/v1/nope")
     assert resp.status_code == 404 and resp.json()["error"] == "not_found"
+
+
+def test_oversized_body_is_413_before_parsing(api: Harness) -> None:
+    big = {"reports": [api.report(sensor=0, window=1)] * 5000}  # about 2 MB
+    resp = api.client.post("/api/v1/reports/batch", json=big)
+    assert resp.status_code == 413 and resp.json()["error"] == "too_large"
+    assert api.stored() == 0
+
+
+@pytest.mark.parametrize("evil", ["x'; DROP TABLE reports; --", "1 OR 1=1", "\\x00\\' UNION SELECT *"])
+def test_sql_injection_attempts_are_refused_as_malformed(api: Harness, evil: str) -> None:
+    for field in ("deployment", "report_id", "fingerprint", "mac"):
+        body = api.report()
+        body[field] = evil
+        resp = api.post(body)
+        assert resp.status_code == 422 and resp.json()["field"] == field
+    assert api.stored() == 0
+    assert api.post(api.report()).status_code == 201  # the table is still there
+
+
+def test_saturated_collector_answers_503_with_retry_after(tmp_path: Path) -> None:
+    make_deployment(tmp_path, sensor_rows=1, sensor_cols=2)
+    h = Harness(tmp_path)
+    h.collector.max_pending = 0
+    with h.client:
+        resp = h.post(h.report(sensor=0, window=1))
+        assert resp.status_code == 503 and resp.headers["Retry-After"] == "1"
+        assert resp.json()["error"] == "overloaded"
+    assert h.stored() == 0
+    h.store.dispose()

@@ -1,18 +1,20 @@
 """End to end: ``dpcloak serve`` as a real process, 50 sensor nodes, 20 windows, SQLite and PostgreSQL 15.
 
 Oracles: the sensors' own ledgers (what was acknowledged), the library's ``bpdn`` on the stored
-private readings (the recovered maps), ``dpcloak.privacy.accounting.composed_epsilon`` (the
-guarantee shown).
+private readings with the radius written out from its documented formula (the recovered maps),
+``dpcloak.privacy.accounting.composed_epsilon`` on the network's mechanism (the guarantee shown).
 """
 
 from __future__ import annotations
 
+import math
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
 import pytest
+from scipy.stats import chi2
 
 from dpcloak.privacy.accounting import composed_epsilon
 from dpcloak.recovery import bpdn
@@ -62,8 +64,8 @@ def test_collector_process_end_to_end(backend: str, tmp_path: Path, request: pyt
     db_url = sqlite_url(tmp_path / "collector.db") if backend == "sqlite" else request.getfixturevalue("postgres_url")
     net = dep.sensor_network
     rng = np.random.default_rng(7)
-    f = np.zeros((WINDOWS, net.model.shape[1]))
-    f[np.arange(WINDOWS), rng.integers(0, net.model.shape[1], WINDOWS)] = 1.0
+    f = np.zeros((WINDOWS, net.n_sources))
+    f[np.arange(WINDOWS), rng.integers(0, net.n_sources, WINDOWS)] = 30.0  # a crowd of 30 people per window
     readings = np.stack([net.model.matvec(fw) for fw in f])
 
     with running_collector(tmp_path, db_url, tmp_path / "collector.log") as collector:
@@ -99,13 +101,17 @@ def test_collector_process_end_to_end(backend: str, tmp_path: Path, request: pyt
     by_window: dict[int, dict[int, float]] = {}
     for w, j, _, v in stored:
         by_window.setdefault(w, {})[j] = v
+    # the documented problem (dpcloak.sensors.result): min Σf s.t. ‖M_P f − ỹ_P‖ ≤ r, f ≥ 0,
+    # r = σ √(χ²_{|P|} quantile at 0.95) + (g/2) √|P|
     dense = net.model.todense()
     for w in range(WINDOWS):
         rec = records[w]
         present = sorted(by_window[w])
         assert rec["reporting"] == present
         assert rec["flagged"] is (w % 4 == 0) and rec["missing"] == SENSORS - len(present)
-        oracle = bpdn(dense[present], np.array([by_window[w][j] for j in present]), sigma=net.sigma,
+        p = len(present)
+        radius = net.sigma * math.sqrt(chi2.ppf(0.95, p)) + 0.5 * net.resolution * math.sqrt(p)
+        oracle = bpdn(dense[present], np.array([by_window[w][j] for j in present]), radius=radius,
                       bounds=(0.0, None))
         got = np.array(rec["source_map"])
         assert np.allclose(got, oracle.x, rtol=0, atol=1e-6 * max(1.0, np.abs(oracle.x).max())), w
@@ -115,10 +121,16 @@ def test_collector_process_end_to_end(backend: str, tmp_path: Path, request: pyt
     k = shown["guarantee_period"]["releases"]
     assert k == dep.releases_per_period
     delta = shown["guarantee_period"]["delta"]
+    assert delta == net.budget[1]
+    assert shown["guarantee_period"]["epsilon"] <= net.budget[0]
+    accountant = net.to_dict()["privacy"]["accountant"]  # the composition the configuration declares
     assert shown["guarantee_period"]["epsilon"] == pytest.approx(
-        composed_epsilon(net.mechanism, readings=k, delta=delta, accountant="rdp"), rel=1e-9)
+        composed_epsilon(net.mechanism, readings=k, delta=delta, accountant=accountant), rel=1e-9)
+    mech = net.mechanism  # independent upper bound: k·ρ-zCDP ⇒ (ρ + 2√(ρ ln 1/δ), δ)-DP (Bun & Steinke 2016, Prop. 1.3)
+    rho = k * mech.grid_sensitivity**2 / (2 * float(mech.sigma2))
+    assert shown["guarantee_period"]["epsilon"] <= (rho + 2 * math.sqrt(rho * math.log(1 / delta))) * (1 + 1e-9)
     for w in (0, 7, WINDOWS - 1):
         assert records[w]["releases_in_period"] == w + 1  # sensors 2… report in every window
         assert records[w]["epsilon_period"] == pytest.approx(
             composed_epsilon(net.mechanism, readings=records[w]["releases_in_period"], delta=delta,
-                             accountant="rdp"), rel=1e-9)
+                             accountant=accountant), rel=1e-9)

@@ -59,7 +59,7 @@ def test_report_is_signed_on_grid_and_recorded_before_sending(small: Path) -> No
     reopened = _node(small, script)
     assert reopened.ledger.pending() == [entry]
     dep = load_deployment(small)
-    g = dep.sensor_network.mechanism.resolution
+    g = dep.sensor_network.resolution
     assert abs(entry.value / g - round(entry.value / g)) < 1e-6
     key = sensor_key(load_master_key(small), deployment_id=dep.deployment_id, sensor=0)
     assert verify_report(key, entry.mac, deployment_id=dep.deployment_id, fingerprint=dep.fingerprint, sensor=0,
@@ -99,10 +99,10 @@ def test_rejection_is_not_retried(small: Path) -> None:
 
 
 def test_budget_is_enforced_on_the_sensor(tmp_path: Path) -> None:
-    dep = make_deployment(tmp_path, sensor_rows=1, sensor_cols=3, epsilon_budget=2.5, period_windows=50)
+    dep = make_deployment(tmp_path, sensor_rows=1, sensor_cols=3, budget=(3.0, 1e-5), period_windows=50)
     k = dep.releases_per_period
     assert 1 <= k < 50
-    assert dep.guarantee(k)[0] <= 2.5 < dep.guarantee(k + 1)[0]  # the largest count that fits
+    assert dep.guarantee(k)[0] <= 3.0 < dep.guarantee(k + 1)[0]  # the largest count that fits
     script = Script([])
     node = _node(tmp_path, script)
     for w in range(k):

@@ -1,8 +1,8 @@
 """Schema migration, storage durability settings, report MACs and the deployment's fingerprint.
 
 Oracles: Alembic's own schema comparison (migration vs. the tables), SQLite's PRAGMA answers,
-an independent HMAC computation over the documented canonical string, brute-force search of the
-release count that fits the budget.
+an independent HMAC computation over the documented canonical string, the defining inequality of
+the release count that fits the budget.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from sqlalchemy import text
 
 from dpcloak.errors import InvalidParameterError
 from dpcloak.service.auth import sign_report, verify_report
-from dpcloak.service.config import Deployment, load_deployment, releases_within
+from dpcloak.service.config import Deployment, load_deployment
 from dpcloak.service.schema import metadata
 from dpcloak.service.store import Store, sqlite_url
 
@@ -77,21 +77,20 @@ def test_mac_is_hmac_sha256_of_the_documented_encoding() -> None:
 def test_fingerprint_binds_every_privacy_parameter(deployment_dir: tuple[Path, Deployment]) -> None:
     directory, dep = deployment_dir
     assert load_deployment(directory).fingerprint == dep.fingerprint  # stable through the file
-    for change in ({"window_seconds": 2.0}, {"epsilon_budget": 49.0}, {"period_windows": 999},
+    for change in ({"window_seconds": 2.0}, {"period_windows": 999},
                    {"start": dep.start + 1}):
         assert dataclasses.replace(dep, **change).fingerprint != dep.fingerprint, change
     assert dataclasses.replace(dep, deployment_id="other1").fingerprint == dep.fingerprint
 
 
-def test_releases_within_is_the_largest_count_that_fits(deployment_dir: tuple[Path, Deployment]) -> None:
+def test_releases_per_period_fit_the_budget(deployment_dir: tuple[Path, Deployment]) -> None:
     _, dep = deployment_dir
     net = dep.sensor_network
-    budget = 3.0
-    k = releases_within(net, epsilon_budget=budget)
-    brute = max(n for n in range(1, 200) if dep.guarantee(n)[0] <= budget)
-    assert k == brute
-    with pytest.raises(InvalidParameterError, match="at least one release"):
-        releases_within(net, epsilon_budget=dep.guarantee(1)[0] / 2)
+    long = dataclasses.replace(dep, period_windows=10**6)
+    k = long.releases_per_period  # the budget binds: the largest count that fits
+    assert dep.guarantee(k)[0] <= net.budget[0] < dep.guarantee(k + 1)[0]
+    assert dep.releases_per_period == min(dep.period_windows, k)
+    assert dataclasses.replace(dep, period_windows=3).releases_per_period == 3  # the period binds
 
 
 def test_existing_deployment_directory_is_not_overwritten(deployment_dir: tuple[Path, Deployment]) -> None:
@@ -100,5 +99,5 @@ def test_existing_deployment_directory_is_not_overwritten(deployment_dir: tuple[
     directory, dep = deployment_dir
     with pytest.raises(InvalidParameterError, match="already holds a deployment"):
         write_deployment(directory, Deployment.create(network=dep.sensor_network, window_seconds=1.0,
-                                                      epsilon_budget=50.0, period_windows=10, start=time.time()))
+                                                      period_windows=10, start=time.time()))
     assert (directory / "collector.key").stat().st_mode & 0o077 == 0

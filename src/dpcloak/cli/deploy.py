@@ -19,15 +19,17 @@ deploy_app = typer.Typer(help="Create and inspect a sensor deployment (configura
 @cli_errors
 def init(
     directory: str = typer.Argument(..., help="New directory for deployment.json, the keys and the credentials."),
-    network: str | None = typer.Option(None, help="A saved SensorNetwork (TOML/JSON); default: a floor plan."),
-    rows: int = typer.Option(10, help="Floor plan: rows of one-metre source cells."),
-    cols: int = typer.Option(16, help="Floor plan: columns of one-metre source cells."),
-    sensor_rows: int = typer.Option(5, help="Floor plan: rows of the sensor lattice."),
-    sensor_cols: int = typer.Option(8, help="Floor plan: columns of the sensor lattice."),
+    network: str | None = typer.Option(None, help="A saved SensorNetwork (TOML/JSON, its budget is per period); "
+                                       "default: a floor plan."),
+    width: float = typer.Option(16.0, help="Floor plan: width in metres (sources every metre)."),
+    height: float = typer.Option(10.0, help="Floor plan: height in metres."),
+    sensor_cols: int = typer.Option(8, help="Floor plan: columns of the people-counter lattice."),
+    sensor_rows: int = typer.Option(5, help="Floor plan: rows of the people-counter lattice."),
     epsilon: float = typer.Option(1.0, help="Floor plan: epsilon of one window's readings (all sensors)."),
     delta: float = typer.Option(1e-6, help="Floor plan: delta of one window's readings."),
+    budget_epsilon: float = typer.Option(20.0, help="Floor plan: per-sensor budget epsilon per period."),
+    budget_delta: float = typer.Option(1e-5, help="Floor plan: delta at which the budget is measured."),
     window_seconds: float = typer.Option(60.0, help="Time precision: length of a reporting window in seconds."),
-    epsilon_budget: float = typer.Option(20.0, help="Per-sensor budget epsilon per period."),
     period_windows: int = typer.Option(1440, help="Length of a budget period in windows."),
     grace_seconds: float = typer.Option(10.0, help="Late reports are accepted this long after a window ends."),
 ) -> None:
@@ -40,10 +42,10 @@ def init(
     from dpcloak.service.config import Deployment, write_deployment
 
     net = (SensorNetwork.load(Path(network)) if network is not None else
-           _network.floor_plan_network(rows=rows, cols=cols, sensor_rows=sensor_rows, sensor_cols=sensor_cols,
-                                       epsilon=epsilon, delta=delta))
-    dep = Deployment.create(network=net, window_seconds=window_seconds, epsilon_budget=epsilon_budget,
-                            period_windows=period_windows, start=float(int(time.time())),
+           _network.floor_plan_network(width=width, height=height, sensor_cols=sensor_cols, sensor_rows=sensor_rows,
+                                       epsilon=epsilon, delta=delta, budget=(budget_epsilon, budget_delta)))
+    dep = Deployment.create(network=net, window_seconds=window_seconds, period_windows=period_windows,
+                            start=float(int(time.time())),
                             grace_seconds=grace_seconds)
     write_deployment(Path(directory), dep)
     console.print(f"deployment {dep.deployment_id} written to {directory} ({dep.n_sensors} sensor credentials in "

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-from dpcloak.sensors import SensorNetwork
+from dpcloak.sensors import NetworkRecovery, Relation, SensorNetwork
 
 __all__ = ["TAIL_SIGMAS", "value_bounds", "grid_step", "on_grid", "recover_window", "source_positions",
            "sensor_positions", "floor_plan_network"]
@@ -19,13 +18,15 @@ TAIL_SIGMAS = 40.0
 
 def grid_step(network: SensorNetwork) -> float:
     """The mechanism's grid step g: every genuine report is an integer multiple of it."""
-    return float(network.mechanism.resolution)
+    return float(network.resolution)
 
 
 def value_bounds(network: SensorNetwork) -> tuple[float, float]:
-    """The interval a genuine private reading can fall in: the reading range widened by ``TAIL_SIGMAS`` σ."""
+    """The interval a genuine private reading can fall in: the reading range widened by ``TAIL_SIGMAS`` σ
+    (no upper limit when the readings have none)."""
     lo, hi = network.reading_range
-    return (float(lo) - TAIL_SIGMAS * float(network.sigma), float(hi) + TAIL_SIGMAS * float(network.sigma))
+    high = math.inf if hi is None else float(hi) + TAIL_SIGMAS * network.sigma
+    return (float(lo) - TAIL_SIGMAS * network.sigma, high)
 
 
 def on_grid(network: SensorNetwork, value: float) -> bool:
@@ -39,26 +40,38 @@ def on_grid(network: SensorNetwork, value: float) -> bool:
 
 
 def recover_window(network: SensorNetwork, values: NDArray[np.float64], present: NDArray[np.bool_],
-                   warm_start: Any) -> Any:
-    """Recovery of one window from the rows that arrived (``present``), warm-started."""
+                   warm_start: NetworkRecovery | None) -> NetworkRecovery:
+    """Recovery of one window from the rows that arrived (``present``), warm-started from the previous window."""
     return network.recover(values, present=present, warm_start=warm_start)
 
 
 def source_positions(network: SensorNetwork) -> NDArray[np.float64]:
     """Source locations as an (n, d) array (d = 1 or 2)."""
-    return np.asarray(network.source_positions, dtype=float).reshape(len(network.source_positions), -1)
+    pos = network.source_positions
+    n = network.n_sources
+    return np.zeros((n, 1)) if pos is None else np.asarray(pos, dtype=float).reshape(n, -1)
 
 
 def sensor_positions(network: SensorNetwork) -> NDArray[np.float64]:
     """Sensor locations as an (m, d) array."""
-    return np.asarray(network.sensor_positions, dtype=float).reshape(network.n_sensors, -1)
+    pos = network.sensor_positions
+    m = network.n_sensors
+    return np.zeros((m, 1)) if pos is None else np.asarray(pos, dtype=float).reshape(m, -1)
 
 
-def floor_plan_network(*, rows: int, cols: int, sensor_rows: int, sensor_cols: int, epsilon: float, delta: float,
-                       t: float = 1.0) -> SensorNetwork:
-    """A floor of ``rows x cols`` one-metre cells holding the sources, with a ``sensor_rows x sensor_cols`` lattice
-    of sensors (positions (y, x) in metres, half a metre from the walls)."""
-    ys, xs = np.meshgrid(np.linspace(0.5, rows - 0.5, sensor_rows), np.linspace(0.5, cols - 0.5, sensor_cols),
-                         indexing="ij")
-    sensors = np.stack([ys.ravel(), xs.ravel()], axis=1)
-    return SensorNetwork(floor=(rows, cols), sensors=sensors, t=t, epsilon=epsilon, delta=delta)
+def floor_plan_network(*, width: float, height: float, sensor_cols: int, sensor_rows: int, epsilon: float,
+                       delta: float, budget: tuple[float, float], spacing: float = 1.0, diffusion: float = 2.0,
+                       move: float = 2.0, reading_high: float | None = None) -> SensorNetwork:
+    """A ``width x height`` m floor with a ``sensor_cols x sensor_rows`` lattice of people counters.
+
+    Sources on a grid every ``spacing`` m (the heat model, ``diffusion`` in m²), relation "one person
+    moved by up to ``move`` m", readings clipped to ``[0, reading_high]`` people.
+    """
+    xs = np.linspace(0.5, width - 0.5, sensor_cols)
+    ys = np.linspace(0.5, height - 0.5, sensor_rows)
+    xx, yy = np.meshgrid(xs, ys, indexing="xy")
+    sensors = np.column_stack([xx.ravel(), yy.ravel()])
+    return SensorNetwork.from_coordinates(
+        sensors=sensors, relation=Relation.move(move, "m"), epsilon=epsilon, delta=delta, budget=budget,
+        model="heat", diffusion=diffusion, sources="grid", spacing=spacing, margin=0.5,
+        reading_range=(0.0, reading_high))

@@ -25,7 +25,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from dpcloak import __version__
 from dpcloak.service import views
-from dpcloak.service.collector import Collector
+from dpcloak.service.collector import Collector, Overloaded
 from dpcloak.service.ingest import BatchIn, ReportError, ReportIn
 
 __all__ = ["create_app"]
@@ -46,6 +46,38 @@ def _field(loc: tuple[Any, ...]) -> str:
 def _error(status: int, code: str, message: str, field: str | None = None,
            headers: dict[str, str] | None = None) -> JSONResponse:
     return JSONResponse(ReportError(status, code, message, field).body(), status_code=status, headers=headers)
+
+
+MAX_BODY_BYTES = 1 << 20
+"""Largest request body accepted (a batch of 1,000 reports is about 400 kB)."""
+
+
+class BodyLimit:
+    """ASGI middleware: 413 for a body over ``MAX_BODY_BYTES`` (declared or streamed), before it is parsed."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length", b"0")
+        if not declared.isdigit() or int(declared) > MAX_BODY_BYTES:
+            await _error(413, "too_large", f"request body must be at most {MAX_BODY_BYTES} bytes",
+                         "body")(scope, receive, send)
+            return
+        seen = 0
+
+        async def limited() -> Any:
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > MAX_BODY_BYTES:
+                raise StarletteHTTPException(413, f"request body must be at most {MAX_BODY_BYTES} bytes")
+            return message
+
+        await self.app(scope, limited, send)
 
 
 def create_app(collector: Collector, *, analyst_token: str) -> FastAPI:
@@ -71,8 +103,14 @@ def create_app(collector: Collector, *, analyst_token: str) -> FastAPI:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        code = {401: "unauthenticated", 404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "error")
+        code = {401: "unauthenticated", 404: "not_found", 405: "method_not_allowed", 413: "too_large"}.get(
+            exc.status_code, "error")
         return _error(exc.status_code, code, str(exc.detail), headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(Overloaded)
+    async def _overloaded(_: Request, exc: Overloaded) -> JSONResponse:
+        return _error(503, "overloaded", f"the collector is saturated; retry after {exc.retry_after} s",
+                      headers={"Retry-After": str(exc.retry_after)})
 
     @app.exception_handler(Exception)
     async def _internal(_: Request, exc: Exception) -> JSONResponse:
@@ -161,4 +199,5 @@ def create_app(collector: Collector, *, analyst_token: str) -> FastAPI:
         return RedirectResponse("/dashboard/")
 
     app.mount("/dashboard", StaticFiles(directory=ASSETS, html=True), name="dashboard")
+    app.add_middleware(BodyLimit)
     return app

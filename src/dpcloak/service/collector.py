@@ -10,23 +10,35 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import multiprocessing
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any
 
 from dpcloak.service.config import Deployment, sensor_key
 from dpcloak.service.ingest import ReportError, ReportIn, Verifier
 from dpcloak.service.store import Store, WindowRecord
-from dpcloak.service.windows import WindowRecovery
+from dpcloak.service.windows import close_in_worker, start_worker
 from dpcloak.service.writer import GroupWriter
 
-__all__ = ["Collector", "Outcome"]
+__all__ = ["Collector", "Outcome", "Overloaded"]
 
 log = logging.getLogger("dpcloak.service")
 
+RECOVERY_NICENESS = 10
+"""Scheduling priority drop of the recovery process: acknowledgements come first on a busy machine."""
+
 Outcome = tuple[int, dict[str, Any]]
 """HTTP status and JSON body of one report's outcome."""
+
+
+class Overloaded(Exception):
+    """The collector is saturated: answer 503 with ``Retry-After``; nothing was stored."""
+
+    def __init__(self, *, retry_after: int) -> None:
+        super().__init__(f"overloaded, retry after {retry_after} s")
+        self.retry_after = retry_after
 
 
 class Collector:
@@ -44,20 +56,25 @@ class Collector:
         Unix time now.
     close_interval : float, default 0.25
         Seconds between checks for windows whose grace period is over.
+    max_pending : int, default 20000
+        Rows allowed to wait for the database before new reports get 503 (back-pressure).
     """
 
     def __init__(self, deployment: Deployment, store: Store, *, master_key: bytes,
-                 clock: Callable[[], float] = time.time, close_interval: float = 0.25) -> None:
+                 clock: Callable[[], float] = time.time, close_interval: float = 0.25,
+                 max_pending: int = 20_000) -> None:
         self.deployment = deployment
         self.store = store
         self.clock = clock
         self.close_interval = close_interval
+        self.max_pending = max_pending
         keys = [sensor_key(master_key, deployment_id=deployment.deployment_id, sensor=j)
                 for j in range(deployment.n_sensors)]
         self.verifier = Verifier(deployment, sensor_keys=keys)
         self.writer = GroupWriter(store)
-        self.recovery = WindowRecovery(deployment, store)
-        self._recovery_thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dpcloak-recovery")
+        self._recovery_process = ProcessPoolExecutor(
+            max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=start_worker,
+            initargs=(deployment.public_dict(), store.url, RECOVERY_NICENESS))
         self._reader_thread = ThreadPoolExecutor(max_workers=2, thread_name_prefix="dpcloak-reader")
         self.counts: dict[int, int] = {}
         self.closed: set[int] = set()
@@ -83,7 +100,7 @@ class Collector:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
         await self.writer.stop()
-        self._recovery_thread.shutdown(wait=True)
+        self._recovery_process.shutdown(wait=True, cancel_futures=True)
         self._reader_thread.shutdown(wait=True)
 
     async def run_in_reader(self, fn: Callable[..., Any], *args: Any) -> Any:
@@ -93,7 +110,16 @@ class Collector:
     # --- ingest ----------------------------------------------------------------------------------------------
 
     async def ingest(self, reports: list[ReportIn]) -> list[Outcome]:
-        """Check, store and acknowledge reports; one outcome per report, in order."""
+        """Check, store and acknowledge reports; one outcome per report, in order.
+
+        Raises
+        ------
+        Overloaded
+            More than ``max_pending`` rows are waiting for the database: nothing is stored, the
+            client should retry after ``Overloaded.retry_after`` seconds (HTTP 503).
+        """
+        if self.writer.pending_rows + len(reports) > self.max_pending:
+            raise Overloaded(retry_after=1)
         now = self.clock()
         outcomes: list[Outcome | None] = [None] * len(reports)
         rows: list[dict[str, Any]] = []
@@ -176,7 +202,7 @@ class Collector:
                 self._closing.add(window)
                 try:
                     await self.writer.submit([])  # barrier: every report accepted before this is committed
-                    await asyncio.get_running_loop().run_in_executor(self._recovery_thread, self.recovery.close,
+                    await asyncio.get_running_loop().run_in_executor(self._recovery_process, close_in_worker,
                                                                      window)
                     self.closed.add(window)
                 finally:

@@ -43,7 +43,6 @@ __all__ = [
     "canonical_json",
     "sensor_key",
     "analyst_token",
-    "releases_within",
     "write_deployment",
     "load_deployment",
     "load_credential",
@@ -82,41 +81,6 @@ def analyst_token(master_key: bytes, *, deployment_id: str) -> str:
     return hmac.digest(_check_master(master_key), _ANALYST_LABEL + b"\0" + deployment_id.encode(), "sha256").hex()
 
 
-def releases_within(network: SensorNetwork, *, epsilon_budget: float) -> int:
-    """The largest number of releases ``k`` whose composed ε (``network.guarantee(k)``) fits the budget.
-
-    Raises
-    ------
-    InvalidParameterError
-        When not even one release fits.
-    """
-    def fits(k: int) -> bool:
-        return _epsilon_of(network.guarantee(k)) <= epsilon_budget
-
-    if not fits(1):
-        raise InvalidParameterError(
-            f"budget epsilon must allow at least one release: one release spends epsilon="
-            f"{_epsilon_of(network.guarantee(1)):.6g}, got budget epsilon={epsilon_budget:g}")
-    lo, hi = 1, 2
-    while fits(hi) and hi < 2**20:
-        lo, hi = hi, 2 * hi
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-    return lo
-
-
-def _epsilon_of(guarantee: Any) -> float:
-    """ε of a guarantee given as a PrivacyGuarantee/PrivacySpent-like object or an (ε, δ) pair."""
-    eps = guarantee[0] if isinstance(guarantee, tuple) else guarantee.epsilon
-    return math.inf if eps is None else float(eps)
-
-
-def _delta_of(guarantee: Any) -> float:
-    dlt = guarantee[1] if isinstance(guarantee, tuple) else guarantee.delta
-    return 0.0 if dlt is None else float(dlt)
-
-
 @dataclass(frozen=True)
 class Deployment:
     """A deployment's public, fixed parameters (the DAP task).
@@ -131,10 +95,6 @@ class Deployment:
         Time precision: length of one reporting window, > 0 seconds.
     start : float
         Unix time at which window 0 starts.
-    epsilon_budget : float
-        Per-sensor budget per period: every sensor refuses to release more than
-        ``releases_per_period`` readings in one period, the largest count whose composed ε
-        (``network.guarantee(k)``) is at most this.
     period_windows : int
         Length of a budget period in windows (≥ 1).
     grace_seconds : float
@@ -143,18 +103,20 @@ class Deployment:
     Privacy guarantee
     -----------------
     One window's readings of all sensors are one release of the network's mechanism (calibrated
-    to Δ2 of the whole vector). Within a period every sensor sends at most ``releases_per_period``
-    readings, so for any fixed pair of neighbouring source histories the summed squared
-    sensitivities over the period are at most ``releases_per_period · Δ2²``: the period's releases
-    are (ε, δ) = ``network.guarantee(releases_per_period)`` (pattern-level privacy within a period,
-    seed 001 "Continual Monitoring"). Across periods the budgets add up (basic composition).
+    to Δ2 of the whole vector): (``network.epsilon``, ``network.delta``)-DP. The network's budget
+    ``(epsilon_total, delta_total)`` is spent **per period**: within a period every sensor sends at
+    most ``releases_per_period = min(period_windows, network.max_releases())`` readings. Each window
+    is a Gaussian release of the sub-vector of the sensors present, so for any fixed pair of
+    neighbouring count histories the squared sensitivities summed over the period are at most
+    ``releases_per_period · Δ2²`` (every coordinate appears at most that often), and the period's
+    releases are ``network.guarantee(releases_per_period)`` — within the budget (pattern-level
+    privacy within a period, seed 001 "Continual Monitoring"). Periods compose (ε and δ add up).
     """
 
     deployment_id: str
     network: dict[str, Any]
     window_seconds: float
     start: float
-    epsilon_budget: float
     period_windows: int
     grace_seconds: float = 5.0
     version: int = field(default=1)
@@ -163,7 +125,6 @@ class Deployment:
         # normalised types: the fingerprint must not depend on 60 vs 60.0
         for name, value in (("window_seconds", check_real("window_seconds", self.window_seconds, low=0.0)),
                             ("start", check_real("start", self.start)),
-                            ("epsilon_budget", check_real("epsilon_budget", self.epsilon_budget, low=0.0)),
                             ("period_windows", check_int("period_windows", self.period_windows, minimum=1)),
                             ("grace_seconds", check_real("grace_seconds", self.grace_seconds, low=0.0,
                                                          low_inclusive=True))):
@@ -183,8 +144,21 @@ class Deployment:
 
     @cached_property
     def releases_per_period(self) -> int:
-        """Readings a sensor may release per period (fits ``epsilon_budget``), at most ``period_windows``."""
-        return min(self.period_windows, releases_within(self.sensor_network, epsilon_budget=self.epsilon_budget))
+        """Readings a sensor may release per period: ``min(period_windows, network.max_releases())``."""
+        return min(self.period_windows, int(self.sensor_network.max_releases()))
+
+    def network_for_period(self, period: int) -> SensorNetwork:
+        """A network whose in-memory release counter belongs to budget period ``period`` (for sensor nodes).
+
+        ``SensorNetwork.privatize_reading`` charges an in-process counter against the network's budget;
+        the budget is per period here, so each period gets a fresh network object (the durable count
+        is the sensor's ledger, :mod:`dpcloak.service.ledger`).
+        """
+        current = self.__dict__.get("_period_network")
+        if current is None or current[0] != period:
+            current = (period, SensorNetwork.from_dict(self.network))
+            self.__dict__["_period_network"] = current
+        return current[1]
 
     def public_dict(self) -> dict[str, Any]:
         """Everything that determines the guarantee (what the fingerprint hashes), plus the id."""
@@ -194,7 +168,6 @@ class Deployment:
             "network_fingerprint": self.sensor_network.fingerprint(),
             "window_seconds": self.window_seconds,
             "start": self.start,
-            "epsilon_budget": self.epsilon_budget,
             "period_windows": self.period_windows,
             "grace_seconds": self.grace_seconds,
             "version": self.version,
@@ -219,21 +192,16 @@ class Deployment:
         return window // self.period_windows
 
     def guarantee(self, releases: int) -> tuple[float, float]:
-        """Composed (ε, δ) of ``releases`` releases (``network.guarantee``); (0, 0) for none."""
-        if releases <= 0:
-            return (0.0, 0.0)
-        g = self.sensor_network.guarantee(releases)
-        return (_epsilon_of(g), _delta_of(g))
+        """Composed (ε, δ_budget) of ``releases`` releases of one sensor in a period (``network.guarantee``)."""
+        g = self.sensor_network.guarantee(max(0, int(releases)))
+        return (float(g.epsilon), float(g.delta))
 
     @classmethod
-    def create(cls, *, network: SensorNetwork, window_seconds: float, epsilon_budget: float, period_windows: int,
-               start: float, grace_seconds: float = 5.0) -> Deployment:
-        """A new deployment with a fresh random id."""
-        dep = cls(deployment_id=uuid.uuid4().hex, network=network.to_dict(), window_seconds=window_seconds,
-                  start=start, epsilon_budget=epsilon_budget, period_windows=period_windows,
-                  grace_seconds=grace_seconds)
-        _ = dep.releases_per_period  # refuse now a budget that allows no release
-        return dep
+    def create(cls, *, network: SensorNetwork, window_seconds: float, period_windows: int, start: float,
+               grace_seconds: float = 5.0) -> Deployment:
+        """A new deployment with a fresh random id; the network's budget is spent per period."""
+        return cls(deployment_id=uuid.uuid4().hex, network=network.to_dict(), window_seconds=window_seconds,
+                   start=start, period_windows=period_windows, grace_seconds=grace_seconds)
 
     @classmethod
     def from_public_dict(cls, data: dict[str, Any]) -> Deployment:
@@ -241,7 +209,7 @@ class Deployment:
         try:
             dep = cls(deployment_id=data["deployment_id"], network=data["network"],
                       window_seconds=float(data["window_seconds"]), start=float(data["start"]),
-                      epsilon_budget=float(data["epsilon_budget"]), period_windows=int(data["period_windows"]),
+                      period_windows=int(data["period_windows"]),
                       grace_seconds=float(data["grace_seconds"]), version=int(data["version"]))
         except (KeyError, TypeError, ValueError) as exc:
             raise InvalidParameterError(f"deployment file is malformed: {exc!r}") from None

@@ -1,9 +1,10 @@
 """``dpcloak serve --demo``: a collector and simulated sensors on a floor plan, on this machine only.
 
-Two heat sources wander across a 10 m x 16 m floor; 40 sensors on a lattice measure the diffused
-heat, privatize their readings on the "device" (the same :class:`~dpcloak.service.node.SensorNode`
-a real sensor runs, with its own ledger) and send them to the collector over HTTP on the loopback
-interface. The deployment, the SQLite database and the ledgers live in ``./dpcloak-demo``.
+Two crowds wander across a 16 m x 10 m floor; 40 people counters on a lattice measure them (the
+heat model: a person at distance d counts exp(-d²/4T)), privatize their readings on the "device"
+(the same :class:`~dpcloak.service.node.SensorNode` a real sensor runs, with its own ledger) and
+send them to the collector over HTTP on the loopback interface. The deployment, the SQLite
+database and the ledgers live in ``./dpcloak-demo``.
 """
 
 from __future__ import annotations
@@ -24,30 +25,32 @@ from dpcloak.service.node import DeliveryError, SensorNode
 __all__ = ["DEMO_DIR", "demo_deployment", "demo_readings", "simulate"]
 
 DEMO_DIR = "dpcloak-demo"
-ROWS, COLS = 10, 16
+WIDTH, HEIGHT = 16.0, 10.0
 
 
 def demo_deployment(directory: Path, *, window_seconds: float = 2.0) -> Deployment:
     """Load the demo deployment in ``directory``, creating it (with fresh keys) the first time."""
     if (directory / "deployment.json").exists():
         return load_deployment(directory)
-    network = _network.floor_plan_network(rows=ROWS, cols=COLS, sensor_rows=5, sensor_cols=8, epsilon=2.0,
-                                          delta=1e-6)
-    dep = Deployment.create(network=network, window_seconds=window_seconds, epsilon_budget=60.0,
-                            period_windows=1800, start=math.floor(time.time()), grace_seconds=window_seconds)
+    network = _network.floor_plan_network(width=WIDTH, height=HEIGHT, sensor_cols=8, sensor_rows=5, epsilon=1.0,
+                                          delta=1e-6, budget=(30.0, 1e-5), reading_high=200.0)
+    dep = Deployment.create(network=network, window_seconds=window_seconds, period_windows=1800,
+                            start=math.floor(time.time()), grace_seconds=window_seconds)
     write_deployment(directory, dep)
     return dep
 
 
 def demo_readings(deployment: Deployment, window: int) -> NDArray[np.float64]:
-    """True (raw) readings of every sensor in ``window``: two sources moving along smooth paths."""
+    """True (raw) counts of every sensor in ``window``: two crowds (40 and 25 people) moving along smooth paths."""
     net = deployment.sensor_network
-    f = np.zeros(ROWS * COLS)
+    sources = _network.source_positions(net)
+    f = np.zeros(net.n_sources)
     phase = 2 * math.pi * window / 60.0
-    for k, (cy, cx) in enumerate(((0.5 + 0.35 * math.sin(phase), 0.5 + 0.4 * math.cos(phase)),
-                                  (0.5 - 0.3 * math.cos(1.3 * phase), 0.5 + 0.35 * math.sin(0.7 * phase)))):
-        r, c = min(ROWS - 1, int(cy * ROWS)), min(COLS - 1, int(cx * COLS))
-        f[r * COLS + c] += 1.0 if k == 0 else 0.7
+    crowds = ((40.0, 0.5 + 0.35 * math.cos(phase), 0.5 + 0.3 * math.sin(phase)),
+              (25.0, 0.5 + 0.3 * math.sin(0.7 * phase), 0.5 - 0.25 * math.cos(1.3 * phase)))
+    for people, u, v in crowds:
+        x, y = WIDTH * u, HEIGHT * v
+        f[int(np.argmin(np.hypot(sources[:, 0] - x, sources[:, 1] - y)))] += people
     return np.asarray(net.model.matvec(f), dtype=float)
 
 

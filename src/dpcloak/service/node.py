@@ -122,8 +122,9 @@ class SensorNode:
         period, limit = dep.period_of(w), dep.releases_per_period
         if self.ledger.spent_in_period(period) >= limit:
             raise BudgetExceededError(f"sensor {self.sensor} has released {limit} readings in budget period {period} "
-                                      f"(the most its budget epsilon={dep.epsilon_budget:g} allows); nothing released")
-        noisy = float(dep.sensor_network.privatize_reading(self.sensor, value))
+                                      f"(the most its budget epsilon={dep.sensor_network.budget[0]:g} per period "
+                                      "allows); nothing released")
+        noisy = float(dep.network_for_period(period).privatize_reading(self.sensor, value))
         report_id = secrets.token_hex(16)
         mac = sign_report(self.credential.key, deployment_id=dep.deployment_id, fingerprint=dep.fingerprint,
                           sensor=self.sensor, window=w, report_id=report_id, value=noisy)

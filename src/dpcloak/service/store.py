@@ -16,13 +16,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from sqlalchemy import Engine, create_engine, event, func, select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, OperationalError
 
 from dpcloak.errors import InvalidParameterError
+from dpcloak.service import _network
 from dpcloak.service.config import Deployment
 from dpcloak.service.schema import deployments, reports, sensors, windows
 
@@ -47,18 +47,26 @@ class StoredReport:
 
 @dataclass(frozen=True)
 class WindowRecord:
-    """One closed window as stored: the recovered map and what it was computed from."""
+    """One closed window as stored: the recovered map and what it was computed from.
+
+    ``source_map`` is people per source location; ``uncertainty`` / ``uncertainty_90`` the median and
+    90th percentile of the bootstrap EMD in metres (``NetworkRecovery``); ``epsilon_window`` at
+    ``delta_window`` is one window's guarantee, ``epsilon_period`` at ``delta_period`` the composed
+    guarantee of the budget period up to this window (``releases_in_period`` readings of the busiest sensor).
+    """
 
     window: int
     closed_at: float
     source_map: list[float]
-    emd_bound: float
+    uncertainty: float | None
+    uncertainty_90: float | None
     reporting: list[int]
     missing: int
     sigma: float
     epsilon_window: float
+    delta_window: float
     epsilon_period: float
-    delta: float
+    delta_period: float
     releases_in_period: int
     converged: bool
     message: str
@@ -94,6 +102,7 @@ class Store:
         except ArgumentError:
             raise InvalidParameterError(f"database URL must be a SQLAlchemy URL such as sqlite:///collector.db or "
                                         f"postgresql+psycopg://user@host/db, got {url!r}") from None
+        self.url = url
         self.dialect = parsed.get_backend_name()
         if self.dialect not in ("sqlite", "postgresql"):
             raise InvalidParameterError(f"database must be sqlite or postgresql, got {self.dialect!r}")
@@ -142,10 +151,10 @@ class Store:
             conn.execute(deployments.insert().values(
                 deployment_id=deployment.deployment_id, fingerprint=deployment.fingerprint,
                 config=json.dumps(deployment.public_dict(), sort_keys=True), created_at=time.time()))
-            positions = deployment.sensor_network.sensor_positions
+            positions = _network.sensor_positions(deployment.sensor_network)
             conn.execute(sensors.insert(), [
                 {"deployment_id": deployment.deployment_id, "sensor_id": j,
-                 "position": [float(v) for v in np.atleast_1d(positions[j])]}
+                 "position": [float(v) for v in positions[j]]}
                 for j in range(deployment.n_sensors)])
 
     # --- reports -----------------------------------------------------------------------------------------------

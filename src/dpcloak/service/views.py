@@ -12,21 +12,22 @@ from dpcloak.service.store import Store
 
 __all__ = ["guarantee_words", "deployment_view", "sensors_view", "export_rows", "export_csv", "export_parquet"]
 
-EXPORT_COLUMNS = ("window", "source", "coordinates", "value", "emd_bound", "missing", "sigma", "epsilon_period",
-                  "delta", "converged")
+EXPORT_COLUMNS = ("window", "source", "coordinates", "people", "uncertainty_m", "missing", "sigma",
+                  "epsilon_period", "delta_period", "converged")
 
 
 def guarantee_words(deployment: Deployment) -> str:
     """The deployment's guarantee in plain words."""
-    eps1, delta = deployment.guarantee(1)
+    net = deployment.sensor_network
+    eps1, delta = net.epsilon, net.delta
     k = deployment.releases_per_period
     eps_k, delta_k = deployment.guarantee(k)
     minutes = deployment.window_seconds * deployment.period_windows / 60.0
     return (
-        f"Every sensor adds exact discrete Gaussian noise (sigma = {deployment.sensor_network.sigma:.4g}) to its "
-        f"reading before it leaves the sensor; this collector never sees a raw reading. One window's readings "
-        f"of all sensors are ({eps1:.3g}, {delta:.2g})-differentially private: they hide any change of the "
-        f"sources by one neighbouring step. Each sensor sends at most {k} readings per period of "
+        f"Every sensor adds exact discrete Gaussian noise (sigma = {net.sigma:.4g} people) to its count before it "
+        f"leaves the sensor; this collector never sees a raw reading. One window's readings of all sensors are "
+        f"({eps1:.3g}, {delta:.2g})-differentially private for {net.relation.describe()}: nobody can tell from "
+        f"them whether that happened. Each sensor sends at most {k} readings per period of "
         f"{deployment.period_windows} windows ({minutes:.4g} minutes) and refuses more, so everything released in "
         f"one period is ({eps_k:.3g}, {delta_k:.2g})-differentially private, also for patterns that repeat "
         f"within the period. Periods add up: two periods together are at most ({2 * eps_k:.3g}, "
@@ -37,7 +38,6 @@ def guarantee_words(deployment: Deployment) -> str:
 def deployment_view(deployment: Deployment, *, now: float) -> dict[str, Any]:
     """The deployment's public parameters, positions and guarantee (JSON-ready)."""
     net = deployment.sensor_network
-    eps1, delta = deployment.guarantee(1)
     k = deployment.releases_per_period
     eps_k, delta_k = deployment.guarantee(k)
     return {
@@ -50,9 +50,10 @@ def deployment_view(deployment: Deployment, *, now: float) -> dict[str, Any]:
         "period_windows": deployment.period_windows,
         "releases_per_period": k,
         "sigma": float(net.sigma),
-        "guarantee_window": {"epsilon": eps1, "delta": delta},
+        "relation": net.relation.describe(),
+        "guarantee_window": {"epsilon": net.epsilon, "delta": net.delta},
         "guarantee_period": {"epsilon": eps_k, "delta": delta_k, "releases": k},
-        "epsilon_budget": deployment.epsilon_budget,
+        "budget_per_period": {"epsilon": net.budget[0], "delta": net.budget[1]},
         "guarantee_text": guarantee_words(deployment),
         "sensor_positions": _network.sensor_positions(net).tolist(),
         "source_positions": _network.source_positions(net).tolist(),
@@ -79,8 +80,8 @@ def export_rows(deployment: Deployment, store: Store) -> list[tuple[Any, ...]]:
     rows = []
     for r in store.windows(deployment.deployment_id):
         for i, v in enumerate(r.source_map):
-            rows.append((r.window, i, " ".join(f"{c:.6g}" for c in coords[i]), v, r.emd_bound, r.missing, r.sigma,
-                         r.epsilon_period, r.delta, r.converged))
+            rows.append((r.window, i, " ".join(f"{c:.6g}" for c in coords[i]), v, r.uncertainty, r.missing, r.sigma,
+                         r.epsilon_period, r.delta_period, r.converged))
     return rows
 
 

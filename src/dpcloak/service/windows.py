@@ -2,30 +2,33 @@
 
 A window closes when every sensor has reported for it, when its grace period after its end is
 over, or when the analyst closes it. Its stored record holds the recovered source map, the
-EMD-scale error bound, the sensors that reported (missing ones are flagged and their rows dropped
+EMD-scale uncertainty (metres), the sensors that reported (missing ones are flagged and their rows dropped
 from the model), σ and the privacy spent: one window's (ε, δ) and the composed (ε, δ) of its
 budget period so far.
 """
 
 from __future__ import annotations
 
+import math
+import os
 import time
 from typing import Any
 
 import numpy as np
 
+from dpcloak.sensors import NetworkRecovery
 from dpcloak.service import _network
 from dpcloak.service.config import Deployment
 from dpcloak.service.store import Store, WindowRecord
 
-__all__ = ["recover_window_record", "WindowRecovery"]
+__all__ = ["recover_window_record", "WindowRecovery", "start_worker", "close_in_worker"]
 
 
 def recover_window_record(deployment: Deployment, store: Store, window: int,
-                          warm_start: Any = None) -> tuple[WindowRecord, Any] | None:
+                          warm_start: NetworkRecovery | None = None) -> tuple[WindowRecord, NetworkRecovery] | None:
     """Recover ``window`` from its stored reports; ``None`` when no sensor reported.
 
-    Returns the record and the library's recovery result (the next window's warm start).
+    Returns the record and the network's recovery result (the next window's warm start).
     """
     rows = store.window_reports(deployment.deployment_id, window)
     if not rows:
@@ -39,15 +42,19 @@ def recover_window_record(deployment: Deployment, store: Store, window: int,
     result = _network.recover_window(network, values, present, warm_start)
     period_first = deployment.period_of(window) * deployment.period_windows
     releases = store.max_reports_per_sensor(deployment.deployment_id, first_window=period_first, last_window=window)
-    eps1, delta = deployment.guarantee(1)
-    eps_period, _ = deployment.guarantee(releases)
+    eps_period, delta_period = deployment.guarantee(releases)
     record = WindowRecord(
-        window=window, closed_at=time.time(), source_map=[float(v) for v in np.asarray(result.map).ravel()],
-        emd_bound=float(result.emd_scale), reporting=[int(j) for j in np.flatnonzero(present)],
-        missing=int(deployment.n_sensors - present.sum()), sigma=float(network.sigma), epsilon_window=eps1,
-        epsilon_period=eps_period, delta=delta, releases_in_period=releases,
+        window=window, closed_at=time.time(), source_map=[float(v) for v in result.sources],
+        uncertainty=_finite(result.uncertainty), uncertainty_90=_finite(result.uncertainty_90),
+        reporting=[int(j) for j in np.flatnonzero(present)], missing=int(deployment.n_sensors - present.sum()),
+        sigma=float(network.sigma), epsilon_window=float(network.epsilon), delta_window=float(network.delta),
+        epsilon_period=eps_period, delta_period=delta_period, releases_in_period=releases,
         converged=bool(result.recovery.converged), message=str(result.recovery.message))
-    return record, result.recovery
+    return record, result
+
+
+def _finite(x: float) -> float | None:
+    return float(x) if math.isfinite(x) else None
 
 
 class WindowRecovery:
@@ -56,7 +63,7 @@ class WindowRecovery:
     def __init__(self, deployment: Deployment, store: Store) -> None:
         self.deployment = deployment
         self.store = store
-        self._previous: Any = None
+        self._previous: NetworkRecovery | None = None
 
     def close(self, window: int) -> WindowRecord | None:
         """Recover and store ``window`` (once); ``None`` when nobody reported for it."""
@@ -67,3 +74,26 @@ class WindowRecovery:
         self.store.save_window(self.deployment.deployment_id, record)
         self._previous = recovery
         return record
+
+
+_WORKER: WindowRecovery | None = None
+"""The recovery state of a recovery worker process (set by :func:`start_worker`; one per process)."""
+
+
+def start_worker(deployment: dict[str, Any], db_url: str, niceness: int) -> None:
+    """Initializer of the recovery process: its own deployment, database connection and lower priority.
+
+    Recovery is CPU-bound; in its own process it does not hold the ingest process's GIL, and at a
+    lower scheduling priority it yields the cores to acknowledgements.
+    """
+    global _WORKER
+    if niceness:
+        os.nice(niceness)
+    _WORKER = WindowRecovery(Deployment.from_public_dict(deployment), Store(db_url))
+
+
+def close_in_worker(window: int) -> bool:
+    """Recover and store ``window`` in the recovery process; whether anybody reported for it."""
+    if _WORKER is None:
+        raise RuntimeError("close_in_worker runs in a process started with start_worker")
+    return _WORKER.close(window) is not None

@@ -27,6 +27,8 @@ class GroupWriter:
         self._queue: asyncio.Queue[tuple[list[dict[str, Any]], asyncio.Future[set[str]]]] = asyncio.Queue()
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dpcloak-writer")
         self._task: asyncio.Task[None] | None = None
+        self.pending_rows = 0
+        """Rows queued or being committed (the collector refuses new work with 503 above a limit)."""
 
     def start(self) -> None:
         self._task = asyncio.get_running_loop().create_task(self._run())
@@ -45,6 +47,7 @@ class GroupWriter:
         """
         fut: asyncio.Future[set[str]] = asyncio.get_running_loop().create_future()
         self._queue.put_nowait((rows, fut))
+        self.pending_rows += len(rows)
         return fut
 
     async def _run(self) -> None:
@@ -63,6 +66,8 @@ class GroupWriter:
                     if not fut.done():
                         fut.set_exception(exc)
                 continue
+            finally:
+                self.pending_rows -= len(rows)
             for item, fut in batch:  # each new id goes to the first row that carried it (one 201 per stored row)
                 mine = {row["report_id"] for row in item} & new
                 new -= mine

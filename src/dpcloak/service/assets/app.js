@@ -33,7 +33,7 @@
     return "rgb(" + c.join(",") + ")";
   }
 
-  function xy(p) { return p.length >= 2 ? [p[1], p[0]] : [p[0], 0]; }  // (row y, col x) -> (x, y)
+  function xy(p) { return p.length >= 2 ? [p[0], p[1]] : [p[0], 0]; }  // metres: x east, y north
 
   function computeExtent(dep) {
     const pts = dep.source_positions.concat(dep.sensor_positions).map(xy);
@@ -57,7 +57,7 @@
     const h = ext.oneD ? 1 : ext.y1 - ext.y0;
     const scale = Math.min((W - 2 * pad) / (ext.x1 - ext.x0), ext.oneD ? Infinity : (H - 2 * pad) / h);
     const X = (x) => pad + (x - ext.x0) * scale;
-    const Y = (y) => ext.oneD ? H / 2 : pad + (y - ext.y0) * scale;
+    const Y = (y) => ext.oneD ? H / 2 : pad + (ext.y1 - y) * scale;  // north up
     ctx.clearRect(0, 0, W, H);
     const values = record ? record.source_map : dep.source_positions.map(() => 0);
     const vmax = Math.max(1e-12, ...values);
@@ -69,11 +69,11 @@
         const bh = (H / 2 - pad) * (values[i] / vmax);
         ctx.fillRect(X(x - ext.sx / 2), H / 2 - bh, Math.max(1, ext.sx * scale), bh + 2);
       } else {
-        ctx.fillRect(X(x - ext.sx / 2), Y(y - ext.sy / 2), Math.ceil(ext.sx * scale), Math.ceil(ext.sy * scale));
+        ctx.fillRect(X(x - ext.sx / 2), Y(y + ext.sy / 2), Math.ceil(ext.sx * scale), Math.ceil(ext.sy * scale));
       }
     });
     ctx.strokeStyle = "#1d2330";
-    ctx.strokeRect(X(ext.x0), ext.oneD ? H / 2 : Y(ext.y0), (ext.x1 - ext.x0) * scale, ext.oneD ? 1 : h * scale);
+    ctx.strokeRect(X(ext.x0), ext.oneD ? H / 2 : Y(ext.y1), (ext.x1 - ext.x0) * scale, ext.oneD ? 1 : h * scale);
     const reporting = new Set(record ? record.reporting : []);
     dep.sensor_positions.forEach((p, j) => {
       const [x, y] = xy(p);
@@ -93,14 +93,16 @@
     for (let i = 0; i < c.width; i++) { ctx.fillStyle = colour(i / (c.width - 1)); ctx.fillRect(i, 0, 1, c.height); }
   }
 
+  function fmt(x) { return x !== 0 && Math.abs(x) < 1e-3 ? x.toExponential(1) : x.toPrecision(3); }
+
   function describe(r) {
     const when = new Date((state.deployment.start + r.window * state.deployment.window_seconds) * 1000);
     const flag = r.missing > 0 ? '<span class="flagged">' + r.missing + " sensor(s) missing: recovered from the " +
       r.reporting.length + " that reported</span>" : "all sensors reported";
-    return "window " + r.window + " (from " + when.toLocaleString() + "): " + flag + "; EMD-scale error bound " +
-      r.emd_bound.toPrecision(3) + "; σ " + r.sigma.toPrecision(3) + "; privacy spent in this period ε = " +
-      r.epsilon_period.toPrecision(3) + " at δ = " + r.delta.toPrecision(2) + " (" + r.releases_in_period +
-      " release(s))" + (r.converged ? "" : "; solver: " + r.message);
+    return "window " + r.window + " (from " + when.toLocaleString() + "): " + flag + "; uncertainty (bootstrap EMD) " +
+      (r.uncertainty === null ? "n/a" : fmt(r.uncertainty) + " m") + "; σ " + fmt(r.sigma) + " people" + "; privacy spent in this period ε = " +
+      fmt(r.epsilon_period) + " at δ = " + fmt(r.delta_period) + " (" + r.releases_in_period + " release(s) so far)" +
+      (r.converged ? "" : '; <span title="' + r.message.replace(/"/g, "&quot;") + '">recovery not certified optimal</span>');
   }
 
   async function showWindow(w) {
@@ -129,7 +131,7 @@
     const now = Date.now() / 1000;
     const rows = data.sensors.map((s) => "<tr><td>" + s.sensor + "</td><td>" +
       (s.last_seen === null ? "never" : Math.max(0, now - s.last_seen).toFixed(0) + " s ago (window " + s.last_window + ")") +
-      "</td><td>" + s.readings_in_period + " / " + data.releases_per_period + "</td><td>" + s.epsilon_spent.toPrecision(3) +
+      "</td><td>" + s.readings_in_period + " / " + data.releases_per_period + "</td><td>" + fmt(s.epsilon_spent) +
       "</td></tr>");
     el("sensors").querySelector("tbody").innerHTML = rows.join("");
   }

@@ -1,0 +1,94 @@
+"""``dpcloak deploy init|show``, ``dpcloak sensor run`` and ``dpcloak serve --demo`` as a user runs them.
+
+Oracles: the files written (modes, credentials that verify), the network's own guarantee, the
+collector's database after the run; user mistakes give one line on stderr and exit status 2.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from dpcloak.cli import app
+from dpcloak.service.config import load_deployment
+from dpcloak.service.store import sqlite_url
+
+from .conftest import free_port, running_collector
+
+runner = CliRunner()
+
+
+def test_deploy_init_and_show(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    result = runner.invoke(app, ["deploy", "init", str(site), "--width", "6", "--height", "4", "--sensor-cols", "3",
+                                 "--sensor-rows", "2", "--window-seconds", "30", "--period-windows", "48"])
+    assert result.exit_code == 0, result.output
+    dep = load_deployment(site)
+    assert dep.n_sensors == 6 and dep.window_seconds == 30.0
+    for name in ("collector.key", "analyst.token", "sensors/sensor-5.json"):
+        assert (site / name).stat().st_mode & 0o077 == 0, name
+    shown = runner.invoke(app, ["deploy", "show", str(site), "--json"])
+    assert shown.exit_code == 0, shown.output
+    view = json.loads(shown.stdout)
+    k = view["releases_per_period"]
+    assert k == min(48, dep.sensor_network.max_releases())
+    g = dep.sensor_network.guarantee(k)
+    assert (view["guarantee_period"]["epsilon"], view["guarantee_period"]["delta"]) == (g.epsilon, g.delta)
+    text = runner.invoke(app, ["deploy", "show", str(site)])
+    assert "differentially private" in text.stdout and dep.fingerprint in text.stdout
+
+
+def test_user_mistakes_are_one_line_errors(tmp_path: Path) -> None:
+    site = tmp_path / "site"
+    assert runner.invoke(app, ["deploy", "init", str(site), "--sensor-cols", "2", "--sensor-rows", "2"]).exit_code == 0
+    for args, words in (
+        (["deploy", "init", str(site)], "already holds a deployment"),
+        (["deploy", "show", str(tmp_path / "nowhere")], "not found"),
+        (["serve"], "exactly one of --deployment"),
+        (["serve", "--deployment", str(site), "--port", "0"], "--port"),
+        (["sensor", "run", "--config", str(site / "deployment.json"), "--deployment", str(site),
+          "--url", "http://127.0.0.1:9", "--ledger", str(tmp_path / "l.db")], "credential"),
+    ):
+        result = runner.invoke(app, args)
+        assert result.exit_code == 2, (args, result.output)
+        assert words in result.stderr and "Traceback" not in result.output, (args, result.stderr)
+
+
+@pytest.mark.slow
+def test_sensor_run_reads_stdin(tmp_path: Path) -> None:
+    from .conftest import make_deployment
+
+    make_deployment(tmp_path, sensor_rows=1, sensor_cols=3)
+    with running_collector(tmp_path, sqlite_url(tmp_path / "c.db"), tmp_path / "log") as collector:
+        cmd = [sys.executable, "-m", "dpcloak", "sensor", "run", "--config", str(tmp_path / "sensors/sensor-1.json"),
+               "--deployment", str(tmp_path / "deployment.json"), "--url", collector.url, "--ledger",
+               str(tmp_path / "s1.db")]
+        out = subprocess.run(cmd, input="reading\n4.5\n5.0\n", capture_output=True, text=True, timeout=120,
+                             env=dict(os.environ))
+        assert out.returncode == 0, out.stderr
+        assert "stored (HTTP 201)" in out.stdout
+        sent = out.stdout.count("stored (HTTP 201)")  # one per window: 2 if a window boundary fell between
+        assert sent in (1, 2) and f"{sent} report(s) sent" in out.stdout
+    with sqlite3.connect(tmp_path / "c.db") as db:
+        assert db.execute("SELECT sensor_id FROM reports").fetchall() == [(1,)] * sent
+
+
+@pytest.mark.slow
+def test_serve_demo_runs_and_stops(tmp_path: Path) -> None:
+    port = free_port()
+    cmd = [sys.executable, "-m", "dpcloak", "serve", "--demo", "--port", str(port), "--windows", "3"]
+    out = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300, env=dict(os.environ))
+    assert out.returncode == 0, out.stderr
+    assert f"http://127.0.0.1:{port}/dashboard/#token=" in out.stdout
+    assert "Traceback" not in out.stderr
+    with sqlite3.connect(tmp_path / "dpcloak-demo" / "collector.db") as db:
+        reports = db.execute("SELECT COUNT(*) FROM reports").fetchone()[0]
+        windows = db.execute("SELECT COUNT(*) FROM windows").fetchone()[0]
+    assert reports >= 40 and windows >= 1
