@@ -400,6 +400,7 @@ def test_cost_scaling_large_noise_grid_matches_the_multiscale_simplex():
 
 
 def test_relabel_limit_raises_instead_of_returning_a_suboptimal_flow(monkeypatch):
+    monkeypatch.setattr(_grid, "COST_SCALING", True)
     monkeypatch.setattr(_grid, "relabel_cap", lambda n: 1)
     rng = np.random.default_rng(0)
     p, q = _pair(rng, 400, 0.0)
