@@ -45,7 +45,7 @@ def test_binning_of_discrete_outputs_and_notes():
     pair = res.pairs[0]
     assert pair.binning.n_bins == 2 and pair.binning.direction is None
     assert "Theorem 10.5" in res.notes  # δ = 0 without side information: only δ_ε is tested
-    assert res.queries == pair.pilot_queries + sum(pair.test.queries)
+    assert res.queries == pair.pilot_queries + sum(pair.test.queries) + 2 * pair.event_queries
 
 
 def test_side_information_selects_the_full_information_testers():
@@ -70,27 +70,31 @@ def test_vector_outputs_are_projected_on_the_pilot_mean_difference():
     means = {0: np.zeros(3), 1: np.array([0.6, 0.0, 0.8])}  # ‖difference‖ = 1 = Δ2
     good = GaussianMechanism(epsilon=0.5, delta=0.05, sensitivity=1.0)
     res = audit_blackbox(gaussian_vector(good, means), (0, 1), epsilon=0.5, delta=0.05, alpha=0.05, pilot=20000,
-                         vectorized=True, rng=1)
+                         vectorized=True, rng=1, claim_scope="idealised")
     assert res.accepted
     direction = res.pairs[0].binning.direction
     assert direction @ means[1] > 0.98  # cosine with the true direction
     bad = GaussianMechanism(epsilon=0.5, delta=0.05, sensitivity=0.25)
-    assert not audit_blackbox(gaussian_vector(bad, means), (0, 1), epsilon=0.5, delta=0.05, alpha=0.05, pilot=20000,
-                              vectorized=True, rng=1).accepted
+    bad_audit = audit_blackbox(gaussian_vector(bad, means), (0, 1), epsilon=0.5, delta=0.05, alpha=0.05, pilot=20000,
+                               vectorized=True, rng=1, claim_scope="idealised")
+    assert not bad_audit.pairs[0].test.accepted
 
 
 def test_several_pairs_split_the_failure_probability_and_reject_on_the_bad_one():
     def mechanism(db, rng, size):  # private between 0 and 1, not between 0 and 5
         return db + 2.0 * rng.standard_normal(size)
 
+    # float noise: the claim is for idealised real-valued noise (the released doubles' low bits are not private)
     res = audit_blackbox(mechanism, [(0.0, 1.0), (0.0, 5.0)], epsilon=0.5, delta=0.05, alpha=0.05,
-                         vectorized=True, rng=0)
+                         vectorized=True, rng=0, claim_scope="idealised")
     assert not res.accepted
-    assert [p.test.accepted for p in res.pairs] == [True, False]
+    assert [p.accepted for p in res.pairs] == [True, False] and not res.pairs[1].test.accepted
     assert res.worst is res.pairs[1]
-    assert all(p.test.failure_probability == pytest.approx(1 / 6) for p in res.pairs)
+    # each pair gets 1/6; its tester 2/3 of that, its four event tests 1/3 of that
+    assert all(p.test.failure_probability == pytest.approx(1 / 9) for p in res.pairs)
+    assert all(e.failure_probability == pytest.approx(1 / 72) for p in res.pairs for e in p.events)
     generated = audit_blackbox(mechanism, ((0.0, float(d)) for d in (1, 1)), epsilon=0.5, delta=0.05, alpha=0.05,
-                               vectorized=True, rng=0)
+                               vectorized=True, rng=0, claim_scope="idealised")
     assert generated.accepted and len(generated.pairs) == 2
 
 
@@ -111,7 +115,8 @@ def test_random_pairs_accept_and_reject():
     n_pairs, repeats = plan.n_pairs, plan.repeats
     assert n_pairs == math.ceil(math.log(3) * (2 * 0.2**2 + 0.4) / 0.04)
     assert stats.binom.sf(repeats // 2, repeats, 1 / 3) <= 0.1 < stats.binom.sf((repeats - 2) // 2, repeats - 2, 1 / 3)
-    kw = {"epsilon": 1.0, "delta": 0.0, "gamma": 0.1, "alpha": 0.2, "vectorized": True, "pilot": 200}
+    kw = {"epsilon": 1.0, "delta": 0.0, "gamma": 0.1, "alpha": 0.2, "vectorized": True, "pilot": 200,
+          "event_queries": 2000}
     ok = audit_random_pairs(mechanism, pairs(0.0), rng=0, **kw)
     assert ok.verdict == "ACCEPT" and ok.fraction_rejected <= ok.threshold and ok.n_pairs == n_pairs
     bad = audit_random_pairs(mechanism, pairs(0.8), rng=0, **kw)

@@ -5,12 +5,15 @@ variants (noise halved, sensitivity underestimated) REJECTED. The fast Gaussian 
 run here; the whole suite runs in ``dpcloak audit`` (timed in the issue report).
 """
 
+import importlib
 import json
 
 import pytest
 from typer.testing import CliRunner
 
-from dpcloak.audit.suite import run_suite, suite_cases
+from dpcloak.audit.blackbox import EVENT_SHARE
+from dpcloak.audit.events import event_margin, event_queries_needed
+from dpcloak.audit.suite import EVENT_QUERIES, out_of_reach, run_suite, suite_cases
 from dpcloak.cli import app
 
 runner = CliRunner()
@@ -24,8 +27,15 @@ def test_every_group_is_present_and_has_broken_variants():
                   "discrete Gaussian", "heatmap pyramid level", "per-sensor privatizer"):
         assert group in names
     broken = [c for c in cases if c.mechanism.startswith("BROKEN")]
-    assert len(broken) >= 6 and all(c.expected == "REJECT" for c in broken)
-    assert all(c.expected == "ACCEPT" for c in cases if not c.mechanism.startswith("BROKEN"))
+    assert len(broken) >= 8 and all(c.expected == "REJECT" for c in broken)
+    names = [c.mechanism for c in broken]
+    assert any("lowest mantissa bit" in n for n in names) and any("released exactly" in n for n in names)
+    unclaimed = [c for c in cases if c.mechanism.startswith("UNCLAIMED")]
+    assert len(unclaimed) == 1 and unclaimed[0].expected == "REJECT" and "released doubles" in unclaimed[0].claim
+    shipped = [c for c in cases if not c.mechanism.startswith(("BROKEN", "UNCLAIMED"))]
+    assert all(c.expected == "ACCEPT" for c in shipped)
+    # every claim says what it is stated for: the float samplers' idealised noise or the released doubles
+    assert all(c.claim.endswith(("idealised noise", "released doubles")) for c in cases)
 
 
 @pytest.mark.parametrize("select", ["Gaussian (analytic)", "Laplace,", "Laplace calibrated"])
@@ -36,6 +46,34 @@ def test_fast_groups_reach_the_required_verdicts(select):
         assert row.verdict == row.expected, row
 
 
+@pytest.mark.parametrize(("select", "family"), [("lowest mantissa bit", "low bits"),
+                                                ("released exactly", "atoms and bins"),
+                                                ("UNCLAIMED", "low bits")])
+def test_the_reviews_broken_mechanisms_are_rejected_by_the_event_tests_over_seeds(select, family):
+    """Issue 12: both were ACCEPTED 5/5 by the binned audit alone."""
+    for seed in range(5):
+        [row] = run_suite(rng=seed, select=select).rows
+        assert row.verdict == "REJECT" and row.evidence.startswith(family), row
+
+
+def test_progress_callback_sees_every_case():
+    calls = []
+    report = run_suite(rng=0, select="Laplace calibrated", progress=lambda *a: calls.append(a))
+    total = len(report.rows)
+    assert [c[:2] for c in calls] == [(k, total) for k in range(total + 1)]
+    assert calls[0][2] == report.rows[0].mechanism
+
+
+def test_out_of_reach_numbers_follow_the_formulas():
+    limits = out_of_reach(epsilon=0.5, delta=1e-5)
+    f_event = EVENT_SHARE / 3 / 4
+    t = event_margin(queries=EVENT_QUERIES, epsilon=0.5, failure_probability=f_event)
+    assert f"δ + {2 * t:.3g}" in limits[1]
+    needed = event_queries_needed(excess=1e-5, epsilon=0.5, failure_probability=f_event)
+    assert f"{needed:.2g}" in limits[1] and needed > 1e11
+    assert "Theorem 10.5" in limits[-1]
+
+
 def test_cli_json_output():
     result = runner.invoke(app, ["audit", "--select", "BROKEN Laplace, noise", "--json"])
     assert result.exit_code == 0, result.output
@@ -43,12 +81,18 @@ def test_cli_json_output():
     assert payload["passed"] is True
     [row] = payload["rows"]
     assert row["verdict"] == "REJECT" and row["expected"] == "REJECT" and row["queries"] > 1000
+    assert row["events_detect"].startswith("δ_ε ≥ δ + ")
+    assert payload["out_of_reach"] == list(out_of_reach())
 
 
-def test_cli_table_output():
+def test_cli_table_output_names_what_is_out_of_reach_and_has_no_progress_off_a_terminal():
     result = runner.invoke(app, ["audit", "--select", "Gaussian (paper)"])
     assert result.exit_code == 0, result.output
     assert "ACCEPT" in result.stdout and "Theorem 10.5" in result.stdout
+    assert "Out of reach" in result.stdout and "1e-05" in result.stdout
+    assert "auditing" not in result.output  # CliRunner is not a terminal: no progress bar
+    quiet = runner.invoke(app, ["audit", "--quiet", "--select", "Gaussian (paper)"])
+    assert quiet.exit_code == 0 and "auditing" not in quiet.output
 
 
 @pytest.mark.parametrize(("args", "match"), [(["--seed", "-1"], "--seed"), (["--select", "no such thing"], "matched")])
@@ -56,3 +100,18 @@ def test_cli_bad_input_exits_2_without_traceback(args, match):
     result = runner.invoke(app, ["audit", *args])
     assert result.exit_code == 2
     assert match in result.output and "Traceback" not in result.output
+
+
+def test_cli_shows_progress_on_a_terminal(monkeypatch):
+    import io
+
+    from rich.console import Console
+
+    cli_audit = importlib.import_module("dpcloak.cli.audit")
+
+    bar = io.StringIO()
+    monkeypatch.setattr(cli_audit, "console", Console(file=io.StringIO(), force_terminal=True))
+    monkeypatch.setattr(cli_audit, "err_console", Console(file=bar, force_terminal=True))
+    result = runner.invoke(app, ["audit", "--select", "Gaussian (paper)"])
+    assert result.exit_code == 0, result.output
+    assert "auditing" in bar.getvalue() and "1/1" in bar.getvalue()

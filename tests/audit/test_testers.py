@@ -83,9 +83,31 @@ def test_algorithm4_errs_at_most_one_third(delta_true, expected):
 
 def test_algorithm4_check_can_fail_with_a_tiny_budget():
     P, Q = pair_with_delta(N, EPS, DELTA + 2 * ALPHA)
-    tiny = adp_tester_queries(n=N, epsilon=EPS, alpha=ALPHA) / 400
+    tiny = adp_tester_queries(n=N, epsilon=EPS, alpha=ALPHA) / 25  # alpha 5× larger, still below (1 − δ)/2
     assert wrong_verdicts("REJECT", adp_tester, sampler(P), sampler(Q), n=N, epsilon=EPS, delta=DELTA,
                           budget=tiny) > max_wrong()
+
+
+@pytest.mark.parametrize(("kwargs", "match"), [
+    ({"budget": 1e-12}, "budget=1e-12 queries per database gives alpha"),  # issue 18: was ACCEPT after 0 queries
+    ({"alpha": 0.45}, "alpha=0.45"),  # δ + 2α = 1: nothing could be rejected
+    ({"alpha": 0.1, "delta": 1.0}, "nothing to test"),
+])
+def test_algorithm4_refuses_a_test_that_could_look_at_nothing(kwargs, match):
+    looked = []
+
+    def counting(size, rng):
+        looked.append(size)
+        return rng.integers(0, 2, size)
+
+    args = {"n": 2, "epsilon": 1.0, "delta": 0.1, "rng": 0, **kwargs}
+    with pytest.raises(InvalidParameterError, match=match):
+        adp_tester(counting, counting, **args)
+    assert looked == []
+    # the smallest budget the message names is accepted and queries both databases
+    c = 1 + math.exp(2.0)
+    res = adp_tester(counting, counting, n=2, epsilon=1.0, delta=0.1, budget=1.01 * 24 * c / 0.45**2, rng=0)
+    assert min(res.queries) > 0
 
 
 def test_algorithm4_budget_gives_the_matching_alpha():
@@ -234,10 +256,10 @@ def test_algorithm4_bad_parameters(kwargs, match):
 
 def test_bad_samplers_and_side_information():
     with pytest.raises(InvalidParameterError, match="outside the support"):
-        adp_tester(sampler([0.5, 0.5]), sampler([0.5, 0.5]), n=1, epsilon=1.0, delta=0.1, alpha=0.5, rng=0)
+        adp_tester(sampler([0.5, 0.5]), sampler([0.5, 0.5]), n=1, epsilon=1.0, delta=0.1, alpha=0.4, rng=0)
     with pytest.raises(InvalidParameterError, match="shape"):
         adp_tester(lambda size, rng: np.zeros(size + 1, dtype=int), sampler([1.0]), n=1, epsilon=1.0, delta=0.1,
-                   alpha=0.5, rng=0)
+                   alpha=0.4, rng=0)
     with pytest.raises(InvalidParameterError, match="sum to 1"):
         adp_fi_tester(sampler([0.5, 0.5]), sampler([0.5, 0.5]), q0=[0.5, 0.6], q1=[0.5, 0.5], epsilon=1.0,
                       delta=0.1, alpha=0.1)

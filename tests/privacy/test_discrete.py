@@ -17,11 +17,12 @@ import pytest
 from _empirical import check_dp
 from scipy import stats
 
-import dpcloak.privacy.discrete as discrete
+import dpcloak.privacy.bulk as bulk
 from dpcloak.errors import InvalidParameterError
 from dpcloak.privacy import DiscreteGaussianMechanism, DiscreteLaplaceMechanism, Mechanism
 from dpcloak.privacy.discrete import (
     bernoulli_exp,
+    discrete_gaussian_noise,
     gaussian_rdp_epsilon,
     generator_randbelow,
     sample_discrete_gaussian,
@@ -59,6 +60,24 @@ def test_discrete_gaussian_pmf(sigma2: Fraction) -> None:
     assert _chi2_pvalue(draws, support, _dgauss_pmf(support, float(sigma2))) > 1e-4
     # the same test rejects a variance 20% off: it can fail
     assert _chi2_pvalue(draws, support, _dgauss_pmf(support, 1.2 * float(sigma2))) < 1e-4
+
+
+@pytest.mark.parametrize("sigma2", [Fraction(1, 2), Fraction(7, 3), Fraction(25), Fraction(1.366**2 * 2**20)])
+def test_vectorised_discrete_gaussian_pmf(sigma2: Fraction) -> None:
+    """Bulk proposals + exact acceptance: same pmf oracle; a 20 % variance error is rejected by the same test."""
+    draws = discrete_gaussian_noise(sigma2, 30_000, rng=np.random.default_rng(4))
+    sd = math.sqrt(float(sigma2))
+    if sd < 10:
+        support = np.arange(-40, 41)
+        assert _chi2_pvalue(draws, support, _dgauss_pmf(support, float(sigma2))) > 1e-4
+        assert _chi2_pvalue(draws, support, _dgauss_pmf(support, 1.2 * float(sigma2))) < 1e-4
+    else:  # wide: cells of equal normal probability (midpoint rule: the CDF at half-integers is Φ to ~1e-8)
+        edges = np.round(stats.norm.ppf(np.linspace(0, 1, 41)[1:-1], scale=sd)) - 0.5
+        for var, ok in ((1.0, True), (1.2, False)):
+            cdf = stats.norm.cdf(edges, scale=sd * math.sqrt(var))
+            expected = np.diff(np.concatenate([[0.0], cdf, [1.0]])) * draws.size
+            observed = np.bincount(np.searchsorted(edges, draws), minlength=edges.size + 1)
+            assert (stats.chisquare(observed, expected).pvalue > 1e-4) == ok
 
 
 @pytest.mark.parametrize("scale", [Fraction(3, 2), Fraction(1, 3), Fraction(5)])
@@ -107,16 +126,13 @@ def test_outputs_on_grid_reproducible_and_secure_by_default(monkeypatch: pytest.
     y = mech.privatize(x, rng=5)
     assert y.shape == x.shape and np.array_equal(y, mech.privatize(x, rng=5))
     assert np.array_equal(y / 0.125, np.round(y / 0.125))
-    calls = []
-
-    def spy(n: int) -> int:
-        calls.append(n)
-        return discrete.secrets.randbelow(n)
-
-    monkeypatch.setattr(discrete, "secure_randbelow", spy)
-    mech.privatize(x)  # rng=None: the cryptographically secure source
+    keys: list[int] = []
+    real = bulk.os.urandom
+    monkeypatch.setattr(bulk.os, "urandom", lambda n: keys.append(n) or real(n))
+    mech.privatize(x)  # rng=None: ChaCha20 under a fresh key from the OS CSPRNG
+    assert keys == [32, 12]
     DiscreteLaplaceMechanism(epsilon=1.0, sensitivity=1.0, dimension=2).privatize(x)
-    assert len(calls) > 0
+    assert keys == [32, 12, 32, 12]
 
 
 Discrete = DiscreteGaussianMechanism | DiscreteLaplaceMechanism

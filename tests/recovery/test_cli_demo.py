@@ -28,7 +28,7 @@ def test_demo_runs_the_pipeline_and_saves_the_figure(tmp_path):
     model = heat_kernel_1d(100, 50, 0.1)
     f0 = np.zeros(100)
     f0[49] = 1.0
-    priv = SensorPrivatizer.from_model(model, epsilon=1.0, delta=0.1, sensitivity=l2_sensitivity(model))
+    priv = SensorPrivatizer.from_model(model, epsilon=1.0, delta=0.1, sensitivity=l2_sensitivity(model), noise="float")
     y = priv.privatize_all(model.matvec(f0), rng=np.random.default_rng(3))
     expected = emd(f0, bpdn(model, y, sigma=priv.mechanism.sigma).x, Line(100))
     match = re.search(r"EMD\(.*?│\s+([0-9.e+-]+)\s+│", result.output)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import importlib
+
 import networkx as nx
 import numpy as np
 import pytest
@@ -51,3 +53,42 @@ def test_kronecker_weighted_gram_matches_dense():
     d = np.random.default_rng(2).uniform(size=320)
     dense = (comp.G * d) @ comp.G.T
     np.testing.assert_allclose(comp.weighted_gram(d), dense, rtol=0, atol=1e-12 * np.abs(dense).max())
+
+
+@pytest.mark.parametrize(("n", "m", "t"), [(1200, 600, 0.05), (1000, 500, 1.0), (900, 450, 0.005), (1000, 37, 0.1)])
+def test_heat1d_chebyshev_factors_match_the_dense_svd(n, m, t):
+    """The structured path (never reads the matrix) against the dense matrix's exact SVD."""
+    model = heat_kernel_1d(n, m, t)
+    comp = compress(model)
+    dense = model.matrix
+    s = np.linalg.svd(dense, compute_uv=False)
+    assert comp.rank == int(np.count_nonzero(s > 1e-13 * s[0]))
+    np.testing.assert_allclose(comp.singular_values, s[: comp.rank], rtol=0, atol=1e-13 * s[0])  # Weyl: ± ‖E‖₂
+    actual = np.linalg.norm(dense - comp.U @ comp.G, 2)
+    assert actual <= comp.error + 1e-14 * s[0]  # the check's own rounding, as in test_error_bound_holds
+    assert comp.error <= 1e-12 * s[0]
+
+
+def test_heat1d_cache_key_is_its_parameters(monkeypatch):
+    """Issue 20: hashing the operator cost 0.5 s at n = 8000; a heat kernel is keyed by (n, m, T)."""
+    mod = importlib.import_module("dpcloak.recovery.compress")  # the package re-exports the function
+    clear_compression_cache()
+    monkeypatch.setattr(mod, "_digest", lambda *a: pytest.fail("the operator was hashed"))
+    a = compress(heat_kernel_1d(500, 250, 0.1))
+    assert compress(heat_kernel_1d(500, 250, 0.1)) is a
+    assert compress(heat_kernel_1d(500, 250, 0.2)) is not a
+
+
+def test_kronecker_rows_products_match_the_dense_rows():
+    comp = compress(heat_kernel_2d(Grid((16, 20)), Grid((8, 10)), 0.05))
+    rows = comp.kron
+    assert rows is not None
+    G = comp.G  # formed from the factors
+    np.testing.assert_allclose(G @ G.T, np.diag(comp.singular_values**2), atol=1e-12 * comp.singular_values[0] ** 2)
+    rng = np.random.default_rng(4)
+    x, w = rng.standard_normal(320), rng.standard_normal(comp.rank)
+    scale = np.abs(G).max()
+    np.testing.assert_allclose(rows.dot(x), G @ x, rtol=0, atol=1e-12 * scale * np.abs(x).sum())
+    np.testing.assert_allclose(rows.tdot(w), G.T @ w, rtol=0, atol=1e-12 * scale * np.abs(w).sum())
+    idx = np.array([0, 7, 19, 20, 319])
+    np.testing.assert_allclose(rows.columns(idx), G[:, idx], rtol=0, atol=1e-14 * scale)

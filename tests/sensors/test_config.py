@@ -63,7 +63,7 @@ def test_a_file_whose_stated_numbers_do_not_match_is_refused(tmp_path):
         (lambda d: d.update(format="other/1"), "format must be 'dpcloak.sensor-network/1'"),
         (lambda d: d.pop("relation"), r"must have a \[relation\] table"),
         (lambda d: d["privacy"].pop("epsilon"), r"\[privacy\] must have 'epsilon'"),
-        (lambda d: d["privacy"].update(accountant="pld"), "accountant must be 'rdp'"),
+        (lambda d: d["privacy"].update(accountant="pld"), "accountant must be 'closed'"),
         (lambda d: d["readings"].update(unit="kelvin"), "unit must be 'people'"),
         (lambda d: d["relation"].pop("unit"), "relation unit must be given"),
         (lambda d: d["sensors"].update(x=[0.0]), "x and y must be lists of the same length"),
@@ -93,3 +93,23 @@ def test_toml_writer_escapes_strings_and_refuses_non_finite_numbers():
     assert tomllib.loads(text) == {"a": 'x "y" \\ z\n', "t": {"v": [1, 2.5, True], "s": ["é"]}}
     with pytest.raises(InvalidParameterError, match="non-finite"):
         to_toml({"x": float("inf")})
+
+
+def test_a_floor_plan_room_round_trips_and_bounds_the_grid(tmp_path):
+    """A building floor: 20 m x 12 m room, 1 m grid of sources, reflecting walls, sensors inside."""
+    sensors = np.array([[2.5, 2.5], [10.0, 6.0], [17.5, 9.5], [5.0, 10.0]])
+    net = SensorNetwork.from_coordinates(sensors=sensors, model="heat-walls", sources="grid", spacing=1.0,
+                                         room=((0.0, 20.0), (0.0, 12.0)), diffusion=4.0,
+                                         relation=Relation.move(1.5), epsilon=1.0, delta=1e-6, budget=(5.0, 1e-5))
+    src = net.source_positions
+    assert net.n_sources == 240 and src[:, 0].min() == 0.5 and src[:, 1].max() == 11.5
+    back = SensorNetwork.load(net.save(tmp_path / "floor.toml"))
+    assert back.fingerprint() == net.fingerprint() and back.spec.room == ((0.0, 20.0), (0.0, 12.0))
+    with pytest.raises(InvalidParameterError, match="sensors must lie inside room"):
+        SensorNetwork.from_coordinates(sensors=sensors + 10.0, model="heat-walls", sources="grid", spacing=1.0,
+                                       room=((0.0, 20.0), (0.0, 12.0)), diffusion=4.0, relation=Relation.move(1.5),
+                                       epsilon=1.0, delta=1e-6, budget=(5.0, 1e-5))
+    with pytest.raises(InvalidParameterError, match=r"either room .* or margin"):
+        SensorNetwork.from_coordinates(sensors=sensors, model="heat", sources="grid", spacing=1.0, margin=2.0,
+                                       room=((0.0, 20.0), (0.0, 12.0)), diffusion=4.0, relation=Relation.move(1.5),
+                                       epsilon=1.0, delta=1e-6, budget=(5.0, 1e-5))

@@ -18,6 +18,10 @@ What is here
 * :mod:`~dpcloak.audit.blackbox` — :func:`audit_blackbox` for any ``mechanism(database, rng)``
   and neighbouring pair(s), with a documented discretisation of the outputs; :func:`audit_random_pairs`
   for random-DP notions (Algorithm 3, §10.2).
+* :mod:`~dpcloak.audit.events` — what binning throws away: distinguishing events on exact atoms
+  (repeated output values, compared between the two inputs) and on the lowest mantissa bits, chosen
+  on a pilot and tested on fresh outputs with a Hoeffding threshold (:func:`event_margin`,
+  :func:`event_queries_needed`); run by :func:`audit_blackbox` next to the tester.
 * :mod:`~dpcloak.audit.suite` — :func:`~dpcloak.audit.suite.run_suite`: dpcloak's mechanisms at
   their claims plus broken variants that must be rejected (the ``dpcloak audit`` command).
 
@@ -49,7 +53,11 @@ What they cannot verify
   (:class:`Binning`); by post-processing an honest mechanism passes, but a violation confined to an
   event that is not a union of bins is invisible. The testers also assume the neighbouring pairs
   given are the worst ones (e.g. :func:`dpcloak.privacy.sensitivity.worst_neighbours`).
-* **Floating-point attacks** (Mironov 2012) live in the low-order bits that binning discards; the
+* **Floating-point attacks** (Mironov 2012) live in the low-order bits that binning discards. The
+  event tests read the lowest mantissa bits one at a time: a bit written from the input is caught,
+  and so is the float Gaussian's rounding structure when its claim is read for the released doubles
+  (``claim_scope="released"``); the full attack — outputs impossible under the neighbour, found by
+  replaying the sampler's arithmetic — needs white-box knowledge a sample test does not have. The
   exact discrete samplers of :mod:`dpcloak.privacy.discrete` are the defence, not this audit.
 
 Corrections to the thesis found while implementing (details in the module docstrings): Theorem
@@ -71,6 +79,7 @@ from dpcloak.audit.blackbox import (
     random_pair_plan,
 )
 from dpcloak.audit.divergence import DeltaEpsilon, delta_epsilon, pure_epsilon, total_variation
+from dpcloak.audit.events import EventCheck, event_margin, event_queries_needed
 from dpcloak.audit.suite import SuiteReport, SuiteRow, run_suite
 from dpcloak.audit.testers import (
     ACCEPT,
@@ -91,6 +100,7 @@ __all__ = [
     "BlackBoxAudit",
     "Binning",
     "DeltaEpsilon",
+    "EventCheck",
     "PairAudit",
     "RandomPairAudit",
     "RandomPairPlan",
@@ -103,6 +113,8 @@ __all__ = [
     "audit_blackbox",
     "audit_random_pairs",
     "delta_epsilon",
+    "event_margin",
+    "event_queries_needed",
     "identity_tester",
     "identity_tester_queries",
     "pdp_fi_tester",

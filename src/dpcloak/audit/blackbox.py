@@ -9,7 +9,15 @@ output distributions:
   ``δ_ε ≤ 2α``: pure DP cannot be verified from samples (thesis Theorem 10.5);
 * ``side_information`` and ``δ > 0`` → Algorithm 5; ``side_information`` and ``δ = 0`` → Algorithm 6.
 
-**What is tested is the discretised mechanism.** Outputs are mapped to a real number (the output
+Next to the tester, two **event tests** look at what binning throws away (:mod:`dpcloak.audit.events`):
+exact atoms (repeated output values, compared between the two inputs, together with the bins) and
+the low-order mantissa bits of the released doubles. Each selects a distinguishing event on the
+pilot and tests ``P_a(E) − e^ε P_b(E) ≤ δ`` on ``event_queries`` fresh outputs per database with a
+Hoeffding threshold; with ``claim_scope="idealised"`` (float samplers, whose claims hold for
+real-valued noise only) the bit events get the rounding tolerance ``1/2``. The audit's failure
+probability is split: ``2/3`` to the tester, ``1/3`` to the four events (union bound).
+
+**What the tester sees is the discretised mechanism.** Outputs are mapped to a real number (the output
 itself if scalar; with ``feature`` a user map; otherwise the projection onto the direction
 ``mean(pilot₁) − mean(pilot₀)`` estimated from a pilot sample) and then to one of ``n`` bins
 ``(−∞, e₁], (e₁, e₂], …, (e_{n−1}, ∞)`` with user edges or, by default, the quantiles of a pooled
@@ -36,7 +44,8 @@ from numpy.typing import ArrayLike, NDArray
 from scipy import stats
 
 from dpcloak._rng import RngLike, as_generator
-from dpcloak._validation import check_int, check_real, check_vector
+from dpcloak._validation import check_choice, check_int, check_real, check_vector
+from dpcloak.audit.events import LOW_BITS, ROUNDING_TOLERANCE, EventCheck, plan_events, run_event_checks
 from dpcloak.audit.testers import (
     ACCEPT,
     REJECT,
@@ -62,6 +71,11 @@ __all__ = [
 Mechanism = Callable[..., Any]
 #: ``side_information(database, binning)`` → the claimed probability of each bin.
 SideInformation = Callable[[Any, "Binning"], ArrayLike]
+
+#: What a claim is stated for: the released doubles, or idealised real-valued noise (float samplers).
+CLAIM_SCOPES = ("released", "idealised")
+#: Share of the audit's failure probability given to the event tests (the tester gets the rest).
+EVENT_SHARE = 1 / 3
 
 
 @dataclass(frozen=True)
@@ -95,11 +109,43 @@ class Binning:
 
 @dataclass(frozen=True)
 class PairAudit:
-    """The test of one neighbouring pair: the tester's result, the binning and the pilot queries."""
+    """The audit of one neighbouring pair.
+
+    Attributes
+    ----------
+    test : TesterResult
+        The property tester on the binned outputs.
+    binning : Binning
+        How outputs were binned.
+    pilot_queries : int
+        Calls used to choose the binning and the events (both databases).
+    events : tuple of EventCheck
+        The atom and low-bit event tests (empty when ``event_queries = 0``).
+    event_queries : int
+        Fresh calls per database used by the event tests.
+    """
 
     test: TesterResult
     binning: Binning
     pilot_queries: int
+    events: tuple[EventCheck, ...] = ()
+    event_queries: int = 0
+
+    @property
+    def accepted(self) -> bool:
+        """The tester and every event test accepted."""
+        return self.test.accepted and all(e.accepted for e in self.events)
+
+    @property
+    def queries(self) -> int:
+        """All calls of the mechanism for this pair."""
+        return self.pilot_queries + sum(self.test.queries) + 2 * self.event_queries
+
+    @property
+    def reason(self) -> str:
+        """The first rejecting check's reason, else the tester's."""
+        rejected = [e.reason for e in self.events if not e.accepted]
+        return rejected[0] if rejected and self.test.accepted else self.test.reason
 
 
 @dataclass(frozen=True)
@@ -109,7 +155,7 @@ class BlackBoxAudit:
     Attributes
     ----------
     verdict : {"ACCEPT", "REJECT"}
-        REJECT iff some pair's test rejected.
+        REJECT iff, for some pair, the tester or one of the event tests (atoms, low bits) rejected.
     epsilon, delta : float
         The claim tested.
     pairs : tuple of PairAudit
@@ -117,7 +163,8 @@ class BlackBoxAudit:
     queries : int
         Total calls of the mechanism (pilot samples included).
     notes : str
-        What the verdict does and does not establish (tester used, pure-DP caveat).
+        What the verdict does and does not establish (tester used, pure-DP caveat, what the event
+        tests detect at their query budget and how the low bits were read).
     """
 
     verdict: str
@@ -134,8 +181,9 @@ class BlackBoxAudit:
 
     @property
     def worst(self) -> PairAudit:
-        """The pair with the largest statistic relative to its threshold."""
-        return max(self.pairs, key=lambda p: p.test.statistic - p.test.threshold)
+        """The first rejected pair, else the pair whose tester statistic is closest to its threshold."""
+        rejected = [p for p in self.pairs if not p.accepted]
+        return rejected[0] if rejected else max(self.pairs, key=lambda p: p.test.statistic - p.test.threshold)
 
 
 @dataclass(frozen=True)
@@ -241,18 +289,20 @@ def _audit_pair(
     mechanism: Mechanism, d0: Any, d1: Any, *, epsilon: float, delta: float, alpha: float | None,
     budget: float | None, bins: int | ArrayLike, feature: Callable[[NDArray[Any]], ArrayLike] | None, pilot: int,
     side_information: SideInformation | None, vectorized: bool, failure_probability: float,
-    rng: np.random.Generator,
+    event_queries: int, bit_tolerance: float, rng: np.random.Generator,
 ) -> PairAudit:
     p0 = _draw(mechanism, d0, 2, rng, vectorized)
     p1 = _draw(mechanism, d1, 2, rng, vectorized)
     probe = 2
     user_edges = not isinstance(bins, int | np.integer) or isinstance(bins, bool)
-    if not user_edges or (feature is None and p0.shape[1] > 1):
+    if event_queries or not user_edges or (feature is None and p0.shape[1] > 1):
         p0 = _draw(mechanism, d0, pilot, rng, vectorized)
         p1 = _draw(mechanism, d1, pilot, rng, vectorized)
         probe += pilot
     binning, scal = _plan_binning(p0, p1, bins=bins, feature=feature)
     n = binning.n_bins
+    f_events = EVENT_SHARE * failure_probability if event_queries else 0.0
+    f = failure_probability - f_events
 
     def sampler(database: Any) -> Callable[[int, np.random.Generator], NDArray[np.int64]]:
         def draw(size: int, gen: np.random.Generator) -> NDArray[np.int64]:
@@ -262,7 +312,6 @@ def _audit_pair(
         return draw
 
     s0, s1 = sampler(d0), sampler(d1)
-    f = failure_probability
     if side_information is None:
         test = adp_tester(s0, s1, n=n, epsilon=epsilon, delta=delta, alpha=alpha, budget=budget,
                           failure_probability=f, rng=rng)
@@ -275,7 +324,14 @@ def _audit_pair(
         else:
             test = pdp_fi_tester(s0, s1, q0=q0, q1=q1, epsilon=epsilon, alpha=alpha, budget=budget,
                                  failure_probability=f, rng=rng)
-    return PairAudit(test, binning, 2 * probe)
+    if not event_queries:
+        return PairAudit(test, binning, 2 * probe)
+    plans = plan_events(p0, p1, epsilon=epsilon, bin_of=lambda rows: binning.index(scal(rows)), n_bins=n,
+                        bit_tolerance=bit_tolerance)
+    fresh0 = _draw(mechanism, d0, event_queries, rng, vectorized)
+    fresh1 = _draw(mechanism, d1, event_queries, rng, vectorized)
+    events = run_event_checks(plans, fresh0, fresh1, epsilon=epsilon, delta=delta, failure_probability=f_events)
+    return PairAudit(test, binning, 2 * probe, events, event_queries)
 
 
 def _pairs(neighbours: tuple[Any, Any] | Iterable[tuple[Any, Any]]) -> list[tuple[Any, Any]]:
@@ -306,6 +362,8 @@ def audit_blackbox(
     side_information: SideInformation | None = None,
     vectorized: bool = False,
     failure_probability: float = 1 / 3,
+    event_queries: int = 50_000,
+    claim_scope: str = "released",
 ) -> BlackBoxAudit:
     r"""Test the claim "``mechanism`` is ``(ε, δ)``-DP" on neighbouring databases, from samples.
 
@@ -338,7 +396,16 @@ def audit_blackbox(
     vectorized : bool
         See ``mechanism``.
     failure_probability : float
-        Bound on the probability that the audit errs, over all pairs.
+        Bound on the probability that the audit errs, over all pairs (each pair: 2/3 of its share to
+        the tester, 1/3 to the event tests).
+    event_queries : int
+        Fresh calls per database for the atom and low-bit event tests (:mod:`dpcloak.audit.events`);
+        ``0`` runs the tester alone (the notes then say that atoms and bits were not examined).
+    claim_scope : {"released", "idealised"}
+        ``"released"`` (default): the claim is about the released doubles, bit by bit.
+        ``"idealised"``: the claim holds for idealised real-valued noise (dpcloak's float samplers);
+        the low-bit events then tolerate the single-bit ``δ_ε ≤ 1/2`` that correct rounding can
+        produce, so only a strong input-dependent bias (a secret written into bits) is rejected.
 
     Returns
     -------
@@ -356,6 +423,8 @@ def audit_blackbox(
     dlt = check_real("delta", delta, low=0.0, high=1.0, low_inclusive=True, high_inclusive=True)
     f = check_real("failure_probability", failure_probability, low=0.0, high=0.5)
     pilot = check_int("pilot", pilot, minimum=2)
+    m = check_int("event_queries", event_queries, minimum=0)
+    scope = check_choice("claim_scope", claim_scope, CLAIM_SCOPES)
     if alpha is None and budget is None:
         alpha = 0.05
     if not callable(mechanism):
@@ -365,18 +434,29 @@ def audit_blackbox(
     results = tuple(
         _audit_pair(mechanism, d0, d1, epsilon=eps, delta=dlt, alpha=alpha, budget=budget, bins=bins,
                     feature=feature, pilot=pilot, side_information=side_information, vectorized=vectorized,
-                    failure_probability=f / len(pairs), rng=gen)
+                    failure_probability=f / len(pairs), event_queries=m,
+                    bit_tolerance=ROUNDING_TOLERANCE if scope == "idealised" else 0.0, rng=gen)
         for d0, d1 in pairs
     )
-    verdict = ACCEPT if all(p.test.accepted for p in results) else REJECT
-    queries = sum(p.pilot_queries + sum(p.test.queries) for p in results)
-    tester = results[0].test.algorithm
-    if side_information is None and dlt == 0:
-        notes = (f"{tester} with delta = 0: only delta_eps <= 2 alpha is tested; pure DP is not verifiable "
-                 "without side information (thesis Theorem 10.5)")
+    verdict = ACCEPT if all(p.accepted for p in results) else REJECT
+    queries = sum(p.queries for p in results)
+    return BlackBoxAudit(verdict, eps, dlt, results, queries, _notes(results[0], side_information is None, dlt, scope))
+
+
+def _notes(pair: PairAudit, no_information: bool, delta: float, scope: str) -> str:
+    tester = pair.test.algorithm
+    if no_information and delta == 0:
+        text = (f"{tester} with delta = 0: only delta_eps <= 2 alpha is tested; pure DP is not verifiable "
+                "without side information (thesis Theorem 10.5)")
     else:
-        notes = f"{tester}; verdict concerns the binned outputs ({results[0].binning.source})"
-    return BlackBoxAudit(verdict, eps, dlt, results, queries, notes)
+        text = f"{tester}; its verdict concerns the binned outputs ({pair.binning.source})"
+    if not pair.events:
+        return text + "; atoms and low-order bits were not examined (event_queries = 0)"
+    check = pair.events[0]
+    bits = ("the low bits tolerate the single-bit delta_eps <= 1/2 of float rounding (claim for idealised noise)"
+            if scope == "idealised" else "the low bits are held to the claim (released doubles)")
+    return (f"{text}; event tests on atoms and the {LOW_BITS} lowest mantissa bits with {check.queries:,} fresh "
+            f"outputs per database detect an event with delta_eps >= delta + {2 * check.margin:.3g}; {bits}")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -426,6 +506,8 @@ def audit_random_pairs(
     feature: Callable[[NDArray[Any]], ArrayLike] | None = None,
     pilot: int = 2000,
     vectorized: bool = False,
+    event_queries: int = 50_000,
+    claim_scope: str = "released",
 ) -> RandomPairAudit:
     r"""Test ``(ε, δ, γ)``-random approximate DP (thesis Algorithm 3, Theorem 10.3).
 
@@ -434,6 +516,8 @@ def audit_random_pairs(
     ``n_pairs`` sampled pairs, Algorithm 4 (through :func:`audit_blackbox`, accuracy ``α/2`` so its
     proximity is ``α``) runs ``repeats`` times; ``x_i`` = majority REJECT; ACCEPT iff
     ``y = mean(x_i) ≤ γ + α/λ``. Defaults for ``n_pairs`` and ``repeats``: :func:`random_pair_plan`.
+    ``bins``, ``feature``, ``pilot``, ``vectorized``, ``event_queries`` and ``claim_scope`` are passed
+    to each :func:`audit_blackbox`.
 
     Returns
     -------
@@ -454,7 +538,8 @@ def audit_random_pairs(
         rejections = 0
         for _ in range(k):
             res = audit_blackbox(mechanism, [(d0, d1)], epsilon=epsilon, delta=delta, rng=gen, alpha=a / 2, bins=bins,
-                                 feature=feature, pilot=pilot, vectorized=vectorized)
+                                 feature=feature, pilot=pilot, vectorized=vectorized, event_queries=event_queries,
+                                 claim_scope=claim_scope)
             rejections += not res.accepted
             queries += res.queries
         votes.append(2 * rejections > k)

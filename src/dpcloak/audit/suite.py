@@ -20,6 +20,17 @@ Which tester each entry uses is printed with it; full-information entries (Algor
 get the side information from the mechanism's own claimed noise distribution (σ, Laplace scale),
 so a broken noise scale is caught as "samples do not match the claim" and a wrong sensitivity as
 "the claimed distributions are not private for these neighbours".
+
+Every entry also runs the event tests of :mod:`dpcloak.audit.events` (exact atoms and the lowest
+mantissa bits, which binning discards). The float samplers' claims hold for idealised real-valued
+noise, so their entries are audited with ``claim_scope="idealised"`` (bits tolerate the rounding
+structure); the exact grid samplers are held to their claim on the released doubles. Two broken
+variants only these tests see must be rejected: a secret bit written into the lowest mantissa bit
+of a correct Gaussian output (true ``δ = 1``) and a Gaussian that releases its input exactly with
+probability 0.04 (true ``δ_ε = 0.04 + 0.96·0.05 = 0.088`` against the claimed 0.05). One
+``UNCLAIMED`` entry reads the float Gaussian's *released doubles* against its claim, which they do
+not meet (Mironov 2012: the lowest bit alone has ``δ_ε ≈ 0.12``): it must be rejected, and shows why
+releases default to the exact samplers.
 """
 
 from __future__ import annotations
@@ -35,11 +46,18 @@ from numpy.typing import NDArray
 from scipy import stats
 
 from dpcloak._rng import RngLike, as_generator
-from dpcloak.audit.blackbox import Binning, BlackBoxAudit, audit_blackbox
-from dpcloak.audit.testers import ACCEPT, REJECT
+from dpcloak.audit.blackbox import EVENT_SHARE, Binning, BlackBoxAudit, audit_blackbox
+from dpcloak.audit.events import (
+    LOW_BITS,
+    MIN_ATOM_COUNT,
+    ROUNDING_TOLERANCE,
+    event_margin,
+    event_queries_needed,
+)
+from dpcloak.audit.testers import ACCEPT, REJECT, adp_tester_queries
 from dpcloak.errors import DpcloakError, InvalidParameterError
 
-__all__ = ["SuiteCase", "SuiteRow", "SuiteReport", "suite_cases", "run_suite"]
+__all__ = ["SuiteCase", "SuiteRow", "SuiteReport", "suite_cases", "run_suite", "out_of_reach"]
 
 #: Claims audited (see the module docstring for why these values).
 GAUSS_EPS, GAUSS_DELTA = 0.5, 0.05
@@ -49,6 +67,16 @@ HEATMAP_EPS = 1.0
 ALPHA_NO_INFO = 0.025
 ALPHA_IDENTITY = 0.02
 ALPHA_PURE = 0.1
+#: Fresh outputs per database of the atom and low-bit event tests (the heatmap release is slower per query).
+EVENT_QUERIES = 50_000
+HEATMAP_EVENT_QUERIES = 5_000
+#: Pilot outputs per database (binning and event selection).
+PILOT = 2000
+#: Probability with which the broken "exact release" variant outputs its input unchanged.
+EXACT_RELEASE_PROBABILITY = 0.04
+
+#: ``progress(done, total, label)``: called before each audit (label = its mechanism) and at the end.
+Progress = Callable[[int, int, str], None]
 
 
 @dataclass(frozen=True)
@@ -79,8 +107,11 @@ class SuiteRow:
         Wall time.
     detects : str
         The tester's guarantee: the size of violation it rejects with probability ≥ 2/3.
+    events_detect : str
+        The event tests' guarantee (atoms and low bits): the excess of the selected event's ``δ_ε``
+        they reject, ``"-"`` if they did not run.
     evidence : str
-        The statistic against its threshold.
+        The statistic against its threshold (of the check that rejected, if one did).
     """
 
     mechanism: str
@@ -91,6 +122,7 @@ class SuiteRow:
     queries: int
     seconds: float
     detects: str
+    events_detect: str
     evidence: str
 
     @property
@@ -115,6 +147,8 @@ class SuiteReport:
         The suite's seed (−1 when a Generator was passed).
     seconds : float
         Total wall time.
+    limits : tuple of str
+        What these query budgets cannot verify (:func:`out_of_reach`).
     """
 
     rows: tuple[SuiteRow, ...]
@@ -122,6 +156,7 @@ class SuiteReport:
     errors: tuple[str, ...]
     seed: int
     seconds: float
+    limits: tuple[str, ...]
 
     @property
     def passed(self) -> bool:
@@ -171,20 +206,44 @@ def _laplace_edges(low: float, high: float, scale: float) -> NDArray[np.float64]
 # the cases
 
 
-def _audit(mechanism: Callable[..., Any], neighbours: Any, **options: Any) -> Callable[[np.random.Generator], Any]:
-    """Deferred :func:`audit_blackbox` of a vectorized mechanism, run with the suite's generator."""
+def _audit(mechanism: Callable[..., Any], neighbours: Any, *, scope: str,
+           **options: Any) -> Callable[[np.random.Generator], Any]:
+    """Deferred :func:`audit_blackbox` of a vectorized mechanism, run with the suite's generator.
+
+    ``scope`` is the claim's scope: ``"idealised"`` for the float samplers, ``"released"`` for the exact ones.
+    """
     def run(gen: np.random.Generator) -> BlackBoxAudit:
-        return audit_blackbox(mechanism, neighbours, vectorized=True, rng=gen, **options)
+        settings = {"event_queries": EVENT_QUERIES, "pilot": PILOT, **options}
+        return audit_blackbox(mechanism, neighbours, vectorized=True, rng=gen, claim_scope=scope, **settings)
     return run
 
 
 def _additive(privatize: Callable[..., NDArray[Any]], factor: float = 1.0) -> Callable[..., NDArray[Any]]:
-    """Vectorized scalar mechanism ``(value, rng, size) ->`` outputs; ``factor`` scales the noise (a bug)."""
+    """Vectorized scalar mechanism ``(value, rng, size) ->`` outputs; ``factor ≠ 1`` scales the noise (a bug).
+
+    With ``factor = 1`` the outputs are the mechanism's own doubles, untouched (the event tests read their bits).
+    """
     def mechanism(value: float, rng: np.random.Generator, size: int) -> NDArray[Any]:
         x = np.full((size, 1), float(value))  # size independent one-coordinate releases
         out = np.asarray(privatize(x, rng=rng), dtype=float)
-        return (x + factor * (out - x)).ravel()
+        return (out if factor == 1.0 else x + factor * (out - x)).ravel()
     return mechanism
+
+
+def _secret_in_lowest_bit(mechanism: Callable[..., NDArray[Any]]) -> Callable[..., NDArray[Any]]:
+    """BROKEN: the correct output with its lowest mantissa bit set to the database's bit (0 or 1): ``δ = 1``."""
+    def broken(value: float, rng: np.random.Generator, size: int) -> NDArray[Any]:
+        bits = np.ascontiguousarray(mechanism(value, rng, size), dtype=np.float64).view(np.uint64)
+        return ((bits & ~np.uint64(1)) | np.uint64(int(value) & 1)).view(np.float64)
+    return broken
+
+
+def _exact_release(mechanism: Callable[..., NDArray[Any]], probability: float) -> Callable[..., NDArray[Any]]:
+    """BROKEN: with probability ``probability`` the input itself, else the correct output."""
+    def broken(value: float, rng: np.random.Generator, size: int) -> NDArray[Any]:
+        out = mechanism(value, rng, size)
+        return np.where(rng.random(size) < probability, float(value), out)
+    return broken
 
 
 def _gaussian_cases() -> list[SuiteCase]:
@@ -192,25 +251,35 @@ def _gaussian_cases() -> list[SuiteCase]:
 
     claim = f"({GAUSS_EPS:g}, {GAUSS_DELTA:g})-DP, Δ2 = 1"
     pair = (0.0, 1.0)
-    no_info = {"epsilon": GAUSS_EPS, "delta": GAUSS_DELTA, "alpha": ALPHA_NO_INFO}
+    no_info: dict[str, Any] = {"epsilon": GAUSS_EPS, "delta": GAUSS_DELTA, "alpha": ALPHA_NO_INFO}
+    float_claim = f"{claim}, idealised noise"
     cases = []
     for calibration in ("analytic", "classic", "paper"):
         mech = GaussianMechanism(epsilon=GAUSS_EPS, delta=GAUSS_DELTA, sensitivity=1.0, calibration=calibration)
-        cases.append(SuiteCase(f"Gaussian ({calibration}), σ={mech.sigma:.3g}", claim, ACCEPT,
-                               _audit(_additive(mech.privatize), pair, **no_info)))
+        cases.append(SuiteCase(f"Gaussian ({calibration}), σ={mech.sigma:.3g}", float_claim, ACCEPT,
+                               _audit(_additive(mech.privatize), pair, scope="idealised", **no_info)))
     mech = GaussianMechanism(epsilon=GAUSS_EPS, delta=GAUSS_DELTA, sensitivity=1.0)
-    full_info = {"epsilon": GAUSS_EPS, "delta": GAUSS_DELTA, "alpha": ALPHA_IDENTITY,
+    full_info: dict[str, Any] = {"epsilon": GAUSS_EPS, "delta": GAUSS_DELTA, "alpha": ALPHA_IDENTITY,
                  "side_information": _gaussian_side(mech.sigma, _scalar_center)}
     wrong = GaussianMechanism(epsilon=GAUSS_EPS, delta=GAUSS_DELTA, sensitivity=0.25)
+    correct = _additive(mech.privatize)
+    p = EXACT_RELEASE_PROBABILITY
+    true_delta = p + (1 - p) * GAUSS_DELTA  # the atom, plus the continuous part (analytic: δ_ε = δ exactly)
     cases += [
-        SuiteCase(f"Gaussian (analytic), σ={mech.sigma:.3g}", claim, ACCEPT,
-                  _audit(_additive(mech.privatize), pair, **full_info)),
-        SuiteCase("BROKEN Gaussian (analytic), noise σ halved", claim, REJECT,
-                  _audit(_additive(mech.privatize, 0.5), pair, **no_info)),
-        SuiteCase("BROKEN Gaussian (analytic), noise σ halved", claim, REJECT,
-                  _audit(_additive(mech.privatize, 0.5), pair, **full_info)),
-        SuiteCase("BROKEN Gaussian (analytic) calibrated to Δ2/4", claim, REJECT,
-                  _audit(_additive(wrong.privatize), pair, **no_info)),
+        SuiteCase(f"Gaussian (analytic), σ={mech.sigma:.3g}", float_claim, ACCEPT,
+                  _audit(correct, pair, scope="idealised", **full_info)),
+        SuiteCase("BROKEN Gaussian (analytic), noise σ halved", float_claim, REJECT,
+                  _audit(_additive(mech.privatize, 0.5), pair, scope="idealised", **no_info)),
+        SuiteCase("BROKEN Gaussian (analytic), noise σ halved", float_claim, REJECT,
+                  _audit(_additive(mech.privatize, 0.5), pair, scope="idealised", **full_info)),
+        SuiteCase("BROKEN Gaussian (analytic) calibrated to Δ2/4", float_claim, REJECT,
+                  _audit(_additive(wrong.privatize), pair, scope="idealised", **no_info)),
+        SuiteCase("BROKEN Gaussian (analytic), secret bit in the lowest mantissa bit (δ = 1)", float_claim, REJECT,
+                  _audit(_secret_in_lowest_bit(correct), pair, scope="idealised", **no_info)),
+        SuiteCase(f"BROKEN Gaussian (analytic), input released exactly w.p. {p:g} (δ_ε = {true_delta:.3g})",
+                  float_claim, REJECT, _audit(_exact_release(correct, p), pair, scope="idealised", **no_info)),
+        SuiteCase("UNCLAIMED float Gaussian (analytic) read bit by bit (Mironov 2012)",
+                  f"{claim}, released doubles", REJECT, _audit(correct, pair, scope="released", **no_info)),
     ]
     return cases
 
@@ -218,24 +287,27 @@ def _gaussian_cases() -> list[SuiteCase]:
 def _laplace_cases() -> list[SuiteCase]:
     from dpcloak.privacy.mechanisms import LaplaceMechanism
 
-    claim = f"{LAPLACE_EPS:g}-DP, Δ1 = 1"
+    claim = f"{LAPLACE_EPS:g}-DP, Δ1 = 1, idealised noise"
     pair = (0.0, 1.0)
     mech = LaplaceMechanism(epsilon=LAPLACE_EPS, sensitivity=1.0)
     wrong = LaplaceMechanism(epsilon=LAPLACE_EPS, sensitivity=1 / 3)
-    no_info = {"epsilon": LAPLACE_EPS, "alpha": ALPHA_NO_INFO}
-    full_info = {"epsilon": LAPLACE_EPS, "alpha": ALPHA_PURE, "bins": _laplace_edges(0.0, 1.0, mech.scale),
-                 "side_information": _laplace_side(mech.scale, _scalar_center)}
+    no_info: dict[str, Any] = {"epsilon": LAPLACE_EPS, "alpha": ALPHA_NO_INFO}
+    full_info: dict[str, Any] = {"epsilon": LAPLACE_EPS, "alpha": ALPHA_PURE,
+                                 "bins": _laplace_edges(0.0, 1.0, mech.scale),
+                                 "side_information": _laplace_side(mech.scale, _scalar_center)}
     # the broken mechanism's own (wrong) claim: Laplace of scale Δ1/(3ε)
-    wrong_info = {**full_info, "side_information": _laplace_side(wrong.scale, _scalar_center)}
+    wrong_info: dict[str, Any] = {**full_info, "side_information": _laplace_side(wrong.scale, _scalar_center)}
     return [
-        SuiteCase(f"Laplace, b={mech.scale:.3g}", claim, ACCEPT, _audit(_additive(mech.privatize), pair, **full_info)),
-        SuiteCase(f"Laplace, b={mech.scale:.3g}", claim, ACCEPT, _audit(_additive(mech.privatize), pair, **no_info)),
+        SuiteCase(f"Laplace, b={mech.scale:.3g}", claim, ACCEPT,
+                  _audit(_additive(mech.privatize), pair, scope="idealised", **full_info)),
+        SuiteCase(f"Laplace, b={mech.scale:.3g}", claim, ACCEPT,
+                  _audit(_additive(mech.privatize), pair, scope="idealised", **no_info)),
         SuiteCase("BROKEN Laplace, noise scale halved", claim, REJECT,
-                  _audit(_additive(mech.privatize, 0.5), pair, **full_info)),
+                  _audit(_additive(mech.privatize, 0.5), pair, scope="idealised", **full_info)),
         SuiteCase("BROKEN Laplace calibrated to Δ1/3", claim, REJECT,
-                  _audit(_additive(wrong.privatize), pair, **wrong_info)),
+                  _audit(_additive(wrong.privatize), pair, scope="idealised", **wrong_info)),
         SuiteCase("BROKEN Laplace calibrated to Δ1/3", claim, REJECT,
-                  _audit(_additive(wrong.privatize), pair, **no_info)),
+                  _audit(_additive(wrong.privatize), pair, scope="idealised", **no_info)),
     ]
 
 
@@ -262,21 +334,23 @@ def _discrete_cases() -> list[SuiteCase]:
     pair = (0.0, 1.0)
     lap = DiscreteLaplaceMechanism(epsilon=LAPLACE_EPS, sensitivity=1.0)
     res = lap.resolution
-    full_info = {
+    full_info: dict[str, Any] = {
         "epsilon": LAPLACE_EPS, "alpha": ALPHA_PURE,
         # edges on half-grid points so no output sits on an edge
         "bins": (np.round(_laplace_edges(0.0, 1.0, lap.scale_value) / res) + 0.5) * res,
         "side_information": _discrete_laplace_side(float(lap.scale), res),
     }
     gauss = DiscreteGaussianMechanism(epsilon=GAUSS_EPS, delta=GAUSS_DELTA, sensitivity=1.0)
+    lap_claim = f"{LAPLACE_EPS:g}-DP, Δ1 = 1, released doubles"
+    gauss_claim = f"({GAUSS_EPS:g}, {GAUSS_DELTA:g})-DP, Δ2 = 1, released doubles"
+    gauss_info: dict[str, Any] = {"epsilon": GAUSS_EPS, "delta": GAUSS_DELTA, "alpha": ALPHA_NO_INFO}
     return [
-        SuiteCase(f"discrete Laplace (exact sampler), b={lap.scale_value:.3g}", f"{LAPLACE_EPS:g}-DP, Δ1 = 1", ACCEPT,
-                  _audit(_additive(lap.privatize), pair, **full_info)),
-        SuiteCase("BROKEN discrete Laplace, noise scale halved", f"{LAPLACE_EPS:g}-DP, Δ1 = 1", REJECT,
-                  _audit(_additive(lap.privatize, 0.5), pair, **full_info)),
-        SuiteCase(f"discrete Gaussian (exact sampler), σ={gauss.sigma:.3g}",
-                  f"({GAUSS_EPS:g}, {GAUSS_DELTA:g})-DP, Δ2 = 1", ACCEPT,
-                  _audit(_additive(gauss.privatize), pair, epsilon=GAUSS_EPS, delta=GAUSS_DELTA, alpha=ALPHA_NO_INFO)),
+        SuiteCase(f"discrete Laplace (exact sampler), b={lap.scale_value:.3g}", lap_claim, ACCEPT,
+                  _audit(_additive(lap.privatize), pair, scope="released", **full_info)),
+        SuiteCase("BROKEN discrete Laplace, noise scale halved", lap_claim, REJECT,
+                  _audit(_additive(lap.privatize, 0.5), pair, scope="released", **full_info)),
+        SuiteCase(f"discrete Gaussian (exact sampler), σ={gauss.sigma:.3g}", gauss_claim, ACCEPT,
+                  _audit(_additive(gauss.privatize), pair, scope="released", **gauss_info)),
     ]
 
 
@@ -303,7 +377,7 @@ def _heatmap_cases() -> list[SuiteCase]:
 
     def release(eps: float) -> Callable[..., NDArray[Any]]:
         def mechanism(k: int, rng: np.random.Generator, size: int) -> NDArray[Any]:
-            releases = (hierarchical_laplace(aggs[k], epsilon=eps, w=w, rng=rng) for _ in range(size))
+            releases = (hierarchical_laplace(aggs[k], epsilon=eps, w=w, rng=rng, noise="float") for _ in range(size))
             return np.asarray([np.concatenate([lv.ravel() for lv in r.levels]) for r in releases])
         return mechanism
 
@@ -313,10 +387,11 @@ def _heatmap_cases() -> list[SuiteCase]:
         scale = 1.0 / eps_i
         edges = _laplace_edges(exact[0][cell], exact[1][cell], scale)
         side = _laplace_side(scale, lambda db, b: float(exact[db][cell]))
-        claim = f"level {level}: {eps_i:.3g}-DP (of ε={HEATMAP_EPS:g}), add/remove a user"
+        claim = f"level {level}: {eps_i:.3g}-DP (of ε={HEATMAP_EPS:g}), add/remove a user, idealised noise"
         return SuiteCase(name.format(level=level, scale=scale), claim, expected,
-                         _audit(release(release_eps), (0, 1), epsilon=eps_i, alpha=0.15, bins=edges,
-                                feature=_column(cell), side_information=side))
+                         _audit(release(release_eps), (0, 1), scope="idealised", epsilon=eps_i, alpha=0.15,
+                                bins=edges, feature=_column(cell), side_information=side,
+                                event_queries=HEATMAP_EVENT_QUERIES))
 
     cases = [level_audit("heatmap pyramid level {level}, b={scale:.3g}", ACCEPT, HEATMAP_EPS, k)
              for k in range(len(budget.levels))]
@@ -335,8 +410,9 @@ def _privatizer_cases() -> list[SuiteCase]:
     readings = {k: model.columns(np.array([k]))[:, 0] for k in (i, j)}
     delta2 = l2_sensitivity(model)
     claim = f"({GAUSS_EPS:g}, {GAUSS_DELTA:g})-DP, neighbours e_{i}, e_{j}"
-    good = SensorPrivatizer.from_model(model, epsilon=GAUSS_EPS, delta=GAUSS_DELTA)
-    bad = SensorPrivatizer.from_model(model, epsilon=GAUSS_EPS, delta=GAUSS_DELTA, sensitivity=delta2 / 3)
+    good = SensorPrivatizer.from_model(model, epsilon=GAUSS_EPS, delta=GAUSS_DELTA, noise="float")
+    bad = SensorPrivatizer.from_model(model, epsilon=GAUSS_EPS, delta=GAUSS_DELTA, sensitivity=delta2 / 3,
+                                      noise="float")
 
     def mechanism(priv: SensorPrivatizer[Any]) -> Callable[..., NDArray[Any]]:
         def run(source: int, rng: np.random.Generator, size: int) -> NDArray[Any]:
@@ -350,13 +426,15 @@ def _privatizer_cases() -> list[SuiteCase]:
 
     sigma = good.mechanism.sigma
     name = f"per-sensor privatizer, heat1d(100, 50, 0.1), σ={sigma:.3g}"
-    no_info = {"epsilon": GAUSS_EPS, "delta": GAUSS_DELTA, "alpha": ALPHA_NO_INFO, "pilot": 20000}
-    full_info = {**no_info, "alpha": ALPHA_IDENTITY, "side_information": _gaussian_side(sigma, projected_mean)}
+    claim += ", idealised noise"
+    no_info: dict[str, Any] = {"epsilon": GAUSS_EPS, "delta": GAUSS_DELTA, "alpha": ALPHA_NO_INFO, "pilot": 20000}
+    full_info: dict[str, Any] = {**no_info, "alpha": ALPHA_IDENTITY,
+                                 "side_information": _gaussian_side(sigma, projected_mean)}
     return [
-        SuiteCase(name, claim, ACCEPT, _audit(mechanism(good), (i, j), **no_info)),
-        SuiteCase(name, claim, ACCEPT, _audit(mechanism(good), (i, j), **full_info)),
+        SuiteCase(name, claim, ACCEPT, _audit(mechanism(good), (i, j), scope="idealised", **no_info)),
+        SuiteCase(name, claim, ACCEPT, _audit(mechanism(good), (i, j), scope="idealised", **full_info)),
         SuiteCase("BROKEN per-sensor privatizer calibrated to Δ2/3", claim, REJECT,
-                  _audit(mechanism(bad), (i, j), **no_info)),
+                  _audit(mechanism(bad), (i, j), scope="idealised", **no_info)),
     ]
 
 
@@ -393,12 +471,55 @@ def _detects(audit: BlackBoxAudit) -> str:
     return f"TV ≥ {test.proximity:.3g}"
 
 
+def _events_detect(audit: BlackBoxAudit) -> str:
+    events = audit.worst.events
+    if not events:
+        return "-"
+    text = f"δ_ε ≥ δ + {2 * events[0].margin:.3g} (m = {events[0].queries:,})"
+    tolerance = max(e.tolerance for e in events)
+    return text + f", bits + {tolerance:g}" if tolerance else text
+
+
+def out_of_reach(
+    *, epsilon: float = GAUSS_EPS, delta: float = 1e-5, failure_probability: float = 1 / 3
+) -> tuple[str, ...]:
+    r"""What the suite's query budgets cannot verify, with the numbers (printed by ``dpcloak audit``).
+
+    * Algorithm 4 with ``n = 10`` bins and ``α = ALPHA_NO_INFO`` detects ``δ_ε ≥ δ + 2α``; a violation
+      of size ``delta`` needs ``α = delta/2`` (:func:`~dpcloak.audit.testers.adp_tester_queries`).
+    * The event tests with ``m = EVENT_QUERIES`` detect an excess ``2t`` of the selected event
+      (:func:`~dpcloak.audit.events.event_margin`); an excess ``delta`` needs
+      :func:`~dpcloak.audit.events.event_queries_needed` queries. Atoms lighter than about
+      ``MIN_ATOM_COUNT/(2·PILOT)`` are not located; under an idealised (float) claim a bit biased by
+      less than ``1/2`` is invisible.
+    * Pure DP without side information is not verifiable at all (thesis Theorem 10.5).
+    """
+    f_tester = (1 - EVENT_SHARE) * failure_probability
+    f_event = EVENT_SHARE * failure_probability / 4
+    now = adp_tester_queries(n=10, epsilon=epsilon, alpha=ALPHA_NO_INFO, failure_probability=f_tester)
+    needed = adp_tester_queries(n=10, epsilon=epsilon, alpha=delta / 2, failure_probability=f_tester)
+    t = event_margin(queries=EVENT_QUERIES, epsilon=epsilon, failure_probability=f_event)
+    event_needed = event_queries_needed(excess=delta, epsilon=epsilon, failure_probability=f_event)
+    return (
+        f"Binned tester (Alg. 4, 10 bins, ε = {epsilon:g}): {now:,.0f} queries per database detect δ_ε ≥ δ + "
+        f"{2 * ALPHA_NO_INFO:g}; a violation of δ by {delta:g} would need {needed:.2g} queries per database.",
+        f"Event tests (atoms, {LOW_BITS} low bits; ε = {epsilon:g}): {EVENT_QUERIES:,} fresh queries per database "
+        f"detect an event with δ_ε ≥ δ + {2 * t:.3g}; an excess of {delta:g} would need {event_needed:.2g}.",
+        f"Atoms of mass below about {MIN_ATOM_COUNT / (2 * PILOT):.1g} are not located by a {PILOT:,}-output pilot "
+        "per database; a leak spread over "
+        f"many values or bits is not selected; under an idealised (float) claim a bit carrying the input with "
+        f"a bias below {ROUNDING_TOLERANCE:g} is tolerated as rounding.",
+        "Pure ε-DP is not verifiable without side information (Theorem 10.5); verifying is as hard as breaking "
+        "(Theorem 10.2), so claims are audited at (ε, δ) where a violation is detectable.",
+    )
+
+
 def _tester_name(audit: BlackBoxAudit) -> str:
     return audit.worst.test.algorithm.split(" (")[0].replace("Algorithm", "Alg.") + (
         " (no info)" if "no information" in audit.worst.test.algorithm else " (full info)")
 
 
-def run_suite(*, rng: RngLike = 0, select: str | None = None) -> SuiteReport:
+def run_suite(*, rng: RngLike = 0, select: str | None = None, progress: Progress | None = None) -> SuiteReport:
     """Run every audit of the suite (or those whose mechanism name contains ``select``).
 
     Parameters
@@ -407,6 +528,9 @@ def run_suite(*, rng: RngLike = 0, select: str | None = None) -> SuiteReport:
         Seed of the whole suite (default 0: the reported table is reproducible).
     select : str, optional
         Case-insensitive substring of the mechanism names to run.
+    progress : callable, optional
+        ``progress(done, total, label)``, called before each audit (``label`` = its mechanism) and
+        once at the end with ``done == total``.
 
     Returns
     -------
@@ -420,14 +544,19 @@ def run_suite(*, rng: RngLike = 0, select: str | None = None) -> SuiteReport:
         cases = [c for c in cases if select.lower() in c.mechanism.lower()]
     rows = []
     start = time.perf_counter()
-    for case in cases:
+    for done, case in enumerate(cases):
+        if progress is not None:
+            progress(done, len(cases), case.mechanism)
         t0 = time.perf_counter()
         try:
             audit = case.run(gen)
         except DpcloakError as exc:  # the mechanism itself failed while being queried
             rows.append(SuiteRow(case.mechanism, case.claim, "-", case.expected, "ERROR", 0,
-                                 time.perf_counter() - t0, "-", str(exc)))
+                                 time.perf_counter() - t0, "-", "-", str(exc)))
             continue
         rows.append(SuiteRow(case.mechanism, case.claim, _tester_name(audit), case.expected, audit.verdict,
-                             audit.queries, time.perf_counter() - t0, _detects(audit), audit.worst.test.reason))
-    return SuiteReport(tuple(rows), tuple(missing), tuple(errors), seed, time.perf_counter() - start)
+                             audit.queries, time.perf_counter() - t0, _detects(audit), _events_detect(audit),
+                             audit.worst.reason))
+    if progress is not None:
+        progress(len(cases), len(cases), "done")
+    return SuiteReport(tuple(rows), tuple(missing), tuple(errors), seed, time.perf_counter() - start, out_of_reach())

@@ -290,6 +290,13 @@ def adp_tester(
     TesterResult
         Proximity ``2α`` in ``δ_ε`` (Theorem 10.8): if ``max δ_ε ≤ δ`` it accepts, if
         ``max δ_ε ≥ δ + 2α`` it rejects, each with probability ≥ ``1 − f``.
+
+    Raises
+    ------
+    InvalidParameterError
+        If ``δ + 2α ≥ 1`` (directly or through a small ``budget``): since ``δ_ε ≤ 1``, such a test
+        guarantees nothing and, drawing ``Poi(λ)`` queries with a tiny ``λ``, may accept having
+        looked at no output. An audit that looked at nothing must never accept.
     """
     n = _check_n(n)
     eps = _check_eps(epsilon)
@@ -302,6 +309,16 @@ def adp_tester(
                       lambda x: adp_tester_queries(n=n, epsilon=eps, alpha=x, symmetric=symmetric,
                                                    failure_probability=f),
                       lambda lam: math.sqrt(scale / lam))
+    if dlt + 2 * a >= 1:  # δ_ε ≤ 1 always: such a test could reject nothing, and may look at nothing
+        if dlt == 1:
+            raise InvalidParameterError("delta = 1 holds for every mechanism: there is nothing to test; "
+                                        "delta must be < 1")
+        given = f"budget={lam:g} queries per database gives alpha = {a:.4g}" if budget is not None else f"alpha={a:g}"
+        raise InvalidParameterError(
+            f"{given}: the test would only detect delta_eps >= delta + 2 alpha = {dlt + 2 * a:.4g}, but delta_eps "
+            f"never exceeds 1, so it would accept without evidence; alpha must be < (1 - delta)/2 = "
+            f"{(1 - dlt) / 2:.4g}, i.e. budget > {scale / ((1 - dlt) / 2) ** 2:.4g} queries per database"
+        )
     gen = as_generator(rng)
     x, r0 = poissonised_counts(sampler0, lam, n, gen)
     y, r1 = poissonised_counts(sampler1, lam, n, gen)

@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "serve": ("dpcloak.cli.serve", "serve"),
     "deploy": ("dpcloak.cli.deploy", "deploy_app"),
     "sensor": ("dpcloak.cli.sensor", "sensor_app"),
+    "network": ("dpcloak.cli.network", "network_app"),
 }
 """Command name → (module, attribute): a command function, or a :class:`typer.Typer` for a group."""
 

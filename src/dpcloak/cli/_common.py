@@ -8,14 +8,17 @@ import json
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
-import networkx as nx
 import typer
 from rich.console import Console
 
 from dpcloak.errors import DpcloakError, InvalidParameterError
-from dpcloak.models import LinearModel, graph_diffusion, heat_kernel_1d
+
+if TYPE_CHECKING:
+    import networkx as nx
+
+    from dpcloak.models import LinearModel
 
 __all__ = ["console", "err_console", "cli_errors", "emit_json", "build_model", "GRAPH_KINDS", "MODEL_KINDS"]
 
@@ -49,6 +52,8 @@ def emit_json(payload: dict[str, Any]) -> None:
 
 def build_graph(kind: str, nodes: int, *, p_in: float, p_out: float, seed: int) -> nx.Graph:
     """A graph of the given kind; ``sbm`` is two equal communities with the given probabilities."""
+    import networkx as nx
+
     if kind not in GRAPH_KINDS:
         raise InvalidParameterError(f"--graph must be one of {', '.join(GRAPH_KINDS)}, got {kind!r}")
     if nodes < 2:
@@ -81,6 +86,8 @@ def build_model(
     seed: int,
 ) -> tuple[LinearModel, str]:
     """Build the model named on the command line and a one-line description of it."""
+    from dpcloak.models import graph_diffusion, heat_kernel_1d
+
     if model == "heat1d":
         return heat_kernel_1d(n, m, t, mu=mu), f"1-D heat kernel, n={n}, m={m}, t={t:g}, mu={mu:g}"
     if model == "graph":

@@ -1,21 +1,20 @@
-"""``dpcloak calibrate``: Δ2 of a model and the Gaussian noise σ of each calibration."""
+"""``dpcloak calibrate``: Δ2 and the Gaussian noise σ of a synthetic model, or a sensor network's mechanism."""
 
 from __future__ import annotations
 
 from typing import Any
 
 import typer
-from rich.table import Table
 
-from dpcloak._validation import check_choice
 from dpcloak.cli._common import ModelSpec, cli_errors, console, emit_json, model_options
+from dpcloak.cli._network import NetworkCli, network_options
 from dpcloak.errors import InvalidParameterError
-from dpcloak.privacy.mechanisms import GAUSSIAN_CALIBRATIONS, GaussianMechanism
-from dpcloak.privacy.sensitivity import l2_sensitivity
 
 
 def _row(calibration: str, *, epsilon: float, delta: float, delta2: float) -> dict[str, Any]:
     """σ of one calibration, or the reason it is refused."""
+    from dpcloak.privacy.mechanisms import GaussianMechanism
+
     try:
         mech = GaussianMechanism(epsilon=epsilon, delta=delta, sensitivity=delta2, calibration=calibration)
     except InvalidParameterError as exc:
@@ -23,36 +22,88 @@ def _row(calibration: str, *, epsilon: float, delta: float, delta2: float) -> di
     return {"calibration": calibration, "sigma": mech.sigma, "refused": None}
 
 
+def _network_calibration(network: NetworkCli, *, alpha: float | None, epsilon: float | None, delta: float | None,
+                         periods: int, as_json: bool) -> None:
+    from rich.table import Table
+
+    net = network.network(epsilon=epsilon, delta=delta, alpha=alpha)
+    after = net.guarantee(periods)
+    payload = {
+        "relation": net.relation.to_dict(), "n_sensors": net.n_sensors, "n_sources": net.n_sources,
+        "epsilon": net.epsilon, "delta": net.delta, "delta2": net.delta2, "sigma": net.sigma,
+        "resolution": net.resolution, "mechanism": "exact discrete Gaussian (OS CSPRNG)",
+        "budget": {"epsilon": net.budget[0], "delta": net.budget[1]}, "max_releases": net.max_releases(),
+        "after": {"releases": periods, "epsilon": after.epsilon, "delta": after.delta},
+        "fingerprint": net.fingerprint() if net.layout is not None else None,
+    }
+    if as_json:
+        emit_json(payload)
+        return
+    table = Table(title=f"{net.relation.describe()}; epsilon={net.epsilon:g}, delta={net.delta:g} per release")
+    table.add_column("quantity")
+    table.add_column("value", justify="right")
+    table.add_row("sensors / source locations", f"{net.n_sensors} / {net.n_sources}")
+    table.add_row("Δ2 (exact, people)", f"{net.delta2:.6g}")
+    table.add_row("σ (exact discrete Gaussian, people)", f"{net.sigma:.6g}")
+    table.add_row("grid of released values (people)", f"{net.resolution:.3g}")
+    table.add_row(f"after {periods} releases", f"epsilon={after.epsilon:.4g} at delta={after.delta:g}")
+    table.add_row("budget", f"epsilon={net.budget[0]:g} at delta={net.budget[1]:g}: {net.max_releases()} releases")
+    console.print(table)
+
+
 @cli_errors
 @model_options
+@network_options
 def calibrate(
     *,
     spec: ModelSpec,
-    alpha: float = typer.Option(1.0, help="Neighbour radius alpha (EMD steps)."),
-    epsilon: float = typer.Option(1.0, help="Privacy parameter epsilon > 0."),
-    delta: float = typer.Option(0.1, help="Privacy parameter delta in (0, 1)."),
+    network: NetworkCli,
+    alpha: float | None = typer.Option(
+        None, help="Relation radius: in --unit for a network (--sensors/--config); in steps for --model (default 1)."
+    ),
+    epsilon: float | None = typer.Option(None, help="Privacy parameter epsilon > 0 per release (default 1)."),
+    delta: float | None = typer.Option(None, help="Privacy parameter delta in (0, 1) per release (default 0.1)."),
     calibration: str | None = typer.Option(
         None, help="analytic, classic or paper (default: show all three; JSON reports analytic)."
     ),
+    periods: int = typer.Option(24, help="Network: show the composed guarantee after this many releases."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON object instead of a table."),
 ) -> None:
-    """Noise sigma of the local Gaussian mechanism for a model: analytic, classic and paper calibrations."""
+    """Noise sigma of the local Gaussian mechanism for a model, or of a sensor network's exact mechanism."""
+    if network.given:
+        if spec != ModelSpec() or calibration is not None:
+            raise InvalidParameterError("--model, its options and --calibration are for synthetic models; a network "
+                                        "uses the exact discrete Gaussian")
+        _network_calibration(network, alpha=alpha, epsilon=epsilon, delta=delta, periods=periods, as_json=as_json)
+        return
+    network.require_absent()
+    if periods != 24:
+        raise InvalidParameterError("--periods is for a network (--sensors or --config)")
+    from rich.table import Table
+
+    from dpcloak._validation import check_choice
+    from dpcloak.privacy.mechanisms import GAUSSIAN_CALIBRATIONS, GaussianMechanism
+    from dpcloak.privacy.sensitivity import l2_sensitivity
+
+    steps = 1.0 if alpha is None else alpha
+    eps = 1.0 if epsilon is None else epsilon
+    dlt = 0.1 if delta is None else delta
     if calibration is not None:
         check_choice("--calibration", calibration, GAUSSIAN_CALIBRATIONS)
     built, description = spec.build()
-    delta2 = l2_sensitivity(built, alpha=alpha)
+    delta2 = l2_sensitivity(built, alpha=steps)
     if calibration is not None:
         # a single requested calibration that is refused is an error (exit status 2)
-        mech = GaussianMechanism(epsilon=epsilon, delta=delta, sensitivity=delta2, calibration=calibration)
+        mech = GaussianMechanism(epsilon=eps, delta=dlt, sensitivity=delta2, calibration=calibration)
         rows = [{"calibration": calibration, "sigma": mech.sigma, "refused": None}]
     else:
-        GaussianMechanism(epsilon=epsilon, delta=delta, sensitivity=delta2)  # validates epsilon and delta
-        rows = [_row(c, epsilon=epsilon, delta=delta, delta2=delta2) for c in GAUSSIAN_CALIBRATIONS]
+        GaussianMechanism(epsilon=eps, delta=dlt, sensitivity=delta2)  # validates epsilon and delta
+        rows = [_row(c, epsilon=eps, delta=dlt, delta2=delta2) for c in GAUSSIAN_CALIBRATIONS]
     if as_json:
-        emit_json({"model": description, "alpha": alpha, "epsilon": epsilon, "delta": delta, "delta2": delta2,
+        emit_json({"model": description, "alpha": steps, "epsilon": eps, "delta": dlt, "delta2": delta2,
                    "calibration": rows[0]["calibration"], "sigma": rows[0]["sigma"], "calibrations": rows})
         return
-    table = Table(title=f"{description}; epsilon={epsilon:g}, delta={delta:g}")
+    table = Table(title=f"{description}; epsilon={eps:g}, delta={dlt:g}")
     table.add_column("quantity")
     table.add_column("value", justify="right")
     table.add_row("Δ2 (exact)", f"{delta2:.6g}")

@@ -54,7 +54,8 @@ def demo(
     index = int(np.argmin(np.abs(points - source)))
     sources[index] = 1.0
     delta2 = l2_sensitivity(model)
-    privatizer = SensorPrivatizer.from_model(model, epsilon=epsilon, delta=delta, sensitivity=delta2)
+    privatizer = SensorPrivatizer.from_model(model, epsilon=epsilon, delta=delta, sensitivity=delta2,
+                                             noise="float")  # a seeded simulation, not a release
     sigma = privatizer.mechanism.sigma
     readings = model.matvec(sources)
     noisy = privatizer.privatize_all(readings, rng=np.random.default_rng(seed))

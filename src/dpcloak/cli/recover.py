@@ -1,20 +1,23 @@
-"""``dpcloak recover``: basis pursuit denoising on readings from a CSV file."""
+"""``dpcloak recover``: basis pursuit denoising on readings from a CSV file (a synthetic model or a network)."""
 
 from __future__ import annotations
 
 import csv
+import math
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import typer
 from numpy.typing import NDArray
-from rich.table import Table
 
 from dpcloak.cli._common import ModelSpec, cli_errors, console, emit_json, model_options
+from dpcloak.cli._network import NetworkCli, network_options
 from dpcloak.errors import InvalidParameterError
-from dpcloak.models import LinearModel
-from dpcloak.recovery import bpdn
 
+if TYPE_CHECKING:
+    from dpcloak.models import LinearModel
+    from dpcloak.sensors import NetworkRecovery, SensorNetwork
 
 def _read_readings(path: Path) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """``(positions, readings)`` from a CSV with two numeric columns; a header row is skipped."""
@@ -63,23 +66,149 @@ def _order_readings(
     return out
 
 
+def _read_named_readings(path: Path, network: SensorNetwork) -> NDArray[np.float64]:
+    """One private reading per site from a CSV ``sensor,reading`` (site names as in the network; header optional).
+
+    Sites that are not listed, or have an empty reading, are missing (NaN).
+    """
+    if not path.is_file():
+        raise InvalidParameterError(f"--readings file not found: {path}")
+    names = list(network.layout.names) if network.layout is not None else [str(k) for k in range(network.n_sensors)]
+    out = np.full(network.n_sensors, np.nan)
+    seen: set[int] = set()
+    with path.open(newline="", encoding="utf-8-sig") as fh:
+        for lineno, row in enumerate(csv.reader(fh), start=1):
+            if not row or all(not c.strip() for c in row):
+                continue
+            if len(row) < 2:
+                raise InvalidParameterError(f"{path}:{lineno}: expected two columns (sensor, reading)")
+            name, cell = row[0].strip(), row[1].strip()
+            if name not in names:
+                if lineno == 1:
+                    continue  # header
+                raise InvalidParameterError(f"{path}:{lineno}: sensor {name!r} is not in the network ({names[:3]}…)")
+            j = names.index(name)
+            if j in seen:
+                raise InvalidParameterError(f"{path}:{lineno}: sensor {name!r} is listed twice")
+            seen.add(j)
+            if cell:
+                try:
+                    out[j] = float(cell)
+                except ValueError:
+                    raise InvalidParameterError(f"{path}:{lineno}: reading {cell!r} is not a number") from None
+    return out
+
+
+def map_rows(network: SensorNetwork, result: NetworkRecovery) -> list[dict[str, Any]]:
+    """One row per source location: position (metres, and lon/lat when the network has a projection), people."""
+    pos = result.source_positions
+    rows = []
+    proj = network.layout.projection if network.layout is not None else None
+    lonlat = proj.inverse(pos[:, 0], pos[:, 1]) if (proj is not None and pos is not None) else None
+    for k, people in enumerate(result.sources):
+        row: dict[str, Any] = {"source": k, "people": float(people)}
+        if pos is not None:
+            row.update(x_m=float(pos[k, 0]), y_m=float(pos[k, 1]))
+        if lonlat is not None:
+            row.update(lon=float(lonlat[0][k]), lat=float(lonlat[1][k]))
+        rows.append(row)
+    return rows
+
+
+def _recover_network(
+    network: NetworkCli, *, readings: str, alpha: float | None, epsilon: float | None, delta: float | None,
+    png: str | None, top: int, out: str | None, as_json: bool,
+) -> None:
+    from rich.table import Table
+
+    from dpcloak.sensors.plot import save_maps
+
+    net = network.network(epsilon=epsilon, delta=delta, alpha=alpha)
+    y = _read_named_readings(Path(readings), net)
+    result = net.recover(y)
+    rows = map_rows(net, result)
+    picture = Path(png) if png is not None else Path(readings).with_name(Path(readings).stem + "_map.png")
+    save_maps(net, [result], picture, labels=[Path(readings).stem])
+    if out is not None:
+        with Path(out).open("w", newline="") as fh:
+            writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+    listed = sorted(rows, key=lambda r: -r["people"])[: max(top, 0)]
+    listed = [r for r in listed if r["people"] > 0]
+    rec = result.recovery
+    if as_json:
+        emit_json({"people": result.total, "uncertainty_m": result.uncertainty if math.isfinite(result.uncertainty)
+                   else None, "uncertainty_90_m": result.uncertainty_90 if math.isfinite(result.uncertainty_90)
+                   else None, "degenerate": result.degenerate, "present": int(result.present.sum()),
+                   "sensors": net.n_sensors, "sigma": result.sigma, "radius": result.radius,
+                   "converged": rec.converged, "feasible": rec.feasible, "message": rec.message, "top": listed,
+                   "picture": str(picture), "out": None if out is None else str(out)})
+        return
+    table = Table(title=f"where were the people? {net.relation.describe()}, σ={net.sigma:.3g} people")
+    table.add_column("quantity")
+    table.add_column("value", justify="right")
+    table.add_row("sensors reporting", f"{int(result.present.sum())} of {net.n_sensors}")
+    table.add_row("people (recovered total)", f"{result.total:.1f}")
+    unc = (f"±{result.uncertainty:.0f} m (median), {result.uncertainty_90:.0f} m (90 %)"
+           if math.isfinite(result.uncertainty) else "n/a")
+    table.add_row("uncertainty of the map (EMD, bootstrap)", unc)
+    table.add_row("status", "converged" if rec.converged else ("ball out of reach" if not rec.feasible else "stopped"))
+    if result.degenerate:
+        table.add_row("answer", "empty (no information where: read as uniform)")
+    for item in listed:
+        where = (f"({item['x_m']:.0f} m, {item['y_m']:.0f} m)" if "x_m" in item else f"#{item['source']}")
+        table.add_row(f"people at {where} ±{result.uncertainty:.0f} m", f"{item['people']:.1f}")
+    console.print(table)
+    console.print(rec.message, highlight=False)
+    console.print(f"map saved to {picture}", highlight=False)
+    if out is not None:
+        console.print(f"estimate written to {out}", highlight=False)
+
+
 @cli_errors
 @model_options
+@network_options
 def recover(
     *,
     spec: ModelSpec,
-    readings: str = typer.Option(..., "--readings", help="CSV: sensor position, reading (header optional)."),
+    network: NetworkCli,
+    readings: str = typer.Option(..., "--readings", help="CSV: sensor position (or name, for a network), reading."),
     sigma: float = typer.Option(None, help="Noise standard deviation per reading (sets the radius)."),
     radius: float = typer.Option(None, help="Explicit data-fit radius (instead of --sigma)."),
     radius_policy: str = typer.Option("chi2", help="chi2, lemma6 or paper (sigma*sqrt(m))."),
     failure_probability: float = typer.Option(0.05, help="Chance the true sources fall outside the ball."),
     upper: float = typer.Option(1.0, help="Upper bound on each source intensity (inf for none)."),
     solver: str = typer.Option("ipm", help="ipm (dpcloak) or cvxpy (reference extra)."),
+    alpha: float | None = typer.Option(None, help="Network: relation radius in --unit (with --sensors)."),
+    epsilon: float | None = typer.Option(None, help="Network: epsilon per release (with --sensors)."),
+    delta: float | None = typer.Option(None, help="Network: delta per release (with --sensors)."),
+    png: str | None = typer.Option(None, help="Network: picture of the map (default: <readings>_map.png)."),
     top: int = typer.Option(5, help="How many of the largest recovered sources to list."),
-    out: str = typer.Option(None, help="Write the estimate as CSV (location, value)."),
+    out: str = typer.Option(None, help="Write the estimate as CSV."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON object instead of a table."),
 ) -> None:
-    """Recover source locations from noisy readings by basis pursuit denoising (seed 000 Algorithm 1)."""
+    """Recover where the sources are from (private) readings by basis pursuit denoising (seed 000 Algorithm 1)."""
+    if network.given:
+        fixed = {"--model and its options": spec != ModelSpec(), "--sigma": sigma is not None,
+                 "--radius": radius is not None, "--radius-policy": radius_policy != "chi2",
+                 "--failure-probability": failure_probability != 0.05, "--upper": upper != 1.0,
+                 "--solver": solver != "ipm"}
+        given = [name for name, changed in fixed.items() if changed]
+        if given:
+            raise InvalidParameterError(f"{', '.join(given)}: fixed by the network (σ from its mechanism, counts "
+                                        "unbounded above); remove them")
+        _recover_network(network, readings=readings, alpha=alpha, epsilon=epsilon, delta=delta, png=png, top=top,
+                         out=out, as_json=as_json)
+        return
+    network.require_absent()
+    extra = [n for n, v in (("--alpha", alpha), ("--epsilon", epsilon), ("--delta", delta), ("--png", png)) if v]
+    if extra:
+        raise InvalidParameterError(f"{', '.join(extra)}: for a network (--sensors or --config)")
+    from rich.table import Table
+
+    from dpcloak.recovery import bpdn
+
     built, description = spec.build()
     positions, values = _read_readings(Path(readings))
     y = _order_readings(built, positions, values)

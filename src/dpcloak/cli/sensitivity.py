@@ -1,48 +1,86 @@
-"""``dpcloak sensitivity``: Δ2, the published bound and the condition number of a model."""
+"""``dpcloak sensitivity``: Δ2 of a synthetic model (bound, condition number) or of a sensor network."""
 
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import typer
-from rich.table import Table
 
 from dpcloak.cli._common import ModelSpec, cli_errors, console, emit_json, model_options
-from dpcloak.models import GraphDiffusion, HeatKernel1D
-from dpcloak.privacy.sensitivity import (
-    condition_number,
-    graph_spectral_bound,
-    heat1d_bound,
-    heat1d_bound_published,
-    l2_sensitivity,
-)
+from dpcloak.cli._network import NetworkCli, network_options
+from dpcloak.errors import InvalidParameterError
+
+
+def _network_sensitivity(network: NetworkCli, alpha: float | None, as_json: bool) -> None:
+    from rich.table import Table
+
+    from dpcloak.privacy.sensitivity import relation_sensitivity
+
+    model, relation, description = network.model_and_relation(alpha)
+    delta2 = relation_sensitivity(model, relation)
+    payload: dict[str, Any] = {"model": description, "relation": relation.to_dict(), "delta2": delta2,
+                               "delta2_unit": "people", "n_sensors": model.shape[0], "n_sources": model.shape[1]}
+    if as_json:
+        emit_json(payload)
+        return
+    table = Table(title=description)
+    table.add_column("quantity")
+    table.add_column("value", justify="right")
+    table.add_row("relation", relation.describe())
+    table.add_row("sensors / source locations", f"{model.shape[0]} / {model.shape[1]}")
+    table.add_row("Δ2 (exact, people)", f"{delta2:.6g}")
+    console.print(table)
 
 
 @cli_errors
 @model_options
+@network_options
 def sensitivity(
     *,
     spec: ModelSpec,
-    alpha: float = typer.Option(1.0, help="Neighbour radius alpha (EMD steps)."),
+    network: NetworkCli,
+    alpha: float | None = typer.Option(
+        None, help="Relation radius: in --unit for a network (--sensors/--config); in steps for --model (default 1)."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON object instead of a table."),
 ) -> None:
-    """Exact l2 sensitivity Delta_2 of a forward model, its published bound and condition number."""
+    """Exact l2 sensitivity Delta_2 of a forward model or a sensor network (with bounds for synthetic models)."""
+    if network.given:
+        if spec != ModelSpec():
+            raise InvalidParameterError("--model and its options describe a synthetic model; with --sensors or "
+                                        "--config the network is the model")
+        _network_sensitivity(network, alpha, as_json)
+        return
+    network.require_absent()
+    from rich.table import Table
+
+    from dpcloak.models import GraphDiffusion, HeatKernel1D
+    from dpcloak.privacy.sensitivity import (
+        condition_number,
+        graph_spectral_bound,
+        heat1d_bound,
+        heat1d_bound_published,
+        l2_sensitivity,
+    )
+
+    steps = 1.0 if alpha is None else alpha
     built, description = spec.build()
-    delta2 = l2_sensitivity(built, alpha=alpha)
+    delta2 = l2_sensitivity(built, alpha=steps)
     if isinstance(built, HeatKernel1D):
         published = heat1d_bound_published(built.n, built.m, built.t, mu=built.mu)
-        bound, bound_name = alpha * published.value, "seed 000 Prop. 4 (Appendix A constant)"
-        proved = heat1d_bound(built.n, built.m, built.t, mu=built.mu, alpha=alpha).value
+        bound, bound_name = steps * published.value, "seed 000 Prop. 4 (Appendix A constant)"
+        proved = heat1d_bound(built.n, built.m, built.t, mu=built.mu, alpha=steps).value
     else:
         assert isinstance(built, GraphDiffusion)
-        bound, bound_name = graph_spectral_bound(built, alpha=alpha).value, "thesis Lemma 8.9"
+        bound, bound_name = graph_spectral_bound(built, alpha=steps).value, "thesis Lemma 8.9"
         proved = bound
     kappa = condition_number(built)
     if as_json:
         emit_json(
             {
                 "model": description,
-                "alpha": alpha,
+                "alpha": steps,
                 "delta2": delta2,
                 "bound": bound,
                 "bound_source": bound_name,

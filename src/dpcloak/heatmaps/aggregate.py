@@ -17,8 +17,8 @@ doubles with numpy (:class:`~dpcloak.privacy.LaplaceMechanism`); results and see
 earlier releases. Its low-order bits can leak the input (Mironov, CCS 2012), so it is **not** the
 setting for deployment.
 
-``"secure"`` (**meant for deployment**, with ``rng=None``: uniform integers from the OS CSPRNG,
-:mod:`secrets`; a seed or Generator makes it reproducible and not cryptographically secure) draws
+``"secure"`` (**meant for deployment**, with ``rng=None``: a ChaCha20 stream under a fresh key from the
+OS CSPRNG per level; a seed or Generator makes it reproducible and not cryptographically secure) draws
 each level's noise as exact discrete Laplace on the grid g = 2^-K, K = :data:`FIXED_POINT_BITS` = 36,
 with :func:`~dpcloak.privacy.discrete.discrete_laplace_noise` (integer arithmetic only). Why this grid
 and why it keeps ε_i-DP per level:
@@ -39,8 +39,9 @@ and why it keeps ε_i-DP per level:
   through low-order bits. In count units the noise scale is b·g = 1/ε_i (to 2^-56 relative), the
   textbook scale, so the accuracy is that of ``"float"``.
 
-The exact sampler is pure Python (one draw per cell, a few µs to tens of µs each), so ``"secure"``
-costs about Σ_i 4^i draws: seconds, not milliseconds, at Δ = 256.
+The draws are vectorised and exact (:mod:`dpcloak.privacy.bulk`: numpy integer arithmetic on 64-bit
+words of a ChaCha20 stream keyed by :func:`os.urandom`, or of the seeded Generator), so ``"secure"``
+costs about as much as ``"float"`` (``benchmarks/bench_secure_noise.py`` measures the ratio end to end).
 """
 
 from __future__ import annotations
@@ -94,7 +95,8 @@ def noise_randomness(rng: RngLike, noise: str) -> RngLike:
     """The randomness to hand to :func:`laplace_level` for a whole release (checks ``noise``).
 
     ``"float"``: a numpy Generator (``as_generator(rng)``, as before). ``"secure"``: ``None`` stays
-    ``None`` (the OS CSPRNG, :mod:`secrets`), a seed becomes one Generator shared by all levels.
+    ``None`` (the OS CSPRNG keys a ChaCha20 stream per level), a seed becomes one Generator shared by
+    all levels.
     """
     kind = check_choice("noise", noise, NOISES)
     return None if kind == "secure" and rng is None else as_generator(rng)
@@ -121,11 +123,14 @@ def laplace_level(fixed: NDArray[np.int64], *, epsilon: float, noise: str, rng: 
         Textbook float Laplace (experiments) or exact discrete Laplace on the fixed-point grid
         (deployment); see the module docstring.
     rng : Generator, int or None
-        From :func:`noise_randomness` (``None`` with ``"secure"``: :mod:`secrets`).
+        From :func:`noise_randomness` (``None`` with ``"secure"``: ChaCha20 keyed by the OS CSPRNG).
 
     Privacy guarantee
     -----------------
-    ε-DP under add/remove-one-user for either kind (module docstring for the discrete argument).
+    ``"secure"``: releases g·(S + Y), S the exact fixed-point sums, Y i.i.d. exactly discrete Laplace
+    with b = :func:`~dpcloak.privacy.discrete.laplace_grid_scale` (ε, 2^36) ≥ 2^36/ε grid steps: ε-DP
+    under add/remove-one-user (module docstring). ``"float"``: ε-DP only for idealised real-valued
+    Laplace noise (Mironov 2012).
     """
     if check_choice("noise", noise, NOISES) == "float":
         mech = LaplaceMechanism(epsilon=epsilon, sensitivity=1.0, neighbouring=USER_NEIGHBOURING)
@@ -145,7 +150,7 @@ FLOAT_CAVEAT = (
 def laplace_description(scale: float, noise: str) -> str:
     """How a release's noise is named in its guarantee: ``Lap(b)`` (with :data:`FLOAT_CAVEAT`) or the exact one."""
     if noise == "secure":
-        return f"exact discrete Laplace (CKS 2020) on grid 2^-{FIXED_POINT_BITS}, scale {scale:.6g}"
+        return f"exact discrete Laplace on grid 2^-{FIXED_POINT_BITS}, scale {scale:.6g}"
     return f"Laplace Lap({scale:.6g}) [{FLOAT_CAVEAT}]"
 
 
@@ -351,8 +356,8 @@ def hierarchical_laplace(
     start_level : int or None
         First measured level (default q, as in the paper's experiments).
     rng : Generator, int or None
-        Randomness. With ``noise="secure"``, ``None`` (the default) means the OS CSPRNG
-        (:mod:`secrets`); a seed or Generator makes the release reproducible (tests, experiments).
+        Randomness. With ``noise="secure"``, ``None`` (the default) means the OS CSPRNG (a ChaCha20
+        stream under a fresh OS key); a seed or Generator makes the release reproducible (tests, experiments).
     noise : {"float", "secure"}
         ``"float"`` (default): numpy Laplace noise, for experiments and simulation (bit-identical to
         earlier releases). ``"secure"``: exact discrete Laplace on the 2^-36 grid, **the setting for

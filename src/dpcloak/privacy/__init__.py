@@ -11,7 +11,7 @@ from dpcloak.privacy.accounting import (
     zcdp_epsilon,
 )
 from dpcloak.privacy.discrete import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
-from dpcloak.privacy.local import KeyedPrivatizer, SensorPrivatizer
+from dpcloak.privacy.local import KeyedPrivatizer, KeyedRelease, SensorPrivatizer
 from dpcloak.privacy.mechanisms import (
     GaussianMechanism,
     LaplaceMechanism,
@@ -37,6 +37,7 @@ __all__ = [
     "DiscreteLaplaceMechanism",
     "SensorPrivatizer",
     "KeyedPrivatizer",
+    "KeyedRelease",
     "ReadingAccountant",
     "PrivacySpent",
     "PrivacyReport",

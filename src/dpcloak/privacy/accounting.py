@@ -81,6 +81,7 @@ __all__ = [
     "privacy_report",
     "zcdp_epsilon",
     "advanced_composition",
+    "accountable",
 ]
 
 ACCOUNTANTS = ("closed", "pld", "rdp")
@@ -274,6 +275,11 @@ def _closed_form(mechanism: Any) -> _ClosedForm:
     if isinstance(mech, LaplaceMechanism | DiscreteLaplaceMechanism):
         return _ClosedForm("pure", value=mech.epsilon)  # calibration re-checks Δ/b <= epsilon
     raise _unsupported(mechanism)
+
+
+def accountable(mechanism: Any) -> bool:
+    """Whether ``mechanism`` (or the privatizer's) has an (ε, δ) accounting here (see :func:`privacy_spent`)."""
+    return isinstance(_unwrap(mechanism), _ACCOUNTED)
 
 
 def _dp_accounting_epsilon(mechanism: Any, k: int, delta: float, kind: str) -> float:

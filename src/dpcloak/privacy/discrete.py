@@ -17,19 +17,24 @@ back to the grid. The samplers are Canonne, Kamath & Steinke, "The Discrete Gaus
 Differential Privacy" (NeurIPS 2020), Algorithms 1–3: Bernoulli(exp(−γ)) for rational γ, the
 discrete Laplace :math:`P(y) \propto e^{-|y|/b}` and the discrete Gaussian
 :math:`P(y) \propto e^{-y^2/(2\sigma^2)}` on ℤ, using only integer arithmetic and
-:class:`fractions.Fraction` — no floating point touches the noise — and uniform integers from a
-cryptographically secure source (:func:`secrets.randbelow`) by default.
+:class:`fractions.Fraction` — no floating point touches the noise — and, by default, uniform
+integers from a cryptographically secure generator: a ChaCha20 stream under a fresh key from the OS
+CSPRNG for each release (:class:`~dpcloak.privacy.bulk.WordSource`). Many discrete Laplace draws at
+once (:meth:`DiscreteLaplaceMechanism.privatize`, :func:`discrete_laplace_noise`, the heatmap levels)
+use the vectorised exact sampler of :mod:`dpcloak.privacy.bulk` (same distribution, numpy integer
+arithmetic on 64-bit words); the one-draw-at-a-time samplers serve the discrete Gaussian and integer
+sources such as the keyed stream (:meth:`~_GridMechanism.sample_noise`).
 
 **Meant for deployment:** :class:`DiscreteGaussianMechanism` (the local Gaussian mechanism of
-seed 000 / seed 002) and :class:`DiscreteLaplaceMechanism`, called with ``rng=None`` (the default,
-which uses :mod:`secrets`). Passing ``rng`` (a seed or ``numpy.random.Generator``) makes the draws
+seed 000 / seed 002) and :class:`DiscreteLaplaceMechanism`, called with ``rng=None`` (the default:
+the OS CSPRNG). Passing ``rng`` (a seed or ``numpy.random.Generator``) makes the draws
 reproducible for tests and experiments and is *not* cryptographically secure.
 
 Why these samplers rather than OpenDP's: OpenDP implements the same Canonne–Kamath–Steinke
 algorithms, but as a compiled Rust library with its own measurement-combinator API; the samplers are
 short, exact and auditable in pure Python, and keeping them here lets them draw from any integer
-source — :mod:`secrets` in deployment, a seeded generator in tests, or the keyed ChaCha20 stream of
-:mod:`dpcloak.privacy.local` — without a binary dependency.
+source — the OS-keyed stream in deployment, a seeded generator in tests, or the keyed ChaCha20 stream
+of :mod:`dpcloak.privacy.local` — without a binary dependency.
 
 Rounding to the grid, exactly
 -----------------------------
@@ -73,6 +78,7 @@ import random
 import secrets
 from collections.abc import Callable, Sequence
 from fractions import Fraction
+from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -81,6 +87,7 @@ from scipy import optimize
 from dpcloak._rng import RngLike, as_generator
 from dpcloak._validation import check_int, check_probability, check_real
 from dpcloak.errors import InvalidParameterError
+from dpcloak.privacy.bulk import WordSource, bernoulli_exp_unit, discrete_laplace
 from dpcloak.privacy.mechanisms import DEFAULT_NEIGHBOURING, AdditiveMechanism, PrivacyGuarantee, check_values
 
 __all__ = [
@@ -98,6 +105,7 @@ __all__ = [
     "sampler_scale",
     "laplace_grid_scale",
     "discrete_laplace_noise",
+    "discrete_gaussian_noise",
     "l2_grid_sensitivity",
     "MAX_GRID_INDEX",
     "MAX_GRID_SCALE",
@@ -132,25 +140,19 @@ def generator_randbelow(gen: np.random.Generator) -> RandBelow:
 
 
 def randbelow_for(rng: RngLike) -> RandBelow:
-    """The integer source for ``rng``: :func:`secure_randbelow` for ``None`` (deployment), else reproducible."""
-    return secure_randbelow if rng is None else generator_randbelow(as_generator(rng))
-
-
-def _bernoulli_exp_unit(num: int, den: int, randbelow: RandBelow) -> bool:
-    """Bernoulli(exp(−γ)) for γ = num/den in [0, 1] (CKS Algorithm 1): K ← 1; while Bernoulli(γ/K): K ← K + 1."""
-    k = 1
-    while randbelow(den * k) < num:  # Bernoulli(num / (den k)) exactly
-        k += 1
-    return k % 2 == 1
+    """The integer source of one release: ``None`` (deployment) gives uniform integers from a ChaCha20 stream
+    under a fresh key from the OS CSPRNG (:class:`~dpcloak.privacy.bulk.WordSource`, buffered: no system call
+    per draw); a seed or Generator gives :func:`generator_randbelow` (reproducible, not secure)."""
+    return WordSource(None).randbelow if rng is None else generator_randbelow(as_generator(rng))
 
 
 def _bernoulli_exp(num: int, den: int, randbelow: RandBelow) -> bool:
     """Bernoulli(exp(−num/den)) for integers num ≥ 0, den ≥ 1: ⌊γ⌋ Bernoulli(e⁻¹) factors, then the rest."""
     while num > den:
-        if not _bernoulli_exp_unit(1, 1, randbelow):
+        if not bernoulli_exp_unit(1, 1, randbelow):
             return False
         num -= den
-    return _bernoulli_exp_unit(num, den, randbelow)
+    return bernoulli_exp_unit(num, den, randbelow)
 
 
 def bernoulli_exp(gamma: Fraction, randbelow: RandBelow) -> bool:
@@ -169,7 +171,7 @@ def _discrete_laplace(num: int, den: int, randbelow: RandBelow) -> int:
         if not _bernoulli_exp(u, t, randbelow):
             continue
         v = 0
-        while _bernoulli_exp_unit(1, 1, randbelow):
+        while bernoulli_exp_unit(1, 1, randbelow):
             v += 1
         y = (u + t * v) // s
         negative = randbelow(2) == 1
@@ -198,16 +200,51 @@ def sample_discrete_gaussian(sigma2: Fraction, randbelow: RandBelow) -> int:
     ``t = ⌊σ⌋ + 1`` and accept with probability ``exp(−(|y| − σ²/t)² / (2σ²))``; with σ² = a/b the
     exponent is the integer ratio ``(|y| b t − a)² / (2 a b t²)``.
     """
+    a, b, t = _gaussian_parameters(sigma2)
+    while True:
+        y = _discrete_laplace(t, 1, randbelow)
+        if _gaussian_accept(y, a, b, t, randbelow):
+            return y
+
+
+def _gaussian_parameters(sigma2: Fraction) -> tuple[int, int, int]:
+    """σ² = a/b in lowest terms and the proposal scale t = ⌊σ⌋ + 1 of CKS Algorithm 3."""
     sigma2 = Fraction(sigma2)
     if sigma2 <= 0:
         raise InvalidParameterError(f"sigma2 must be > 0, got {sigma2}")
     a, b = sigma2.numerator, sigma2.denominator
-    t = math.isqrt(a // b) + 1
-    den = 2 * a * b * t * t
-    while True:
-        y = _discrete_laplace(t, 1, randbelow)
-        if _bernoulli_exp((abs(y) * b * t - a) ** 2, den, randbelow):
-            return y
+    return a, b, math.isqrt(a // b) + 1
+
+
+def _gaussian_accept(y: int, a: int, b: int, t: int, randbelow: RandBelow) -> bool:
+    """CKS Algorithm 3's acceptance: Bernoulli(exp(−(|y| b t − a)² / (2 a b t²))), exactly."""
+    return _bernoulli_exp((abs(y) * b * t - a) ** 2, 2 * a * b * t * t, randbelow)
+
+
+def discrete_gaussian_noise(sigma2: Fraction, size: int, *, rng: RngLike = None) -> NDArray[Any]:
+    r"""``size`` i.i.d. exact draws of :math:`P(y) \propto e^{-y^2/(2\sigma^2)}` on ℤ (CKS Algorithm 3).
+
+    The discrete Laplace proposals (scale t = ⌊σ⌋ + 1) are drawn all at once by the vectorised exact
+    sampler of :mod:`dpcloak.privacy.bulk`; each is accepted with the exact probability
+    exp(−(|y| − σ²/t)²/(2σ²)) (integer arithmetic) and the rejected ones are proposed again, so
+    every draw has exactly the distribution of :func:`sample_discrete_gaussian`. ``rng=None``:
+    ChaCha20 under a fresh OS key; a seed or Generator: reproducible.
+    """
+    a, b, t = _gaussian_parameters(sigma2)
+    if t >= 2**_SCALE_BITS:
+        raise InvalidParameterError(f"sigma2 must be below 2^112 (sigma below 2^56), got {float(sigma2):.6g}")
+    src = WordSource(rng)
+    out = np.zeros(check_int("size", size, minimum=0), dtype=object)
+    todo = np.arange(out.size)
+    while todo.size:
+        proposals = discrete_laplace(Fraction(t), todo.size, src)
+        keep = np.array([_gaussian_accept(int(y), a, b, t, src.randbelow) for y in proposals], dtype=bool)
+        out[todo[keep]] = proposals[keep]
+        todo = todo[~keep]
+    try:
+        return out.astype(np.int64)
+    except OverflowError:
+        return out
 
 
 def grid_indices(values: ArrayLike, resolution: float, *, name: str = "values") -> NDArray[np.int64]:
@@ -270,7 +307,7 @@ class _GridMechanism(AdditiveMechanism):
     def _draw(self, randbelow: RandBelow) -> int:
         raise NotImplementedError
 
-    def check_dimension(self, n: int, *, name: str = "number of coordinates") -> int:
+    def check_dimension(self, n: int, *, name: str = "coordinates released together") -> int:
         """Refuse releasing ``n`` coordinates at once when the rounding slack was counted for fewer.
 
         A privatizer releasing m readings together calls ``check_dimension(m)`` up front.
@@ -278,8 +315,8 @@ class _GridMechanism(AdditiveMechanism):
         n = check_int(name, n, minimum=0)
         if n > self.dimension:
             raise InvalidParameterError(
-                f"{name} released together must be at most the mechanism's dimension={self.dimension} (its grid "
-                f"sensitivity counts the rounding of {self.dimension} coordinates), got {n}; build the mechanism with "
+                f"{name} must be at most the mechanism's dimension={self.dimension} (its grid sensitivity counts the "
+                f"rounding of {self.dimension} coordinate(s) per release), got {n}; build the mechanism with "
                 f"dimension={n}"
             )
         return n
@@ -292,8 +329,18 @@ class _GridMechanism(AdditiveMechanism):
         """``count`` exact integer noise draws (grid units) from the integer source ``randbelow``."""
         return [self._draw(randbelow) for _ in range(count)]
 
-    def _noise(self, count: int, rng: RngLike) -> list[int]:
-        return self.sample_noise(count, randbelow_for(rng))
+    def _noise(self, count: int, rng: RngLike) -> NDArray[Any]:
+        """``count`` exact noise draws (grid units) for a release: int64, or Python integers if one exceeds int64."""
+        draws = self.sample_noise(count, randbelow_for(rng))
+        try:
+            return np.array(draws, dtype=np.int64)
+        except OverflowError:
+            return np.array(draws, dtype=object)
+
+    def _release(self, idx: NDArray[Any], rng: RngLike) -> NDArray[np.float64]:
+        """g · (idx + noise): the exact integer sum (int64: |idx| ≤ 2⁵², |noise| < 2⁶²), then one conversion."""
+        total = idx + self._noise(idx.size, rng).reshape(idx.shape)
+        return np.asarray(np.asarray(total, dtype=float) * self.resolution, dtype=float)
 
     def privatize_grid(self, grid_values: Sequence[int], *, rng: RngLike = None) -> NDArray[np.float64]:
         """Add exact noise to one vector already on the grid, given as integers in grid units (1-d result).
@@ -306,8 +353,7 @@ class _GridMechanism(AdditiveMechanism):
         self.check_dimension(len(idx), name="grid_values length")
         if any(abs(i) > MAX_GRID_INDEX for i in idx):
             raise InvalidParameterError(f"grid_values must have magnitude at most 2^52, got {max(idx, key=abs)}")
-        noise = self._noise(len(idx), rng)
-        return np.array([i + z for i, z in zip(idx, noise, strict=True)], dtype=float) * self.resolution
+        return self._release(np.array(idx, dtype=np.int64), rng)
 
     def privatize(self, values: ArrayLike, *, rng: RngLike = None) -> NDArray[np.float64]:
         """Round ``values`` to the grid exactly and add exact integer noise (``rng=None``: the OS CSPRNG).
@@ -317,10 +363,8 @@ class _GridMechanism(AdditiveMechanism):
         coordinate.
         """
         idx = self.to_grid(values)
-        self.check_dimension(idx.shape[-1] if idx.ndim else 1, name="values per release (last axis)")
-        noise = self._noise(idx.size, rng)
-        total = [int(i) + z for i, z in zip(idx.reshape(-1), noise, strict=True)]
-        return np.array(total, dtype=float).reshape(idx.shape) * self.resolution
+        self.check_dimension(idx.shape[-1] if idx.ndim else 1, name="coordinates (last axis of values)")
+        return self._release(idx, rng)
 
 
 class DiscreteLaplaceMechanism(_GridMechanism):
@@ -351,7 +395,8 @@ class DiscreteLaplaceMechanism(_GridMechanism):
     -----------------
     What is released: for a vector x of at most ``dimension`` readings, ``g · (n + Y)`` with
     n = round(x/g) computed exactly (module docstring) and Y i.i.d. exactly
-    :math:`P(Y = y) \propto e^{-|y|/b}` on ℤ (integers only, from the OS CSPRNG by default).
+    :math:`P(Y = y) \propto e^{-|y|/b}` on ℤ (integers only: :mod:`dpcloak.privacy.bulk` from
+    ChaCha20 keyed by the OS CSPRNG by default; CKS Algorithm 2 for :meth:`sample_noise`).
     Neighbouring inputs (ℓ1 distance ≤ Δ1) give integer vectors n, n′ with ‖n − n′‖₁ ≤
     ``grid_sensitivity``, so the ratio of output probabilities is at most
     exp(grid_sensitivity / b) ≤ e^ε (checked in rational arithmetic); the double released is a fixed
@@ -388,6 +433,9 @@ class DiscreteLaplaceMechanism(_GridMechanism):
     def _draw(self, randbelow: RandBelow) -> int:
         return sample_discrete_laplace(self.scale, randbelow)
 
+    def _noise(self, count: int, rng: RngLike) -> NDArray[Any]:
+        return discrete_laplace_noise(self.scale, count, rng=rng)
+
     def guarantee(self) -> PrivacyGuarantee:
         """ε-DP (δ = 0)."""
         return self._guarantee(
@@ -421,13 +469,17 @@ def laplace_grid_scale(*, epsilon: float, grid_sensitivity: int) -> Fraction:
     return sampler_scale(exact)
 
 
-def discrete_laplace_noise(scale: Fraction, size: int, *, rng: RngLike = None) -> NDArray[np.int64]:
+def discrete_laplace_noise(scale: Fraction, size: int, *, rng: RngLike = None) -> NDArray[Any]:
     r"""``size`` i.i.d. exact draws of :math:`P(Y = y) \propto e^{-|y|/b}` on ℤ, b = ``scale`` (rational).
 
-    ``rng=None``: the OS CSPRNG; a seed or Generator: reproducible (tests, experiments).
+    Vectorised exact sampler (:mod:`dpcloak.privacy.bulk`; ``scale`` from :func:`sampler_scale`).
+    ``rng=None``: ChaCha20 keyed by the OS CSPRNG; a seed or Generator: reproducible (tests,
+    experiments). int64, or Python integers (object array) should a magnitude reach 2⁶².
     """
-    randbelow = randbelow_for(rng)
-    return np.array([sample_discrete_laplace(scale, randbelow) for _ in range(size)], dtype=np.int64)
+    scale = Fraction(scale)
+    if scale <= 0 or scale.numerator >= 2**_SCALE_BITS:
+        raise InvalidParameterError(f"scale must be a positive rational with numerator below 2^57, got {scale}")
+    return discrete_laplace(scale, check_int("size", size, minimum=0), WordSource(rng))
 
 
 def _sqrt_up(n: int) -> Fraction:
@@ -451,6 +503,14 @@ def l2_grid_sensitivity(sensitivity: float, resolution: float, dimension: int) -
     while Fraction(root) ** 2 < k:
         root = float(np.nextafter(root, math.inf))
     return root
+
+
+def _multiplier_down(sigma2: Fraction, sensitivity: float) -> float:
+    """A double ≤ √σ² / Δ (exact comparison), so the ε checked for it bounds the ε of the true ratio."""
+    ratio = math.sqrt(sigma2) / sensitivity
+    while Fraction(ratio) ** 2 * Fraction(sensitivity) ** 2 > sigma2:
+        ratio = float(np.nextafter(ratio, 0.0))
+    return ratio
 
 
 def gaussian_rdp_epsilon(*, noise_multiplier: float, delta: float) -> float:
@@ -501,8 +561,10 @@ class DiscreteGaussianMechanism(_GridMechanism):
     on ℤ (CKS Algorithm 3, integers only). Neighbouring inputs (ℓ2 distance ≤ Δ2) give integer
     vectors with ‖n − n′‖₂ ≤ ``grid_sensitivity``, so the release is
     ½(grid_sensitivity/σ)²-concentrated DP (CKS Theorem 14), converted to (ε, δ) by
-    ``dp_accounting``'s RDP accountant and re-checked; the double released is a fixed function of
-    the integer n + Y. Longer vectors and readings beyond 2⁵² grid steps are refused.
+    ``dp_accounting``'s RDP accountant and re-checked with the noise multiplier σ/grid_sensitivity
+    rounded *down* (the conversion itself is ``dp_accounting``'s floating-point computation); the
+    double released is a fixed function of the integer n + Y. Longer vectors and readings beyond
+    2⁵² grid steps are refused.
     """
 
     _norm = "l2"
@@ -539,7 +601,7 @@ class DiscreteGaussianMechanism(_GridMechanism):
         while excess(lo) <= 0.0:
             lo -= math.log(2.0)
         sigma2 = Fraction(math.exp(float(optimize.brentq(excess, lo, hi, xtol=1e-12))) * sens) ** 2
-        while gaussian_rdp_epsilon(noise_multiplier=math.sqrt(sigma2) / sens, delta=dlt) > eps:
+        while gaussian_rdp_epsilon(noise_multiplier=_multiplier_down(sigma2, sens), delta=dlt) > eps:
             sigma2 *= Fraction(1 + 2**-30)  # re-check: never overspend
         return sigma2
 
@@ -555,6 +617,9 @@ class DiscreteGaussianMechanism(_GridMechanism):
 
     def _draw(self, randbelow: RandBelow) -> int:
         return sample_discrete_gaussian(self.sigma2, randbelow)
+
+    def _noise(self, count: int, rng: RngLike) -> NDArray[Any]:
+        return discrete_gaussian_noise(self.sigma2, count, rng=rng)
 
     def guarantee(self) -> PrivacyGuarantee:
         """(ε, δ)-DP via concentrated DP (re-checked at construction)."""

@@ -6,11 +6,24 @@ vector :math:`\tilde y` is then (ε, δ)-DP with respect to neighbouring source 
 mechanism is calibrated to the ℓ2 sensitivity Δ2(M) of the *whole* vector of readings (seed 002,
 Proposition 7.1). No sensor needs to know the others' readings.
 
-:class:`SensorPrivatizer` works with any :class:`~dpcloak.privacy.mechanisms.Mechanism` (Gaussian,
-Laplace, the floating-point-safe discrete samplers, or bounded Fisher-information noise); its
-single-reading path :meth:`SensorPrivatizer.privatize` and its vectorised path
-:meth:`SensorPrivatizer.privatize_all` have the same semantics: every reading gets independent
-noise from the mechanism's per-coordinate distribution.
+Secure by default
+-----------------
+Both privatizers release data, so by default they
+
+* sample **exact integer noise** on a grid (:class:`~dpcloak.privacy.DiscreteGaussianMechanism`,
+  :class:`~dpcloak.privacy.DiscreteLaplaceMechanism`; Canonne, Kamath & Steinke 2020) from the
+  operating system's CSPRNG — floating-point samplers leak through their low-order bits (Mironov
+  2012) and a fixed seed makes every release's noise predictable, so a release path refuses both;
+* **charge an accountant** (:class:`~dpcloak.privacy.ReadingAccountant`) *before* every release:
+  one charge per released vector (a time step of all sensors) and one per single reading. With a
+  budget, a release past it raises :class:`~dpcloak.errors.BudgetExceededError` and nothing is
+  sampled or returned; with a ledger file the count survives restarts and is shared by every
+  object using the file (write-ahead: a charged release counts as spent even if it then fails);
+* report in :meth:`~SensorPrivatizer.guarantee` the **composed total** of the releases so far.
+
+Simulations and experiments opt out explicitly with ``SensorPrivatizer(..., simulate=True)`` (or
+``from_model(..., noise="float")``): any mechanism, any ``rng`` (seed, Generator), and a guarantee
+that says it describes idealised real-valued noise.
 
 Keyed backdoor (seed 002, §7.2, Corollary 7.5)
 ----------------------------------------------
@@ -18,94 +31,214 @@ Keyed backdoor (seed 002, §7.2, Corollary 7.5)
 trusted holder of the key can remove the noise while everybody else sees private data:
 
 1. **Keys.** A 32-byte master key; sensor ``j`` is provisioned only with its own key
-   ``k_j = HMAC-SHA256(master, "dpcloak/sensor-key/v1" ‖ j)`` (:meth:`KeyedPrivatizer.sensor_key`).
-2. **Stream.** The noise of reading number ``r`` of sensor ``j`` comes from the ChaCha20 keystream
-   (``cryptography`` package, RFC 8439 block function) under key ``k_j`` with the 16-byte
-   nonce ``counter=0 (4 bytes) ‖ j (4 bytes, LE) ‖ r (8 bytes, LE)``: every (sensor, reading) pair has
-   its own nonce, so no keystream is ever reused (the privatizer refuses a reading index it has
-   already used for that sensor).
-3. **Uniform.** The first 8 keystream bytes, as a little-endian integer ``w``, give
-   ``u = (2⌊w / 2¹²⌋ + 1) / 2⁵³``: the midpoints of 2⁵² equal cells of (0, 1), computed exactly in
-   double precision (never 0 or 1).
-4. **Noise.** ``z = F⁻¹(u)`` with the mechanism's exact inverse CDF (``noise_quantile``; for the
-   Gaussian ``σ Φ⁻¹(u)``). The released value is ``y + z``.
+   ``k_j = HMAC-SHA256(master, "dpcloak/sensor-key/v1" ‖ j)`` (:func:`derive_sensor_key`).
+2. **Nonces.** Every release draws a fresh 16-byte nonce from the OS CSPRNG and publishes it with
+   the noisy values (it carries no information about the readings). Two releases share noise
+   only if they draw the same 128-bit nonce: probability below :math:`n^2/2^{129}` after n releases
+   (< 10⁻²⁰ for n = 10⁹), whichever objects or processes hold the key — there is no reading index
+   a caller could reuse.
+3. **Stream.** The noise of sensor ``j`` in the release with nonce ``r`` comes from the ChaCha20
+   keystream (``cryptography`` package, RFC 8439) under the stream key
+   ``HMAC-SHA256(k_j, "dpcloak/release-stream/v2" ‖ j (4 bytes, LE) ‖ r)`` (all-zero ChaCha20 nonce:
+   each stream key is used once).
+4. **Noise.** The keystream is read as a source of uniform integers (fewest whole bytes, rejection
+   of values ≥ n: exactly uniform, never truncated — the stream is as long as the sampler needs)
+   that drives the exact discrete Gaussian / discrete Laplace sampler, giving an integer ``z``; the
+   sensor sends ``g(⌊y/g⌉ + z)`` (g the grid spacing).
 
-The holder of the master key recomputes ``z`` bit for bit and returns ``(y + z) − z``, which equals
-``y`` up to one rounding of the addition (|error| ≤ ulp(y + z)). Any other key gives an unrelated
-``z′`` and an error of order σ√2.
-
-Floating-point-safe variant: with a grid mechanism of :mod:`dpcloak.privacy.discrete`
-(:class:`~dpcloak.privacy.DiscreteGaussianMechanism`, :class:`~dpcloak.privacy.DiscreteLaplaceMechanism`)
-steps 3–4 become: the keystream of (sensor, reading) is read as a source of uniform integers (minimal
-number of bits, rejection) that drives the exact Canonne–Kamath–Steinke sampler, giving an integer
-``z``; the sensor sends ``g(⌊y/g⌉ + z)``. The key holder gets back ``g⌊y/g⌉`` exactly — the raw
-reading rounded to the grid, which is all the sensor ever used.
-
-Privacy guarantee of the keyed path: simulation-based *computational* DP (Mironov, Pandey, Reingold
-& Vadhan 2009; seed 002 Definition 7.4): against adversaries that cannot distinguish ChaCha20 from
-random, the release is as private as the mechanism it simulates. With a continuous mechanism it
-inherits the floating-point caveat of continuous noise (Mironov 2012; see
-:mod:`dpcloak.privacy.discrete`); with a grid mechanism it does not.
+The key holder recomputes ``z`` and gets back ``g⌊y/g⌉`` exactly — the reading rounded to the grid,
+which is all the sensor ever used. Continuous mechanisms are refused: driving an inverse CDF with a
+53-bit uniform truncates the noise (``|z| ≤ 8.21σ`` for a Gaussian, ``36.04b`` for a Laplace), which
+breaks the stated δ (at (ε, δ) = (50, 10⁻¹²) the exact δ is ≥ 1.5·10⁻³) and any pure ε-DP.
 """
 
 from __future__ import annotations
 
 import hmac
-from typing import Generic, Protocol, TypeVar, cast, runtime_checkable
+import secrets
+from dataclasses import dataclass
+from os import PathLike
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 import numpy as np
 from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 from numpy.typing import ArrayLike, NDArray
 
 from dpcloak._rng import RngLike
-from dpcloak._validation import check_int, check_real
+from dpcloak._validation import check_choice, check_int, check_real
 from dpcloak.errors import InvalidParameterError
 from dpcloak.models.base import LinearModel
-from dpcloak.privacy.discrete import RandBelow
-from dpcloak.privacy.mechanisms import GaussianMechanism, Mechanism, PrivacyGuarantee, QuantileNoise, check_values
+from dpcloak.privacy.accounting import ReadingAccountant, accountable
+from dpcloak.privacy.discrete import DiscreteGaussianMechanism, RandBelow
+from dpcloak.privacy.mechanisms import GaussianMechanism, Mechanism, PrivacyGuarantee, check_values
 from dpcloak.privacy.sensitivity import l2_sensitivity
 
-__all__ = ["SensorPrivatizer", "KeyedPrivatizer", "keystream_uniforms", "derive_sensor_key", "model_neighbouring"]
+__all__ = [
+    "SensorPrivatizer",
+    "KeyedPrivatizer",
+    "KeyedRelease",
+    "keyed_noise",
+    "derive_sensor_key",
+    "model_neighbouring",
+    "NOISE_KINDS",
+]
 
 KEY_BYTES = 32
+NONCE_BYTES = 16
+NOISE_KINDS = ("secure", "float")
 _KEY_LABEL = b"dpcloak/sensor-key/v1"
+_STREAM_LABEL = b"dpcloak/release-stream/v2"
 
 M = TypeVar("M", bound=Mechanism)
 
 
-def model_neighbouring(alpha: float) -> str:
-    """The neighbouring relation of a model-based release: α-neighbouring source vectors."""
-    return f"alpha-neighbouring source vectors (EMD <= {alpha:g}; seed 002 Def. 6.2, seed 000 Def. 2 for alpha=1)"
+def model_neighbouring(alpha: float, *, unit: str = "neighbour steps", spacing: float | None = None,
+                       spacing_unit: str = "domain units") -> str:
+    """The neighbouring relation of a model-based release, in the units the user works in.
+
+    Seed 002 Definition 6.2: source vectors are α-neighbours when their earth mover's distance is at
+    most α — the total of (source mass moved × distance moved). :func:`~dpcloak.privacy.l2_sensitivity`
+    measures that distance in *neighbour steps* (one step = to an adjacent location), so α = 1 is seed
+    000's Definition 2 (one unit of source moved to the next location).
+
+    Parameters
+    ----------
+    alpha : float
+        The radius α (≥ 0) in ``unit``.
+    unit : str
+        What α counts: ``"neighbour steps"`` (the default of :func:`~dpcloak.privacy.l2_sensitivity`),
+        ``"m"`` (metres) or ``"hops"`` (graph edges).
+    spacing : float, optional
+        For ``unit="neighbour steps"``: the length of one step in ``spacing_unit`` (e.g. the grid
+        spacing 1/n of seed 000's line), so that the relation can also be read in coordinates.
+    spacing_unit : str
+        Unit of ``spacing``.
+
+    Examples
+    --------
+    >>> text = model_neighbouring(1.0, spacing=0.01)
+    >>> text.split("(")[0]
+    'source vectors that differ by moving source mass a total of at most 1 neighbour step '
+    >>> text.split("; ")[1]
+    'one step = 0.01 domain units, so EMD <= 0.01 domain units)'
+    """
+    a = check_real("alpha", alpha, low=0.0, low_inclusive=True)
+    name = {"neighbour steps": "neighbour step" if a == 1 else "neighbour steps", "m": "m",
+            "hops": "hop" if a == 1 else "hops"}.get(unit, unit)
+    short = {"neighbour steps": "step" if a == 1 else "steps"}.get(unit, name)
+    text = (f"source vectors that differ by moving source mass a total of at most {a:g} {name} "
+            f"(mass x distance, i.e. EMD <= {a:g} {short}")
+    if spacing is not None:
+        h = check_real("spacing", spacing, low=0.0)
+        text += f"; one step = {h:g} {spacing_unit}, so EMD <= {a * h:g} {spacing_unit}"
+    return text + "); seed 002 Def. 6.2"
 
 
-class SensorPrivatizer(Generic[M]):
+@runtime_checkable
+class _GridNoise(Protocol):
+    """An exact integer-noise mechanism (dpcloak.privacy.discrete): noise on ``resolution · ℤ``."""
+
+    resolution: float
+
+    def sample_noise(self, count: int, randbelow: RandBelow) -> list[int]: ...
+
+
+def _check_dimension(mechanism: Any, n_sensors: int) -> None:
+    """Grid mechanisms count the rounding slack of ``dimension`` coordinates: refuse more sensors than that."""
+    check = getattr(mechanism, "check_dimension", None)
+    if callable(check):
+        check(n_sensors, name="n_sensors")
+
+
+class _Accounted:
+    """Shared part of the privatizers: the accountant charged before each release, and the composed guarantee."""
+
+    mechanism: Any
+    accountant: ReadingAccountant | None
+
+    def _set_accountant(self, epsilon_budget: float | None, delta_budget: float | None,
+                        ledger: str | PathLike[str] | None, accountant: str, *, required: bool) -> None:
+        if not accountable(self.mechanism) and not required and epsilon_budget is None and ledger is None:
+            self.accountant = None  # a non-DP guarantee (e.g. Fisher information), simulation only
+            return
+        self.accountant = ReadingAccountant(mechanism=self.mechanism, epsilon_budget=epsilon_budget,
+                                            delta_budget=delta_budget, accountant=accountant, ledger=ledger)
+
+    def _charge(self, releases: int) -> None:
+        """Charge ``releases`` before sampling (raises BudgetExceededError: nothing is sampled)."""
+        if self.accountant is not None:
+            self.accountant.charge(releases)
+
+    def _composed(self, *, kind: str, mechanism: str, source: str) -> PrivacyGuarantee:
+        one = self.mechanism.guarantee()
+        if self.accountant is None:
+            return one
+        spent = self.accountant.spent()
+        return PrivacyGuarantee(
+            kind=f"{kind}, composed over the {spent.readings} release(s) made so far",
+            epsilon=spent.epsilon,
+            delta=spent.delta,
+            neighbouring=one.neighbouring,
+            sensitivity=one.sensitivity,
+            norm=one.norm,
+            mechanism=f"{mechanism}; each release: ({one.epsilon:g}, {one.delta:g})",
+            source=f"{source}; composition: {spent.method}",
+        )
+
+
+class SensorPrivatizer(_Accounted, Generic[M]):
     """Privatize the readings of ``n_sensors`` sensors, one reading or all of them at once.
 
     Parameters
     ----------
     mechanism : Mechanism
-        Any object with ``privatize(values, *, rng=None)`` and ``guarantee()``, calibrated to the
-        sensitivity of the vector of all ``n_sensors`` readings.
+        Calibrated to the sensitivity of the vector of all ``n_sensors`` readings. For deployment
+        (``simulate=False``) an exact grid mechanism whose ``dimension`` is at least ``n_sensors``
+        (:class:`~dpcloak.privacy.DiscreteGaussianMechanism`,
+        :class:`~dpcloak.privacy.DiscreteLaplaceMechanism`); with ``simulate=True`` anything with
+        ``privatize(values, *, rng)`` and ``guarantee()`` (Gaussian, Laplace, Fisher-information noise).
     n_sensors : int
         Number of sensors m (readings per time step).
+    epsilon_budget, delta_budget, ledger, accountant
+        The accountant charged before every release (:class:`~dpcloak.privacy.ReadingAccountant`):
+        ``epsilon_budget=None`` counts without refusing; ``ledger`` persists the count in a file.
+    simulate : bool
+        ``False`` (default): a release path — exact integer noise from the OS CSPRNG, ``rng`` refused.
+        ``True``: simulation — any mechanism and any ``rng``, not for releasing data.
+
+    Attributes
+    ----------
+    accountant : ReadingAccountant or None
+        ``None`` only for a simulated mechanism without a DP accounting.
 
     Privacy guarantee
     -----------------
-    The vector of one time step's noisy readings has the mechanism's guarantee (:meth:`guarantee`)
-    with respect to the mechanism's neighbouring relation. Releasing several time steps composes:
-    see :mod:`dpcloak.privacy.accounting`.
+    Deployment: each released vector (all sensors at one time step, :meth:`privatize_all`) or single
+    reading (:meth:`privatize`) is the mechanism's exact integer-noise release — the reading rounded
+    to the grid plus exact discrete noise, a fixed function of integers — and the k releases made so
+    far are composed in closed form (:mod:`dpcloak.privacy.accounting`): :meth:`guarantee` states that
+    total, :meth:`release_guarantee` one release. Simulation: the same statement for idealised noise;
+    a float sampler's low-order bits and a seeded generator void it.
     """
 
-    def __init__(self, *, mechanism: M, n_sensors: int) -> None:
+    def __init__(self, *, mechanism: M, n_sensors: int, epsilon_budget: float | None = None,
+                 delta_budget: float | None = None, ledger: str | PathLike[str] | None = None,
+                 accountant: str = "closed", simulate: bool = False) -> None:
         if not isinstance(mechanism, Mechanism):
             raise InvalidParameterError(
                 f"mechanism must have privatize(values, *, rng) and guarantee() methods, got {type(mechanism).__name__}"
             )
+        self.simulate = bool(simulate)
+        if not self.simulate and not isinstance(mechanism, _GridNoise):
+            raise InvalidParameterError(
+                f"{type(mechanism).__name__} draws floating-point noise, which leaks through its low-order bits "
+                "(Mironov 2012): a release path needs an exact grid mechanism (DiscreteGaussianMechanism, "
+                "DiscreteLaplaceMechanism); for simulation pass simulate=True"
+            )
         self.mechanism: M = mechanism
         self.n_sensors = check_int("n_sensors", n_sensors, minimum=1)
-        check_dimension = getattr(mechanism, "check_dimension", None)
-        if callable(check_dimension):  # grid mechanisms: rounding slack counted for n_sensors coordinates
-            check_dimension(self.n_sensors, name="n_sensors")
+        _check_dimension(mechanism, self.n_sensors)
+        self._set_accountant(epsilon_budget, delta_budget, ledger, accountant, required=not self.simulate)
 
     @classmethod
     def from_model(
@@ -116,57 +249,103 @@ class SensorPrivatizer(Generic[M]):
         delta: float,
         sensitivity: float | None = None,
         alpha: float = 1.0,
-        calibration: str = "analytic",
-    ) -> SensorPrivatizer[GaussianMechanism]:
+        noise: str = "secure",
+        resolution: float | None = None,
+        calibration: str | None = None,
+        epsilon_budget: float | None = None,
+        delta_budget: float | None = None,
+        ledger: str | PathLike[str] | None = None,
+    ) -> SensorPrivatizer[Any]:
         """A Gaussian privatizer for ``model``'s sensors, calibrated to its exact Δ2.
 
         Parameters
         ----------
         model : LinearModel
-            The forward model; its row count is the number of sensors.
+            The forward model; its row count is the number of sensors m.
         epsilon, delta : float
-            Target (ε, δ).
+            Target (ε, δ) of one release (one vector of all m readings).
         sensitivity : float, optional
             Δ2 if already computed; by default :func:`~dpcloak.privacy.l2_sensitivity` (model, alpha).
         alpha : float
-            Neighbour radius α (EMD steps) of the neighbouring relation.
-        calibration : {"analytic", "classic", "paper"}
-            Gaussian calibration (see :class:`~dpcloak.privacy.GaussianMechanism`).
+            Neighbour radius α in neighbour steps (see :func:`model_neighbouring`).
+        noise : {"secure", "float"}
+            ``"secure"`` (default, for releases): the exact discrete Gaussian calibrated for
+            ``dimension = m`` coordinates, OS CSPRNG. ``"float"``: the continuous
+            :class:`~dpcloak.privacy.GaussianMechanism` for simulation (``simulate=True``).
+        resolution : float, optional
+            Grid spacing of the secure noise (default Δ2/1024); refused with ``noise="float"``.
+        calibration : {"analytic", "classic", "paper"}, optional
+            Gaussian calibration of the float noise (default ``"analytic"``); refused with ``noise="secure"``
+            (the discrete Gaussian has its own, see :class:`~dpcloak.privacy.DiscreteGaussianMechanism`).
+        epsilon_budget, delta_budget, ledger
+            The budget over all releases (see :class:`SensorPrivatizer`).
         """
         if not isinstance(model, LinearModel):
             raise InvalidParameterError(f"model must be a LinearModel, got {type(model).__name__}")
+        kind = check_choice("noise", noise, NOISE_KINDS)
         a = check_real("alpha", alpha, low=0.0)
         sens = l2_sensitivity(model, alpha=a) if sensitivity is None else sensitivity
-        mech = GaussianMechanism(epsilon=epsilon, delta=delta, sensitivity=sens, calibration=calibration,
-                                 neighbouring=model_neighbouring(a))
-        return SensorPrivatizer(mechanism=mech, n_sensors=model.shape[0])
+        spacing = getattr(model.domain, "spacing", None)
+        relation = model_neighbouring(a, spacing=spacing if isinstance(spacing, float) else None)
+        m = model.shape[0]
+        budget: dict[str, Any] = {"epsilon_budget": epsilon_budget, "delta_budget": delta_budget, "ledger": ledger}
+        if kind == "secure":
+            if calibration is not None:
+                raise InvalidParameterError(f"calibration applies to noise='float' only, got calibration="
+                                            f"{calibration!r} with noise='secure'")
+            mech: Mechanism = DiscreteGaussianMechanism(epsilon=epsilon, delta=delta, sensitivity=sens,
+                                                        resolution=resolution, dimension=m, neighbouring=relation)
+            return SensorPrivatizer(mechanism=mech, n_sensors=m, **budget)
+        if resolution is not None:
+            raise InvalidParameterError(f"resolution applies to noise='secure' only, got resolution={resolution!r} "
+                                        "with noise='float'")
+        mech = GaussianMechanism(epsilon=epsilon, delta=delta, sensitivity=sens,
+                                 calibration="analytic" if calibration is None else calibration, neighbouring=relation)
+        return SensorPrivatizer(mechanism=mech, n_sensors=m, simulate=True, **budget)
 
-    def _check_sensor(self, sensor: int) -> int:
-        return check_int("sensor", sensor, minimum=0, maximum=self.n_sensors - 1)
+    def _rng(self, rng: RngLike) -> RngLike:
+        if rng is not None and not self.simulate:
+            raise InvalidParameterError(
+                f"rng must be None on a release path (the noise comes from the OS CSPRNG), got {rng!r}: a seed or a "
+                "numpy Generator makes the noise predictable; build the privatizer with simulate=True for experiments"
+            )
+        return rng
 
     def privatize(self, reading: float, *, sensor: int, rng: RngLike = None) -> float:
-        """Noisy version of one sensor's reading (what sensor ``sensor`` sends)."""
-        self._check_sensor(sensor)
+        """Noisy version of one sensor's reading (what sensor ``sensor`` sends); charged as one release."""
+        check_int("sensor", sensor, minimum=0, maximum=self.n_sensors - 1)
         x = check_values(reading, name="reading")
         if x.ndim != 0:
             raise InvalidParameterError(f"reading must be a single number, got an array of shape {x.shape}")
-        return float(self.mechanism.privatize(x, rng=rng))
+        gen = self._rng(rng)
+        self._charge(1)
+        return float(self.mechanism.privatize(x, rng=gen))
 
     def privatize_all(self, readings: ArrayLike, *, rng: RngLike = None) -> NDArray[np.float64]:
-        """Noisy readings of all sensors: shape ``(m,)`` for one time step or ``(k, m)`` for k steps."""
+        """Noisy readings of all sensors: shape ``(m,)`` for one time step or ``(k, m)`` for k steps (k releases)."""
         y = check_values(readings, name="readings")
         if y.ndim not in (1, 2) or y.shape[-1] != self.n_sensors:
             raise InvalidParameterError(
                 f"readings must have shape ({self.n_sensors},) or (k, {self.n_sensors}), got {y.shape}"
             )
-        return np.asarray(self.mechanism.privatize(y, rng=rng), dtype=float)
+        gen = self._rng(rng)
+        self._charge(1 if y.ndim == 1 else y.shape[0])
+        return np.asarray(self.mechanism.privatize(y, rng=gen), dtype=float)
 
-    def guarantee(self) -> PrivacyGuarantee:
-        """Guarantee of one time step (all sensors once)."""
+    def release_guarantee(self) -> PrivacyGuarantee:
+        """Guarantee of one release (all sensors once), as the mechanism states it."""
         return self.mechanism.guarantee()
 
+    def guarantee(self) -> PrivacyGuarantee:
+        """Composed guarantee of every release charged so far (the per-release one without an accounting)."""
+        one = self.mechanism.guarantee()
+        how = ("SIMULATION: holds for idealised noise only (floating-point low-order bits and a seeded rng void it)"
+               if self.simulate else "exact integer noise from the OS CSPRNG")
+        return self._composed(kind=one.kind, mechanism=f"{one.mechanism}; {how}", source=one.source)
+
     def __repr__(self) -> str:
-        return f"SensorPrivatizer(mechanism={self.mechanism!r}, n_sensors={self.n_sensors})"
+        return (f"SensorPrivatizer(mechanism={self.mechanism!r}, n_sensors={self.n_sensors}, "
+                f"accountant={self.accountant!r}, simulate={self.simulate})")
 
 
 def _check_key(name: str, key: bytes) -> bytes:
@@ -177,6 +356,12 @@ def _check_key(name: str, key: bytes) -> bytes:
     return bytes(key)
 
 
+def _check_nonce(nonce: bytes) -> bytes:
+    if not isinstance(nonce, bytes | bytearray) or len(nonce) != NONCE_BYTES:
+        raise InvalidParameterError(f"nonce must be the {NONCE_BYTES} bytes published with the release, got {nonce!r}")
+    return bytes(nonce)
+
+
 def derive_sensor_key(master_key: bytes, sensor: int) -> bytes:
     """Per-sensor key ``HMAC-SHA256(master_key, "dpcloak/sensor-key/v1" ‖ sensor)`` (32 bytes)."""
     mk = _check_key("master_key", master_key)
@@ -184,24 +369,16 @@ def derive_sensor_key(master_key: bytes, sensor: int) -> bytes:
     return hmac.digest(mk, _KEY_LABEL + j.to_bytes(4, "little"), "sha256")
 
 
-def _chacha_uniforms(key: bytes, sensor: int, index: int, size: int) -> NDArray[np.float64]:
-    nonce = bytes(4) + sensor.to_bytes(4, "little") + index.to_bytes(8, "little")
-    stream = Cipher(algorithms.ChaCha20(key, nonce), mode=None).encryptor().update(bytes(8 * size))
-    words = np.frombuffer(stream, dtype="<u8") >> np.uint64(12)
-    odd = (words << np.uint64(1)) | np.uint64(1)
-    return odd.astype(np.float64) * 2.0**-53
-
-
 class _KeystreamIntegers:
-    """Uniform integers below ``n`` read from the ChaCha20 stream of one (sensor, reading): a ``RandBelow``.
+    """Uniform integers below ``n`` read from one ChaCha20 keystream: a ``RandBelow``.
 
-    Each draw takes the fewest whole bytes holding ``n.bit_length()`` bits, keeps the top bits and
-    rejects values ≥ n, so the integers are exactly uniform if the keystream is.
+    Each draw takes the fewest whole bytes holding ``(n − 1).bit_length()`` bits, keeps the top bits
+    and rejects values ≥ n, so the integers are exactly uniform if the keystream is; the stream never
+    runs out, so no draw is truncated.
     """
 
-    def __init__(self, key: bytes, sensor: int, index: int) -> None:
-        nonce = bytes(4) + sensor.to_bytes(4, "little") + index.to_bytes(8, "little")
-        self._stream = Cipher(algorithms.ChaCha20(key, nonce), mode=None).encryptor()
+    def __init__(self, stream_key: bytes) -> None:
+        self._stream = Cipher(algorithms.ChaCha20(stream_key, bytes(16)), mode=None).encryptor()
 
     def __call__(self, n: int) -> int:
         if n == 1:
@@ -214,176 +391,152 @@ class _KeystreamIntegers:
                 return r
 
 
-@runtime_checkable
-class _GridNoise(Protocol):
-    """A floating-point-safe grid mechanism (dpcloak.privacy.discrete): integer noise on ``resolution · ℤ``."""
+def _grid_mechanism(mechanism: Any) -> _GridNoise:
+    if not isinstance(mechanism, _GridNoise) or not isinstance(mechanism, Mechanism):
+        raise InvalidParameterError(
+            f"the keyed path needs an exact grid mechanism (DiscreteGaussianMechanism, DiscreteLaplaceMechanism), got "
+            f"{type(mechanism).__name__}: a continuous mechanism driven by a 53-bit keyed uniform has truncated "
+            "tails (|z| <= 8.21 sigma for a Gaussian) and does not have its stated (epsilon, delta)"
+        )
+    return mechanism
 
-    resolution: float
 
-    def sample_noise(self, count: int, randbelow: RandBelow) -> list[int]: ...
+def keyed_noise(mechanism: Any, sensor_key: bytes, *, sensor: int, nonce: bytes) -> int:
+    """The integer noise (grid units) of ``sensor`` in the release with ``nonce``: what a sensor node computes.
 
-
-def keystream_uniforms(sensor_key: bytes, *, sensor: int, index: int, size: int = 1) -> NDArray[np.float64]:
-    """``size`` uniforms in (0, 1) from the ChaCha20 stream of (sensor key, sensor id, reading index).
-
-    Nonce = 4-byte zero block counter ‖ sensor (uint32 LE) ‖ index (uint64 LE); each uniform takes
-    8 keystream bytes ``w`` (LE) to ``(2⌊w/2¹²⌋ + 1)/2⁵³`` exactly (module docstring).
+    Needs only the sensor's own key (:func:`derive_sensor_key`); deterministic given the key, so the
+    key holder recomputes it (module docstring, steps 3–4).
     """
+    grid = _grid_mechanism(mechanism)
     key = _check_key("sensor_key", sensor_key)
     j = check_int("sensor", sensor, minimum=0, maximum=2**32 - 1)
-    r = check_int("index", index, minimum=0, maximum=2**64 - 1)
-    return _chacha_uniforms(key, j, r, check_int("size", size, minimum=1))
+    stream_key = hmac.digest(key, _STREAM_LABEL + j.to_bytes(4, "little") + _check_nonce(nonce), "sha256")
+    return grid.sample_noise(1, _KeystreamIntegers(stream_key))[0]
 
 
-class KeyedPrivatizer:
-    """Per-sensor privatisation with keyed pseudo-random noise and a backdoor for the key holder.
+@dataclass(frozen=True)
+class KeyedRelease:
+    """What a keyed release publishes: the noisy values and the public nonces that index their noise.
 
-    Seed 002 §7.2 (Corollary 7.5): the noise is a deterministic function of a secret key, the
-    sensor id and the reading index (module docstring), so :meth:`remove_noise` with the same key
-    recovers the raw reading.
+    Attributes
+    ----------
+    values : numpy.ndarray
+        Noisy readings on the grid: a 0-d array for one reading, ``(m,)`` for one time step, ``(k, m)``.
+    sensors : tuple of int
+        The sensor of each column (one entry for a single reading).
+    nonces : tuple of bytes
+        One fresh 16-byte nonce per row (one for a single reading or a single time step).
+    """
+
+    values: NDArray[np.float64]
+    sensors: tuple[int, ...]
+    nonces: tuple[bytes, ...]
+
+
+class KeyedPrivatizer(_Accounted):
+    """Per-sensor privatisation with keyed pseudo-random exact noise and a backdoor for the key holder.
+
+    Seed 002 §7.2 (Corollary 7.5): the noise is a deterministic function of a secret key, the sensor
+    and a public per-release nonce (module docstring), so :meth:`remove_noise` with the same key
+    recovers the readings rounded to the grid.
 
     Parameters
     ----------
-    mechanism : Mechanism
-        Either an additive i.i.d.-noise mechanism with an exact inverse CDF ``noise_quantile``
-        (:class:`~dpcloak.privacy.GaussianMechanism`, :class:`~dpcloak.privacy.LaplaceMechanism`):
-        the raw reading comes back to floating point; or a floating-point-safe grid mechanism
-        (:class:`~dpcloak.privacy.DiscreteGaussianMechanism`,
-        :class:`~dpcloak.privacy.DiscreteLaplaceMechanism`): the reading comes back rounded to the grid.
+    mechanism : DiscreteGaussianMechanism or DiscreteLaplaceMechanism
+        An exact grid mechanism with ``dimension ≥ n_sensors``; continuous mechanisms are refused.
     n_sensors : int
         Number of sensors m.
     key : bytes
         32-byte master key (``secrets.token_bytes(32)``); keep it secret.
+    epsilon_budget, delta_budget, ledger, accountant
+        The accountant charged before every release (see :class:`SensorPrivatizer`).
 
     Privacy guarantee
     -----------------
-    Computational (ε, δ)-DP (SIM-CDP, seed 002 Definition 7.4) with the mechanism's ε and δ, for
-    adversaries without the key; none at all against the key holder (by design).
+    Computational DP (SIM-CDP, seed 002 Definition 7.4; Mironov, Pandey, Reingold & Vadhan 2009)
+    against adversaries without the key who cannot distinguish ChaCha20/HMAC-SHA256 from random: each
+    release is the mechanism's exact integer-noise release (the integers driving the exact sampler
+    are uniform by rejection and never truncated), fresh 128-bit nonces make noise reuse negligible
+    (module docstring), and :meth:`guarantee` composes the releases charged so far. None at all
+    against the key holder (by design).
     """
 
-    def __init__(self, *, mechanism: Mechanism, n_sensors: int, key: bytes) -> None:
-        grid = isinstance(mechanism, _GridNoise)
-        if not isinstance(mechanism, Mechanism) or not (grid or isinstance(mechanism, QuantileNoise)):
-            raise InvalidParameterError(
-                "mechanism must have privatize and guarantee methods and either noise_quantile (additive noise with "
-                f"an inverse CDF) or resolution and sample_noise (a grid mechanism), got {type(mechanism).__name__}"
-            )
+    def __init__(self, *, mechanism: Any, n_sensors: int, key: bytes, epsilon_budget: float | None = None,
+                 delta_budget: float | None = None, ledger: str | PathLike[str] | None = None,
+                 accountant: str = "closed") -> None:
+        self._grid = _grid_mechanism(mechanism)
         self.mechanism = mechanism
-        self._grid: _GridNoise | None = mechanism if isinstance(mechanism, _GridNoise) else None
-        self._quantile: QuantileNoise | None = mechanism if isinstance(mechanism, QuantileNoise) else None
         self.n_sensors = check_int("n_sensors", n_sensors, minimum=1)
+        _check_dimension(mechanism, self.n_sensors)
         self._key = _check_key("key", key)
         self._sensor_keys = [derive_sensor_key(self._key, j) for j in range(self.n_sensors)]
-        self._last_index = [-1] * self.n_sensors
+        self._set_accountant(epsilon_budget, delta_budget, ledger, accountant, required=True)
+
+    def _sensor(self, sensor: int) -> int:
+        return check_int("sensor", sensor, minimum=0, maximum=self.n_sensors - 1)
 
     def sensor_key(self, sensor: int) -> bytes:
         """The key to provision sensor ``sensor`` with (it needs no other secret)."""
-        return self._sensor_keys[check_int("sensor", sensor, minimum=0, maximum=self.n_sensors - 1)]
+        return self._sensor_keys[self._sensor(sensor)]
 
-    def _raw_noise(self, sensor: int, index: int) -> float:
-        """Noise of one (sensor, reading): in reading units, or in grid cells for a grid mechanism."""
-        key = self._sensor_keys[sensor]
-        if self._grid is not None:
-            return float(self._grid.sample_noise(1, _KeystreamIntegers(key, sensor, index))[0])
-        quantile = cast(QuantileNoise, self._quantile)  # not None when there is no grid (checked in __init__)
-        return float(quantile.noise_quantile(_chacha_uniforms(key, sensor, index, 1))[0])
+    def noise(self, *, sensor: int, nonce: bytes) -> float:
+        """The noise of ``sensor`` in the release with ``nonce``, in reading units (deterministic given the key)."""
+        j = self._sensor(sensor)
+        return keyed_noise(self.mechanism, self._sensor_keys[j], sensor=j, nonce=nonce) * self._grid.resolution
 
-    def noise(self, *, sensor: int, index: int) -> float:
-        """The noise of reading ``index`` of sensor ``sensor`` in reading units (deterministic given the key)."""
-        j = check_int("sensor", sensor, minimum=0, maximum=self.n_sensors - 1)
-        z = self._raw_noise(j, check_int("index", index, minimum=0, maximum=2**64 - 1))
-        return z * self._grid.resolution if self._grid is not None else z
+    def _noise_block(self, sensors: tuple[int, ...], nonces: tuple[bytes, ...]) -> NDArray[np.float64]:
+        return np.array([[keyed_noise(self.mechanism, self._sensor_keys[j], sensor=j, nonce=r) for j in sensors]
+                         for r in nonces], dtype=float)
 
-    def _noise_block(self, k: int, start: int) -> NDArray[np.float64]:
-        """Raw noise of reading indices ``start … start + k − 1`` of every sensor."""
-        if start + k - 1 > 2**64 - 1:
-            raise InvalidParameterError(f"reading indices must stay below 2**64, got up to {start + k - 1}")
-        z = np.empty((k, self.n_sensors))
-        if self._grid is not None:
-            for r in range(k):
-                for j in range(self.n_sensors):
-                    z[r, j] = self._raw_noise(j, start + r)
-            return z
-        for r in range(k):  # uniforms first, then one vectorised inverse CDF (same values as _raw_noise)
-            for j, key in enumerate(self._sensor_keys):
-                z[r, j] = _chacha_uniforms(key, j, start + r, 1)[0]
-        return np.asarray(cast(QuantileNoise, self._quantile).noise_quantile(z), dtype=float)
-
-    def _add(self, values: NDArray[np.float64], z: NDArray[np.float64]) -> NDArray[np.float64]:
-        if self._grid is None:
-            return values + z
+    def _release(self, values: NDArray[np.float64], sensors: tuple[int, ...]) -> KeyedRelease:
+        block = values.reshape(-1, len(sensors))
+        self._charge(block.shape[0])
+        nonces = tuple(secrets.token_bytes(NONCE_BYTES) for _ in range(block.shape[0]))
         g = self._grid.resolution
-        return (np.rint(values / g) + z) * g  # integers (exact in float64) times the grid step
+        noisy = (np.rint(block / g) + self._noise_block(sensors, nonces)) * g  # exact integers times the grid step
+        noisy.flags.writeable = False
+        return KeyedRelease(values=noisy.reshape(values.shape), sensors=sensors, nonces=nonces)
 
-    def _subtract(self, noisy: NDArray[np.float64], z: NDArray[np.float64]) -> NDArray[np.float64]:
-        if self._grid is None:
-            return noisy - z
-        g = self._grid.resolution
-        return (np.rint(noisy / g) - z) * g
-
-    def _reserve(self, sensors: range, first: int, last: int) -> None:
-        for j in sensors:
-            if first <= self._last_index[j]:
-                raise InvalidParameterError(
-                    f"reading index {first} of sensor {j} is not after its last used index {self._last_index[j]}; "
-                    "reusing an index would reuse the noise and leak the difference of the readings"
-                )
-        for j in sensors:
-            self._last_index[j] = last
-
-    def _check_block(self, name: str, values: ArrayLike) -> NDArray[np.float64]:
-        y = check_values(values, name=name)
-        if y.ndim not in (1, 2) or y.shape[-1] != self.n_sensors:
-            raise InvalidParameterError(f"{name} must have shape ({self.n_sensors},) or (k, {self.n_sensors}), "
-                                        f"got {y.shape}")
-        return y
-
-    def _check_one(self, name: str, value: float, sensor: int, index: int) -> tuple[NDArray[np.float64], int, int]:
-        x = check_values(value, name=name)
+    def privatize(self, reading: float, *, sensor: int) -> KeyedRelease:
+        """What sensor ``sensor`` sends for one reading (one release, one fresh nonce)."""
+        x = check_values(reading, name="reading")
         if x.ndim != 0:
-            raise InvalidParameterError(f"{name} must be a single number, got an array of shape {x.shape}")
-        j = check_int("sensor", sensor, minimum=0, maximum=self.n_sensors - 1)
-        return x, j, check_int("index", index, minimum=0, maximum=2**64 - 1)
+            raise InvalidParameterError(f"reading must be a single number, got an array of shape {x.shape}")
+        return self._release(x, (self._sensor(sensor),))
 
-    def privatize(self, reading: float, *, sensor: int, index: int) -> float:
-        """What sensor ``sensor`` sends for its reading number ``index``."""
-        x, j, r = self._check_one("reading", reading, sensor, index)
-        out = float(self._add(x, np.asarray(self._raw_noise(j, r))))
-        self._reserve(range(j, j + 1), r, r)
-        return out
+    def privatize_all(self, readings: ArrayLike) -> KeyedRelease:
+        """All sensors at once: each row of a ``(k, m)`` block (or one ``(m,)`` row) is a release with its own nonce."""
+        y = check_values(readings, name="readings")
+        if y.ndim not in (1, 2) or y.shape[-1] != self.n_sensors:
+            raise InvalidParameterError(f"readings must have shape ({self.n_sensors},) or (k, {self.n_sensors}), "
+                                        f"got {y.shape}")
+        return self._release(y, tuple(range(self.n_sensors)))
 
-    def privatize_all(self, readings: ArrayLike, *, start: int = 0) -> NDArray[np.float64]:
-        """All sensors at once: row ``r`` of a ``(k, m)`` block (or one ``(m,)`` row) is reading index ``start + r``.
+    def remove_noise(self, release: KeyedRelease) -> NDArray[np.float64]:
+        """Backdoor: the readings rounded to the grid, exactly, from a :class:`KeyedRelease`."""
+        if not isinstance(release, KeyedRelease):
+            raise InvalidParameterError(f"release must be a KeyedRelease, got {type(release).__name__}")
+        values = check_values(release.values, name="release values")
+        sensors = tuple(self._sensor(j) for j in release.sensors)
+        if not sensors or values.size != len(release.nonces) * len(sensors):
+            raise InvalidParameterError(f"release has {values.size} values for {len(release.nonces)} nonce(s) and "
+                                        f"{len(sensors)} sensor(s)")
+        g = self._grid.resolution
+        block = values.reshape(len(release.nonces), len(sensors))
+        clean = (np.rint(block / g) - self._noise_block(sensors, release.nonces)) * g
+        return clean.reshape(values.shape)
 
-        Elementwise identical to calling :meth:`privatize` for every (sensor, index).
-        """
-        y = self._check_block("readings", readings)
-        s0 = check_int("start", start, minimum=0)
-        block = np.atleast_2d(y)
-        out = self._add(block, self._noise_block(block.shape[0], s0))
-        self._reserve(range(self.n_sensors), s0, s0 + block.shape[0] - 1)
-        return out.reshape(y.shape)
-
-    def remove_noise(self, noisy: float, *, sensor: int, index: int) -> float:
-        """Backdoor: the raw reading from one noisy value.
-
-        Exact up to one floating-point rounding for continuous noise; exactly the reading rounded to
-        the grid for a grid mechanism.
-        """
-        x, j, r = self._check_one("noisy", noisy, sensor, index)
-        return float(self._subtract(x, np.asarray(self._raw_noise(j, r))))
-
-    def remove_noise_all(self, noisy: ArrayLike, *, start: int = 0) -> NDArray[np.float64]:
-        """Backdoor for a block produced by :meth:`privatize_all` with the same ``start``."""
-        y = self._check_block("noisy", noisy)
-        s0 = check_int("start", start, minimum=0)
-        block = np.atleast_2d(y)
-        return self._subtract(block, self._noise_block(block.shape[0], s0)).reshape(y.shape)
+    def release_guarantee(self) -> PrivacyGuarantee:
+        """Guarantee of one release, as computational DP against adversaries without the key."""
+        return self._keyed(self.mechanism.guarantee())
 
     def guarantee(self) -> PrivacyGuarantee:
-        """The mechanism's (ε, δ), as computational DP (SIM-CDP) against adversaries without the key."""
-        g = self.mechanism.guarantee()
-        how = "exact integer sampler driven by the keystream" if self._grid is not None else "inverse-CDF transform"
+        """Composed computational guarantee of every release charged so far."""
+        one = self.release_guarantee()
+        return self._composed(kind=one.kind, mechanism=one.mechanism, source=one.source)
+
+    @staticmethod
+    def _keyed(g: PrivacyGuarantee) -> PrivacyGuarantee:
         return PrivacyGuarantee(
             kind=f"{g.kind.replace('-DP', '')}-SIM-CDP (computational, keyed ChaCha20 noise)",
             epsilon=g.epsilon,
@@ -391,9 +544,11 @@ class KeyedPrivatizer:
             neighbouring=g.neighbouring,
             sensitivity=g.sensitivity,
             norm=g.norm,
-            mechanism=f"{g.mechanism}; noise from ChaCha20 keyed per sensor, {how}",
+            mechanism=f"{g.mechanism}; exact integer sampler driven by a keyed ChaCha20 stream, fresh 128-bit nonce "
+                      "per release",
             source="seed 002 §7.2, Definition 7.4 and Corollary 7.5 (Mironov et al. 2009); " + g.source,
         )
 
     def __repr__(self) -> str:
-        return f"KeyedPrivatizer(mechanism={self.mechanism!r}, n_sensors={self.n_sensors}, key=<secret>)"
+        return (f"KeyedPrivatizer(mechanism={self.mechanism!r}, n_sensors={self.n_sensors}, key=<secret>, "
+                f"accountant={self.accountant!r})")

@@ -56,6 +56,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import ClassVar, Protocol, runtime_checkable
 
 import numpy as np
@@ -482,13 +483,13 @@ class LaplaceMechanism(AdditiveMechanism):
     Attributes
     ----------
     scale : float
-        The Laplace scale b (re-checked: Δ1 / b ≤ ε in floating point).
+        The Laplace scale b (re-checked: Δ1 / b ≤ ε in exact rational arithmetic).
 
     Privacy guarantee
     -----------------
     For the idealised mechanism ``x + Z``, Z i.i.d. real Laplace(b): ε-DP (δ = 0) for neighbouring
-    inputs whose released vectors differ by at most Δ1 in ℓ1 (Δ1/b ≤ ε re-checked in floating
-    point). What is released is ``x`` plus numpy's Laplace double, rounded to a double: the claim does
+    inputs whose released vectors differ by at most Δ1 in ℓ1 (Δ1/b ≤ ε re-checked in exact
+    rational arithmetic). What is released is ``x`` plus numpy's Laplace double, rounded to a double: the claim does
     not extend to it (Mironov 2012; :meth:`guarantee` says so). Readings beyond about 2⁴⁴ b are
     refused (:func:`check_magnitude`).
     """
@@ -501,7 +502,7 @@ class LaplaceMechanism(AdditiveMechanism):
         self.sensitivity = check_real("sensitivity", sensitivity, low=0.0)
         self.neighbouring = str(neighbouring)
         scale = self.sensitivity / self.epsilon
-        while self.sensitivity / scale > self.epsilon:  # re-check: never overspend by rounding
+        while Fraction(self.sensitivity) / Fraction(scale) > Fraction(self.epsilon):  # exact re-check: Δ1/b ≤ ε
             scale = float(np.nextafter(scale, math.inf))
         self.scale = scale
         self._frozen = True

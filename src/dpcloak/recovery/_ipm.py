@@ -32,14 +32,19 @@ and a candidate is accepted only with a certificate from the exact (non-smoothed
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg as sla
 from numpy.typing import NDArray
 
+from dpcloak.recovery.compress import DenseRows, KroneckerRows
+
 __all__ = ["IpmResult", "solve_box_quadratic"]
+
+#: The compressed operator ``G``, used only through ``dot``/``tdot``/``columns``/``weighted_gram``.
+Rows = DenseRows | KroneckerRows
 
 _SHRINK = 30.0  # μ ← μ / _SHRINK after each centring
 _ARMIJO = 1e-4
@@ -66,7 +71,7 @@ class IpmResult:
 
 
 def _dual_bound(
-    G: NDArray[np.float64], z: NDArray[np.float64], c: NDArray[np.float64], lo: NDArray[np.float64],
+    G: Rows, z: NDArray[np.float64], c: NDArray[np.float64], lo: NDArray[np.float64],
     hi: NDArray[np.float64], w: NDArray[np.float64], gamma: float, rho: float | None,
 ) -> float:
     """The exact dual bound ``Σ_i min(l_i a_i, u_i a_i) − wᵀz − h*(w)`` (``a = c + Gᵀw``), valid for any ``w``.
@@ -77,7 +82,7 @@ def _dual_bound(
     makes those ``a_i`` vanish and costs only ``O(1 − θ)`` of the bound.
     """
     finite = np.isfinite(hi)
-    a = c + G.T @ w
+    a = c + G.tdot(w)
     bad = (a < 0) & ~finite
     if np.any(bad):
         cb = c[bad]
@@ -94,7 +99,7 @@ def _dual_bound(
 
 
 def _polish_candidates(
-    G: NDArray[np.float64], z: NDArray[np.float64], c: NDArray[np.float64], lo: NDArray[np.float64],
+    G: Rows, z: NDArray[np.float64], c: NDArray[np.float64], lo: NDArray[np.float64],
     hi: NDArray[np.float64], score: NDArray[np.float64], near_hi: NDArray[np.bool_], gamma: float,
     rho: float | None,
 ) -> Iterator[NDArray[np.float64]]:
@@ -107,7 +112,7 @@ def _polish_candidates(
     outside the box are skipped.
     """
     order = np.argsort(-score)
-    top = np.maximum(score[order[: min(G.shape[0], _MAX_FREE) + 1]], 1e-300)
+    top = np.maximum(score[order[: min(G.rank, _MAX_FREE) + 1]], 1e-300)
     ratios = top[:-1] / top[1:]
     for j in np.argsort(-ratios)[:_MAX_CANDIDATES] + 1:
         free = np.zeros(score.size, dtype=bool)
@@ -118,16 +123,16 @@ def _polish_candidates(
 
 
 def _solve_active(
-    G: NDArray[np.float64], z: NDArray[np.float64], c: NDArray[np.float64], lo: NDArray[np.float64],
+    G: Rows, z: NDArray[np.float64], c: NDArray[np.float64], lo: NDArray[np.float64],
     hi: NDArray[np.float64], at_lo: NDArray[np.bool_], at_hi: NDArray[np.bool_], gamma: float, rho: float | None,
 ) -> NDArray[np.float64] | None:
     free = ~(at_lo | at_hi)
     x = np.where(at_hi, hi, np.where(free, 0.0, lo)).astype(float)
     nb = int(np.count_nonzero(free))
-    if nb == 0 or nb > G.shape[0] or np.any(at_hi & ~np.isfinite(hi)):
+    if nb == 0 or nb > G.rank or np.any(at_hi & ~np.isfinite(hi)):
         return None
-    GB = G[:, free]
-    zt = z - G @ x  # x is zero on the free block here
+    GB = G.columns(np.flatnonzero(free))
+    zt = z - G.dot(x)  # x is zero on the free block here
     Q, R = np.linalg.qr(GB)
     diag = np.abs(np.diag(R))
     if diag.min() <= 1e-12 * diag.max():
@@ -150,11 +155,11 @@ def _solve_active(
 
 
 def _certify(
-    G: NDArray[np.float64], z: NDArray[np.float64], c: NDArray[np.float64], lo: NDArray[np.float64],
+    G: Rows, z: NDArray[np.float64], c: NDArray[np.float64], lo: NDArray[np.float64],
     hi: NDArray[np.float64], x: NDArray[np.float64], gamma: float, rho: float | None, tol: float,
 ) -> tuple[float, float] | None:
     """``(objective, lower bound)`` if ``x`` is feasible and provably ``tol``-optimal, else ``None``."""
-    e = G @ x - z
+    e = G.dot(x) - z
     ee = float(e @ e)
     if rho is None:
         w = gamma * e
@@ -163,7 +168,7 @@ def _certify(
         if ee > rho * rho * (1 + 1e-9):  # radius within 5e-10 relative
             return None
         free = (x > lo) & (x < hi)
-        gte = G.T @ e
+        gte = G.tdot(e)
         den = float(gte[free] @ gte[free])
         if den <= 0:
             return None
@@ -174,7 +179,7 @@ def _certify(
 
 
 def _separates(
-    G: NDArray[np.float64], z: NDArray[np.float64], lo: NDArray[np.float64], hi: NDArray[np.float64],
+    G: Rows, z: NDArray[np.float64], lo: NDArray[np.float64], hi: NDArray[np.float64],
     w: NDArray[np.float64], rho: float,
 ) -> bool:
     """Whether ``w`` certifies that the ball ``‖Gx − z‖ ≤ ρ`` misses the box (a dual ray).
@@ -183,7 +188,7 @@ def _separates(
     ``x`` in the ball ``wᵀ(Gx − z) ≤ ρ‖w‖``; if the first bound exceeds ``wᵀz + ρ‖w‖`` the two sets
     are disjoint. Diverging dual iterates of an infeasible problem point along such a ``w``.
     """
-    g = G.T @ w
+    g = G.tdot(w)
     neg = g < 0
     if np.any(neg & ~np.isfinite(hi)):
         return False
@@ -204,6 +209,16 @@ def _barrier_point(
     ``x_μ' = −1/(μ/s² + μ/o²) = −s²o²/(μ(s² + o²))`` (``o = d − s``) is formed without the
     overflowing reciprocal squares.
     """
+    if np.all(finite):  # the common unit box: no infinite branch to mask
+        root = np.sqrt((a * width) ** 2 + 4.0 * mu * mu)
+        near = (2.0 * mu) * width / (np.abs(a) * width + 2.0 * mu + root)  # distance to the nearer bound
+        far = width - near
+        pos = a >= 0
+        x = np.where(pos, lo + near, lo + far)
+        so = near * far
+        xp = -(so * so) / (mu * (near * near + far * far))
+        psi = a * x - mu * np.log(so)
+        return x, xp, psi
     d = np.where(finite, width, 1.0)
     root = np.sqrt((a * d) ** 2 + 4.0 * mu * mu)
     pos = a >= 0
@@ -220,14 +235,14 @@ def _barrier_point(
 
 
 def _interior(
-    c: NDArray[np.float64], G: NDArray[np.float64], w: NDArray[np.float64], finite: NDArray[np.bool_]
+    c: NDArray[np.float64], G: Rows, w: NDArray[np.float64], finite: NDArray[np.bool_]
 ) -> bool:
     """Whether ``a = c + Gᵀw`` is positive wherever the box is unbounded above (``d_μ(w)`` finite)."""
-    return bool(np.all(finite) or np.all((c + G.T @ w)[~finite] > 0))
+    return bool(np.all(finite) or np.all((c + G.tdot(w))[~finite] > 0))
 
 
 def _pull_inside(
-    c: NDArray[np.float64], G: NDArray[np.float64], w: NDArray[np.float64], finite: NDArray[np.bool_]
+    c: NDArray[np.float64], G: Rows, w: NDArray[np.float64], finite: NDArray[np.bool_]
 ) -> NDArray[np.float64]:
     """``θ w`` with the largest ``θ ∈ (0, 1]`` keeping ``a ≥ c/2`` where the box is unbounded above.
 
@@ -238,14 +253,14 @@ def _pull_inside(
     cu = c[~finite]
     if np.any(cu <= 0):
         raise ValueError("the barrier dual needs c > 0 where the box is unbounded above")
-    gw = (G.T @ w)[~finite]
+    gw = (G.tdot(w))[~finite]
     neg = gw < 0
     theta = min(1.0, float(np.min(0.5 * cu[neg] / -gw[neg]))) if np.any(neg) else 1.0
     return np.asarray(theta * w)
 
 
 def solve_box_quadratic(
-    G: NDArray[np.float64],
+    G: Rows | NDArray[np.float64],
     z: NDArray[np.float64],
     c: NDArray[np.float64],
     lo: NDArray[np.float64],
@@ -255,18 +270,19 @@ def solve_box_quadratic(
     rho: float | None = None,
     tol: float = 1e-10,
     max_iter: int = 200,
-    stop: Callable[[float, float], bool] | None = None,
-    gram: Callable[[NDArray[np.float64]], NDArray[np.float64]] | None = None,
     w0: NDArray[np.float64] | None = None,
 ) -> IpmResult:
     """Minimise ``cᵀx + γ/2 ‖Gx − z‖²`` (``rho is None``) or ``cᵀx`` s.t. ``‖Gx − z‖ ≤ ρ`` over the box.
 
-    ``stop(objective, lower_bound)`` may end the iteration early (phase 1 stops once a point well
-    inside the ball is known). ``max_iter`` caps the total number of Newton steps. Convergence:
+    ``G`` is a dense ``k × n`` array or the compressed rows of a model
+    (:class:`~dpcloak.recovery.compress.DenseRows`, :class:`~dpcloak.recovery.compress.KroneckerRows`,
+    used only through their products). ``max_iter`` caps the total number of Newton steps. Convergence:
     certified gap ``≤ tol · max(1, |objective|)``. The constrained problem must be strictly
-    feasible (the dual is unbounded otherwise; the caller checks this with the penalised phase 1).
+    feasible (the dual is unbounded otherwise; the caller checks this with the least residual in the box).
     """
-    n, k = lo.size, G.shape[0]
+    if isinstance(G, np.ndarray):
+        G = DenseRows(G)
+    n, k = lo.size, G.rank
     constrained = rho is not None
     finite = np.isfinite(hi)
     width = np.where(finite, hi - lo, np.inf)
@@ -275,11 +291,11 @@ def solve_box_quadratic(
     if constrained:
         # start along −z, scaled so that a = c + Gᵀw stays positive but reaches half of c's scale:
         # the multiplier pulls mass towards where the data are, as at the optimum
-        pull = float(np.max(G.T @ z))
+        pull = float(np.max(G.tdot(z)))
         w = -0.5 * scale_c * z / pull if pull > 0 else -z / max(float(np.linalg.norm(z)), 1e-300)
     else:
         x_mid = np.where(finite, lo + 0.5 * np.where(finite, width, 0.0), lo + 1.0)
-        w = gamma * (G @ x_mid - z)
+        w = gamma * (G.dot(x_mid) - z)
     if w0 is not None and w0.shape == (k,) and np.all(np.isfinite(w0)) and np.any(w0) and _interior(c, G, w0, finite):
         w = w0.astype(float).copy()
         mu *= _WARM_MU
@@ -299,7 +315,7 @@ def solve_box_quadratic(
         return rho * nw, rho * wh, (rho / nw) * (eye - np.outer(wh, wh))  # type: ignore[operator]
 
     def dual(w: NDArray[np.float64], mu: float) -> tuple[float, NDArray[np.float64], NDArray[np.float64]]:
-        a = c + G.T @ w
+        a = c + G.tdot(w)
         if not np.all(finite) and np.any(a[~finite] <= 0):
             return -math.inf, a, a
         x, xp, psi = _barrier_point(a, lo, width, finite, mu)
@@ -308,7 +324,7 @@ def solve_box_quadratic(
     def objective(x: NDArray[np.float64]) -> float:
         if constrained:
             return float(c @ x)
-        e = G @ x - z
+        e = G.dot(x) - z
         return float(c @ x) + 0.5 * gamma * float(e @ e)
 
     steps = 0
@@ -316,18 +332,20 @@ def solve_box_quadratic(
     best: tuple[NDArray[np.float64], float] | None = None
     dval, x, xp = dual(w, mu)
     while steps < max_iter:
-        # centring: Newton's method on the concave d_μ
+        # centring: Newton's method on the concave d_μ; the line search starts at twice the last
+        # accepted step (damped Newton needs short steps far from the centre, full ones near it)
+        t_last = 0.5
         for _ in range(_MAX_NEWTON):
             if constrained and float(np.linalg.norm(w)) < 1e-3 * w_scale:
                 # ρ‖w‖ has a kink at 0 that traps Newton; if the ball is violated there, the
                 # supergradient G x − z is an ascent direction: restart along it
-                e0 = G @ x - z
+                e0 = G.dot(x) - z
                 if float(np.linalg.norm(e0)) > rho:  # type: ignore[operator]
                     w = w_scale * e0 / float(np.linalg.norm(e0))
                     dval, x, xp = dual(w, mu)
             _, hg, hh = conj(w)
-            grad = G @ x - z - hg
-            negH = (gram(-xp) if gram is not None else (G * -xp) @ G.T) + hh
+            grad = G.dot(x) - z - hg
+            negH = G.weighted_gram(-xp) + hh
             sc = 1.0 / np.sqrt(np.diag(negH))
             try:
                 chol = sla.cho_factor(negH * sc[:, None] * sc[None, :], lower=True, check_finite=False)
@@ -338,7 +356,7 @@ def solve_box_quadratic(
             steps += 1
             if decrement <= max(1e-3 * _CENTRED * mu, 1e-15 * max(1.0, abs(dval))):
                 break  # centred, or below what double precision can resolve in d_μ
-            t = 1.0
+            t = min(1.0, 2.0 * t_last)
             while t > 1e-6:
                 dn, xn, xpn = dual(w + t * step, mu)
                 if dn >= dval + _ARMIJO * t * decrement:
@@ -346,6 +364,7 @@ def solve_box_quadratic(
                 t *= 0.5
             else:
                 break
+            t_last = t
             w, dval, x, xp = w + t * step, dn, xn, xpn
             if decrement <= _CENTRED * mu or steps >= max_iter:
                 break
@@ -354,20 +373,18 @@ def solve_box_quadratic(
         if constrained and _separates(G, z, lo, hi, w, rho):  # type: ignore[arg-type]
             return IpmResult(x=x, objective=math.inf, lower_bound=lower, n_iter=steps, converged=False,
                              infeasible=True, dual=w)
-        e = G @ x - z
+        e = G.dot(x) - z
         if not constrained or float(e @ e) <= rho * rho:  # type: ignore[operator]
             f = objective(x)
             if best is None or f < best[1]:
                 best = (x, f)
             if f - lower <= tol * max(1.0, abs(f)):
                 return IpmResult(x=x, objective=f, lower_bound=lower, n_iter=steps, converged=True, dual=w)
-            if stop is not None and stop(f, lower):
-                return IpmResult(x=x, objective=f, lower_bound=lower, n_iter=steps, converged=False, dual=w)
         if 2.0 * n * mu <= _POLISH_AT * max(1.0, abs(objective(x))) and (constrained or gamma > 0):
             sl, su = x - lo, np.where(finite, hi - x, np.inf)
             # two readings of the active set: the primal barrier point (slack² / μ) and the dual
             # (complementary slackness: x_i is free only where a_i = c_i + (Gᵀw)_i vanishes)
-            a_now = c + G.T @ w
+            a_now = c + G.tdot(w)
             guesses = ((np.minimum(sl, su) ** 2 / mu, su < sl), (1.0 / np.maximum(np.abs(a_now), 1e-300), a_now < 0))
             for score, near_hi in guesses:
                 for cand in _polish_candidates(G, z, c, lo, hi, score, near_hi, gamma, rho):

@@ -26,6 +26,7 @@ from dpcloak.models import LinearModel
 from dpcloak.recovery._boxls import box_least_squares
 from dpcloak.recovery._ipm import IpmResult, solve_box_quadratic
 from dpcloak.recovery._problem import as_model, box_bounds, readings
+from dpcloak.recovery._threads import single_blas_thread
 from dpcloak.recovery.compress import DEFAULT_RTOL, compress
 from dpcloak.recovery.radius import choose_radius
 
@@ -213,7 +214,8 @@ def bpdn(
         solver_name = f"cvxpy:{cvxpy_solver}"
     else:
         w0 = warm_start.dual if isinstance(warm_start, Recovery) else None
-        out = _solve_ipm(mdl, yv, lo, hi, r, tol, max_iter, rank_rtol, w0)
+        with single_blas_thread():
+            out = _solve_ipm(mdl, yv, lo, hi, r, tol, max_iter, rank_rtol, w0)
         solver_name = "ipm"
     elapsed = time.perf_counter() - start
     x = out.x
@@ -252,11 +254,12 @@ def _solve_ipm(
     tol: float, max_iter: int, rank_rtol: float, w0: NDArray[np.float64] | None,
 ) -> _Solved:
     """BPDN on the compression; if the ball is out of reach, the least-residual fallback."""
-    if float(np.linalg.norm(model.matvec(lo) - y)) <= r:
+    at_lo = model.matvec(lo) if np.any(lo) else np.zeros_like(y)
+    if float(np.linalg.norm(at_lo - y)) <= r:
         return _Solved(lo.copy(), True, 0, True, float(np.sum(lo)), "the lower bound itself is inside the ball")
     comp = compress(model, rtol=rank_rtol)
     proj = comp.project(y)
-    G, z = comp.G, proj.z
+    G, z = comp.rows, proj.z
     closest = None
     if np.all(np.isfinite(hi)):
         size = float(np.linalg.norm(hi))  # ‖f‖₂ ≤ ‖u‖₂ in the box
@@ -264,7 +267,7 @@ def _solve_ipm(
         # An upper bound that no optimum reaches: for lo ≥ 0, f_i ≤ Σ f* ≤ Σ f for any f in the ball,
         # the least-residual point included (it is in every ball that can be reached). The barrier's
         # dual has an interior and its certificate stays finite with it; the optimum is unchanged.
-        closest = box_least_squares(G, z, lo, hi)
+        closest = box_least_squares(comp.G, z, lo, hi)
         size = float(np.sum(closest.x))  # ‖f*‖₂ ≤ ‖f*‖₁ ≤ Σ closest.x
         hi = np.where(np.isfinite(hi), hi, 2.0 * size + float(np.max(lo)) + 1.0)
     slack = comp.error * size
@@ -272,11 +275,9 @@ def _solve_ipm(
     c = np.ones_like(lo)
     attempt = None
     if rho2 > 0:
-        attempt = solve_box_quadratic(G, z, c, lo, hi, rho=math.sqrt(rho2), tol=tol, max_iter=max_iter,
-                                      gram=comp.weighted_gram, w0=w0)
+        attempt = solve_box_quadratic(G, z, c, lo, hi, rho=math.sqrt(rho2), tol=tol, max_iter=max_iter, w0=w0)
         if w0 is not None and not attempt.converged and not attempt.infeasible:
-            cold = solve_box_quadratic(G, z, c, lo, hi, rho=math.sqrt(rho2), tol=tol, max_iter=max_iter,
-                                       gram=comp.weighted_gram)
+            cold = solve_box_quadratic(G, z, c, lo, hi, rho=math.sqrt(rho2), tol=tol, max_iter=max_iter)
             attempt = IpmResult(x=cold.x, objective=cold.objective, lower_bound=cold.lower_bound,
                                 n_iter=cold.n_iter + attempt.n_iter, converged=cold.converged,
                                 infeasible=cold.infeasible, dual=cold.dual)
@@ -284,7 +285,7 @@ def _solve_ipm(
             return _finish(attempt, True)
     # the ball may be out of reach: the smallest residual attainable in the box decides
     if closest is None:
-        closest = box_least_squares(G, z, lo, hi)
+        closest = box_least_squares(comp.G, z, lo, hi)
     steps = closest.n_iter + (attempt.n_iter if attempt is not None else 0)
     if closest.residual**2 < rho2 * (1.0 - 1e-9):  # a point inside the ball exists
         if attempt is not None and not attempt.infeasible:
@@ -293,7 +294,7 @@ def _solve_ipm(
                        f"{steps} steps; returned a point inside the ball without minimising ‖f‖₁")
     r_min = float(np.linalg.norm(model.matvec(closest.x) - y))
     rho_used = closest.residual * (1.0 + UNREACHABLE_SLACK) + 1e-300
-    final = solve_box_quadratic(G, z, c, lo, hi, rho=rho_used, tol=tol, max_iter=max_iter, gram=comp.weighted_gram)
+    final = solve_box_quadratic(G, z, c, lo, hi, rho=rho_used, tol=tol, max_iter=max_iter)
     steps += final.n_iter
     if final.converged:
         return _finish(final, False, steps - final.n_iter, min_residual=r_min)

@@ -27,6 +27,7 @@ from dpcloak._validation import check_int, check_real
 from dpcloak.models import LinearModel
 from dpcloak.recovery._ipm import solve_box_quadratic
 from dpcloak.recovery._problem import as_model, box_bounds, readings
+from dpcloak.recovery._threads import single_blas_thread
 from dpcloak.recovery.compress import DEFAULT_RTOL, compress
 from dpcloak.recovery.radius import choose_radius
 
@@ -127,23 +128,24 @@ def bregman(
         stop_radius = choose_radius(m=m, sigma=sigma, radius=radius, policy=radius_policy,
                                     failure_probability=failure_probability).radius
     start = time.perf_counter()
-    comp = compress(mdl, rtol=check_real("rank_rtol", rank_rtol, low=0.0, high=1e-6, high_inclusive=True))
-    c = np.ones(n)
-    f = np.zeros(n)
-    p = yv.copy()
-    history = [float(np.linalg.norm(yv))]
-    all_solved = True
-    reached = history[0] <= stop_radius
-    t = 0
-    while t < iterations and not reached:
-        sub = solve_box_quadratic(comp.G, comp.U.T @ p, c, lo, hi, gamma=2.0 * lam, tol=tol, gram=comp.weighted_gram)
-        all_solved &= sub.converged
-        f = sub.x
-        resid = yv - mdl.matvec(f)
-        p = p + resid
-        history.append(float(np.linalg.norm(resid)))
-        t += 1
-        reached = history[-1] <= stop_radius
+    with single_blas_thread():  # small dense kernels: see dpcloak.recovery._threads
+        comp = compress(mdl, rtol=check_real("rank_rtol", rank_rtol, low=0.0, high=1e-6, high_inclusive=True))
+        c = np.ones(n)
+        f = np.zeros(n)
+        p = yv.copy()
+        history = [float(np.linalg.norm(yv))]
+        all_solved = True
+        reached = history[0] <= stop_radius
+        t = 0
+        while t < iterations and not reached:
+            sub = solve_box_quadratic(comp.rows, comp.U.T @ p, c, lo, hi, gamma=2.0 * lam, tol=tol)
+            all_solved &= sub.converged
+            f = sub.x
+            resid = yv - mdl.matvec(f)
+            p = p + resid
+            history.append(float(np.linalg.norm(resid)))
+            t += 1
+            reached = history[-1] <= stop_radius
     elapsed = time.perf_counter() - start
     if np.isnan(stop_radius):
         converged = all_solved

@@ -28,10 +28,13 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpcloak._validation import check_real
+from dpcloak.domains import Line
 from dpcloak.errors import InvalidParameterError
-from dpcloak.models import DenseModel, GraphDiffusion, KroneckerHeatKernel2D, LinearModel
+from dpcloak.models import DenseModel, GraphDiffusion, HeatKernel1D, KroneckerHeatKernel2D, LinearModel
+from dpcloak.models.heat import gaussian_kernel_1d
+from dpcloak.recovery._chebyshev import heat_kernel_factors
 
-__all__ = ["CompressedModel", "KroneckerRows", "ProjectedData", "compress", "clear_compression_cache"]
+__all__ = ["CompressedModel", "DenseRows", "KroneckerRows", "ProjectedData", "compress", "clear_compression_cache"]
 
 #: Singular values below ``DEFAULT_RTOL · s₁`` are dropped.
 DEFAULT_RTOL = 1e-13
@@ -50,6 +53,37 @@ class ProjectedData:
 
 
 @dataclass(frozen=True)
+class DenseRows:
+    """The compressed operator ``G`` (``k × n``) held as a dense array.
+
+    The solvers use ``G`` only through this interface (``rank``, ``dot``, ``tdot``, ``columns``,
+    ``weighted_gram``), which :class:`KroneckerRows` implements from its factors.
+    """
+
+    G: NDArray[np.float64]
+
+    @property
+    def rank(self) -> int:
+        return int(self.G.shape[0])
+
+    def dot(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
+        """``G x``."""
+        return np.asarray(self.G @ x)
+
+    def tdot(self, w: NDArray[np.float64]) -> NDArray[np.float64]:
+        """``Gᵀ w``."""
+        return np.asarray(self.G.T @ w)
+
+    def columns(self, index: NDArray[np.intp]) -> NDArray[np.float64]:
+        """``G[:, index]``."""
+        return np.asarray(self.G[:, index])
+
+    def weighted_gram(self, d: NDArray[np.float64]) -> NDArray[np.float64]:
+        """``G diag(d) Gᵀ``."""
+        return np.asarray((self.G * d) @ self.G.T)
+
+
+@dataclass(frozen=True)
 class KroneckerRows:
     """Rows ``G_r = s_r (a_{i_r} ⊗ b_{j_r})`` of a compressed Kronecker product ``K_y ⊗ K_x``.
 
@@ -63,6 +97,31 @@ class KroneckerRows:
     iy: NDArray[np.intp]
     ix: NDArray[np.intp]
     s: NDArray[np.float64]
+
+    @property
+    def rank(self) -> int:
+        return int(self.s.size)
+
+    def dense(self) -> NDArray[np.float64]:
+        """``G`` as a ``k × n_y n_x`` array."""
+        G = (self.A[self.iy][:, :, None] * self.B[self.ix][:, None, :]).reshape(self.s.size, -1)
+        return np.asarray(self.s[:, None] * G)
+
+    def dot(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
+        """``G x = s_r (A X Bᵀ)[i_r, j_r]`` with ``X = x`` as an ``n_y × n_x`` image: ``O((p + q) n)``."""
+        P = self.A @ x.reshape(self.A.shape[1], self.B.shape[1]) @ self.B.T
+        return np.asarray(self.s * P[self.iy, self.ix])
+
+    def tdot(self, w: NDArray[np.float64]) -> NDArray[np.float64]:
+        """``Gᵀ w = vec(Aᵀ W B)`` with ``W[i_r, j_r] = s_r w_r`` (each pair occurs once)."""
+        W = np.zeros((self.A.shape[0], self.B.shape[0]))
+        W[self.iy, self.ix] = self.s * w
+        return np.asarray((self.A.T @ W @ self.B).ravel())
+
+    def columns(self, index: NDArray[np.intp]) -> NDArray[np.float64]:
+        """``G[:, index]`` from the factors, without forming ``G``."""
+        ys, xs = np.divmod(np.asarray(index), self.B.shape[1])
+        return np.asarray(self.s[:, None] * self.A[self.iy][:, ys] * self.B[self.ix][:, xs])
 
     def weighted_gram(self, d: NDArray[np.float64]) -> NDArray[np.float64]:
         p, ny = self.A.shape
@@ -83,8 +142,9 @@ class CompressedModel:
     ----------
     U : ndarray, shape (m, k)
         Orthonormal left singular vectors.
-    G : ndarray, shape (k, n)
-        ``diag(s) Vᵀ``: the compressed operator.
+    rows : DenseRows or KroneckerRows
+        ``G = diag(s) Vᵀ``, the compressed operator (``k × n``): dense, or from the factors of a
+        Kronecker product (products in ``O((p + q) n)``, never formed); :attr:`G` gives the array.
     singular_values : ndarray, shape (k,)
         The kept singular values, descending.
     error : float
@@ -92,21 +152,30 @@ class CompressedModel:
     """
 
     U: NDArray[np.float64]
-    G: NDArray[np.float64]
+    rows: DenseRows | KroneckerRows
     singular_values: NDArray[np.float64]
     error: float
-    kron: KroneckerRows | None = None
+
+    @property
+    def G(self) -> NDArray[np.float64]:
+        """``diag(s) Vᵀ`` as a dense ``k × n`` array (formed on demand for Kronecker rows)."""
+        if isinstance(self.rows, DenseRows):
+            return self.rows.G
+        return self.rows.dense()
+
+    @property
+    def kron(self) -> KroneckerRows | None:
+        """The Kronecker factors of ``G``, when the model is a Kronecker product."""
+        return self.rows if isinstance(self.rows, KroneckerRows) else None
 
     @property
     def rank(self) -> int:
         """Number of kept singular triplets ``k``."""
-        return int(self.G.shape[0])
+        return self.rows.rank
 
     def weighted_gram(self, d: NDArray[np.float64]) -> NDArray[np.float64]:
         """``G diag(d) Gᵀ`` (``k × k``), exploiting Kronecker rows when present."""
-        if self.kron is None:
-            return np.asarray((self.G * d) @ self.G.T)
-        return self.kron.weighted_gram(d)
+        return self.rows.weighted_gram(d)
 
     def project(self, y: NDArray[np.float64]) -> ProjectedData:
         """``z = Uᵀ y`` and the norm of the part of ``y`` outside the range of ``U``."""
@@ -120,7 +189,7 @@ def _digest(*arrays: NDArray[np.float64]) -> str:
     for arr in arrays:
         a = np.ascontiguousarray(arr, dtype=float)
         h.update(str(a.shape).encode())
-        h.update(a.tobytes())
+        h.update(a.data)  # the buffer itself: no copy of the operator
     return h.hexdigest()
 
 
@@ -151,12 +220,50 @@ def _dense_svd(A: NDArray[np.float64], rtol: float) -> CompressedModel:
         k = _truncate(s, rtol)
         if k < width - 4 and remainder <= rtol * s[0]:
             error = remainder + (float(s[k]) if k < s.size else 0.0)
-            return CompressedModel(U=Q @ Ub[:, :k], G=s[:k, None] * Vt[:k], singular_values=s[:k], error=error)
+            return CompressedModel(U=Q @ Ub[:, :k], rows=DenseRows(s[:k, None] * Vt[:k]), singular_values=s[:k],
+                                   error=error)
         width *= 2
     U, s, Vt = np.linalg.svd(A, full_matrices=False)
     k = _truncate(s, rtol)
     error = float(s[k]) if k < s.size else 0.0
-    return CompressedModel(U=U[:, :k], G=s[:k, None] * Vt[:k], singular_values=s[:k], error=error)
+    return CompressedModel(U=U[:, :k], rows=DenseRows(s[:k, None] * Vt[:k]), singular_values=s[:k], error=error)
+
+
+def _factored_svd(C: NDArray[np.float64], L: NDArray[np.float64], extra: float, rtol: float) -> CompressedModel:
+    """Truncated SVD of ``C L`` (``m × p`` times ``p × n``, ``p`` small) in ``O((m + n) p²)``.
+
+    ``C = Q_c R_c`` and ``Lᵀ = Q_l R_l`` give ``C L = Q_c (R_c R_lᵀ) Q_lᵀ``; the SVD of the
+    ``p × p`` middle factor is the SVD of ``C L``. ``extra`` bounds ``‖M − C L‖₂`` and is added to the
+    dropped singular value in :attr:`CompressedModel.error`.
+    """
+    Qc, Rc = np.linalg.qr(C)
+    Ql, Rl = np.linalg.qr(L.T)
+    Ub, s, Vbt = np.linalg.svd(Rc @ Rl.T)
+    k = _truncate(s, rtol)
+    error = extra + (float(s[k]) if k < s.size else 0.0)
+    return CompressedModel(U=Qc @ Ub[:, :k], rows=DenseRows(s[:k, None] * (Vbt[:k] @ Ql.T)), singular_values=s[:k],
+                           error=error)
+
+
+def _heat1d_svd(model: HeatKernel1D, rtol: float) -> CompressedModel | None:
+    """The 1-D heat kernel from its Chebyshev factors (:mod:`dpcloak.recovery._chebyshev`), or
+    ``None`` when interpolation would need more than a quarter of ``min(m, n)`` nodes.
+
+    The factor error is kept below ``0.1 · rtol · ‖A e_c‖₂`` for a middle column ``c`` (a lower
+    bound on ``s₁``), i.e. far below the truncation level.
+    """
+    m, n = model.shape
+    sensors = np.asarray(model.sensor_positions, dtype=float)
+    domain = model.domain
+    if not isinstance(domain, Line):
+        return None
+    sources = domain.points()
+    s1_low = float(np.linalg.norm(gaussian_kernel_1d(sensors - sources[n // 2], model.T)))
+    factors = heat_kernel_factors(sensors, sources, model.T, target=0.1 * rtol * s1_low,
+                                  max_nodes=max(1, min(m, n) // 4))
+    if factors is None:
+        return None
+    return _factored_svd(factors.C, factors.L, factors.error, rtol)
 
 
 def _kronecker_svd(ky: NDArray[np.float64], kx: NDArray[np.float64], rtol: float) -> CompressedModel:
@@ -170,12 +277,11 @@ def _kronecker_svd(ky: NDArray[np.float64], kx: NDArray[np.float64], rtol: float
     iy, ix = np.unravel_index(order[:k], prod.shape)
     s = s_all[:k]
     U = (Uy[:, iy][:, None, :] * Ux[:, ix][None, :, :]).reshape(ky.shape[0] * kx.shape[0], k)
-    V = (Vyt[iy][:, :, None] * Vxt[ix][:, None, :]).reshape(k, ky.shape[1] * kx.shape[1])
     error = float(s_all[k]) if k < s_all.size else 0.0
     uy, ry = np.unique(iy, return_inverse=True)
     ux, rx = np.unique(ix, return_inverse=True)
     rows = KroneckerRows(A=Vyt[uy], B=Vxt[ux], iy=ry, ix=rx, s=s)
-    return CompressedModel(U=U, G=s[:, None] * V, singular_values=s, error=error, kron=rows)
+    return CompressedModel(U=U, rows=rows, singular_values=s, error=error)
 
 
 def _graph_svd(model: GraphDiffusion, rtol: float) -> CompressedModel:
@@ -186,7 +292,7 @@ def _graph_svd(model: GraphDiffusion, rtol: float) -> CompressedModel:
     s, W = s[order], model.eigenvectors[:, order]
     k = _truncate(s, rtol)
     error = model.truncation_error + (float(s[k]) if k < s.size else 0.0)
-    return CompressedModel(U=W[:, :k], G=s[:k, None] * W[:, :k].T, singular_values=s[:k], error=error)
+    return CompressedModel(U=W[:, :k], rows=DenseRows(s[:k, None] * W[:, :k].T), singular_values=s[:k], error=error)
 
 
 def compress(model: LinearModel, *, rtol: float = DEFAULT_RTOL) -> CompressedModel:
@@ -220,20 +326,27 @@ def compress(model: LinearModel, *, rtol: float = DEFAULT_RTOL) -> CompressedMod
         known = _by_model.get(model, {}).get(rtol)
     if known is not None:  # the same model object again: no need to hash its operator
         return known
-    if isinstance(model, KroneckerHeatKernel2D):
-        key: tuple[object, ...] = ("kron", rtol, _digest(*model.factors))
+    if isinstance(model, HeatKernel1D):  # determined by its parameters: no need to read the matrix
+        key: tuple[object, ...] = ("heat1d", rtol, model.n, model.m, model.T)
+    elif isinstance(model, KroneckerHeatKernel2D):
+        key = ("kron", rtol, _digest(*model.factors))
     elif isinstance(model, GraphDiffusion) and model.eigenvectors is not None:
         key = ("graph", rtol, _digest(model.eigenvalues, model.eigenvectors))  # type: ignore[arg-type]
     else:
         dense = model.matrix if isinstance(model, DenseModel) else model.todense()
         key = ("dense", rtol, _digest(dense))
+    result: CompressedModel | None = None
     with _cache_lock:
         hit = _cache.get(key)
         if hit is not None:
             _cache.move_to_end(key)
             _by_model.setdefault(model, {})[rtol] = hit
             return hit
-    if key[0] == "kron":
+    if isinstance(model, HeatKernel1D):
+        result = _heat1d_svd(model, rtol)
+        if result is None:
+            result = _dense_svd(model.matrix, rtol)
+    elif key[0] == "kron":
         assert isinstance(model, KroneckerHeatKernel2D)
         result = _kronecker_svd(*model.factors, rtol)
     elif key[0] == "graph":
@@ -241,7 +354,7 @@ def compress(model: LinearModel, *, rtol: float = DEFAULT_RTOL) -> CompressedMod
         result = _graph_svd(model, rtol)
     else:
         result = _dense_svd(dense, rtol)
-    for arr in (result.U, result.G, result.singular_values):
+    for arr in (result.U, result.singular_values, *([result.rows.G] if isinstance(result.rows, DenseRows) else [])):
         arr.setflags(write=False)
     with _cache_lock:
         _cache[key] = result

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from scipy.stats import chi2
+from scipy.special import chdtri
 
 from dpcloak._validation import check_choice, check_int, check_probability, check_real
 from dpcloak.errors import InvalidParameterError
@@ -83,7 +83,7 @@ def choose_radius(
         return RadiusChoice(radius=s * math.sqrt(m), policy=policy, failure_probability=None)
     beta = check_probability("failure_probability", failure_probability)
     if policy == "chi2":
-        r = s * math.sqrt(float(chi2.isf(beta, m)))
+        r = s * math.sqrt(float(chdtri(m, beta)))  # the χ²_m upper quantile (scipy.special: light import)
     else:
         tau = math.log(1.0 / beta)
         r = s * math.sqrt(m + 2.0 * math.sqrt(m * tau) + 2.0 * tau)

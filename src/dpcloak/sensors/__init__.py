@@ -7,8 +7,10 @@ metres, lon/lat projected, co-located counters merged or refused); :func:`choose
 """
 
 from dpcloak.privacy.sensitivity import Relation
+from dpcloak.sensors.counts import Counts, read_counts_csv
 from dpcloak.sensors.layout import SensorLayout, layout_from_coordinates, read_sensors_csv
 from dpcloak.sensors.network import SensorNetwork
+from dpcloak.sensors.plot import save_maps
 from dpcloak.sensors.result import NetworkRecovery
 from dpcloak.sensors.spec import MODEL_KINDS, SOURCE_KINDS, ModelSpec, build_model
 from dpcloak.sensors.tuning import DiffusionChoice, choose_diffusion_time
@@ -20,6 +22,9 @@ __all__ = [
     "SensorLayout",
     "layout_from_coordinates",
     "read_sensors_csv",
+    "Counts",
+    "read_counts_csv",
+    "save_maps",
     "ModelSpec",
     "build_model",
     "MODEL_KINDS",

@@ -8,7 +8,8 @@ Layout of the data (:func:`network_to_dict`)::
     [relation]    kind, alpha, unit
     [readings]    unit = "people", low, high (absent: no upper limit)
     [model]       kind, diffusion (m²), graph, k, sources, spacing, margin
-    [sensors]     names, x, y (metres), groups (input rows merged per site), lon, lat (if given)
+    [sensors]     names, x, y (metres), groups (input rows merged per site), inputs (the counters'
+                  names, one per input row), lon, lat (if given)
     [projection]  lon0, lat0 (if the sensors were given in lon/lat)
     [derived]     n_sensors, n_sources, delta2, sigma — for people reading the file; recomputed
                   on load and refused if they disagree
@@ -63,6 +64,8 @@ def network_to_dict(network: SensorNetwork) -> dict[str, Any]:
         "y": [float(v) for v in layout.positions[:, 1]],
         "groups": [list(g) for g in layout.groups],
     }
+    if layout.input_names:
+        sensors["inputs"] = list(layout.input_names)
     data: dict[str, Any] = {
         "format": FORMAT,
         "privacy": {
@@ -103,7 +106,7 @@ def network_from_dict(data: dict[str, Any]) -> SensorNetwork:
         raise InvalidParameterError(f"configuration format must be {FORMAT!r}, got {got!r}")
     privacy, rel, readings = _section(data, "privacy"), _section(data, "relation"), _section(data, "readings")
     model, sensors = _section(data, "model"), _section(data, "sensors")
-    if privacy.get("accountant", ACCOUNTANT) != ACCOUNTANT:
+    if privacy.get("accountant", ACCOUNTANT) != ACCOUNTANT:  # the guarantee's composition rule is fixed
         raise InvalidParameterError(f"[privacy] accountant must be {ACCOUNTANT!r}, got {privacy['accountant']!r}")
     if readings.get("unit", "people") != "people":
         raise InvalidParameterError(f"[readings] unit must be 'people', got {readings['unit']!r}")
@@ -120,15 +123,18 @@ def network_from_dict(data: dict[str, Any]) -> SensorNetwork:
         proj = _section(data, "projection")
         projection = projection_for(_get(proj, "projection", "lon0"), _get(proj, "projection", "lat0"))
         lonlat = np.column_stack([_get(sensors, "sensors", "lon"), _get(sensors, "sensors", "lat")]).astype(float)
+    inputs = tuple(str(n) for n in sensors.get("inputs", ()))
+    if inputs and len(inputs) != sum(len(g) for g in groups):
+        raise InvalidParameterError("[sensors] inputs must name every input row of the groups")
     layout = SensorLayout(positions=np.column_stack([x, y]), names=tuple(names), groups=groups, lonlat=lonlat,
-                          projection=projection)
+                          projection=projection, input_names=inputs)
     spec = ModelSpec(**model)
     network = SensorNetwork.from_coordinates(
         sensors=layout, relation=relation, epsilon=_get(privacy, "privacy", "epsilon"),
         delta=_get(privacy, "privacy", "delta"),
         budget=(_get(privacy, "privacy", "budget_epsilon"), _get(privacy, "privacy", "budget_delta")),
         model=spec.kind, diffusion=spec.diffusion, sources=spec.sources, graph=spec.graph, k=spec.k,
-        spacing=spec.spacing, margin=spec.margin, reading_range=(_get(readings, "readings", "low"),
+        spacing=spec.spacing, margin=spec.margin, room=spec.room, reading_range=(_get(readings, "readings", "low"),
                                                                  readings.get("high")),
         resolution=privacy.get("resolution"),
     )

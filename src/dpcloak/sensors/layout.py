@@ -46,6 +46,9 @@ class SensorLayout:
         The sites' ``(lon, lat)`` in degrees when they were given so.
     projection : LocalProjection or None
         The projection that produced ``positions`` from ``lonlat``.
+    input_names : tuple of str
+        The counters' own names, one per input row (``names`` joins those of a merged site);
+        empty when unknown.
     """
 
     positions: NDArray[np.float64]
@@ -53,6 +56,7 @@ class SensorLayout:
     groups: tuple[tuple[int, ...], ...]
     lonlat: NDArray[np.float64] | None = None
     projection: LocalProjection | None = None
+    input_names: tuple[str, ...] = ()
 
     @property
     def n_sites(self) -> int:
@@ -156,7 +160,7 @@ def layout_from_coordinates(
     site_ll = None if ll is None else np.array([ll[g].mean(axis=0) for g in groups])
     return SensorLayout(
         positions=positions, names=tuple(" + ".join(labels[k] for k in g) for g in groups),
-        groups=tuple(tuple(g) for g in groups), lonlat=site_ll, projection=projection,
+        groups=tuple(tuple(g) for g in groups), lonlat=site_ll, projection=projection, input_names=tuple(labels),
     )
 
 

@@ -17,7 +17,7 @@ from dpcloak._rng import RngLike
 from dpcloak._validation import check_int, check_probability, check_real
 from dpcloak.errors import BudgetExceededError, InvalidParameterError
 from dpcloak.models import LinearModel
-from dpcloak.privacy.accounting import PrivacySpent, composed_epsilon
+from dpcloak.privacy.accounting import PrivacySpent, privacy_spent
 from dpcloak.privacy.discrete import DiscreteGaussianMechanism, RandBelow, secure_randbelow
 from dpcloak.privacy.sensitivity import Relation, relation_sensitivity
 from dpcloak.sensors.layout import SensorLayout, layout_from_coordinates
@@ -26,8 +26,8 @@ from dpcloak.sensors.spec import ModelSpec, build_model
 
 __all__ = ["SensorNetwork", "ACCOUNTANT"]
 
-#: dp_accounting accountant composing the discrete Gaussian's zCDP (Rényi DP) over releases.
-ACCOUNTANT = "rdp"
+#: How releases compose: the closed form of zCDP (ρ adds up) of :mod:`dpcloak.privacy.accounting`.
+ACCOUNTANT = "closed"
 
 
 def _check_range(reading_range: Any) -> tuple[float, float | None]:
@@ -78,7 +78,7 @@ class SensorNetwork:
     ``relation`` (thesis Proposition 7.1 with the exact Δ2 of the relation; Canonne, Kamath &
     Steinke 2020 for the discrete Gaussian: ½(Δ_grid/σ)²-zCDP converted to (ε, δ)). Clipping each
     reading to ``reading_range`` is 1-Lipschitz per coordinate, so it cannot raise Δ2. ``k``
-    releases compose as ``k·ρ``-zCDP (:meth:`guarantee`); the budget is checked *before* anything
+    releases compose as ``k·ρ``-zCDP (:meth:`guarantee`, closed form); the budget is checked *before* anything
     is released, counting for each sensor the readings it released (a release of the vector counts
     one for every present sensor). The count is exact for the deployment's design of one reading
     per sensor per period (pattern-level: every period is charged).
@@ -148,6 +148,7 @@ class SensorNetwork:
         k: int = 4,
         spacing: float | None = None,
         margin: float = 0.0,
+        room: tuple[tuple[float, float], tuple[float, float]] | None = None,
         lonlat: bool = False,
         names: list[str] | None = None,
         centre: tuple[float, float] | None = None,
@@ -169,8 +170,8 @@ class SensorNetwork:
         diffusion : float
             τ (graph) or T (heat) in m²: heat spreads over about ``√(2·diffusion)`` metres.
             :func:`~dpcloak.sensors.choose_diffusion_time` picks it from public historical data.
-        sources : {"sensors", "grid"}; graph : {"knn", "delaunay"}; k, spacing, margin
-            See :class:`~dpcloak.sensors.spec.ModelSpec`.
+        sources : {"sensors", "grid"}; graph : {"knn", "delaunay"}; k, spacing, margin, room
+            See :class:`~dpcloak.sensors.spec.ModelSpec` (``room=((x0, x1), (y0, y1))``: a floor plan).
         lonlat, names, centre, colocated, merge_within
             For coordinates given as an array (see :func:`~dpcloak.sensors.layout_from_coordinates`).
         """
@@ -180,7 +181,7 @@ class SensorNetwork:
             layout = layout_from_coordinates(sensors, names=names, lonlat=lonlat, centre=centre, colocated=colocated,
                                              merge_within=merge_within)
         spec = ModelSpec(kind=model, diffusion=diffusion, graph=graph, k=k, sources=sources, spacing=spacing,
-                         margin=margin)
+                         margin=margin, room=room)
         return cls(build_model(layout.positions, spec), relation=relation, epsilon=epsilon, delta=delta,
                    budget=budget, reading_range=reading_range, resolution=resolution, layout=layout, spec=spec)
 
@@ -230,10 +231,13 @@ class SensorNetwork:
 
     # --- accounting ---------------------------------------------------------------------------
     def guarantee(self, releases: int) -> PrivacySpent:
-        """Composed (ε, δ_budget) after ``releases`` releases (k·ρ-zCDP converted by dp_accounting's RDP accountant)."""
+        """Composed (ε, δ_budget) after ``releases`` releases: ``k·ρ``-zCDP in closed form (microseconds).
+
+        :func:`dpcloak.privacy.accounting.privacy_spent` with ``accountant="closed"`` (Bun & Steinke
+        2016 Lemma 2.3; converted by Canonne, Kamath & Steinke 2020 Prop. 12 at the optimal order).
+        """
         k = check_int("releases", releases, minimum=0)
-        eps = composed_epsilon(self.mechanism, readings=k, delta=self.budget[1], accountant=ACCOUNTANT)
-        return PrivacySpent(readings=k, epsilon=eps, delta=self.budget[1], accountant=ACCOUNTANT)
+        return privacy_spent(self.mechanism, readings=k, delta=self.budget[1], accountant=ACCOUNTANT)
 
     @property
     def releases(self) -> int:
@@ -324,11 +328,15 @@ class SensorNetwork:
                                         f"got {y.shape}")
         if np.any(np.isinf(y)):
             raise InvalidParameterError("readings must be finite numbers or NaN (missing); got an infinite value")
-        present = ~np.isnan(y)
-        self._charge(np.atleast_2d(present).sum(axis=0).astype(np.int64))
-        out = np.full(y.shape, np.nan)
-        out[present] = self.mechanism.privatize(self._clip(y[present]), rng=rng)
-        return out
+        rows = np.atleast_2d(y)
+        present = ~np.isnan(rows)
+        cells = [self.mechanism.to_grid(self._clip(row[mask])) for row, mask in zip(rows, present, strict=True)]
+        self._charge(present.sum(axis=0).astype(np.int64))
+        out = np.full(rows.shape, np.nan)
+        for r, (mask, idx) in enumerate(zip(present, cells, strict=True)):
+            if idx.size:
+                out[r, mask] = self.mechanism.privatize_grid(idx.tolist(), rng=rng)
+        return out.reshape(y.shape)
 
     def privatize_reading(self, sensor: int, value: float, *, randbelow: RandBelow | None = None) -> float:
         """What sensor ``sensor`` sends for one raw reading: clipped, rounded to the grid, exact discrete Gaussian.
@@ -343,10 +351,10 @@ class SensorNetwork:
         """
         j = check_int("sensor", sensor, minimum=0, maximum=self.n_sensors - 1)
         x = check_real("value", value)
+        cell = int(self.mechanism.to_grid(self._clip(np.array([x])))[0])
         extra = np.zeros(self.n_sensors, dtype=np.int64)
         extra[j] = 1
         self._charge(extra)
-        cell = int(np.rint(float(self._clip(np.array([x]))[0]) / self.resolution))
         noise = self.mechanism.sample_noise(1, secure_randbelow if randbelow is None else randbelow)[0]
         return float((cell + noise) * self.resolution)
 

@@ -13,11 +13,11 @@ Readings are in **people** (counts). Three physical models, each with one diffus
     ``4πT``: ``M[s, c] = exp(−d²/(4T))``, so a person standing at a sensor counts 1 there and one
     at distance ``d`` counts ``exp(−d²/4T)``.
 ``"heat-walls"``
-    The same inside a closed box (reflecting walls, method of images): the sensors' bounding box
-    grown by ``margin`` metres.
+    The same inside a closed box (reflecting walls, method of images): ``room``, or the sensors'
+    bounding box grown by ``margin`` metres.
 
 Sources (``sources``): ``"sensors"`` (one location per site) or ``"grid"``: cell centres every
-``spacing`` metres over the sensors' bounding box grown by ``margin`` (a :class:`~dpcloak.domains.Sites`
+``spacing`` metres over ``room`` or the sensors' bounding box grown by ``margin`` (a :class:`~dpcloak.domains.Sites`
 domain, Euclidean metric). The graph model needs ``"sensors"``.
 """
 
@@ -63,6 +63,9 @@ class ModelSpec:
         Grid spacing in metres (``sources="grid"``).
     margin : float
         Metres added around the sensors' bounding box (grid sources, walls).
+    room : ((x0, x1), (y0, y1)) or None
+        An explicit floor in metres instead of the grown bounding box (e.g. a building's walls):
+        grid sources cover it and ``"heat-walls"`` reflects at it. Sensors must lie inside.
     """
 
     kind: str = "graph"
@@ -72,6 +75,7 @@ class ModelSpec:
     sources: str = "sensors"
     spacing: float | None = None
     margin: float = 0.0
+    room: tuple[tuple[float, float], tuple[float, float]] | None = None
 
     def __post_init__(self) -> None:
         check_choice("model", self.kind, MODEL_KINDS)
@@ -86,23 +90,49 @@ class ModelSpec:
             raise InvalidParameterError(f"spacing is for sources='grid', got spacing={self.spacing!r} with sensors")
         if self.kind == "graph" and self.sources != "sensors":
             raise InvalidParameterError("the graph model's sources are its nodes: use sources='sensors'")
+        if self.room is not None:
+            if self.margin != 0.0:
+                raise InvalidParameterError("give either room (the floor) or margin (around the sensors), not both")
+            if self.kind == "graph":
+                raise InvalidParameterError("room is for the heat models (grid sources, walls)")
+            object.__setattr__(self, "room", _check_box(self.room))
 
     def to_dict(self) -> dict[str, Any]:
-        """All fields (``spacing`` only for grid sources)."""
+        """All fields (``spacing`` only for grid sources, ``room`` only when given)."""
         out = asdict(self)
-        if out["spacing"] is None:
-            del out["spacing"]
+        for key in ("spacing", "room"):
+            if out[key] is None:
+                del out[key]
+        if "room" in out:
+            out["room"] = [list(axis) for axis in out["room"]]
         return out
 
+    def floor(self, positions: NDArray[np.float64]) -> tuple[tuple[float, float], tuple[float, float]]:
+        """The room: ``room`` if given (sensors must be inside), else the bounding box of ``positions`` ± margin."""
+        if self.room is None:
+            lo, hi = positions.min(axis=0) - self.margin, positions.max(axis=0) + self.margin
+            return (float(lo[0]), float(hi[0])), (float(lo[1]), float(hi[1]))
+        (x0, x1), (y0, y1) = self.room
+        inside = (positions[:, 0] >= x0) & (positions[:, 0] <= x1) & (positions[:, 1] >= y0) & (positions[:, 1] <= y1)
+        if not inside.all():
+            bad = positions[~inside][0]
+            raise InvalidParameterError(f"sensors must lie inside room {self.room}; got one at {tuple(bad.tolist())}")
+        return self.room
 
-def _box(positions: NDArray[np.float64], margin: float) -> tuple[tuple[float, float], tuple[float, float]]:
-    lo, hi = positions.min(axis=0) - margin, positions.max(axis=0) + margin
-    return (float(lo[0]), float(hi[0])), (float(lo[1]), float(hi[1]))
+
+def _check_box(box: Any) -> tuple[tuple[float, float], tuple[float, float]]:
+    try:
+        arr = np.asarray(box, dtype=float)
+    except (TypeError, ValueError):
+        arr = np.zeros(0)
+    if arr.shape != (2, 2) or not np.all(np.isfinite(arr)) or not np.all(arr[:, 1] > arr[:, 0]):
+        raise InvalidParameterError(f"room must be ((x0, x1), (y0, y1)) in metres with x1 > x0, y1 > y0, got {box!r}")
+    return (float(arr[0, 0]), float(arr[0, 1])), (float(arr[1, 0]), float(arr[1, 1]))
 
 
-def grid_sites(positions: NDArray[np.float64], spacing: float, margin: float) -> NDArray[np.float64]:
-    """Cell centres every ``spacing`` metres covering the bounding box of ``positions`` grown by ``margin``."""
-    (x0, x1), (y0, y1) = _box(positions, margin)
+def grid_sites(floor: tuple[tuple[float, float], tuple[float, float]], spacing: float) -> NDArray[np.float64]:
+    """Cell centres every ``spacing`` metres covering ``floor`` ((x0, x1), (y0, y1)), centred in it."""
+    (x0, x1), (y0, y1) = floor
     nx_, ny = max(1, math.ceil((x1 - x0) / spacing)), max(1, math.ceil((y1 - y0) / spacing))
     if nx_ * ny > MAX_GRID_SOURCES:
         raise InvalidParameterError(
@@ -121,14 +151,14 @@ def build_model(positions: NDArray[np.float64], spec: ModelSpec) -> LinearModel:
         if len(positions) < 2:
             raise InvalidParameterError(f"the graph model needs at least 2 sensor sites, got {len(positions)}")
         return graph_diffusion(proximity_graph(positions, method=spec.graph, k=spec.k), spec.diffusion)
-    src = positions if spec.sources == "sensors" else grid_sites(positions, float(spec.spacing or 0.0), spec.margin)
+    floor = spec.floor(positions)
+    src = positions if spec.sources == "sensors" else grid_sites(floor, float(spec.spacing or 0.0))
     sites = Sites(src)
     T = spec.diffusion
     if spec.kind == "heat":
         heat = heat_kernel_2d(sites, positions, T, mu=1.0)
     else:
-        box = _box(np.vstack([positions, src]), spec.margin)
-        if box[0][1] <= box[0][0] or box[1][1] <= box[1][0]:
-            raise InvalidParameterError("heat-walls needs a room of positive size: set margin > 0")
-        heat = heat_kernel_2d(sites, positions, T, mu=1.0, walls="reflecting", box=box)
+        if floor[0][1] <= floor[0][0] or floor[1][1] <= floor[1][0]:
+            raise InvalidParameterError("heat-walls needs a room of positive size: set margin > 0 or room")
+        heat = heat_kernel_2d(sites, positions, T, mu=1.0, walls="reflecting", box=floor)
     return DenseModel(heat.todense() * (4 * math.pi * T), domain=sites, sensor_positions=positions)

@@ -1,0 +1,177 @@
+"""Command-line description of a sensor network: a saved configuration, or sensors CSV + model + relation.
+
+Shared by ``dpcloak sensitivity / calibrate / recover`` and ``dpcloak network run``. The library
+is imported inside the functions, so ``dpcloak --help`` pays for none of it.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from dataclasses import dataclass, fields
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import typer
+
+from dpcloak.errors import InvalidParameterError
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from dpcloak.models import LinearModel
+    from dpcloak.privacy.sensitivity import Relation
+    from dpcloak.sensors import SensorLayout, SensorNetwork
+
+__all__ = ["NetworkCli", "network_options"]
+
+F = TypeVar("F", bound="Callable[..., Any]")
+
+
+@dataclass(frozen=True)
+class NetworkCli:
+    """The network options of a command (see :func:`network_options`)."""
+
+    config: str | None = None
+    sensors: str | None = None
+    network_model: str = "graph"
+    diffusion: float | None = None
+    graph_method: str = "knn"
+    k: int = 4
+    sources: str = "sensors"
+    spacing: float | None = None
+    margin: float = 0.0
+    relation: str = "move"
+    unit: str = "m"
+    colocated: str = "refuse"
+    reading_max: float | None = None
+    budget_epsilon: float | None = None
+    budget_delta: float | None = None
+
+    @property
+    def given(self) -> bool:
+        """Whether a network was described (``--config`` or ``--sensors``)."""
+        return self.config is not None or self.sensors is not None
+
+    def require_absent(self) -> None:
+        """Refuse network options given without ``--sensors``/``--config`` (they would be ignored)."""
+        if not self.given:
+            own = [f.name for f in fields(self) if getattr(self, f.name) != f.default]
+            if own:
+                names = ", ".join("--" + n.replace("_", "-") for n in own)
+                raise InvalidParameterError(f"{names} describe a sensor network: give --sensors or --config too")
+
+    def _relation(self, alpha: float | None) -> Relation:
+        from dpcloak.privacy.sensitivity import Relation
+
+        if self.relation == "add-remove":
+            if alpha is not None:
+                raise InvalidParameterError("--alpha is for the move relations; --relation add-remove takes none")
+            return Relation("add-remove")
+        if alpha is None:
+            raise InvalidParameterError(f"--relation {self.relation} needs --alpha (with --unit m or hops)")
+        return Relation(self.relation, alpha, self.unit)
+
+    def layout(self) -> SensorLayout:
+        """The sensors from ``--sensors``."""
+        from dpcloak.sensors import read_sensors_csv
+
+        if self.sensors is None:
+            raise InvalidParameterError("give --sensors (a CSV of lon/lat or x/y) or --config (a saved network)")
+        return read_sensors_csv(self.sensors, colocated=self.colocated)
+
+    def _check_exclusive(self, alpha: float | None) -> None:
+        if alpha is not None and self.config is not None:
+            raise InvalidParameterError("--config fixes the relation; remove --alpha")
+        if self.config is not None and self.sensors is not None:
+            raise InvalidParameterError("give either --config or --sensors, not both")
+        if self.config is not None:
+            own = [f.name for f in fields(self) if f.name != "config" and getattr(self, f.name) != f.default]
+            if own:
+                names = ", ".join("--" + n.replace("_", "-") for n in own)
+                raise InvalidParameterError(f"--config fixes the whole network; remove {names}")
+
+    def model_and_relation(self, alpha: float | None) -> tuple[LinearModel, Relation, str]:
+        """Model, relation and a one-line description, without a mechanism (for ``sensitivity``)."""
+        self._check_exclusive(alpha)
+        if self.config is not None:
+            net = self.network(epsilon=None, delta=None, alpha=None)
+            return net.model, net.relation, f"network {self.config}"
+        from dpcloak.sensors import build_model
+
+        layout = self.layout()
+        return build_model(layout.positions, self._spec()), self._relation(alpha), self._describe(layout.n_sites)
+
+    def _spec(self) -> Any:
+        from dpcloak.sensors import ModelSpec
+
+        if self.diffusion is None:
+            raise InvalidParameterError("--diffusion (m²) is required with --sensors: heat spreads about "
+                                        "sqrt(2 x diffusion) metres")
+        return ModelSpec(kind=self.network_model, diffusion=self.diffusion, graph=self.graph_method, k=self.k,
+                         sources=self.sources, spacing=self.spacing, margin=self.margin)
+
+    def _describe(self, sites: int) -> str:
+        return (f"{self.network_model} model over {sites} sensor sites, diffusion {self.diffusion:g} m², "
+                f"sources: {self.sources}")
+
+    def network(self, *, epsilon: float | None, delta: float | None, alpha: float | None) -> SensorNetwork:
+        """The network: loaded from ``--config`` (then ``epsilon``/``delta``/``alpha`` must be None) or built."""
+        from dpcloak.sensors import SensorNetwork
+
+        self._check_exclusive(alpha)
+        if self.config is not None:
+            if epsilon is not None or delta is not None:
+                raise InvalidParameterError("--config fixes epsilon and delta; remove --epsilon/--delta")
+            return SensorNetwork.load(self.config)
+        if epsilon is None or delta is None:
+            raise InvalidParameterError("--epsilon and --delta are required with --sensors")
+        if self.budget_epsilon is None or self.budget_delta is None:
+            raise InvalidParameterError("--budget-epsilon and --budget-delta are required with --sensors: the total "
+                                        "privacy the network may spend")
+        return SensorNetwork.from_coordinates(
+            sensors=self.layout(), relation=self._relation(alpha), epsilon=epsilon, delta=delta,
+            budget=(self.budget_epsilon, self.budget_delta), model=self.network_model, diffusion=self._spec().diffusion,
+            sources=self.sources, graph=self.graph_method, k=self.k, spacing=self.spacing, margin=self.margin,
+            reading_range=(0.0, self.reading_max),
+        )
+
+
+_HELP = {
+    "config": "Saved network configuration (TOML/JSON from 'dpcloak network run' or SensorNetwork.save).",
+    "sensors": "Sensors CSV with a header: lon,lat (degrees) or x,y (metres), optional name column.",
+    "network_model": "Network model: graph (diffusion on a k-NN/Delaunay graph), heat or heat-walls.",
+    "diffusion": "Diffusion tau or T in m² (heat spreads about sqrt(2 x diffusion) metres).",
+    "graph_method": "Graph of the graph model: knn or delaunay.",
+    "k": "Neighbours per sensor of the knn graph.",
+    "sources": "Where people may be: sensors (the sites) or grid (needs --spacing).",
+    "spacing": "Grid spacing in metres (--sources grid).",
+    "margin": "Metres added around the sensors (grid sources, heat-walls room).",
+    "relation": "Neighbouring relation: move, add-remove or move-or-add-remove (one person).",
+    "unit": "Unit of --alpha: m (metres) or hops.",
+    "colocated": "Sensors closer than 1 m: refuse or merge (readings summed).",
+    "reading_max": "Clip every reading to at most this many people before noise (default: no upper limit).",
+    "budget_epsilon": "Total epsilon the network may spend over all releases.",
+    "budget_delta": "The delta at which the budget is measured.",
+}
+
+
+def network_options(fn: F) -> F:
+    """Give a command the network options; it receives them as ``network: NetworkCli``."""
+    signature = inspect.signature(fn)
+    own = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for n, p in signature.parameters.items() if n != "network"]
+    injected = []
+    for f in fields(NetworkCli):
+        flag = "--" + f.name.replace("_", "-")
+        kind = {"k": int, "margin": float, "network_model": str, "graph_method": str, "sources": str,
+                "relation": str, "unit": str, "colocated": str}.get(f.name)
+        annotation = kind if kind is not None else (float | None if f.name not in ("config", "sensors") else str | None)
+        injected.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation,
+                                          default=typer.Option(f.default, flag, help=_HELP[f.name])))
+
+    @functools.wraps(fn)
+    def wrapper(**kwargs: Any) -> Any:
+        network = NetworkCli(**{f.name: kwargs.pop(f.name) for f in fields(NetworkCli)})
+        return fn(network=network, **kwargs)
+
+    wrapper.__signature__ = signature.replace(parameters=injected + own)  # type: ignore[attr-defined]
+    return wrapper  # type: ignore[return-value]

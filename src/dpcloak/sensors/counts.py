@@ -1,0 +1,97 @@
+"""Hourly (or any periodic) counts from a CSV: one row per period, one column per counter.
+
+The wide layout of open counter data: label columns (``date``, ``hour``, …) followed by one column
+per counter, named as in the sensors file. Empty cells are missing readings (NaN).
+"""
+
+from __future__ import annotations
+
+import csv
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from numpy.typing import NDArray
+
+from dpcloak.errors import InvalidParameterError
+from dpcloak.sensors.layout import SensorLayout
+
+__all__ = ["Counts", "read_counts_csv"]
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Counts per period.
+
+    Attributes
+    ----------
+    labels : tuple of str
+        One label per period: the row's non-counter cells joined by a space (e.g. ``"2024-03-05 8:00-8:59"``).
+    raw : ndarray, shape (k, n_inputs)
+        Per counter, in the layout's input order (NaN = missing).
+    values : ndarray, shape (k, m)
+        Per site (merged counters summed, :meth:`SensorLayout.combine`): what the network privatizes.
+    """
+
+    labels: tuple[str, ...]
+    raw: NDArray[np.float64]
+    values: NDArray[np.float64]
+
+
+def _number(cell: str, where: str) -> float:
+    text = cell.strip()
+    if not text:
+        return math.nan
+    try:
+        value = float(text)
+    except ValueError:
+        raise InvalidParameterError(f"{where}: count {cell!r} is not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise InvalidParameterError(f"{where}: counts must be finite and >= 0, got {cell!r}")
+    return value
+
+
+def read_counts_csv(path: str | Path, layout: SensorLayout, *, where: dict[str, str] | None = None) -> Counts:
+    """Counts for ``layout``'s counters from a wide CSV (module docstring).
+
+    Parameters
+    ----------
+    path : str or Path
+        CSV with a header naming every counter of ``layout.input_names`` (other columns are labels).
+    layout : SensorLayout
+        The sensors (e.g. ``network.layout``).
+    where : dict of str to str, optional
+        Keep only rows whose label columns have these values, e.g. ``{"date": "2024-03-05"}``.
+    """
+    file = Path(path)
+    if not file.is_file():
+        raise InvalidParameterError(f"counts file not found: {file}")
+    if not layout.input_names:
+        raise InvalidParameterError("the layout has no counter names to match the counts file's columns against")
+    with file.open(newline="", encoding="utf-8-sig") as fh:
+        rows = [r for r in csv.reader(fh) if r and any(c.strip() for c in r)]
+    if not rows:
+        raise InvalidParameterError(f"{file} is empty")
+    header = [h.strip() for h in rows[0]]
+    missing = [n for n in layout.input_names if n not in header]
+    if missing:
+        raise InvalidParameterError(f"{file}: no column for counter(s) {missing[:3]} (columns: {header[:6]}…)")
+    counter_cols = [header.index(n) for n in layout.input_names]
+    label_cols = [k for k, h in enumerate(header) if h not in layout.input_names]
+    filters = dict(where or {})
+    for key in filters:
+        if key not in header or header.index(key) not in label_cols:
+            raise InvalidParameterError(f"where: {key!r} is not a label column of {file} (labels: "
+                                        f"{[header[k] for k in label_cols]})")
+    labels, raw = [], []
+    for lineno, row in enumerate(rows[1:], start=2):
+        cells = row + [""] * (len(header) - len(row))
+        if any(cells[header.index(k)].strip() != v for k, v in filters.items()):
+            continue
+        labels.append(" ".join(cells[k].strip() for k in label_cols))
+        raw.append([_number(cells[k], f"{file}:{lineno}") for k in counter_cols])
+    if not raw:
+        raise InvalidParameterError(f"{file}: no rows" + (f" match {filters}" if filters else ""))
+    arr = np.asarray(raw, dtype=float)
+    return Counts(labels=tuple(labels), raw=arr, values=layout.combine(arr))

@@ -1,0 +1,90 @@
+"""Pictures of recovered maps over the sensor positions (matplotlib, no pyplot state)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from dpcloak.errors import InvalidParameterError
+from dpcloak.sensors.result import NetworkRecovery
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+
+    from dpcloak.sensors.network import SensorNetwork
+
+__all__ = ["draw_map", "save_maps"]
+
+
+def draw_map(ax: Axes, network: SensorNetwork, result: NetworkRecovery, *, title: str = "", vmax: float | None = None,
+             ) -> Any:
+    """Draw one map on ``ax``: people per source (colour and area), sensors (triangles, hollow when
+    missing), and a dashed circle of radius = the EMD uncertainty around the map's centre of mass."""
+    src = result.source_positions
+    sensors = network.sensor_positions
+    if src is None or sensors is None:
+        raise InvalidParameterError("drawing a map needs source and sensor positions in metres")
+    people = result.sources
+    top = vmax if vmax is not None else max(float(people.max()), 1e-12)
+    size = 20 + 400 * np.sqrt(np.clip(people / top, 0, 1))
+    art = ax.scatter(src[:, 0], src[:, 1], s=size, c=people, cmap="magma_r", vmin=0, vmax=top, alpha=0.85,
+                     edgecolors="none", zorder=2)
+    ax.scatter(sensors[result.present, 0], sensors[result.present, 1], marker="^", s=28, c="tab:blue",
+               zorder=3, label="sensor")
+    if not result.present.all():
+        ax.scatter(sensors[~result.present, 0], sensors[~result.present, 1], marker="^", s=28, facecolors="none",
+                   edgecolors="tab:blue", zorder=3, label="missing")
+    if not result.degenerate and math.isfinite(result.uncertainty):
+        centre = result.distribution @ src
+        ax.add_patch(_circle(centre, result.uncertainty))
+    unc = "n/a" if not math.isfinite(result.uncertainty) else f"±{result.uncertainty:.0f} m (EMD)"
+    flag = " — empty answer" if result.degenerate else ""
+    ax.set_title(f"{title}{': ' if title else ''}{result.total:.0f} people, {unc}{flag}", fontsize=8)
+    ax.set_aspect("equal")
+    ax.tick_params(labelsize=6)
+    return art
+
+
+def _circle(centre: np.ndarray, radius: float) -> Any:
+    from matplotlib.patches import Circle
+
+    return Circle((float(centre[0]), float(centre[1])), radius, fill=False, linestyle="--", color="tab:green",
+                  linewidth=1.0, zorder=4)
+
+
+def save_maps(
+    network: SensorNetwork, results: Sequence[NetworkRecovery], path: str | Path, *,
+    labels: Sequence[str] | None = None, columns: int = 6,
+) -> Path:
+    """Save one map, or a grid of maps (e.g. a day of hourly maps, one colour scale), as a PNG."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    if not results:
+        raise InvalidParameterError("results must hold at least one map")
+    names = list(labels) if labels is not None else [""] * len(results)
+    if len(names) != len(results):
+        raise InvalidParameterError(f"labels must have one entry per map ({len(results)}), got {len(names)}")
+    cols = min(columns, len(results))
+    rows = math.ceil(len(results) / cols)
+    fig = Figure(figsize=(3.2 * cols, 3.0 * rows + 0.4), layout="constrained")
+    FigureCanvasAgg(fig)
+    vmax = max(float(r.sources.max()) for r in results) or 1.0
+    arts = []
+    for k, (res, name) in enumerate(zip(results, names, strict=True)):
+        ax = fig.add_subplot(rows, cols, k + 1)
+        arts.append(draw_map(ax, network, res, title=name, vmax=vmax))
+        if k == 0:
+            ax.legend(fontsize=6, loc="lower left")
+        ax.set_xlabel("metres east", fontsize=6)
+        ax.set_ylabel("metres north", fontsize=6)
+    fig.colorbar(arts[-1], ax=fig.axes, label="people (recovered)", shrink=0.6)
+    fig.suptitle(f"{network.relation.describe()}; (ε, δ) = ({network.epsilon:g}, {network.delta:g}) per hour, "
+                 f"σ = {network.sigma:.3g} people", fontsize=9)
+    out = Path(path)
+    fig.savefig(out, dpi=110)
+    return out
