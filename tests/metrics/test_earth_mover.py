@@ -16,7 +16,7 @@ from scipy.stats import wasserstein_distance
 
 from dpcloak.domains import GraphDomain, Grid, Line
 from dpcloak.errors import ConvergenceError, DisconnectedGraphError, InvalidParameterError
-from dpcloak.metrics import _dense, _flow, _grid, as_distribution, emd, emd_norm, emd_plan
+from dpcloak.metrics import _costscale, _dense, _flow, _grid, as_distribution, emd, emd_norm, emd_plan
 
 
 def _pair(rng, n, sparsity=0.0):
@@ -317,3 +317,136 @@ def test_more_bad_input():
     with pytest.raises(InvalidParameterError, match="penalty"):
         emd_norm([1.0, -1.0], Line(2), penalty=0.0)
     assert emd([2.0, 0.0], [0.0, 2.0], Line(2), normalize=False) == pytest.approx(1.0)
+
+
+# ---- cost-scaling grid solver (exact integer problem) ---------------------------------------------
+
+
+def _exact_cost(flow, ch, cv, rows, cols):
+    """Σ c_e |f_e| as an exact Python integer (horizontal edges first, as in ``grid_edges``)."""
+    nh = rows * (cols - 1)
+    return ch * sum(abs(int(v)) for v in flow[:nh]) + cv * sum(abs(int(v)) for v in flow[nh:])
+
+
+def _supply(rng, rows, cols, kind):
+    n = rows * cols
+    if kind == "noise":
+        p, q = rng.random(n) ** 4, rng.random(n) ** 4
+    elif kind == "sparse":
+        p, q = rng.random(n) * (rng.random(n) < 0.1), rng.random(n) * (rng.random(n) < 0.1)
+        p[0] += 0.5
+        q[-1] += 0.5
+    else:  # two far-apart bumps: long-range transport
+        p, q = np.zeros(n), np.zeros(n)
+        p[: cols // 2] = 1.0
+        q[-(cols // 2) :] = 1.0
+    return _flow.quantize(p) - _flow.quantize(q)
+
+
+def _check_flow(flow, b, rows, cols):
+    """Oracle-free feasibility: ``div f = b`` exactly on the grid's edges."""
+    eu, ev, _ = _grid.grid_edges(rows, cols, 1.0, 1.0)
+    div = np.zeros(rows * cols, dtype=object)
+    np.add.at(div, eu, flow.astype(object))
+    np.add.at(div, ev, -flow.astype(object))
+    assert np.array_equal(div, b.astype(object))
+
+
+@pytest.mark.parametrize("kind", ["noise", "sparse", "bumps"])
+@pytest.mark.parametrize(("rows", "cols", "ch", "cv"), [(20, 20, 1, 1), (17, 23, 11, 10), (31, 9, 1, 3), (2, 40, 2, 1)])
+def test_cost_scaling_equals_network_simplex_exactly(kind, rows, cols, ch, cv):
+    """Oracle: the network simplex (``_flow.edge_flow``, a different algorithm) on the same integer
+    problem; the optimal costs must be equal as exact integers, and the flow must be feasible."""
+    rng = np.random.default_rng(rows * cols + ch)
+    for _ in range(3):
+        b = _supply(rng, rows, cols, kind)
+        status, flow, _ = _costscale.grid_cost_scaling(rows, cols, ch, cv, b, _costscale.relabel_cap(rows * cols))
+        assert status == 0
+        _check_flow(flow, b, rows, cols)
+        eu, ev, ew = _grid.grid_edges(rows, cols, float(cv), float(ch))
+        want = _flow.edge_flow(b, eu, ev, ew)
+        assert _exact_cost(flow, ch, cv, rows, cols) == _exact_cost(want, ch, cv, rows, cols)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.integers(2, 9),
+    st.integers(2, 9),
+    st.sampled_from([(1, 1), (3, 2), (1, 5)]),
+    st.lists(st.integers(-(10**15), 10**15), min_size=81, max_size=81),
+)
+def test_cost_scaling_equals_network_simplex_on_random_small_grids(rows, cols, costs, values):
+    """Oracle: the network simplex on random integer supplies (large magnitudes, any signs)."""
+    b = np.array(values[: rows * cols], dtype=np.int64)
+    b[-1] -= b.sum()
+    ch, cv = costs
+    status, flow, _ = _costscale.grid_cost_scaling(rows, cols, ch, cv, b, _costscale.relabel_cap(rows * cols))
+    assert status == 0
+    _check_flow(flow, b, rows, cols)
+    eu, ev, ew = _grid.grid_edges(rows, cols, float(cv), float(ch))
+    assert _exact_cost(flow, ch, cv, rows, cols) == _exact_cost(_flow.edge_flow(b, eu, ev, ew), ch, cv, rows, cols)
+
+
+def test_cost_scaling_large_noise_grid_matches_the_multiscale_simplex():
+    """Oracle: the multiscale network simplex on a 96 x 80 noise grid (the size class cost scaling serves)."""
+    rng = np.random.default_rng(30)
+    b = _supply(rng, 96, 80, "noise")
+    status, flow, _ = _costscale.grid_cost_scaling(96, 80, 1, 1, b, _costscale.relabel_cap(96 * 80))
+    assert status == 0
+    pred, tflow, _ = _grid._solve(b.reshape(96, 80), 1.0, 1.0, None)
+    eu, _, _ = _grid.grid_edges(96, 80, 1.0, 1.0)
+    want = _flow.tree_to_edge_flow(pred, tflow, eu, eu.shape[0])
+    assert _exact_cost(flow, 1, 1, 96, 80) == _exact_cost(want, 1, 1, 96, 80)
+
+
+def test_relabel_limit_raises_instead_of_returning_a_suboptimal_flow(monkeypatch):
+    monkeypatch.setattr(_grid, "COST_SCALING", True)
+    monkeypatch.setattr(_grid, "relabel_cap", lambda n: 1)
+    rng = np.random.default_rng(0)
+    p, q = _pair(rng, 400, 0.0)
+    with pytest.raises(ConvergenceError, match="relabel limit"):
+        emd(p, q, Grid((20, 20)))
+
+
+def test_integer_cost_ratio_detection():
+    """Square cells give 1:1, the 33 x 21 grid of extent (1, 0.7) 11:10, an irrational ratio none."""
+    assert _grid.integer_costs(0.5, 0.5) == (1, 1)
+    assert _grid.integer_costs(1.0 / 33, 0.7 / 21) == (11, 10)
+    assert _grid.integer_costs(1.0, 3.0) == (3, 1)
+    assert _grid.integer_costs(1.0, np.pi) is None
+    assert _grid.integer_costs(1.0, 1000.0) is None
+
+
+def test_grid_with_incommensurable_cells_uses_the_simplex_and_matches_pot():
+    """Oracle: POT on a 20 x 16 grid whose cell sides have ratio π/3 (no small integer costs)."""
+    grid = Grid((20, 16), extent=(1.0, np.pi / 3 * 16 / 20))
+    assert _grid.integer_costs(*grid.spacing) is None
+    rng = np.random.default_rng(31)
+    p, q = _pair(rng, grid.size, 0.2)
+    want = ot.emd2(p / p.sum(), q / q.sum(), grid.distances(), numItermax=10**8)
+    assert emd(p, q, grid) == pytest.approx(want, rel=1e-9)
+
+
+def test_exact_optimality_check_rejects_a_feasible_suboptimal_flow():
+    """The early stop's check: the optimal flow passes; adding a unit circulation around one cell square
+    (still feasible, strictly costlier) leaves a negative residual cycle, so no potentials exist."""
+    rows, cols = 12, 10
+    b = _supply(np.random.default_rng(32), rows, cols, "noise")
+    status, flow, _ = _costscale.grid_cost_scaling(rows, cols, 1, 1, b, _costscale.relabel_cap(rows * cols))
+    assert status == 0
+    n = rows * cols
+    scratch = (np.empty(n, np.int64), np.zeros(n, np.bool_))
+    phi = np.zeros(n, np.int64)
+    assert _costscale._lower_prices(flow, phi, rows, cols, 1, 1, 10**7, *scratch)
+    assert _costscale._certified(flow, phi, b, rows, cols, np.array([1, 1]), 0)
+    bad = flow.copy()
+    nh = rows * (cols - 1)
+    x = 5 * cols + 4  # square x, x+1, x+cols+1, x+cols, traversed clockwise
+    bad[5 * (cols - 1) + 4] += 1  # x -> x+1
+    bad[nh + x + 1] += 1  # x+1 -> x+1+cols
+    bad[6 * (cols - 1) + 4] -= 1  # x+cols+1 -> x+cols
+    bad[nh + x] -= 1  # x+cols -> x
+    _check_flow(bad, b, rows, cols)
+    assert _exact_cost(bad, 1, 1, rows, cols) > _exact_cost(flow, 1, 1, rows, cols)
+    phi[:] = 0
+    assert not _costscale._lower_prices(bad, phi, rows, cols, 1, 1, 10**5, *scratch)
