@@ -78,3 +78,12 @@ def test_user_mistakes_exit_2_with_message_not_traceback(args, message):
     assert result.exit_code == 2
     assert message in result.stderr
     assert ("Traceback" not in result.output and result.exception is None) or isinstance(result.exception, SystemExit)
+
+
+def test_long_error_messages_stay_on_one_line(tmp_path):
+    """A message naming a long path is not wrapped at the console width (80 columns off a terminal)."""
+    deep = tmp_path.joinpath(*["a-rather-long-directory-name"] * 6)
+    result = runner.invoke(app, ["deploy", "show", str(deep)])
+    assert result.exit_code == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and str(deep) in lines[0], result.stderr

@@ -22,8 +22,8 @@ if TYPE_CHECKING:
 
 __all__ = ["console", "err_console", "cli_errors", "emit_json", "build_model", "GRAPH_KINDS", "MODEL_KINDS"]
 
-console = Console()
-err_console = Console(stderr=True)
+console = Console(soft_wrap=True)  # never break a path or a message across lines
+err_console = Console(stderr=True, soft_wrap=True)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
