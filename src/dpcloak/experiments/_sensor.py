@@ -127,7 +127,8 @@ def theory_columns(f0: NDArray[np.float64], *, m: int, t: float, sigma: float, d
     ``upper_shape`` is the bound's bracket with constant 1 (the papers give no constant; NaN where
     an assumption fails, named in ``upper_reason``); ``A`` is the largest margin assumption 3 allows
     for the trial's sources. ``lower_explicit`` is Theorem 10 with the explicit Lipschitz constant
-    ``L = n Δ2`` (fully explicit, minimax over all estimators and all f0).
+    ``L = n Δ2`` (fully explicit, minimax over all estimators and all f0), with its test vectors on
+    the trial's grid ``i/n``; NaN with ``lower_applies`` false where they do not fit on it.
     """
     from dpcloak.recovery.bounds import corollary9_bound, theorem8_bound, theorem10_lower_bound
 
@@ -141,9 +142,9 @@ def theory_columns(f0: NDArray[np.float64], *, m: int, t: float, sigma: float, d
         upper = theorem8_bound(m=m, t=t, sigma=sigma, k=k, A=A, separation=separation, mu=MU)
     else:
         upper = corollary9_bound(n=n, m=m, t=t, epsilon=epsilon, delta=delta, k=k, A=A, separation=separation, mu=MU)
-    lower = theorem10_lower_bound(m=m, t=t, sigma=sigma, mu=MU, lipschitz=n * delta2)
+    lower = theorem10_lower_bound(m=m, t=t, sigma=sigma, mu=MU, lipschitz=n * delta2, n=n)
     return {"upper_shape": upper.value, "upper_applies": upper.applies, "upper_reason": upper.reason if not
-            upper.applies else "", "lower_explicit": lower.value}
+            upper.applies else "", "lower_explicit": lower.value, "lower_applies": lower.applies}
 
 
 def panel_slope(rows: Sequence[Row], panel: str, x: str, y: str, *, points: slice = slice(None)) -> float:
