@@ -126,7 +126,8 @@ print(f"float Gaussian, released doubles: {released.verdict} — {released.worst
 # Algorithm 4 needs ``λ = max{4n, 4k/f}(1 + e^{2ε})/α²`` queries per database to reject a violation of
 # size ``2α``. A deployment's δ is 10⁻⁵ or smaller: catching a violation of that size needs
 # ``α = δ/2``: of the order of 10¹² queries per database (the exact numbers are printed below) — and
-# Theorem 10.7 shows that no tester does fundamentally better. Pure ε-DP (δ = 0) cannot be verified at all without side information (Theorem 10.5).
+# Theorem 10.7 shows that no tester does fundamentally better. Pure ε-DP (δ = 0) cannot be verified at
+# all without side information (Theorem 10.5).
 # That is why dpcloak's own audit (``dpcloak audit``) checks its mechanisms at (0.5, 0.05), where a
 # broken calibration is visible; the mechanisms are the same code at every parameter.
 alphas = np.geomspace(1e-6, 0.2, 60)
