@@ -33,11 +33,12 @@ extensions = [
     "sphinx_copybutton",
     "apipages",
     "privacy_sections",
+    "reproduce_pages",
 ]
 
 source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 _GENERATED = [f"{folder}/*.{ext}" for folder in ("gallery", "tutorials") for ext in ("ipynb", "py", "md5", "zip")]
-exclude_patterns = ["_build", *_GENERATED]
+exclude_patterns = ["_build", "_cache", *_GENERATED]
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
 myst_heading_anchors = 3
 
