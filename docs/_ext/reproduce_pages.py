@@ -10,11 +10,12 @@ Runs are cached in ``docs/_cache/reproduce/`` under a key hashing every source f
 running anything and any change to the library reruns every experiment. A failing experiment
 is a Sphinx warning, so ``-W`` fails the build.
 
-Judging quick runs: a quick sweep has fewer points and trials than the paper's. For an experiment
-whose trials are deterministic (one trial per point in the full sweep) a verdict on the points that
-were computed stands — one counterexample refutes a closed form. For a statistical experiment (several
-trials per point), a quick run has fewer trials than the claim needs, so its verdicts are shown as
-"too small to judge", with what the tiny sweep gave in parentheses.
+Judging quick runs: a quick sweep has fewer points and trials than the paper's. An experiment is
+*deterministic* when the paper's sweep has one trial per point and its first point, run with two
+different seeds, gives the same results (timings aside): then a verdict on the points computed
+stands — one counterexample refutes a closed form. Every other experiment is statistical: its quick
+run has fewer trials (or fewer Monte Carlo samples, or a single noisy draw) than the claims need, so
+its verdicts are shown as "too small to judge", with what the tiny sweep gave in parentheses.
 """
 
 from __future__ import annotations
@@ -57,6 +58,33 @@ def judged(verdict: str, *, quick: bool, statistical: bool) -> str:
     return f"{TOO_SMALL} (quick sweep: {verdict})"
 
 
+def _same(a: Any, b: Any) -> bool:
+    import numpy as np
+
+    try:
+        x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    except (TypeError, ValueError):
+        return bool(a == b)
+    return x.shape == y.shape and bool(np.allclose(x, y, rtol=1e-9, atol=0.0, equal_nan=True))
+
+
+def deterministic(experiment: Any) -> bool:
+    """One trial per point in the paper's sweep, and the first quick point's results do not depend on the seed."""
+    import numpy as np
+
+    from dpcloak.errors import DpcloakError
+
+    if experiment.trials > 1:
+        return False
+    params = dict(experiment.quick_sweep[0])
+    try:
+        first, second = (experiment.trial(params, np.random.default_rng(seed)) for seed in (1, 2))
+    except DpcloakError:
+        return False
+    keys = [k for k in first if "time" not in k and "elapsed" not in k]
+    return set(first) == set(second) and all(_same(first[k], second[k]) for k in keys)
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ").replace("$", "\\$")
 
@@ -80,6 +108,7 @@ def _run(experiment: Any, out: Path, *, quick: bool) -> dict[str, Any]:
         "elapsed": result.elapsed,
         "notes": sections.get("Notes", ""),
         "sweep": sections.get("Sweep", ""),
+        "deterministic": deterministic(experiment),
     }
     (tmp / "run.json").write_text(json.dumps(record))
     shutil.rmtree(out, ignore_errors=True)
@@ -88,7 +117,7 @@ def _run(experiment: Any, out: Path, *, quick: bool) -> dict[str, Any]:
 
 
 def _page(experiment: Any, record: dict[str, Any], *, quick: bool) -> str:
-    statistical = experiment.trials > 1
+    statistical = not record["deterministic"]
     full_points, full_trials = len(experiment.sweep), experiment.trials
     size = (f"{record['points']} of the paper sweep's {full_points} points × {record['trials']} of {full_trials} "
             f"trials per point" if quick else f"the full sweep: {full_points} points × {full_trials} trials per point")
@@ -104,13 +133,15 @@ def _page(experiment: Any, record: dict[str, Any], *, quick: bool) -> str:
         "",
     ]
     if quick and statistical:
-        lines += [":::{note}", f"A quick sweep with {record['trials']} trial(s) per point cannot judge claims stated "
-                  f"over {full_trials} trials: every verdict below reads *{TOO_SMALL}*, with what the tiny sweep "
-                  "gave in parentheses. The full run judges them.", ":::", ""]
+        lines += [":::{note}", f"This experiment is statistical (its results depend on the random draws) and the "
+                  f"quick sweep ({record['trials']} trial(s) per point, fewer points) is too small to judge claims "
+                  f"made over the paper's sweep ({full_trials} trial(s) per point): every verdict below reads "
+                  f"*{TOO_SMALL}*, with what the tiny sweep gave in parentheses. The full run judges them.", ":::",
+                  ""]
     elif quick:
-        lines += [":::{note}", "Each trial is a deterministic computation, so the verdicts below are judgements on "
-                  "the points computed (a counterexample at one point refutes a closed form); the full sweep adds "
-                  "points, not trials.", ":::", ""]
+        lines += [":::{note}", "Each trial is a deterministic computation (the same results under two seeds), so "
+                  "the verdicts below are judgements on the points computed — a counterexample at one point "
+                  "refutes a closed form; the full sweep adds points.", ":::", ""]
     lines += ["## Claims", "", "| claim (paper) | measured (this run) | verdict |", "|---|---|---|"]
     for claim, measured, verdict in record["claims"]:
         shown = judged(verdict, quick=quick, statistical=statistical)
@@ -131,8 +162,8 @@ def _index(entries: list[tuple[Any, dict[str, Any]]], *, quick: bool) -> str:
         "Every experiment of `dpcloak reproduce --list`, **run when this site was built** — the tables and "
         "figures below come from that run, not from a paste. "
         + ("The build uses each experiment's quick sweep (seconds each); for statistical experiments (several "
-           "trials per point) a quick sweep is too small to judge the paper's claims and its pages say so. "
-           "Deterministic computations are judged on the points computed. "
+           "trials per point, Monte Carlo estimates, single noisy draws) a quick sweep is too small to judge the "
+           "paper's claims and its pages say so; deterministic computations are judged on the points computed. "
            "`dpcloak reproduce ID` runs the paper's sweep." if quick else
            "The build ran the papers' full sweeps (`DPCLOAK_DOCS_REPRODUCE=full`)."),
         "",
@@ -140,7 +171,7 @@ def _index(entries: list[tuple[Any, dict[str, Any]]], *, quick: bool) -> str:
         "|---|---|---|---|---|---|---|",
     ]
     for experiment, record in entries:
-        statistical = experiment.trials > 1
+        statistical = not record["deterministic"]
         shown = [judged(v, quick=quick, statistical=statistical) for _, _, v in record["claims"]]
         counts = [sum(1 for s in shown if s == v) for v in ("confirmed", "not confirmed", "partly", "not applicable")]
         counts.append(sum(1 for s in shown if s.startswith(TOO_SMALL)))

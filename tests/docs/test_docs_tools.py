@@ -61,11 +61,15 @@ def _trial(params: dict[str, object], rng: object) -> dict[str, float]:
     return {"y": 2.0 * float(params["x"])}  # type: ignore[arg-type]
 
 
-def _experiment(trials: int) -> object:
+def _noisy_trial(params: dict[str, object], rng: object) -> dict[str, float]:
+    return {"y": 2.0 * float(params["x"]), "noise": float(rng.normal())}  # type: ignore[arg-type, attr-defined]
+
+
+def _experiment(trials: int, trial: object = _trial) -> object:
     from dpcloak.experiments import Claim, Experiment, vary
 
     return Experiment(
-        id=f"docs-test-{trials}", title="y = 2x", source="nowhere", trial=_trial,
+        id=f"docs-test-{trials}", title="y = 2x", source="nowhere", trial=trial,  # type: ignore[arg-type]
         sweep=vary("x", [1.0, 2.0, 3.0]), quick_sweep=vary("x", [1.0, 2.0]), plot=_figure,
         claims=lambda rows: [Claim.check("y doubles x", f"{len(rows)} rows", all(r["y"] == 2 * r["x"] for r in rows)),
                              Claim("out of scope", "-", "not applicable")],
@@ -73,12 +77,15 @@ def _experiment(trials: int) -> object:
     )
 
 
-@pytest.mark.parametrize(("trials", "shown"),
-                         [(1, "**confirmed**"), (10, "**too small to judge (quick sweep: confirmed)**")])
-def test_reproduce_page_judges_quick_runs(tmp_path: Path, trials: int, shown: str) -> None:
+@pytest.mark.parametrize(("trials", "noisy", "shown"), [
+    (1, False, "**confirmed**"),  # deterministic: judged on the points computed
+    (1, True, "**too small to judge (quick sweep: confirmed)**"),  # one trial per point, but seed-dependent
+    (10, False, "**too small to judge (quick sweep: confirmed)**"),  # the paper's claim is over 10 trials
+])
+def test_reproduce_page_judges_quick_runs(tmp_path: Path, trials: int, noisy: bool, shown: str) -> None:
     from reproduce_pages import _page, _run
 
-    experiment = _experiment(trials)
+    experiment = _experiment(trials, _noisy_trial if noisy else _trial)
     record = _run(experiment, tmp_path / "run", quick=True)
     page = _page(experiment, record, quick=True)
     assert {p.name for p in (tmp_path / "run").iterdir()} == {"data.csv", "figure.png", "report.md", "run.json"}
