@@ -82,7 +82,7 @@ for (px, py), name in zip(sensors.positions, sensors.names, strict=True):
 ax.plot([], [], color="0.75", label="model graph (4 nearest neighbours)")
 ax.set(xlabel="x, metres east of the centre", ylabel="y, metres north of the centre", aspect="equal",
        title=f"{sensors.n_sites} sites projected to metres")
-ax.legend(loc="lower right", fontsize="small")
+ax.legend(loc="upper left", fontsize="small")
 plt.show()
 
 # %%
@@ -161,14 +161,14 @@ fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.6), constrained_layout=Tr
 left.plot(hours, truth, "o-", label="counted (sum over sites)")
 left.plot(hours, totals, "x--", label="recovered people")
 left.set(xlabel="hour of the day (start)", ylabel="people in the hour", title="Totals")
-left.legend()
+left.legend(loc="upper left")
 right.plot(hours, [m.uncertainty for m in maps], "o-", color="C0", label="EMD uncertainty")
 right.set(xlabel="hour of the day (start)", ylabel="EMD uncertainty (m)", title="Uncertainty and model misfit")
 twin = right.twinx()
 twin.plot(hours, 100 * misfit, "s--", color="C1", label="model misfit ‖Mf̂ − ỹ‖/‖ỹ‖")
 twin.set_ylabel("model misfit (%)")
 handles = right.get_legend_handles_labels()[0] + twin.get_legend_handles_labels()[0]
-right.legend(handles, [h.get_label() for h in handles], loc="center right")
+right.legend(handles, [h.get_label() for h in handles], loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=2)
 for ax in (left, right):
     ax.set_xticks(hours[::3], labels[::3])
 plt.show()

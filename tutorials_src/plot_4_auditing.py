@@ -70,14 +70,14 @@ for name, mechanism in (("correct σ", honest), ("σ halved", halved)):
 rng = np.random.default_rng(2)
 draws = 200_000
 fig, axes = plt.subplots(1, 3, figsize=(13, 3.8), constrained_layout=True)
-edges = np.linspace(-5.0, 6.0, 56)
+edges = np.linspace(-8.0, 9.0, 86)
 for ax, (name, mechanism) in zip(axes[:2], (("correct σ", honest), ("σ halved", halved)), strict=True):
     for answer, colour in zip(NEIGHBOURS, ("C0", "C1"), strict=True):
         ax.hist(mechanism(answer, rng, draws), bins=edges, density=True, histtype="step", color=colour, lw=1.5,
                 label=f"database with answer {answer:g}")
     ax.set(xlabel="released value (query units)", ylabel="probability density",
            title=f"{name}: {audits[name].verdict}")
-    ax.legend(fontsize="small")
+    ax.legend(fontsize="small", loc="upper left")
 axes[1].sharey(axes[0])
 epsilons = np.linspace(0.0, 3.0, 61)
 for name, mechanism, colour in (("correct σ", honest, "C2"), ("σ halved", halved, "C3")):
@@ -87,7 +87,8 @@ for name, mechanism, colour in (("correct σ", honest, "C2"), ("σ halved", halv
     axes[2].plot(epsilons, [delta_epsilon(p, q, e).value for e in epsilons], color=colour,
                  label=f"{name} ({bins.n_bins} bins)")
 axes[2].plot([EPSILON], [DELTA], "k*", markersize=12, label=f"claim ({EPSILON:g}, {DELTA:g})")
-axes[2].set(xlabel="ε", ylabel="δ_ε of the binned outputs", title="Privacy curve seen by the tester")
+axes[2].set(xlabel=r"$\varepsilon$", ylabel=r"$\delta_\varepsilon$ of the binned outputs",
+            title="Privacy curve seen by the tester")
 axes[2].legend(fontsize="small")
 plt.show()
 
@@ -139,7 +140,8 @@ used = audits["correct σ"].pairs[0].test
 ax.plot(2 * used.alpha, used.expected_queries, "k*", markersize=12, label="the audits above")
 ax.axvline(1e-5, color="C3", linestyle=":", label="a deployment's δ = 10⁻⁵")
 ax.axhline(1e9, color="0.5", linestyle=":", label="10⁹ queries")
-ax.set(xlabel="smallest detectable violation 2α (excess of δ_ε over δ)", ylabel="queries per database",
+ax.set(xlabel=r"smallest detectable violation $2\alpha$ (excess of $\delta_\varepsilon$ over $\delta$)",
+       ylabel="queries per database",
        title="The price of verification")
 ax.legend(fontsize="small")
 plt.show()

@@ -125,7 +125,7 @@ print("dashboard:", dashboard_url(site, host="127.0.0.1", port=port).split("#")[
 # Sensors reporting
 # -----------------
 # Each sensor node holds only its own credential and the public ``deployment.json``. Two groups of
-# people (15 and 10) cross the room; every sensor counts its neighbourhood through the heat model
+# people (40 and 25) cross the room; every sensor counts its neighbourhood through the heat model
 # and hands the raw count to its node, which clips it to the declared range, adds the noise, records
 # the release in its ledger *before* sending, and sends it (retrying with the same report id).
 deployment = load_deployment(site)
@@ -137,7 +137,7 @@ WINDOWS = 6
 def crowd(window):
     """The true number of people at each source location in ``window`` (private: never leaves the sensors)."""
     truth = np.zeros(network.n_sources)
-    for people, start, end in ((15.0, (2.0, 2.0), (10.0, 6.0)), (10.0, (10.0, 2.0), (3.0, 6.0))):
+    for people, start, end in ((40.0, (2.0, 2.0), (10.0, 6.0)), (25.0, (10.0, 2.0), (3.0, 6.0))):
         where = np.add(start, (window / (WINDOWS - 1)) * np.subtract(end, start))
         truth[np.argmin(np.hypot(*(sources - where).T))] += people
     return truth
@@ -229,7 +229,7 @@ for ax in axes[:, 0]:
     ax.set_ylabel("y (m)")
 axes[0, 0].legend(fontsize="small", loc="upper right")
 fig.colorbar(art, ax=axes, label="recovered people per 1 m² cell", shrink=0.8)
-fig.suptitle("The collector's maps (25 people, two groups crossing the room)")
+fig.suptitle("The collector's maps: 65 people in two groups crossing the room")
 plt.show()
 
 # %%
