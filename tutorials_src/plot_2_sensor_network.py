@@ -82,7 +82,7 @@ for (px, py), name in zip(sensors.positions, sensors.names, strict=True):
 ax.plot([], [], color="0.75", label="model graph (4 nearest neighbours)")
 ax.set(xlabel="x, metres east of the centre", ylabel="y, metres north of the centre", aspect="equal",
        title=f"{sensors.n_sites} sites projected to metres")
-ax.legend(loc="upper left", fontsize="small")
+ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.1), ncol=2, fontsize="small")
 plt.show()
 
 # %%
@@ -161,7 +161,7 @@ fig, (left, right) = plt.subplots(1, 2, figsize=(11, 3.6), constrained_layout=Tr
 left.plot(hours, truth, "o-", label="counted (sum over sites)")
 left.plot(hours, totals, "x--", label="recovered people")
 left.set(xlabel="hour of the day (start)", ylabel="people in the hour", title="Totals")
-left.legend(loc="upper left")
+left.legend(loc="center right")
 right.plot(hours, [m.uncertainty for m in maps], "o-", color="C0", label="EMD uncertainty")
 right.set(xlabel="hour of the day (start)", ylabel="EMD uncertainty (m)", title="Uncertainty and model misfit")
 twin = right.twinx()
