@@ -1,0 +1,123 @@
+"""Every public function and class in the API reference carries a runnable example.
+
+The names are the ones the reference documents: the same ``public_packages()`` the Sphinx extension
+``docs/_ext/apipages.py`` uses to write the pages. A name passes when its docstring has a numpydoc
+"Examples" section with doctest lines that the suite's ``--doctest-modules`` run actually executes
+(the object is defined in a collected ``dpcloak`` module, so ``doctest`` finds its docstring there),
+or when it is listed in ``GALLERY`` and the named gallery/tutorial script really calls it (checked on
+the script's syntax tree; sphinx-gallery executes the script at build time).
+"""
+
+from __future__ import annotations
+
+import ast
+import doctest
+import importlib
+import inspect
+import sys
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+
+from apipages import public_packages
+
+# Public names demonstrated by an executed gallery or tutorial script instead of a doctest:
+# name -> script path relative to the repository root. Keep this short; a doctest is preferred.
+GALLERY: dict[str, str] = {}
+
+# Module paths that pytest's doctest collection skips (pyproject ``--ignore``); a docstring there never runs.
+NOT_COLLECTED = ("dpcloak.service.migrations",)
+
+
+def _documented() -> list[tuple[str, str, Any]]:
+    out = []
+    for package, _title, names in public_packages():
+        module = importlib.import_module(package)
+        for name in names:
+            obj = getattr(module, name)
+            if inspect.isclass(obj) or inspect.isroutine(obj):
+                out.append((package, name, obj))
+    return out
+
+
+DOCUMENTED = _documented()
+
+
+def _is_header(lines: list[str], i: int) -> bool:
+    return i + 1 < len(lines) and bool(lines[i].strip()) and set(lines[i + 1].strip()) == {"-"}
+
+
+def examples_section(doc: str) -> list[str]:
+    """The lines of the numpydoc "Examples" section of ``doc`` (cleaned with ``inspect.cleandoc``)."""
+    lines = inspect.cleandoc(doc).splitlines()
+    start = next((i for i in range(len(lines)) if _is_header(lines, i) and lines[i].strip() == "Examples"), None)
+    if start is None:
+        return []
+    end = next((i for i in range(start + 2, len(lines)) if _is_header(lines, i)), len(lines))
+    return lines[start + 2 : end]
+
+
+@cache
+def _module_doctests(module_name: str) -> dict[str, doctest.DocTest]:
+    module = importlib.import_module(module_name)
+    return {t.name: t for t in doctest.DocTestFinder().find(module, module_name)}
+
+
+def _executed_examples(obj: Any) -> list[doctest.Example]:
+    """The doctest examples of ``obj``'s own docstring that ``--doctest-modules`` runs (not skipped)."""
+    module_name = obj.__module__
+    if not module_name.startswith("dpcloak.") or module_name.startswith(NOT_COLLECTED):
+        return []
+    test = _module_doctests(module_name).get(f"{module_name}.{obj.__qualname__}")
+    if test is None:
+        return []
+    return [ex for ex in test.examples if not ex.options.get(doctest.SKIP, False)]
+
+
+@cache
+def _called_names(script: str) -> frozenset[str]:
+    tree = ast.parse((ROOT / script).read_text(), filename=script)
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            if isinstance(node.func, ast.Name):
+                names.add(node.func.id)
+            elif isinstance(node.func, ast.Attribute):
+                names.add(node.func.attr)
+    return frozenset(names)
+
+
+def test_reference_documents_public_names() -> None:
+    assert len(DOCUMENTED) > 100  # the enumeration really found the packages
+
+
+@pytest.mark.parametrize(("package", "name", "obj"), DOCUMENTED, ids=[f"{p}.{n}" for p, n, _ in DOCUMENTED])
+def test_public_name_has_runnable_example(package: str, name: str, obj: Any) -> None:
+    if name in GALLERY:
+        script = GALLERY[name]
+        assert Path(script).name.startswith("plot_"), f"{script} is not executed by sphinx-gallery (needs plot_*)"
+        assert name in _called_names(script), f"{package}.{name}: gallery script {script} never calls it"
+        return
+    section = examples_section(inspect.getdoc(obj) or "")
+    assert any(line.lstrip().startswith(">>>") for line in section), (
+        f"{package}.{name}: docstring has no numpydoc 'Examples' section with a '>>>' line"
+    )
+    executed = _executed_examples(obj)
+    assert executed, f"{package}.{name}: no doctest example of its docstring is executed by --doctest-modules"
+    assert any(ex.want.strip() for ex in executed), f"{package}.{name}: the examples never check an output"
+
+
+def test_gallery_entries_are_public() -> None:
+    public = {name for _, name, _ in DOCUMENTED}
+    assert set(GALLERY) <= public
+
+
+def test_section_parser_sees_only_the_examples_section() -> None:
+    doc = "Summary.\n\nNotes\n-----\n>>> 1\n\nExamples\n--------\nText.\n\n>>> 1 + 1\n2\n\nReferences\n----------\n>>> x"
+    assert examples_section(doc) == ["Text.", "", ">>> 1 + 1", "2", ""]
+    assert examples_section("Summary only.") == []
