@@ -45,6 +45,19 @@ class GraphDomain(Domain):
 
     The ground metric is the shortest-path distance in ``length``, which requires a connected
     graph: :meth:`distances` raises :class:`~dpcloak.errors.DisconnectedGraphError` otherwise.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> G = nx.path_graph(3)
+    >>> nx.set_edge_attributes(G, 2.0, "length")
+    >>> d = GraphDomain(G)
+    >>> d.size, d.is_connected()
+    (3, True)
+    >>> d.distances().tolist()  # shortest paths in edge length
+    [[0.0, 2.0, 4.0], [2.0, 0.0, 2.0], [4.0, 2.0, 0.0]]
+    >>> d.laplacian().toarray().tolist()  # no conductance attribute: each edge conducts 1
+    [[1.0, -1.0, 0.0], [-1.0, 2.0, -1.0], [0.0, -1.0, 1.0]]
     """
 
     graph: nx.Graph
