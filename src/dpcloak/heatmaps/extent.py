@@ -72,6 +72,23 @@ class Extent:
         Lon/lat → metres for point input and for lon/lat output; ``None``: points are metres.
     source : str
         How the extent was specified (for the release's public summary).
+
+    Examples
+    --------
+    A 1 km square in metres, and a 2 km square around a public landmark in longitude/latitude:
+
+    >>> box = Extent.metres_box(0.0, 0.0, 1000.0, 1000.0)
+    >>> box.cell_size(4), box.lonlat  # metres per cell at Δ = 4
+    (250.0, False)
+    >>> x, y, inside = box.to_unit([100.0, 900.0], [100.0, 500.0])
+    >>> x.tolist(), y.tolist(), inside.tolist()
+    ([0.1, 0.9], [0.1, 0.5], [True, True])
+    >>> city = Extent.around(lon=174.762, lat=-36.848, size=2000.0)
+    >>> city.lonlat, city.x_min, city.size
+    (True, -1000.0, 2000.0)
+    >>> x, y, _ = city.to_unit([174.762], [-36.848])  # the centre maps to the middle of the grid
+    >>> x.tolist(), y.tolist()
+    ([0.5], [0.5])
     """
 
     x_min: float
