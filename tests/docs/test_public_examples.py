@@ -21,14 +21,18 @@ from typing import Any
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(ROOT / "docs" / "_ext"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "docs" / "_ext"))
 
 from apipages import public_packages
+
+ROOT = Path(__file__).resolve().parents[2]
 
 # Public names demonstrated by an executed gallery or tutorial script instead of a doctest:
 # name -> script path relative to the repository root. Keep this short; a doctest is preferred.
 GALLERY: dict[str, str] = {}
+# The gallery sources (``sphinx_gallery_conf["examples_dirs"]`` in docs/conf.py) and the file prefix it executes.
+GALLERY_DIRS = ("examples", "tutorials_src")
+GALLERY_PREFIX = "plot_"
 
 # Module paths that pytest's doctest collection skips (pyproject ``--ignore``); a docstring there never runs.
 NOT_COLLECTED = ("dpcloak.service.migrations",)
@@ -80,8 +84,9 @@ def _executed_examples(obj: Any) -> list[doctest.Example]:
 
 
 @cache
-def _called_names(script: str) -> frozenset[str]:
-    tree = ast.parse((ROOT / script).read_text(), filename=script)
+def called_names(script: Path) -> frozenset[str]:
+    """Names the script calls, as ``name(...)`` or ``something.name(...)``."""
+    tree = ast.parse(script.read_text(), filename=str(script))
     names = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
@@ -99,9 +104,11 @@ def test_reference_documents_public_names() -> None:
 @pytest.mark.parametrize(("package", "name", "obj"), DOCUMENTED, ids=[f"{p}.{n}" for p, n, _ in DOCUMENTED])
 def test_public_name_has_runnable_example(package: str, name: str, obj: Any) -> None:
     if name in GALLERY:
-        script = GALLERY[name]
-        assert Path(script).name.startswith("plot_"), f"{script} is not executed by sphinx-gallery (needs plot_*)"
-        assert name in _called_names(script), f"{package}.{name}: gallery script {script} never calls it"
+        script = Path(GALLERY[name])
+        assert script.parts[0] in GALLERY_DIRS and script.name.startswith(GALLERY_PREFIX), (
+            f"{script} is not a script sphinx-gallery executes ({'/'.join(GALLERY_DIRS)}, {GALLERY_PREFIX}*.py)"
+        )
+        assert name in called_names(ROOT / script), f"{package}.{name}: gallery script {script} never calls it"
         return
     section = examples_section(inspect.getdoc(obj) or "")
     assert any(line.lstrip().startswith(">>>") for line in section), (
@@ -117,7 +124,24 @@ def test_gallery_entries_are_public() -> None:
     assert set(GALLERY) <= public
 
 
+def test_gallery_dirs_match_the_sphinx_configuration() -> None:
+    conf = (ROOT / "docs" / "conf.py").read_text()
+    for folder in GALLERY_DIRS:
+        assert f'"{folder}"' in conf
+    assert f'"filename_pattern": r"/{GALLERY_PREFIX}"' in conf
+
+
+def test_called_names_sees_calls_not_mentions(tmp_path: Path) -> None:
+    script = tmp_path / "plot_demo.py"
+    script.write_text("from dpcloak import heatmaps\nimport numpy as np\n"
+                      "x = heatmaps.render(np.zeros((2, 2)), sigma=0.0)\nf = heatmaps.snap\n# plot_heatmaps()\n")
+    names = called_names(script)
+    assert {"render", "zeros"} <= names
+    assert "snap" not in names and "plot_heatmaps" not in names
+
+
 def test_section_parser_sees_only_the_examples_section() -> None:
-    doc = "Summary.\n\nNotes\n-----\n>>> 1\n\nExamples\n--------\nText.\n\n>>> 1 + 1\n2\n\nReferences\n----------\n>>> x"
+    doc = ("Summary.\n\nNotes\n-----\n>>> 1\n\nExamples\n--------\nText.\n\n>>> 1 + 1\n2\n\n"
+           "References\n----------\n>>> x")
     assert examples_section(doc) == ["Text.", "", ">>> 1 + 1", "2", ""]
     assert examples_section("Summary only.") == []

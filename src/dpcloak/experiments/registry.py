@@ -134,7 +134,8 @@ class Experiment:
     ...     return fig
     >>> def claims(rows):
     ...     worst = max(abs(r["value"] - r["x"] ** 2) for r in rows)
-    ...     return [Claim("the trial squares x", f"largest deviation {worst:.3f}", "confirmed" if worst < 0.1 else "partly")]
+    ...     verdict = "confirmed" if worst < 0.1 else "partly"
+    ...     return [Claim("the trial squares x", f"largest deviation {worst:.3f}", verdict)]
     >>> toy = Experiment(id="toy-square", title="Squares", source="a doctest", trial=square,
     ...                  sweep=vary("x", [1, 2, 3]), quick_sweep=vary("x", [1]), plot=plot, claims=claims, trials=2)
     >>> toy.id, len(toy.sweep), toy.trials

@@ -102,7 +102,7 @@ def check_lonlat(lon: ArrayLike, lat: ArrayLike) -> tuple[NDArray[np.float64], N
     >>> check_lonlat([-36.85], [174.77])  # columns swapped
     Traceback (most recent call last):
         ...
-    dpcloak.errors.InvalidParameterError: lat must lie in [-90, 90] degrees, got 174.77 (are longitude and latitude swapped?)
+    dpcloak.errors.InvalidParameterError: lat must lie in [-90, 90] degrees, got 174.77 (are longitude ...
     """
     lo, la = _as_coordinates("lon", lon, "lat", lat)
     for name, arr, bound in (("lat", la, 90.0), ("lon", lo, 180.0)):

@@ -208,7 +208,8 @@ def heatmap_from_aggregate(
 
     >>> from dpcloak.heatmaps import bound_users
     >>> agg = bound_users([0, 1, 2], [0.1, 0.6, 0.9], [0.1, 0.6, 0.9], resolution=4)
-    >>> [heatmap_from_aggregate(agg, method=m, epsilon=1.0, population=3).method for m in ("pyramid", "laplace", "dense")]
+    >>> methods = ("pyramid", "laplace", "dense")
+    >>> [heatmap_from_aggregate(agg, method=m, epsilon=1.0, population=3).method for m in methods]
     ['pyramid', 'laplace', 'dense']
     >>> heatmap_from_aggregate(agg, method="dense", epsilon=1.0, population=3).details
     {'coarse_resolution': 2}

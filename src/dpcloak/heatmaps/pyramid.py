@@ -53,8 +53,11 @@ def pyramid_levels(grid: ArrayLike, *, start_level: int = 0) -> tuple[NDArray[An
 
     Examples
     --------
-    >>> [level.tolist() for level in pyramid_levels(np.arange(16.0).reshape(4, 4), start_level=1)]
-    [[[10.0, 18.0], [42.0, 50.0]], [[0.0, 1.0, 2.0, 3.0], [4.0, 5.0, 6.0, 7.0], [8.0, 9.0, 10.0, 11.0], [12.0, 13.0, 14.0, 15.0]]]
+    >>> coarse, fine = pyramid_levels(np.arange(16.0).reshape(4, 4), start_level=1)
+    >>> coarse.tolist()  # sums of the 2 x 2 blocks
+    [[10.0, 18.0], [42.0, 50.0]]
+    >>> fine.shape
+    (4, 4)
     """
     arr, ell = _square("grid", grid)
     start = check_int("start_level", start_level, minimum=0, maximum=ell)

@@ -69,7 +69,8 @@ def save_maps(
     >>> from dpcloak.sensors import Relation, SensorNetwork
     >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation("add-remove"),
     ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
-    >>> maps = [net.recover(net.privatize(r, rng=0, simulation=True), uncertainty_draws=0) for r in ([5.0, 1.0], [1.0, 5.0])]
+    >>> readings = ([5.0, 1.0], [1.0, 5.0])
+    >>> maps = [net.recover(net.privatize(r, rng=0, simulation=True), uncertainty_draws=0) for r in readings]
     >>> tmp = tempfile.TemporaryDirectory()
     >>> png = save_maps(net, maps, Path(tmp.name) / "maps.png", labels=["8:00", "9:00"])
     >>> png.name, png.read_bytes()[:4] == b"\\x89PNG"

@@ -126,7 +126,8 @@ def corollary2_quality_published(*, low: float, high: float, m: int = 1) -> floa
     --------
     Right on ``[0, L]``, off by ``m · low · high`` otherwise:
 
-    >>> round(corollary2_quality_published(low=0.0, high=1.0), 12) == round(BoundedOptimalNoise(low=0.0, high=1.0).quality(), 12)
+    >>> exact = BoundedOptimalNoise(low=0.0, high=1.0).quality()
+    >>> round(corollary2_quality_published(low=0.0, high=1.0), 12) == round(exact, 12)
     True
     >>> round(corollary2_quality_published(low=-1.0, high=1.0) - BoundedOptimalNoise(low=-1.0, high=1.0).quality(), 12)
     1.0
