@@ -213,7 +213,7 @@ def level_budget(
 
     Examples
     --------
-    With ``w = 20`` the levels coarser than 20 cells are not measured; the budget decays by γ per level:
+    Levels start at the largest q with 4^q ≤ w (q = 2 for ``w = 20``); the budget decays by γ per level:
 
     >>> budget = level_budget(1.0, depth=4, w=20)
     >>> budget.levels

@@ -183,7 +183,7 @@ def private_coreset(
 
     Examples
     --------
-    The coreset's weights estimate the number of points (ε-DP, so only roughly):
+    A few weighted points stand in for the 40 input points (released with exact noise, no seed):
 
     >>> pts = np.random.default_rng(0).uniform(0, 1, (40, 2))
     >>> coreset = private_coreset(pts, epsilon=1.0, resolution=8)
