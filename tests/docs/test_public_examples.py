@@ -15,6 +15,8 @@ import doctest
 import importlib
 import inspect
 import sys
+import types
+from collections.abc import Callable, Iterator
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -72,15 +74,33 @@ def _module_doctests(module_name: str) -> dict[str, doctest.DocTest]:
     return {t.name: t for t in doctest.DocTestFinder().find(module, module_name)}
 
 
-def _executed_examples(obj: Any) -> list[doctest.Example]:
-    """The doctest examples of ``obj``'s own docstring that ``--doctest-modules`` runs (not skipped)."""
+def collected(module_name: str) -> bool:
+    """Whether pytest's ``--doctest-modules`` run over ``src/dpcloak`` collects this module's docstrings."""
+    return module_name.startswith("dpcloak.") and not module_name.startswith(NOT_COLLECTED)
+
+
+def executed_examples(obj: Any, is_collected: Callable[[str], bool] = collected) -> list[doctest.Example]:
+    """The doctest examples of ``obj``'s own docstring that the doctest run executes (not skipped)."""
     module_name = obj.__module__
-    if not module_name.startswith("dpcloak.") or module_name.startswith(NOT_COLLECTED):
+    if not is_collected(module_name):
         return []
     test = _module_doctests(module_name).get(f"{module_name}.{obj.__qualname__}")
     if test is None:
         return []
     return [ex for ex in test.examples if not ex.options.get(doctest.SKIP, False)]
+
+
+def example_problem(obj: Any, is_collected: Callable[[str], bool] = collected) -> str | None:
+    """Why ``obj`` lacks a runnable example in the reference, or ``None`` when it has one."""
+    section = examples_section(inspect.getdoc(obj) or "")
+    if not any(line.lstrip().startswith(">>>") for line in section):
+        return "docstring has no numpydoc 'Examples' section with a '>>>' line"
+    executed = executed_examples(obj, is_collected)
+    if not executed:
+        return "no doctest example of its docstring is executed by --doctest-modules"
+    if not any(ex.want.strip() for ex in executed):
+        return "the examples never check an output"
+    return None
 
 
 @cache
@@ -110,13 +130,8 @@ def test_public_name_has_runnable_example(package: str, name: str, obj: Any) -> 
         )
         assert name in called_names(ROOT / script), f"{package}.{name}: gallery script {script} never calls it"
         return
-    section = examples_section(inspect.getdoc(obj) or "")
-    assert any(line.lstrip().startswith(">>>") for line in section), (
-        f"{package}.{name}: docstring has no numpydoc 'Examples' section with a '>>>' line"
-    )
-    executed = _executed_examples(obj)
-    assert executed, f"{package}.{name}: no doctest example of its docstring is executed by --doctest-modules"
-    assert any(ex.want.strip() for ex in executed), f"{package}.{name}: the examples never check an output"
+    problem = example_problem(obj)
+    assert problem is None, f"{package}.{name}: {problem}"
 
 
 def test_gallery_entries_are_public() -> None:
@@ -145,3 +160,69 @@ def test_section_parser_sees_only_the_examples_section() -> None:
            "References\n----------\n>>> x")
     assert examples_section(doc) == ["Text.", "", ">>> 1 + 1", "2", ""]
     assert examples_section("Summary only.") == []
+
+
+# Docstrings for the checker's own test, in a module of their own (so the doctest run does not collect them).
+FIXTURES = '''
+def no_section():
+    """Summary only."""
+
+def elsewhere():
+    """Summary.
+
+    Notes
+    -----
+    >>> 1 + 1
+    2
+    """
+
+def skipped_only():
+    """Summary.
+
+    Examples
+    --------
+    >>> 1 + 1  # doctest: +SKIP
+    2
+    """
+
+def no_output():
+    """Summary.
+
+    Examples
+    --------
+    >>> x = 1 + 1
+    """
+
+def good():
+    """Summary.
+
+    Examples
+    --------
+    >>> 1 + 1
+    2
+    """
+'''
+
+
+@pytest.fixture(scope="module")
+def fixtures() -> Iterator[types.ModuleType]:
+    module = types.ModuleType("dpcloak_docex_fixtures")
+    exec(compile(FIXTURES, module.__name__, "exec"), module.__dict__)
+    sys.modules[module.__name__] = module
+    yield module
+    del sys.modules[module.__name__]
+
+
+@pytest.mark.parametrize(
+    ("name", "problem"),
+    [("no_section", "no numpydoc"), ("elsewhere", "no numpydoc"), ("skipped_only", "is executed"),
+     ("no_output", "never check"), ("good", None)],
+)
+def test_example_problem_both_sides(fixtures: types.ModuleType, name: str, problem: str | None) -> None:
+    found = example_problem(getattr(fixtures, name), is_collected=lambda module_name: module_name == fixtures.__name__)
+    assert (found is None) if problem is None else (problem in (found or ""))
+
+
+def test_examples_outside_the_doctest_run_do_not_count(fixtures: types.ModuleType) -> None:
+    assert example_problem(fixtures.good) == "no doctest example of its docstring is executed by --doctest-modules"
+    assert not collected("dpcloak.service.migrations.env") and collected("dpcloak.privacy.mechanisms")
