@@ -35,6 +35,13 @@ class LinearModel(ABC):
     ([3.0, 1.0], [1.0, 3.0])
     >>> M.column_difference_norms([[0, 1]]).tolist()  # ‖M e₀ − M e₁‖₂ = √2
     [1.4142135623730951]
+
+    >>> import numpy as np
+    >>> M.matmat(np.eye(2)).tolist()
+    [[1.0, 2.0], [0.0, 1.0]]
+    >>> op = M.aslinearoperator()  # for scipy's iterative solvers
+    >>> (op @ np.ones(2)).tolist(), op.rmatvec(np.ones(2)).tolist()
+    ([3.0, 1.0], [1.0, 3.0])
     """
 
     def __init__(self, *, shape: tuple[int, int], domain: Domain, sensor_positions: NDArray[Any] | None) -> None:

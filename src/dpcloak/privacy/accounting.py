@@ -477,6 +477,11 @@ class ReadingAccountant:
     Traceback (most recent call last):
         ...
     dpcloak.errors.BudgetExceededError: releasing 3 more reading(s) would spend epsilon=1.2 ...
+
+    >>> round(acc.spent_after(2).epsilon, 12), acc.spent().readings  # a what-if; nothing charged
+    (0.6, 1)
+    >>> round(acc.report(releases=3, window=3).pattern.epsilon, 12)
+    0.9
     """
 
     def __init__(self, *, mechanism: Any, epsilon_budget: float | None = None, delta_budget: float | None = None,

@@ -412,6 +412,9 @@ class DiscreteLaplaceMechanism(_GridMechanism):
     >>> out = m.privatize(np.array([0.3]))  # OS CSPRNG: no seed on a release path
     >>> bool(out[0] / 0.5 == round(out[0] / 0.5))  # on the grid 0.5·ℤ
     True
+
+    >>> m.scale_value > 1.0  # Δ/ε = 1, plus what rounding to the grid adds to the sensitivity
+    True
     """
 
     _norm = "l1"
@@ -585,6 +588,9 @@ class DiscreteGaussianMechanism(_GridMechanism):
     >>> out = m.privatize(np.array([0.3, 2.0]))  # OS CSPRNG: no seed on a release path
     >>> out.shape, bool(np.all(out / 0.25 == np.round(out / 0.25)))  # always on the grid 0.25·ℤ
     ((2,), True)
+
+    >>> bool(m.sigma > m.noise_multiplier * 0.25)  # σ in readings; the multiplier is per grid sensitivity
+    True
     """
 
     _norm = "l2"

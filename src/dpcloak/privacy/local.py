@@ -240,6 +240,13 @@ class SensorPrivatizer(_Accounted, Generic[M]):
     ...                        n_sensors=2, simulation=True)
     >>> sim.privatize_all(np.zeros(2), rng=0).shape
     (2,)
+
+    :meth:`from_model` calibrates to a forward model's exact Δ2:
+
+    >>> from dpcloak.models import heat_kernel_1d
+    >>> p = SensorPrivatizer.from_model(heat_kernel_1d(20, 5, 0.05), epsilon=1.0, delta=1e-6)
+    >>> type(p.mechanism).__name__, p.mechanism.guarantee().epsilon <= 1.0
+    ('DiscreteGaussianMechanism', True)
     """
 
     def __init__(self, *, mechanism: M, n_sensors: int, epsilon_budget: float | None = None,
@@ -528,6 +535,9 @@ class KeyedPrivatizer(_Accounted):
     [1.0, 2.0]
     >>> kp.noise(sensor=0, nonce=bytes(16)) == kp.noise(sensor=0, nonce=bytes(16))  # keyed, not random
     True
+
+    >>> len(kp.sensor_key(0)), kp.sensor_key(0) != kp.sensor_key(1)  # one derived key per sensor
+    (32, True)
     """
 
     def __init__(self, *, mechanism: Any, n_sensors: int, key: bytes, epsilon_budget: float | None = None,

@@ -111,6 +111,27 @@ class SensorNetwork:
     >>> result = net.recover(simulated, uncertainty_draws=0)
     >>> result.sources.shape, bool(result.total > 0)
     ((4,), True)
+
+    The budget bounds the number of releases; a single sensor can send one reading at a time:
+
+    >>> net.max_releases() > 1, net.spent().epsilon <= 10.0
+    (True, True)
+    >>> before = net.sensor_releases.copy()
+    >>> reading = net.privatize_reading(0, 12.0)  # what sensor 0 sends for 12 people
+    >>> (net.sensor_releases - before).tolist()  # charged to sensor 0 only
+    [1, 0, 0, 0]
+
+    The configuration is public and serialisable; it holds no release count (each sensor node keeps
+    its own ledger in a deployment, :mod:`dpcloak.service`):
+
+    >>> import tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> again = SensorNetwork.load(net.save(Path(tmp.name) / "network.toml"))
+    >>> again.fingerprint() == net.fingerprint() == SensorNetwork.from_dict(net.to_dict()).fingerprint()
+    True
+    >>> again.releases, net.releases  # the largest count of any sensor (simulations count too)
+    (0, 3)
+    >>> tmp.cleanup()
     """
 
     def __init__(

@@ -76,6 +76,11 @@ class ModelSpec:
     Traceback (most recent call last):
         ...
     dpcloak.errors.InvalidParameterError: ...
+
+    >>> ModelSpec(kind="heat", diffusion=2000.0, margin=10.0).floor(np.array([[0.0, 0.0], [100.0, 50.0]]))
+    ((-10.0, 110.0), (-10.0, 60.0))
+    >>> ModelSpec().to_dict()["kind"]
+    'graph'
     """
 
     kind: str = "graph"
