@@ -197,6 +197,14 @@ class BlackBoxAudit:
     (True, 'ACCEPT', True, 1)
     >>> audit.queries == sum(pair.queries for pair in audit.pairs)
     True
+
+    Several pairs: the audit rejects when one pair does, and names the worst:
+
+    >>> refuted = audit_blackbox(laplace, [(0.0, 1.0), (0.0, 0.5)], epsilon=0.1, rng=0, alpha=0.2, vectorized=True)
+    >>> refuted.verdict, len(refuted.pairs), refuted.worst.accepted
+    ('REJECT', 2, False)
+    >>> refuted.worst.reason.startswith("z = ")  # the tester's statistic against its threshold
+    True
     """
 
     verdict: str

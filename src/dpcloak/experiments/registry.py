@@ -66,6 +66,9 @@ class Claim:
     >>> Claim(claim="EMD grows as T → 0 (Fig. 4c)", measured="EMD 0.31 at T = 1e-4, 0.05 at T = 0.1",
     ...       verdict="confirmed").verdict
     'confirmed'
+
+    >>> Claim.check("EMD falls as ε grows", "0.31 at ε = 0.1, 0.05 at ε = 10", 0.05 < 0.31).verdict
+    'confirmed'
     """
 
     claim: str

@@ -89,6 +89,18 @@ class Extent:
     >>> x, y, _ = city.to_unit([174.762], [-36.848])  # the centre maps to the middle of the grid
     >>> x.tolist(), y.tolist()
     ([0.5], [0.5])
+
+    A public lon/lat box becomes the smallest enclosing square in metres; the round trip is exact:
+
+    >>> box = Extent.lonlat_box(174.75, -36.86, 174.78, -36.84)
+    >>> round(box.size), box.summary()["size_m"] == box.size  # 0.03° of longitude ≈ 2676 m here
+    (2676, True)
+    >>> x, y = box.to_metres([174.762], [-36.848])
+    >>> lon, lat = box.to_lonlat(x, y)
+    >>> lon.round(9).tolist(), lat.round(9).tolist()
+    ([174.762], [-36.848])
+    >>> [a.shape for a in box.cell_centres(2)]
+    [(2, 2), (2, 2)]
     """
 
     x_min: float

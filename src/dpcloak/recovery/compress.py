@@ -169,6 +169,15 @@ class CompressedModel:
     >>> c = compress(heat_kernel_1d(40, 20, 0.05))
     >>> isinstance(c, CompressedModel), c.U.shape[1] == c.rank == len(c.singular_values), c.G.shape[1]
     (True, True, 40)
+
+    >>> import numpy as np
+    >>> A = heat_kernel_1d(40, 20, 0.05)
+    >>> c = compress(A)
+    >>> data = c.project(A.matvec(np.ones(40)))  # readings of the model lie in the range of U
+    >>> data.z.shape, bool(data.outside_norm < 1e-10)
+    ((16,), True)
+    >>> bool(np.allclose(c.weighted_gram(np.ones(40)), c.G @ c.G.T))
+    True
     """
 
     U: NDArray[np.float64]

@@ -213,6 +213,11 @@ class BoundedOptimalNoise:
     >>> g = noise.guarantee()
     >>> g.is_differential_privacy, round(g.cramer_rao_bound, 6), round(1 / math.pi ** 2, 6)  # L²/(4π²)
     (False, 0.101321, 0.101321)
+
+    >>> noise.fisher_information().trace == math.pi ** 2  # 4π²/L², L = 2
+    True
+    >>> float(noise.pdf(0.0)), float(noise.marginal_pdf(0.0))  # 2/L at the centre
+    (1.0, 1.0)
     """
 
     def __init__(self, *, low: ArrayLike, high: ArrayLike) -> None:

@@ -190,6 +190,12 @@ class DynamicOptimalNoise:
     True
     >>> round(noise.cramer_rao_bound().value, 4)  # no unbiased estimate of x₀ does better
     1.1607
+
+    >>> z = noise.sample_offset(rng=0)  # one offset of the initial state per trajectory
+    >>> noise.noise_trajectory(z).shape
+    (4, 1)
+    >>> bool(np.isclose(noise.objective(), noise.fisher_information().trace + noise.rho * noise.quality()))
+    True
     """
 
     def __init__(self, *, A: ArrayLike, C: ArrayLike, horizon: int, rho: float, convention: str = "corrected") -> None:

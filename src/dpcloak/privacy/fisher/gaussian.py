@@ -135,6 +135,13 @@ class GaussianOptimalNoise:
     (3, 2)
     >>> GaussianOptimalNoise(query=[1.0, 1.0], theta=0.5).quality()  # Problem 4: Q = ϑ
     0.5
+
+    >>> noise.fisher_information().matrix.tolist()  # Σ⁻¹
+    [[2.0, 0.0], [0.0, 1.0]]
+    >>> noise.query_fisher_information().matrix.tolist()  # Cᵀ Σ⁻¹ C, about x
+    [[2.0, 0.0], [0.0, 4.0]]
+    >>> noise.objective()  # Problem 3's cost at the optimum
+    12.0
     """
 
     def __init__(self, *, query: ArrayLike, rho: float | None = None, theta: float | None = None,

@@ -103,6 +103,9 @@ class WeightedOptimalNoise:
     1.0
     >>> policy.density_grid([-0.5, 0.0, 0.5], [0.3, 0.6]).shape  # (len(x), len(w))
     (2, 3)
+
+    >>> round(policy.log_weight_slope(0.3), 6)  # (ln p)'(x) = −1 for p = e^{−x}
+    -1.0
     """
 
     def __init__(self, *, low: float, high: float, weight: Scalar, weight_derivative: Scalar | None = None) -> None:
