@@ -339,6 +339,11 @@ class Relation:
     --------
     >>> Relation.move(50.0).describe()
     'one person moved by up to 50 m'
+
+    >>> Relation.add_remove().describe()
+    'one person added or removed'
+    >>> Relation.move(50.0).to_dict()
+    {'kind': 'move', 'alpha': 50.0, 'unit': 'm'}
     """
 
     kind: str

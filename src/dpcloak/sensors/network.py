@@ -111,6 +111,8 @@ class SensorNetwork:
     >>> result = net.recover(simulated, uncertainty_draws=0)
     >>> result.sources.shape, bool(result.total > 0)
     ((4,), True)
+    >>> net.dense_model().shape, net.source_positions.shape  # sources at the 4 sensors, (x, y) metres
+    ((4, 4), (4, 2))
 
     The budget bounds the number of releases; a single sensor can send one reading at a time:
 

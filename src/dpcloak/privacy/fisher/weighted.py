@@ -106,6 +106,9 @@ class WeightedOptimalNoise:
 
     >>> round(policy.log_weight_slope(0.3), 6)  # (ln p)'(x) = −1 for p = e^{−x}
     -1.0
+
+    >>> bool(policy.normaliser(0.3) > 0)
+    True
     """
 
     def __init__(self, *, low: float, high: float, weight: Scalar, weight_derivative: Scalar | None = None) -> None:
