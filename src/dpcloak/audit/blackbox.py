@@ -91,6 +91,19 @@ class Binning:
         Unit vector vector outputs are projected on (``None`` for scalar outputs or a user feature).
     source : str
         ``"user edges"`` or ``"pilot quantiles"``, plus how outputs became scalars.
+
+    Examples
+    --------
+    How :func:`audit_blackbox` discretised the outputs (pilot quantiles by default):
+
+    >>> def laplace(database, rng, size):
+    ...     return database + rng.laplace(0.0, 1.0, size)
+    >>> binning = audit_blackbox(laplace, (0.0, 1.0), epsilon=1.0, rng=0, alpha=0.2, vectorized=True,
+    ...                          event_queries=0).pairs[0].binning
+    >>> isinstance(binning, Binning), binning.n_bins, len(binning.edges)
+    (True, 10, 9)
+    >>> binning.index(np.array([-100.0, 100.0])).tolist()  # the two unbounded end bins
+    [0, 9]
     """
 
     edges: NDArray[np.float64]
@@ -123,6 +136,15 @@ class PairAudit:
         The atom and low-bit event tests (empty when ``event_queries = 0``).
     event_queries : int
         Fresh calls per database used by the event tests.
+
+    Examples
+    --------
+    >>> def laplace(database, rng, size):
+    ...     return database + rng.laplace(0.0, 1.0, size)
+    >>> pair = audit_blackbox(laplace, (0.0, 1.0), epsilon=1.0, rng=0, alpha=0.2, vectorized=True,
+    ...                       event_queries=0).pairs[0]
+    >>> isinstance(pair, PairAudit), pair.accepted, pair.test.algorithm, pair.events
+    (True, True, 'Algorithm 4 (aDP, no information)', ())
     """
 
     test: TesterResult
@@ -165,6 +187,24 @@ class BlackBoxAudit:
     notes : str
         What the verdict does and does not establish (tester used, pure-DP caveat, what the event
         tests detect at their query budget and how the low bits were read).
+
+    Examples
+    --------
+    >>> def laplace(database, rng, size):
+    ...     return database + rng.laplace(0.0, 1.0, size)
+    >>> audit = audit_blackbox(laplace, (0.0, 1.0), epsilon=1.0, rng=0, alpha=0.2, vectorized=True)
+    >>> isinstance(audit, BlackBoxAudit), audit.verdict, audit.accepted, len(audit.pairs)
+    (True, 'ACCEPT', True, 1)
+    >>> audit.queries == sum(pair.queries for pair in audit.pairs)
+    True
+
+    Several pairs: the audit rejects when one pair does, and names the worst:
+
+    >>> refuted = audit_blackbox(laplace, [(0.0, 1.0), (0.0, 0.5)], epsilon=0.1, rng=0, alpha=0.2, vectorized=True)
+    >>> refuted.verdict, len(refuted.pairs), refuted.worst.accepted
+    ('REJECT', 2, False)
+    >>> refuted.worst.reason.startswith("z = ")  # the tester's statistic against its threshold
+    True
     """
 
     verdict: str
@@ -204,6 +244,18 @@ class RandomPairAudit:
         Total calls of the mechanism.
     proximity : float
         ``2α`` in the random-DP metric ``min{|δ_ε − δ'_ε|, λ|γ − γ'|}`` (Theorem 10.3).
+
+    Examples
+    --------
+    Returned by :func:`audit_random_pairs`:
+
+    >>> def laplace(database, rng, size):
+    ...     return database + rng.laplace(0.0, 1.0, size)
+    >>> audit = audit_random_pairs(laplace, lambda rng: (0.0, rng.uniform(-1.0, 1.0)), epsilon=1.0, delta=0.0,
+    ...                            gamma=0.1, alpha=0.2, n_pairs=3, repeats=3, rng=0, vectorized=True,
+    ...                            event_queries=0)
+    >>> isinstance(audit, RandomPairAudit), audit.n_pairs, audit.repeats
+    (True, 3, 3)
     """
 
     verdict: str
@@ -418,6 +470,17 @@ def audit_blackbox(
     claim, a violation of it can be exploited to distinguish two neighbours with ``r`` queries.
     Strong claims (tiny ``δ``) therefore need infeasibly many queries; choose ``alpha`` of the order
     of the violation you want to catch.
+
+    Examples
+    --------
+    A Laplace mechanism of scale 1 on databases one apart is 1-DP; claiming ε = 0.1 is refuted:
+
+    >>> def laplace(database, rng, size):
+    ...     return database + rng.laplace(0.0, 1.0, size)
+    >>> audit_blackbox(laplace, (0.0, 1.0), epsilon=1.0, rng=0, alpha=0.2, vectorized=True).verdict
+    'ACCEPT'
+    >>> audit_blackbox(laplace, (0.0, 1.0), epsilon=0.1, rng=0, alpha=0.2, vectorized=True).verdict
+    'REJECT'
     """
     eps = check_real("epsilon", epsilon, low=0.0, low_inclusive=True)
     dlt = check_real("delta", delta, low=0.0, high=1.0, low_inclusive=True, high_inclusive=True)
@@ -465,7 +528,14 @@ def _notes(pair: PairAudit, no_information: bool, delta: float, scope: str) -> s
 
 @dataclass(frozen=True)
 class RandomPairPlan:
-    """Sample sizes of Algorithm 3: ``n_pairs`` neighbouring pairs, each tested ``repeats`` times."""
+    """Sample sizes of Algorithm 3: ``n_pairs`` neighbouring pairs, each tested ``repeats`` times.
+
+    Examples
+    --------
+    >>> plan = random_pair_plan(gamma=0.1, alpha=0.2)
+    >>> isinstance(plan, RandomPairPlan), plan.repeats % 2  # an odd number of votes
+    (True, 1)
+    """
 
     n_pairs: int
     repeats: int
@@ -477,6 +547,13 @@ def random_pair_plan(*, gamma: float, alpha: float, lam: float = 1.0) -> RandomP
     ``n_pairs`` makes Theorem 10.3's Bernstein bound ``exp(−m(α/λ)²/(2(α/(2λ)+γ)² + 2α/λ))`` at most
     1/3; ``repeats`` is the smallest odd ``k`` whose majority vote of 1/3-error tests errs with
     probability ≤ ``α/(2λ)`` (exact binomial tail; the thesis writes ``log(2λ/α)`` up to constants).
+
+    Examples
+    --------
+    >>> random_pair_plan(gamma=0.1, alpha=0.2)
+    RandomPairPlan(n_pairs=14, repeats=15)
+    >>> random_pair_plan(gamma=0.1, alpha=0.1).n_pairs > 14  # finer proximity, more pairs
+    True
     """
     g = check_real("gamma", gamma, low=0.0, high=1.0, low_inclusive=True)
     a = check_real("alpha", alpha, low=0.0)
@@ -523,6 +600,18 @@ def audit_random_pairs(
     -------
     RandomPairAudit
         Proximity ``2α`` in ``min{|δ_ε − δ'_ε|, λ|γ − γ'|}``.
+
+    Examples
+    --------
+    Pairs drawn from a data distribution, each a Laplace mechanism's neighbours (at most 1 apart):
+
+    >>> def laplace(database, rng, size):
+    ...     return database + rng.laplace(0.0, 1.0, size)
+    >>> audit = audit_random_pairs(laplace, lambda rng: (0.0, rng.uniform(-1.0, 1.0)), epsilon=1.0, delta=0.0,
+    ...                            gamma=0.1, alpha=0.2, n_pairs=3, repeats=3, rng=0, vectorized=True,
+    ...                            event_queries=0)
+    >>> audit.verdict, audit.fraction_rejected <= audit.threshold
+    ('ACCEPT', True)
     """
     g = check_real("gamma", gamma, low=0.0, high=1.0, low_inclusive=True)
     a = check_real("alpha", alpha, low=0.0)

@@ -57,6 +57,12 @@ class DeltaEpsilon:
     event : tuple of int
         The outcomes of the maximising event of the worse order (``{i : p_i > e^ε q_i}`` when
         ``forward ≥ backward``).
+
+    Examples
+    --------
+    >>> d = delta_epsilon([0.5, 0.5], [0.25, 0.75], 0.0)
+    >>> isinstance(d, DeltaEpsilon), d.forward, d.backward, d.value, d.event
+    (True, 0.25, 0.25, 0.25, (0,))
     """
 
     epsilon: float
@@ -113,6 +119,15 @@ def delta_epsilon(P: ArrayLike, Q: ArrayLike, epsilon: float) -> DeltaEpsilon:
     ------
     InvalidParameterError
         If ``ε < 0`` or not finite, or ``P``/``Q`` are not distributions on the same support.
+
+    Examples
+    --------
+    At ``ε = 0`` it is the total variation; at ``ε = ln 2`` this pair needs no ``δ`` at all:
+
+    >>> delta_epsilon([0.5, 0.5], [0.25, 0.75], 0.0).value
+    0.25
+    >>> delta_epsilon([0.5, 0.5], [0.25, 0.75], np.log(2)).value
+    0.0
     """
     eps = check_real("epsilon", epsilon, low=0.0, low_inclusive=True)
     p, q = check_pair(P, Q)
@@ -130,6 +145,13 @@ def pure_epsilon(P: ArrayLike, Q: ArrayLike) -> float:
     ``+∞`` (no finite ``ε`` makes the pair ``ε``-DP). This is why pure DP cannot be verified from
     samples without side information (thesis Theorem 10.5): a mass too small to be sampled can make
     ``ε`` arbitrarily large.
+
+    Examples
+    --------
+    >>> bool(np.isclose(pure_epsilon([0.5, 0.5], [0.25, 0.75]), np.log(2)))  # the ratio 0.5/0.25
+    True
+    >>> pure_epsilon([0.5, 0.5, 0.0], [0.5, 0.25, 0.25])  # an outcome only one side can produce
+    inf
     """
     p, q = check_pair(P, Q)
     both = (p > 0) & (q > 0)
@@ -141,6 +163,12 @@ def pure_epsilon(P: ArrayLike, Q: ArrayLike) -> float:
 
 
 def total_variation(P: ArrayLike, Q: ArrayLike) -> float:
-    """Total-variation distance ``½ Σ_i |p_i − q_i|`` (the metric of thesis Lemma 10.6)."""
+    """Total-variation distance ``½ Σ_i |p_i − q_i|`` (the metric of thesis Lemma 10.6).
+
+    Examples
+    --------
+    >>> total_variation([0.5, 0.5], [0.25, 0.75])
+    0.25
+    """
     p, q = check_pair(P, Q)
     return 0.5 * float(np.abs(p - q).sum())

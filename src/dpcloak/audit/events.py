@@ -152,6 +152,19 @@ class EventCheck:
         ``f_E`` of this event.
     verdict, reason : str
         The answer and one sentence with the numbers behind it.
+
+    Examples
+    --------
+    The atom and low-bit tests of :func:`~dpcloak.audit.audit_blackbox` (``event_queries > 0``):
+
+    >>> from dpcloak.audit import audit_blackbox
+    >>> def laplace(database, rng, size):
+    ...     return database + rng.laplace(0.0, 1.0, size)
+    >>> audit = audit_blackbox(laplace, (0.0, 1.0), epsilon=1.0, rng=0, alpha=0.2, vectorized=True,
+    ...                        event_queries=2000)
+    >>> check = audit.pairs[0].events[0]
+    >>> isinstance(check, EventCheck), check.queries, check.accepted
+    (True, 2000, True)
     """
 
     family: str
@@ -177,6 +190,13 @@ def event_margin(*, queries: int, epsilon: float, failure_probability: float) ->
     r"""Hoeffding margin ``t = √((1+e^{2ε}) ln(1/f) / (2m))`` of one event test with ``m`` queries per database.
 
     ``D̂ ≥ D + t`` has probability ``≤ f``; the test detects excesses ``≥ 2t`` over ``δ + τ``.
+
+    Examples
+    --------
+    ``√(2 ln 20 / 20000)`` at ``ε = 0``:
+
+    >>> round(event_margin(queries=10_000, epsilon=0.0, failure_probability=0.05), 6)
+    0.017308
     """
     m = check_int("queries", queries, minimum=1)
     eps = check_real("epsilon", epsilon, low=0.0, low_inclusive=True)
@@ -188,6 +208,14 @@ def event_queries_needed(*, excess: float, epsilon: float, failure_probability: 
     r"""Fresh queries per database for an event test to detect ``D ≥ δ + τ + excess``.
 
     The smallest ``m`` with ``2t ≤ excess`` (:func:`event_margin`): ``⌈2(1+e^{2ε}) ln(1/f) / excess²⌉``.
+
+    Examples
+    --------
+    The smallest ``m`` whose margin is at most half the excess:
+
+    >>> m = event_queries_needed(excess=0.05, epsilon=0.0, failure_probability=0.05)
+    >>> m, 2 * event_margin(queries=m, epsilon=0.0, failure_probability=0.05) <= 0.05
+    (4794, True)
     """
     x = check_real("excess", excess, low=0.0)
     eps = check_real("epsilon", epsilon, low=0.0, low_inclusive=True)

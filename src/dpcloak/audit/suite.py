@@ -112,6 +112,12 @@ class SuiteRow:
         they reject, ``"-"`` if they did not run.
     evidence : str
         The statistic against its threshold (of the check that rejected, if one did).
+
+    Examples
+    --------
+    >>> row = run_suite(select="Laplace calibrated to").rows[0]
+    >>> isinstance(row, SuiteRow), row.expected, row.verdict, row.passed
+    (True, 'REJECT', 'REJECT', True)
     """
 
     mechanism: str
@@ -149,6 +155,12 @@ class SuiteReport:
         Total wall time.
     limits : tuple of str
         What these query budgets cannot verify (:func:`out_of_reach`).
+
+    Examples
+    --------
+    >>> report = run_suite(select="Laplace, b=")
+    >>> isinstance(report, SuiteReport), report.passed, report.seed, report.errors
+    (True, True, 0, ())
     """
 
     rows: tuple[SuiteRow, ...]
@@ -536,6 +548,16 @@ def run_suite(*, rng: RngLike = 0, select: str | None = None, progress: Progress
     -------
     SuiteReport
         One row per audit; ``passed`` iff shipped mechanisms are accepted and broken ones rejected.
+
+    Examples
+    --------
+    One group of the suite: the shipped Laplace mechanism must be accepted by both testers, and one
+    calibrated to a third of its sensitivity rejected by both:
+
+    >>> [(row.mechanism, row.verdict) for row in run_suite(select="Laplace, b=").rows]
+    [('Laplace, b=1', 'ACCEPT'), ('Laplace, b=1', 'ACCEPT')]
+    >>> [(row.mechanism, row.verdict) for row in run_suite(select="Laplace calibrated to").rows]
+    [('BROKEN Laplace calibrated to Δ1/3', 'REJECT'), ('BROKEN Laplace calibrated to Δ1/3', 'REJECT')]
     """
     gen = as_generator(rng)
     seed = int(rng) if isinstance(rng, int | np.integer) else -1

@@ -122,6 +122,15 @@ class TesterResult:
         Bound on the probability of either error.
     reason : str
         One sentence explaining the verdict with the numbers behind it.
+
+    Examples
+    --------
+    Every tester returns one:
+
+    >>> q = np.array([0.1, 0.2, 0.3, 0.4])
+    >>> result = identity_tester(lambda size, rng: rng.choice(4, size=size, p=q), q, alpha=0.2, rng=0)
+    >>> isinstance(result, TesterResult), result.verdict, result.accepted, result.proximity_metric
+    (True, 'ACCEPT', True, 'total_variation')
     """
 
     verdict: str
@@ -231,6 +240,12 @@ def adp_tester_queries(
     probability. ``k = 1, f = 1/3`` is the thesis's ``max{4n, 12}(1+e^{2ε})/α²``. The first term
     keeps the bias of ``z`` below ``α/2`` (Cauchy–Schwarz), the second makes Chebyshev's bound on
     each order's deviation ≤ ``f/k``.
+
+    Examples
+    --------
+    >>> lam = adp_tester_queries(n=10, epsilon=0.5, alpha=0.1)
+    >>> bool(np.isclose(lam, 4 * 10 * (1 + np.exp(1.0)) / 0.1 ** 2))  # the first term dominates here
+    True
     """
     n = _check_n(n)
     eps = _check_eps(epsilon)
@@ -297,6 +312,19 @@ def adp_tester(
         If ``δ + 2α ≥ 1`` (directly or through a small ``budget``): since ``δ_ε ≤ 1``, such a test
         guarantees nothing and, drawing ``Poi(λ)`` queries with a tiny ``λ``, may accept having
         looked at no output. An audit that looked at nothing must never accept.
+
+    Examples
+    --------
+    Two output distributions with ``δ_0 = TV = 0.1`` and pure ``ε = ln(1.25) ≈ 0.22``: the claim
+    ``ε = 0.5`` is accepted, the claim ``ε = 0, δ = 0`` rejected (audits take a seed):
+
+    >>> p0, p1 = np.array([0.5, 0.3, 0.2]), np.array([0.4, 0.35, 0.25])
+    >>> s0 = lambda size, rng: rng.choice(3, size=size, p=p0)
+    >>> s1 = lambda size, rng: rng.choice(3, size=size, p=p1)
+    >>> adp_tester(s0, s1, n=3, epsilon=0.5, delta=0.0, alpha=0.1, rng=0).verdict
+    'ACCEPT'
+    >>> adp_tester(s0, s1, n=3, epsilon=0.0, delta=0.0, alpha=0.02, rng=0).verdict
+    'REJECT'
     """
     n = _check_n(n)
     eps = _check_eps(epsilon)
@@ -338,7 +366,13 @@ def adp_tester(
 
 
 def identity_tester_queries(*, n: int, alpha: float, failure_probability: float = 1 / 3) -> float:
-    r"""Expected queries ``λ = (32/9)·√(2n/f)/α²`` of :func:`identity_tester` (``O(√n/α²)``)."""
+    r"""Expected queries ``λ = (32/9)·√(2n/f)/α²`` of :func:`identity_tester` (``O(√n/α²)``).
+
+    Examples
+    --------
+    >>> round(identity_tester_queries(n=10, alpha=0.1), 1)  # (32/9)·√(2·10·3)/0.1²
+    2754.1
+    """
     n = _check_n(n)
     a = check_real("alpha", alpha, low=0.0, high=1.0, high_inclusive=True)
     f = _check_failure(failure_probability)
@@ -374,6 +408,15 @@ def identity_tester(
     -------
     TesterResult
         Proximity ``α`` in total variation.
+
+    Examples
+    --------
+    >>> q = np.array([0.1, 0.2, 0.3, 0.4])
+    >>> identity_tester(lambda size, rng: rng.choice(4, size=size, p=q), q, alpha=0.2, rng=0).verdict
+    'ACCEPT'
+    >>> far = [0.4, 0.3, 0.2, 0.1]  # TV 0.4 from q
+    >>> identity_tester(lambda size, rng: rng.choice(4, size=size, p=far), q, alpha=0.2, rng=0).verdict
+    'REJECT'
     """
     qv = check_distribution("q", q)
     n = qv.size
@@ -427,6 +470,20 @@ def adp_fi_tester(
     TesterResult
         ``statistic`` is the larger identity statistic (or the side information's ``δ_ε`` when
         step 1 rejects); proximity ``(1+e^ε)α`` in ``δ_ε``.
+
+    Examples
+    --------
+    With the claimed distributions as side information; a claim the side information itself
+    violates is rejected without a single query:
+
+    >>> p0, p1 = np.array([0.5, 0.3, 0.2]), np.array([0.4, 0.35, 0.25])
+    >>> s0 = lambda size, rng: rng.choice(3, size=size, p=p0)
+    >>> s1 = lambda size, rng: rng.choice(3, size=size, p=p1)
+    >>> adp_fi_tester(s0, s1, q0=p0, q1=p1, epsilon=0.5, delta=0.0, alpha=0.1, rng=0).verdict
+    'ACCEPT'
+    >>> r = adp_fi_tester(s0, s1, q0=p0, q1=p1, epsilon=0.1, delta=0.0, alpha=0.1, rng=0)
+    >>> r.verdict, r.queries
+    ('REJECT', (0, 0))
     """
     eps = _check_eps(epsilon)
     dlt = _check_delta(delta)
@@ -467,6 +524,12 @@ def pdp_fi_tester_queries(*, n: int, beta: float, alpha: float, failure_probabil
 
     the constants Theorem 10.11's Hoeffding and union bounds need (the thesis prints
     ``ln n/(α²β²)``, which leaves the union bound above 1/6 for small ``n``).
+
+    Examples
+    --------
+    >>> lam = pdp_fi_tester_queries(n=4, beta=0.2, alpha=0.1)
+    >>> bool(np.isclose(lam, np.log(6 * 4) / ((1 - np.exp(-0.1)) ** 2 * 0.2 ** 2)))  # at f = 1/3
+    True
     """
     n = _check_n(n)
     b = check_real("beta", beta, low=0.0, high=1.0, high_inclusive=True)
@@ -507,6 +570,18 @@ def pdp_fi_tester(
         ``statistic`` = ``ε̂``, ``threshold`` = ``ε + 2α``; proximity ``12α`` in ``ε`` (the thesis
         states ``10α``, but its proof's chain of ratios gives ``e^{ε+12α}``). ``alpha`` must be
         ≤ 0.25 for the proof's ratio step.
+
+    Examples
+    --------
+    The pair has pure ``ε = ln 1.25 ≈ 0.22``; side information that misstates database 1 is caught:
+
+    >>> p0, p1 = np.array([0.5, 0.3, 0.2]), np.array([0.4, 0.35, 0.25])
+    >>> s0 = lambda size, rng: rng.choice(3, size=size, p=p0)
+    >>> s1 = lambda size, rng: rng.choice(3, size=size, p=p1)
+    >>> pdp_fi_tester(s0, s1, q0=p0, q1=p1, epsilon=0.3, alpha=0.1, rng=0).verdict
+    'ACCEPT'
+    >>> pdp_fi_tester(s0, s1, q0=p0, q1=p0, epsilon=0.3, alpha=0.1, rng=0).verdict
+    'REJECT'
     """
     eps = _check_eps(epsilon)
     a0, a1 = _side_information(q0, q1)

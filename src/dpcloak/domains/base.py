@@ -16,6 +16,19 @@ class Domain(ABC):
     Locations are indexed ``0 .. size-1``. Two locations are *neighbours* when a unit of mass can
     move between them in one step; the privacy relation of the thesis (Definition 6.2,
     α-neighbours) is built from these steps, see :func:`dpcloak.privacy.sensitivity.l2_sensitivity`.
+
+    Examples
+    --------
+    Every concrete domain answers the same questions:
+
+    >>> from dpcloak.domains import Domain, Line
+    >>> line = Line(3)
+    >>> isinstance(line, Domain), line.size
+    (True, 3)
+    >>> line.neighbours().tolist(), line.neighbour_steps().tolist()
+    ([[0, 1], [1, 2]], [1.0, 1.0])
+    >>> line.diameter()  # from the first cell centre (1/3) to the last (1)
+    0.6666666666666666
     """
 
     @property

@@ -45,6 +45,28 @@ class GraphDomain(Domain):
 
     The ground metric is the shortest-path distance in ``length``, which requires a connected
     graph: :meth:`distances` raises :class:`~dpcloak.errors.DisconnectedGraphError` otherwise.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> G = nx.path_graph(3)
+    >>> nx.set_edge_attributes(G, 2.0, "length")
+    >>> d = GraphDomain(G)
+    >>> d.size, d.is_connected()
+    (3, True)
+    >>> d.distances().tolist()  # shortest paths in edge length
+    [[0.0, 2.0, 4.0], [2.0, 0.0, 2.0], [4.0, 2.0, 0.0]]
+    >>> d.laplacian().toarray().tolist()  # no conductance attribute: each edge conducts 1
+    [[1.0, -1.0, 0.0], [-1.0, 2.0, -1.0], [0.0, -1.0, 1.0]]
+
+    >>> d.has_lengths, d.hop_distances().tolist()[0]  # hops ignore the lengths
+    (True, [0.0, 1.0, 2.0])
+    >>> d.adjacency().toarray().tolist()[1]  # the lengths by default
+    [2.0, 0.0, 2.0]
+    >>> GraphDomain(nx.empty_graph(2)).require_connected("graph diffusion")
+    Traceback (most recent call last):
+        ...
+    dpcloak.errors.DisconnectedGraphError: graph must be connected for graph diffusion; it has 2 components
     """
 
     graph: nx.Graph

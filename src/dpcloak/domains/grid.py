@@ -32,6 +32,18 @@ class Grid(Domain):
     Cells are indexed row-major: cell ``(r, c)`` has index ``r * cols + c`` and centre
     ``((r + 1/2) h_y, (c + 1/2) h_x)`` with ``h_y = height / rows``, ``h_x = width / cols``.
     Neighbours share an edge (4-neighbourhood).
+
+    Examples
+    --------
+    >>> g = Grid((2, 3), extent=(2.0, 3.0))
+    >>> g.size, g.spacing
+    (6, (1.0, 1.0))
+    >>> g.coordinates()[4].tolist()  # cell (1, 1): centre (y, x)
+    [1.5, 1.5]
+    >>> len(g.neighbours())  # 3 vertical + 4 horizontal edges
+    7
+    >>> float(g.distances()[0, 5]), g.diameter()  # L1: 1 down + 2 right
+    (3.0, 3.0)
     """
 
     shape: tuple[int, int]

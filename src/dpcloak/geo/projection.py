@@ -93,6 +93,16 @@ def check_lonlat(lon: ArrayLike, lat: ArrayLike) -> tuple[NDArray[np.float64], N
     ------
     InvalidParameterError
         Naming the first offending value, e.g. a latitude of 174.77 (columns swapped).
+
+    Examples
+    --------
+    >>> lon, lat = check_lonlat([174.77], [-36.85])
+    >>> lon.tolist(), lat.tolist()
+    ([174.77], [-36.85])
+    >>> check_lonlat([-36.85], [174.77])  # columns swapped
+    Traceback (most recent call last):
+        ...
+    dpcloak.errors.InvalidParameterError: lat must lie in [-90, 90] degrees, got 174.77 (are longitude ...
     """
     lo, la = _as_coordinates("lon", lon, "lat", lat)
     for name, arr, bound in (("lat", la, 90.0), ("lon", lo, 180.0)):
@@ -237,5 +247,17 @@ def projection_for(lon: float, lat: float, *, backend: str = "dpcloak") -> Local
 
     The caller gives the point: a published landmark, the centre of the (public) sensor layout,
     never a statistic of private data.
+
+    Examples
+    --------
+    Centred on a public landmark (Auckland's Sky Tower); 0.01° of longitude there is about 892 m:
+
+    >>> proj = projection_for(174.762, -36.848)
+    >>> x, y = proj.forward([174.762, 174.772], [-36.848, -36.848])
+    >>> x.round(1).tolist()
+    [0.0, 891.9]
+    >>> lon, lat = proj.inverse(x, y)
+    >>> bool(np.allclose(lon, [174.762, 174.772]) and np.allclose(lat, -36.848))
+    True
     """
     return LocalProjection(lon0=lon, lat0=lat, backend=backend)

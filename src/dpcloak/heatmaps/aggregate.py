@@ -175,6 +175,14 @@ class LevelBudget:
         Centre level ⌊log₂ √w⌋ (capped at ℓ).
     normalizer : float
         Z = Σ_i γ^{\|i−q\|} over the measured levels.
+
+    Examples
+    --------
+    >>> budget = level_budget(1.0, depth=4, w=20)
+    >>> isinstance(budget, LevelBudget), budget.levels, budget.q
+    (True, (2, 3, 4), 2)
+    >>> round(sum(budget.epsilons), 12), budget.epsilons[0] > budget.epsilons[1] > budget.epsilons[2]
+    (1.0, True)
     """
 
     levels: tuple[int, ...]
@@ -202,6 +210,16 @@ def level_budget(
         Decay rate γ ∈ (0, 1]; the analysis needs γ > 1/2, the paper uses 1/√2.
     start_level : int or None
         First measured level; ``None`` means min(q, ℓ) (the paper's implementation).
+
+    Examples
+    --------
+    Levels start at the largest q with 4^q ≤ w (q = 2 for ``w = 20``); the budget decays by γ per level:
+
+    >>> budget = level_budget(1.0, depth=4, w=20)
+    >>> budget.levels
+    (2, 3, 4)
+    >>> [round(e / budget.epsilons[0], 6) for e in budget.epsilons]  # 1, γ, γ²
+    [1.0, 0.707107, 0.5]
     """
     eps = check_real("epsilon", epsilon, low=0.0)
     ell = check_int("depth", depth, minimum=0)
@@ -286,6 +304,16 @@ class NoisyPyramid:
     discrete Laplace mechanism at ε_i on the 2^-36 grid (module docstring). With ``noise="float"`` the
     guarantee holds for idealised real-valued noise only (:data:`FLOAT_CAVEAT`). Nothing else about
     the input (such as the number of users) is part of the release.
+
+    Examples
+    --------
+    Returned by :func:`hierarchical_laplace` (``noise="float"`` here: simulation, seeded):
+
+    >>> from dpcloak.heatmaps import bound_users
+    >>> agg = bound_users([0, 1, 2], [0.1, 0.6, 0.9], [0.1, 0.6, 0.9], resolution=8)
+    >>> pyramid = hierarchical_laplace(agg, epsilon=1.0, w=4, noise="float", rng=0)
+    >>> isinstance(pyramid, NoisyPyramid), pyramid.start_level, [level.shape for level in pyramid.levels]
+    (True, 1, [(2, 2), (4, 4), (8, 8)])
     """
 
     levels: tuple[NDArray[np.float64], ...]
@@ -372,6 +400,16 @@ def hierarchical_laplace(
     ε-DP under add/remove-one-user: level i is the Laplace mechanism (``"float"``) or the exact
     discrete Laplace mechanism on the 2^-36 grid (``"secure"``) at ε_i with sensitivity 1, and the
     ε_i sum to ε (see :class:`NoisyPyramid`).
+
+    Examples
+    --------
+    >>> from dpcloak.heatmaps import bound_users
+    >>> agg = bound_users([0, 1, 2], [0.1, 0.6, 0.9], [0.1, 0.6, 0.9], resolution=8)
+    >>> pyramid = hierarchical_laplace(agg, epsilon=1.0, w=4, noise="float", rng=0)
+    >>> pyramid.budget.levels, round(sum(pyramid.budget.epsilons), 12)
+    ((1, 2, 3), 1.0)
+    >>> pyramid.guarantee().kind, pyramid.guarantee().epsilon
+    ('ε-DP', 1.0)
     """
     agg = check_aggregate(aggregate)
     budget = level_budget(epsilon, depth=agg.depth, w=w, gamma=gamma, start_level=start_level)

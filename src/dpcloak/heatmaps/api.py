@@ -84,6 +84,17 @@ class HeatmapResult:
     layers : tuple of (int, ndarray)
         ``aggregate`` split by the block size it was estimated at: (block side in cells, masses spread
         uniformly over those blocks); the layers sum to ``aggregate``. Used by :meth:`render`.
+
+    Examples
+    --------
+    >>> result = private_heatmap([0, 0, 1, 2], [0.1, 0.2, 0.6, 0.9], [0.1, 0.2, 0.6, 0.9], epsilon=1.0, resolution=8)
+    >>> isinstance(result, HeatmapResult), result.aggregate.shape, round(float(result.aggregate.sum()), 12)
+    (True, (8, 8), 1.0)
+    >>> summary = result.public_summary()  # what may be published next to the aggregate
+    >>> summary["method"], summary["epsilon"], summary["levels"]
+    ('pyramid', 1.0, [2, 3])
+    >>> result.render(sigma=0.05).shape
+    (8, 8)
     """
 
     aggregate: NDArray[np.float64]
@@ -190,6 +201,18 @@ def heatmap_from_aggregate(
     ε-DP under add/remove-one-user for every method (see :func:`private_heatmap`, :func:`laplace_baseline`,
     :func:`~dpcloak.heatmaps.dense.dense_aggregate`), for the released aggregate, ``parameters`` and
     ``details``; ``curator`` is not private and is not part of the release.
+
+    Examples
+    --------
+    One bounded aggregate, released by each method:
+
+    >>> from dpcloak.heatmaps import bound_users
+    >>> agg = bound_users([0, 1, 2], [0.1, 0.6, 0.9], [0.1, 0.6, 0.9], resolution=4)
+    >>> methods = ("pyramid", "laplace", "dense")
+    >>> [heatmap_from_aggregate(agg, method=m, epsilon=1.0, population=3).method for m in methods]
+    ['pyramid', 'laplace', 'dense']
+    >>> heatmap_from_aggregate(agg, method="dense", epsilon=1.0, population=3).details
+    {'coarse_resolution': 2}
     """
     agg = check_aggregate(aggregate)
     meth = check_choice("method", method, METHODS)
@@ -322,6 +345,28 @@ def private_heatmap(
     1/ε_i with Σ ε_i = ε (basic composition); RECONSTRUCT and normalisation are post-processing. With
     the default ``noise="secure"`` each level's noise is exact discrete Laplace at the same ε_i, so the
     guarantee holds for what is sampled; with ``"float"`` it holds for idealised real-valued noise.
+
+    Examples
+    --------
+    A release draws exact noise from the OS CSPRNG; the output is a distribution over the Δ × Δ cells:
+
+    >>> users, x, y = [0, 0, 1, 2, 2, 2], [0.1, 0.1, 0.6, 0.9, 0.9, 0.2], [0.1, 0.2, 0.6, 0.9, 0.8, 0.2]
+    >>> result = private_heatmap(users, x, y, epsilon=1.0, resolution=8)
+    >>> result.aggregate.shape, bool(np.all(result.aggregate >= 0)), round(float(result.aggregate.sum()), 12)
+    ((8, 8), True, 1.0)
+    >>> result.guarantee().kind, result.guarantee().epsilon
+    ('ε-DP', 1.0)
+    >>> private_heatmap(users, x, y, epsilon=1.0, resolution=8, rng=0)
+    Traceback (most recent call last):
+        ...
+    dpcloak.errors.InvalidParameterError: rng must be None for a release with noise='secure' ...
+
+    Tests and experiments may reproduce a release with ``simulation=True``:
+
+    >>> a = private_heatmap(users, x, y, epsilon=1.0, resolution=8, rng=0, simulation=True)
+    >>> b = private_heatmap(users, x, y, epsilon=1.0, resolution=8, rng=0, simulation=True)
+    >>> bool(np.array_equal(a.aggregate, b.aggregate))
+    True
     """
     _check_common(epsilon, resolution)
     _choose_w(w, epsilon, resolution, population)
@@ -354,6 +399,13 @@ def laplace_baseline(
     -----------------
     ε-DP under add/remove-one-user (the exact discrete Laplace mechanism by default, or the Laplace
     mechanism for ``noise="float"`` with idealised real-valued noise, on s with ℓ1 sensitivity 1).
+
+    Examples
+    --------
+    >>> result = laplace_baseline([0, 1, 2], [0.1, 0.6, 0.9], [0.1, 0.6, 0.9], epsilon=1.0, resolution=4,
+    ...                           top_percent=50)
+    >>> result.method, result.parameters, int(np.count_nonzero(result.aggregate)) <= 8
+    ('laplace', {'top_percent': 50}, True)
     """
     _check_common(epsilon, resolution)
     release_randomness(rng, noise, simulation=simulation)
@@ -390,6 +442,14 @@ def heatmap_from_frame(
     Privacy guarantee
     -----------------
     That of the chosen method (:func:`heatmap_from_aggregate`).
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> frame = pd.DataFrame({"user": [0, 0, 1, 2], "x": [0.1, 0.2, 0.6, 0.9], "y": [0.1, 0.2, 0.6, 0.9]})
+    >>> result = heatmap_from_frame(frame, epsilon=1.0, resolution=4)
+    >>> result.aggregate.shape, result.method, result.curator.n_users
+    ((4, 4), 'pyramid', 3)
     """
     check_choice("method", method, METHODS)
     _check_common(epsilon, resolution)

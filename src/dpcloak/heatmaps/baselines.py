@@ -37,6 +37,16 @@ class BaselineRelease(UserLaplaceRelease):
         Number of cells kept by the threshold (Δ² without it).
     noise : {"float", "secure"}
         How ν was drawn.
+
+    Examples
+    --------
+    Returned by :func:`laplace_cells`:
+
+    >>> from dpcloak.heatmaps import bound_users
+    >>> agg = bound_users([0, 1, 2], [0.1, 0.6, 0.9], [0.1, 0.6, 0.9], resolution=4)
+    >>> release = laplace_cells(agg, epsilon=1.0, noise="float", rng=0)
+    >>> isinstance(release, BaselineRelease), release.scale, release.kept  # Lap(1/ε) on all 16 cells
+    (True, 1.0, 16)
     """
 
     estimate: NDArray[np.float64]
@@ -79,6 +89,14 @@ def laplace_cells(
     -----------------
     ε-DP under add/remove-one-user: Laplace mechanism (or its exact discrete version) with
     sensitivity 1 on s; clipping and thresholding are post-processing.
+
+    Examples
+    --------
+    >>> from dpcloak.heatmaps import bound_users
+    >>> agg = bound_users([0, 1, 2], [0.1, 0.6, 0.9], [0.1, 0.6, 0.9], resolution=4)
+    >>> release = laplace_cells(agg, epsilon=1.0, top_percent=25)  # exact noise from the OS CSPRNG
+    >>> release.kept, int(np.count_nonzero(release.estimate)) <= 4, bool(np.all(release.estimate >= 0))
+    (4, True, True)
     """
     agg = check_aggregate(aggregate)
     eps = check_real("epsilon", epsilon, low=0.0)

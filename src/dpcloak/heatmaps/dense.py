@@ -70,6 +70,16 @@ class DenseRelease:
         n̂ used to choose Δ*: the public estimate, or the noisy count (itself ε_count-DP).
     noise : {"secure", "float"}
         How the noise was drawn (:mod:`dpcloak.heatmaps.aggregate`).
+
+    Examples
+    --------
+    Returned by :func:`dense_aggregate`:
+
+    >>> from dpcloak.heatmaps import bound_users
+    >>> agg = bound_users([0, 1, 2], [0.1, 0.6, 0.9], [0.1, 0.6, 0.9], resolution=4)
+    >>> release = dense_aggregate(agg, epsilon=1.0, rng=0)  # noise="float": simulation
+    >>> isinstance(release, DenseRelease), release.estimate.shape, release.guarantee().epsilon
+    (True, (4, 4), 1.0)
     """
 
     estimate: NDArray[np.float64]
@@ -161,6 +171,18 @@ def dense_aggregate(
     of the noisy count only (post-processing), as are the projection and spreading; basic
     composition gives ε_count + ε_cells = ε. With ``noise="float"`` it holds for idealised
     real-valued noise only.
+
+    Examples
+    --------
+    Without a public population estimate, 10 % of ε buys a noisy user count:
+
+    >>> from dpcloak.heatmaps import bound_users
+    >>> agg = bound_users([0, 1, 2], [0.1, 0.6, 0.9], [0.1, 0.6, 0.9], resolution=4)
+    >>> release = dense_aggregate(agg, epsilon=1.0, rng=0)
+    >>> round(release.count_epsilon, 12), round(release.cell_epsilon, 12)
+    (0.1, 0.9)
+    >>> dense_aggregate(agg, epsilon=1.0, population=3, rng=0).count_epsilon  # public estimate: all ε on cells
+    0.0
     """
     agg = check_aggregate(aggregate)
     eps = check_real("epsilon", epsilon, low=0.0)

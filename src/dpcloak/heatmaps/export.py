@@ -34,7 +34,23 @@ def _square(aggregate: ArrayLike) -> Any:
 
 
 def write_cells_csv(path: str | Path, aggregate: ArrayLike, *, extent: Extent | None) -> None:
-    """One row per cell: row, col, centre (x_m, y_m[, lon, lat]) or (x, y) in [0, 1)², and its share."""
+    """One row per cell: row, col, centre (x_m, y_m[, lon, lat]) or (x, y) in [0, 1)², and its share.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> share = np.array([[0.75, 0.0], [0.0, 0.25]])
+    >>> path = Path(tmp.name) / "cells.csv"
+    >>> write_cells_csv(path, share, extent=Extent.metres_box(0.0, 0.0, 1000.0, 1000.0))
+    >>> print(path.read_text().strip())
+    row,col,x_m,y_m,share
+    0,0,250,250,0.75
+    0,1,750,250,0
+    1,0,250,750,0
+    1,1,750,750,0.25
+    >>> tmp.cleanup()
+    """
     arr = _square(aggregate)
     delta = arr.shape[0]
     rows, cols = np.divmod(np.arange(delta * delta), delta)
@@ -59,6 +75,23 @@ def write_geojson(path: str | Path, aggregate: ArrayLike, *, extent: Extent, pro
 
     ``properties`` (public parameters of the release, e.g. ``HeatmapResult.public_summary()``) are
     stored on the collection.
+
+    Examples
+    --------
+    Only cells with a positive share become polygons:
+
+    >>> import tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> share = np.array([[0.75, 0.0], [0.0, 0.25]])
+    >>> path = Path(tmp.name) / "cells.geojson"
+    >>> write_geojson(path, share, extent=Extent.around(lon=174.762, lat=-36.848, size=2000.0),
+    ...               properties={"epsilon": 1.0})
+    >>> collection = json.loads(path.read_text())
+    >>> collection["type"], collection["properties"], len(collection["features"])
+    ('FeatureCollection', {'epsilon': 1.0}, 2)
+    >>> collection["features"][0]["properties"], collection["features"][0]["geometry"]["type"]
+    ({'row': 0, 'col': 0, 'share': 0.75}, 'Polygon')
+    >>> tmp.cleanup()
     """
     arr = _square(aggregate)
     if extent.projection is None:

@@ -72,6 +72,35 @@ class Extent:
         Lon/lat → metres for point input and for lon/lat output; ``None``: points are metres.
     source : str
         How the extent was specified (for the release's public summary).
+
+    Examples
+    --------
+    A 1 km square in metres, and a 2 km square around a public landmark in longitude/latitude:
+
+    >>> box = Extent.metres_box(0.0, 0.0, 1000.0, 1000.0)
+    >>> box.cell_size(4), box.lonlat  # metres per cell at Δ = 4
+    (250.0, False)
+    >>> x, y, inside = box.to_unit([100.0, 900.0], [100.0, 500.0])
+    >>> x.tolist(), y.tolist(), inside.tolist()
+    ([0.1, 0.9], [0.1, 0.5], [True, True])
+    >>> city = Extent.around(lon=174.762, lat=-36.848, size=2000.0)
+    >>> city.lonlat, city.x_min, city.size
+    (True, -1000.0, 2000.0)
+    >>> x, y, _ = city.to_unit([174.762], [-36.848])  # the centre maps to the middle of the grid
+    >>> x.tolist(), y.tolist()
+    ([0.5], [0.5])
+
+    A public lon/lat box becomes the smallest enclosing square in metres; the round trip is exact:
+
+    >>> box = Extent.lonlat_box(174.75, -36.86, 174.78, -36.84)
+    >>> round(box.size), box.summary()["size_m"] == box.size  # 0.03° of longitude ≈ 2676 m here
+    (2676, True)
+    >>> x, y = box.to_metres([174.762], [-36.848])
+    >>> lon, lat = box.to_lonlat(x, y)
+    >>> lon.round(9).tolist(), lat.round(9).tolist()
+    ([174.762], [-36.848])
+    >>> [a.shape for a in box.cell_centres(2)]
+    [(2, 2), (2, 2)]
     """
 
     x_min: float

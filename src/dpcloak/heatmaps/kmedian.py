@@ -43,6 +43,15 @@ class Coreset:
     Privacy guarantee
     -----------------
     ε-DP under add/remove-one-point (each point is a user; see :func:`private_coreset`).
+
+    Examples
+    --------
+    Returned by :func:`private_coreset`:
+
+    >>> pts = np.random.default_rng(0).uniform(0, 1, (40, 2))
+    >>> coreset = private_coreset(pts, epsilon=1.0, resolution=8)  # exact noise from the OS CSPRNG
+    >>> isinstance(coreset, Coreset), len(coreset.points) == len(coreset.weights), coreset.guarantee().kind
+    (True, True, 'ε-DP')
     """
 
     points: NDArray[np.float64]
@@ -68,6 +77,15 @@ class KMedianResult:
         cost_C(ŝ) on the coreset.
     coreset : Coreset
         The private coreset the centres were computed from (the only thing that touched the data).
+
+    Examples
+    --------
+    Returned by :func:`private_kmedian`:
+
+    >>> pts = np.random.default_rng(0).uniform(0, 1, (40, 2))
+    >>> result = private_kmedian(pts, k=2, epsilon=1.0, resolution=8)
+    >>> isinstance(result, KMedianResult), result.centers.shape, isinstance(result.coreset, Coreset)
+    (True, (2, 2), True)
     """
 
     centers: NDArray[np.float64]
@@ -81,7 +99,15 @@ def _points(name: str, points: ArrayLike) -> NDArray[np.float64]:
 
 
 def kmedian_cost(points: ArrayLike, centers: ArrayLike, weights: ArrayLike | None = None) -> float:
-    """cost_C(X) = Σ_x w_x min_{c ∈ C} ‖c − x‖₁."""
+    """cost_C(X) = Σ_x w_x min_{c ∈ C} ‖c − x‖₁.
+
+    Examples
+    --------
+    >>> kmedian_cost([[0.0, 0.0], [1.0, 1.0]], [[0.0, 0.0]])  # ℓ1 distance 2 to the only centre
+    2.0
+    >>> kmedian_cost([[0.0, 0.0], [1.0, 1.0]], [[0.0, 0.0]], weights=[1.0, 3.0])
+    6.0
+    """
     p = _points("points", points)
     c = _points("centers", centers)
     d = np.abs(p[:, None, :] - c[None, :, :]).sum(axis=2).min(axis=1)
@@ -100,7 +126,17 @@ def kmedian(
     points: ArrayLike, *, k: int, weights: ArrayLike | None = None, n_init: int = 5, max_iter: int = 100,
     rng: RngLike = None,
 ) -> NDArray[np.float64]:
-    """Non-private weighted ℓ1 k-median (Lloyd iterations with weighted medians, k-means++ starts)."""
+    """Non-private weighted ℓ1 k-median (Lloyd iterations with weighted medians, k-means++ starts).
+
+    Examples
+    --------
+    Two tight pairs of points, two centres (one of each pair: weighted medians of two points):
+
+    >>> pts = np.array([[0.1, 0.1], [0.12, 0.1], [0.9, 0.9], [0.88, 0.9]])
+    >>> centers = kmedian(pts, k=2, rng=0)
+    >>> sorted(round(float(c), 2) for c in centers[:, 0]), round(kmedian_cost(pts, centers), 2)
+    ([0.1, 0.88], 0.04)
+    """
     p = _points("points", points)
     kk = check_int("k", k, minimum=1, maximum=p.shape[0])
     w = np.ones(p.shape[0]) if weights is None else check_array("weights", weights, shape=(p.shape[0],),
@@ -144,6 +180,19 @@ def private_coreset(
     -----------------
     ε-DP under adding/removing one point (one point = one user, ℓ1 sensitivity 1 per level); with
     ``noise="float"`` for idealised real-valued noise only.
+
+    Examples
+    --------
+    A few weighted points stand in for the 40 input points (released with exact noise, no seed):
+
+    >>> pts = np.random.default_rng(0).uniform(0, 1, (40, 2))
+    >>> coreset = private_coreset(pts, epsilon=1.0, resolution=8)
+    >>> coreset.points.shape[1], bool(np.all(coreset.weights > 0))
+    (2, True)
+    >>> private_coreset(pts, epsilon=1.0, resolution=8, rng=0)
+    Traceback (most recent call last):
+        ...
+    dpcloak.errors.InvalidParameterError: rng must be None for a release with noise='secure' ...
     """
     p = _points("points", points)
     release_randomness(rng, noise, simulation=simulation)
@@ -170,6 +219,13 @@ def private_kmedian(
     Privacy guarantee
     -----------------
     That of :func:`private_coreset` for ``centers`` and ``coreset``; ``cost`` is not private.
+
+    Examples
+    --------
+    >>> pts = np.random.default_rng(0).uniform(0, 1, (40, 2))
+    >>> result = private_kmedian(pts, k=2, epsilon=1.0, resolution=8)
+    >>> result.centers.shape, bool(result.cost > 0), result.coreset.guarantee().epsilon
+    ((2, 2), True, 1.0)
     """
     p = _points("points", points)
     release_randomness(rng, noise, simulation=simulation)

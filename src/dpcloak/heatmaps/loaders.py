@@ -47,6 +47,12 @@ def lonlat_to_unit(
 
     ``bbox = (lon_min, lat_min, lon_max, lat_max)`` must be public. Returns x, y of the kept points and
     the boolean mask of kept input points; invalid lon/lat are refused.
+
+    Examples
+    --------
+    >>> x, y, kept = lonlat_to_unit([174.762, 174.77], [-36.848, -36.85], bbox=(174.75, -36.86, 174.78, -36.84))
+    >>> bool(np.all((x >= 0) & (x < 1) & (y >= 0) & (y < 1))), kept.tolist()
+    (True, [True, True])
     """
     lo = check_array("lon", lon, ndim=1)
     la = check_array("lat", lat, ndim=1)
@@ -58,7 +64,14 @@ def lonlat_to_unit(
 def pixels_to_unit(
     px: ArrayLike, py: ArrayLike, *, width: float, height: float, drop_outside: bool = False
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.bool_]]:
-    """Map pixel coordinates of a width × height box to [0, 1)² (x = px/width, y = py/height)."""
+    """Map pixel coordinates of a width × height box to [0, 1)² (x = px/width, y = py/height).
+
+    Examples
+    --------
+    >>> x, y, kept = pixels_to_unit([0, 320], [0, 240], width=640, height=480)
+    >>> x.tolist(), y.tolist(), kept.tolist()
+    ([0.0, 0.5], [0.0, 0.5], [True, True])
+    """
     w = check_real("width", width, low=0.0)
     h = check_real("height", height, low=0.0)
     x = check_array("px", px, ndim=1) / w
@@ -74,6 +87,14 @@ def bounding_box(lon: ArrayLike, lat: ArrayLike, *, margin: float = 1e-6) -> BBo
 
     A box derived from the data is itself a function of the data: **never use it for a release** (the
     loaders and the CLI refuse to derive one); it serves experiments and plots of public data.
+
+    Examples
+    --------
+    For experiments on public data only (a box derived from private data leaks it):
+
+    >>> box = bounding_box([174.75, 174.78], [-36.86, -36.84])
+    >>> box[0] < 174.75 and box[2] > 174.78, [round(v, 6) for v in box]
+    (True, [174.75, -36.86, 174.78, -36.84])
     """
     lo = check_array("lon", lon, ndim=1)
     la = check_array("lat", lat, ndim=1)
@@ -157,6 +178,19 @@ def load_points(
     Returns
     -------
     PointSet
+
+    Examples
+    --------
+    Longitude/latitude records inside a public extent (2 km around a landmark), mapped to [0, 1)²:
+
+    >>> import tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = Path(tmp.name) / "points.csv"
+    >>> _ = path.write_text("user,lon,lat\\na,174.762,-36.848\\na,174.763,-36.848\\nb,174.770,-36.850\\n")
+    >>> points = load_points(path, extent=Extent.around(lon=174.762, lat=-36.848, size=2000.0))
+    >>> points.n_users, points.x.round(3).tolist()
+    (2, [0.5, 0.545, 0.857])
+    >>> tmp.cleanup()
     """
     pd = _pandas()
     p = Path(path)
@@ -176,6 +210,16 @@ def load_ais(*, bbox: BBox | None = None, drop_outside: bool = False) -> tuple[P
 
     For experiments: with ``bbox=None`` the data's own bounding box is used (:func:`bounding_box`), which
     is not private; a release needs a public box. Needs the ``data`` extra (``pip install 'dpcloak[data]'``).
+
+    Examples
+    --------
+    Needs the ``data`` extra; a public box around New York harbour, points outside it dropped:
+
+    >>> points, box = load_ais(bbox=(-74.3, 40.4, -73.7, 40.9), drop_outside=True)
+    >>> box, bool(points.n_users > 100)
+    ((-74.3, 40.4, -73.7, 40.9), True)
+    >>> bool(np.all((points.x >= 0) & (points.x < 1) & (points.y >= 0) & (points.y < 1)))
+    True
     """
     # tracktable_data.data reconfigures logging and sys.tracebacklimit on import: locate the file instead.
     spec = importlib.util.find_spec("tracktable_data")

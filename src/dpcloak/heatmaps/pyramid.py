@@ -50,6 +50,14 @@ def pyramid_levels(grid: ArrayLike, *, start_level: int = 0) -> tuple[NDArray[An
         s on G_Δ (integer arrays keep their dtype, so sums are exact).
     start_level : int
         First level returned (0 ≤ start_level ≤ ℓ).
+
+    Examples
+    --------
+    >>> coarse, fine = pyramid_levels(np.arange(16.0).reshape(4, 4), start_level=1)
+    >>> coarse.tolist()  # sums of the 2 x 2 blocks
+    [[10.0, 18.0], [42.0, 50.0]]
+    >>> fine.shape
+    (4, 4)
     """
     arr, ell = _square("grid", grid)
     start = check_int("start_level", start_level, minimum=0, maximum=ell)
@@ -60,13 +68,31 @@ def pyramid_levels(grid: ArrayLike, *, start_level: int = 0) -> tuple[NDArray[An
 
 
 def pyramid_transform(grid: ArrayLike) -> NDArray[np.float64]:
-    """Ps as one vector: levels 0..ℓ, each scaled by 2^-i and flattened row-major."""
+    """Ps as one vector: levels 0..ℓ, each scaled by 2^-i and flattened row-major.
+
+    Examples
+    --------
+    Level 0 (the total, 4) then level 1 scaled by 1/2:
+
+    >>> pyramid_transform(np.ones((2, 2))).tolist()
+    [4.0, 0.5, 0.5, 0.5, 0.5]
+    """
     levels = pyramid_levels(grid)
     return np.concatenate([lev.ravel().astype(np.float64) * 2.0**-i for i, lev in enumerate(levels)])
 
 
 def pyramid_adjoint(vector: ArrayLike, *, resolution: int) -> NDArray[np.float64]:
-    """Pᵀy for y laid out as :func:`pyramid_transform` returns it (each cell's value spread to its pixels)."""
+    """Pᵀy for y laid out as :func:`pyramid_transform` returns it (each cell's value spread to its pixels).
+
+    Examples
+    --------
+    The adjoint of :func:`pyramid_transform` (``⟨Ps, y⟩ = ⟨s, Pᵀy⟩``):
+
+    >>> rng = np.random.default_rng(0)
+    >>> s, y = rng.random((4, 4)), rng.random(1 + 4 + 16)
+    >>> bool(np.isclose(pyramid_transform(s) @ y, np.sum(s * pyramid_adjoint(y, resolution=4))))
+    True
+    """
     ell = check_resolution(resolution)
     sizes = [4**i for i in range(ell + 1)]
     y = check_array("vector", vector, shape=(sum(sizes),))

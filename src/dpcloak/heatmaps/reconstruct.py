@@ -57,6 +57,16 @@ class Reconstruction:
         selected cell.
     region_masses : ndarray
         Their optimal masses m_r ≥ 0 (``estimate`` spreads each uniformly over its pixels).
+
+    Examples
+    --------
+    Returned by :func:`reconstruct`; its layers add up to the estimate:
+
+    >>> from dpcloak.heatmaps import bound_users, hierarchical_laplace
+    >>> agg = bound_users([0, 1, 2], [0.1, 0.6, 0.9], [0.1, 0.6, 0.9], resolution=8)
+    >>> rec = reconstruct(hierarchical_laplace(agg, epsilon=1.0, w=4, noise="float", rng=0), w=4)
+    >>> isinstance(rec, Reconstruction), bool(np.allclose(sum(layer for _, layer in rec.layers()), rec.estimate))
+    (True, True)
     """
 
     estimate: NDArray[np.float64]
@@ -116,6 +126,14 @@ def reconstruct(noisy: NoisyPyramid, *, w: int = 20) -> Reconstruction:
     -----------------
     Post-processing of the ε-DP release ``noisy``: the output is ε-DP for the same neighbouring
     relation.
+
+    Examples
+    --------
+    >>> from dpcloak.heatmaps import bound_users, hierarchical_laplace
+    >>> agg = bound_users([0, 1, 2], [0.1, 0.6, 0.9], [0.1, 0.6, 0.9], resolution=8)
+    >>> rec = reconstruct(hierarchical_laplace(agg, epsilon=1.0, w=4, noise="float", rng=0), w=4)
+    >>> rec.estimate.shape, bool(np.all(rec.estimate >= 0))  # unnormalised, non-negative
+    ((8, 8), True)
     """
     if not isinstance(noisy, NoisyPyramid):
         raise InvalidParameterError(

@@ -41,6 +41,17 @@ class CuratorDiagnostics:
     timings : mapping of str to float
         Seconds per stage (``bound``, ``noise``, ``reconstruct``, ``normalize``, ``total``); they grow
         with the input size.
+
+    Examples
+    --------
+    Attached to every :class:`~dpcloak.heatmaps.HeatmapResult`, never part of the release:
+
+    >>> from dpcloak.heatmaps import private_heatmap
+    >>> result = private_heatmap([0, 0, 1], [0.1, 0.2, 0.7], [0.1, 0.2, 0.7], epsilon=1.0, resolution=4)
+    >>> result.curator.n_users, result.curator.n_points, "total" in result.curator.timings
+    (2, 3, True)
+    >>> "n_users" in result.public_summary()
+    False
     """
 
     n_users: int

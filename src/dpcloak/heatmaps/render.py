@@ -51,6 +51,15 @@ def render(p: ArrayLike, *, sigma: float) -> NDArray[np.float64]:
     -------
     ndarray, shape (Δ, Δ)
         H^σ_p, with the same total mass as p.
+
+    Examples
+    --------
+    >>> p = np.zeros((8, 8)); p[4, 4] = 1.0
+    >>> h = render(p, sigma=0.1)
+    >>> round(float(h.sum()), 12), bool(h[4, 4] == h.max()), bool(h[4, 4] < 1.0)  # mass kept, spread out
+    (1.0, True, True)
+    >>> bool(np.array_equal(render(p, sigma=0.0), p))
+    True
     """
     arr = check_array("p", p, ndim=2, nonnegative=True)
     if arr.shape[0] != arr.shape[1]:
@@ -80,6 +89,15 @@ def render_layers(layers: Sequence[tuple[int, ArrayLike]], *, sigma: float) -> N
         (block side in cells, masses spread uniformly over the blocks), e.g. ``HeatmapResult.layers``.
     sigma : float
         σ ≥ 0 of the finest cells, units of [0, 1)².
+
+    Examples
+    --------
+    A block of 4 × 4 cells estimated as a whole is drawn as a smooth bump, not a flat square:
+
+    >>> block = np.zeros((8, 8)); block[:4, :4] = 1 / 16
+    >>> h = render_layers([(4, block)], sigma=0.01)
+    >>> round(float(h.sum()), 12), bool(h[0, 0] < h[1, 1])
+    (1.0, True)
     """
     if not layers:
         raise InvalidParameterError("layers must contain at least one (block, array) pair")
@@ -126,6 +144,18 @@ def plot_heatmaps(
     -------
     matplotlib.figure.Figure
         Save it with ``fig.savefig(path)``.
+
+    Examples
+    --------
+    >>> import matplotlib.pyplot as plt
+    >>> p = np.zeros((8, 8)); p[4, 4] = 1.0
+    >>> q = np.zeros((8, 8)); q[4, 5] = 1.0
+    >>> fig = plot_heatmaps({"true": render(p, sigma=0.05), "released": render(q, sigma=0.05)})
+    >>> [ax.get_title() for ax in fig.axes[:2]], fig.axes[0].get_xlabel()
+    (['true', 'released'], 'x (unit square)')
+    >>> fig.axes[-1].get_ylabel()  # the shared colour bar
+    'share of the total per cell'
+    >>> plt.close(fig)
     """
     if not panels:
         raise InvalidParameterError("panels must contain at least one heatmap")

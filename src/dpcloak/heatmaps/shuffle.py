@@ -79,6 +79,15 @@ class ShuffleRelease:
     (ε, δ)-DP in the shuffle model under add/remove-one-user ([BBGN20] Corollary 6 and Lemma 5.2 with
     the parameters above; per level the summed noise is DLap(e^{−ε_i/B}) on values with sensitivity B,
     and Σ ε_i = ε).
+
+    Examples
+    --------
+    Returned by :func:`shuffle_pyramid`:
+
+    >>> release = shuffle_pyramid([0, 1, 2], [0.1, 0.6, 0.9], [0.1, 0.6, 0.9], epsilon=1.0, delta=1e-6,
+    ...                           resolution=4, rng=0)
+    >>> isinstance(release, ShuffleRelease), release.scale_factor, release.pyramid.resolution
+    (True, 256, 4)
     """
 
     pyramid: NoisyPyramid
@@ -130,6 +139,19 @@ def shuffle_pyramid(
         As in :func:`~dpcloak.heatmaps.aggregate.hierarchical_laplace`.
     rng : Generator, int or None
         Randomness of all users (noise and shares).
+
+    Examples
+    --------
+    The analyzer's sums feed RECONSTRUCT like Algorithm 1's release:
+
+    >>> from dpcloak.heatmaps import reconstruct
+    >>> release = shuffle_pyramid([0, 1, 2], [0.1, 0.6, 0.9], [0.1, 0.6, 0.9], epsilon=1.0, delta=1e-6,
+    ...                           resolution=4, rng=0)
+    >>> g = release.guarantee()
+    >>> g.kind, g.epsilon, g.delta
+    ('(ε, δ)-DP', 1.0, 1e-06)
+    >>> reconstruct(release.pyramid, w=4).estimate.shape
+    (4, 4)
     """
     ell = check_resolution(resolution)
     b = check_int("scale_factor", scale_factor, minimum=1)

@@ -31,6 +31,14 @@ class PointSet:
         User id of each point.
     x, y : ndarray, shape (N,)
         Coordinates in [0, 1).
+
+    Examples
+    --------
+    >>> pts = gaussian_mixture_points(n_users=20, n_components=2, points_per_user=3, rng=0)
+    >>> isinstance(pts, PointSet), pts.n_users, pts.x.shape, pts.users.shape
+    (True, 20, (60,), (60,))
+    >>> pts.sample_users(5, rng=0).n_users
+    5
     """
 
     users: NDArray[Any]
@@ -73,6 +81,12 @@ def gaussian_mixture_points(
         Range (low, high) of the per-axis standard deviations, sampled log-uniformly.
     rng : Generator, int or None
         Randomness.
+
+    Examples
+    --------
+    >>> pts = gaussian_mixture_points(n_users=20, n_components=2, points_per_user=3, rng=0)
+    >>> len(pts.x), bool(np.all((pts.x >= 0) & (pts.x < 1) & (pts.y >= 0) & (pts.y < 1)))
+    (60, True)
     """
     n = check_int("n_users", n_users, minimum=1)
     k = check_int("n_components", n_components, minimum=1)

@@ -37,6 +37,14 @@ class Distribution:
         Total mass of the estimate after clipping negatives to 0 (0 for the empty answer).
     degenerate : bool
         True for the empty answer (``p`` is then uniform).
+
+    Examples
+    --------
+    Returned by :func:`as_distribution`:
+
+    >>> d = as_distribution([0.0, 3.0, 1.0])
+    >>> isinstance(d, Distribution), d.p.tolist(), d.mass, d.degenerate
+    (True, [0.0, 0.75, 0.25], 4.0, False)
     """
 
     p: NDArray[np.float64]

@@ -22,6 +22,26 @@ class LinearModel(ABC):
     Subclasses implement :meth:`_matvec`, :meth:`_rmatvec` and :meth:`todense`; the public
     methods validate their input. ``shape`` is ``(m, n)``: rows are sensors, columns are source
     locations of :attr:`domain`.
+
+    Examples
+    --------
+    Every model (heat kernels, graph diffusion, a user matrix) is used through this interface:
+
+    >>> from dpcloak.models import LinearModel, matrix_model
+    >>> M = matrix_model([[1.0, 2.0], [0.0, 1.0]])
+    >>> isinstance(M, LinearModel), M.shape, M.domain
+    (True, (2, 2), Line(n=2))
+    >>> M.matvec([1.0, 1.0]).tolist(), M.rmatvec([1.0, 1.0]).tolist()  # M f and Mᵀ y
+    ([3.0, 1.0], [1.0, 3.0])
+    >>> M.column_difference_norms([[0, 1]]).tolist()  # ‖M e₀ − M e₁‖₂ = √2
+    [1.4142135623730951]
+
+    >>> import numpy as np
+    >>> M.matmat(np.eye(2)).tolist()
+    [[1.0, 2.0], [0.0, 1.0]]
+    >>> op = M.aslinearoperator()  # for scipy's iterative solvers
+    >>> (op @ np.ones(2)).tolist(), op.rmatvec(np.ones(2)).tolist()
+    ([3.0, 1.0], [1.0, 3.0])
     """
 
     def __init__(self, *, shape: tuple[int, int], domain: Domain, sensor_positions: NDArray[Any] | None) -> None:
@@ -99,7 +119,17 @@ class LinearModel(ABC):
 
 
 class DenseModel(LinearModel):
-    """A model stored as a dense matrix."""
+    """A model stored as a dense matrix.
+
+    Examples
+    --------
+    >>> from dpcloak.models import DenseModel, matrix_model
+    >>> M = matrix_model([[1.0, 2.0], [0.0, 1.0]])
+    >>> isinstance(M, DenseModel)
+    True
+    >>> M.todense().tolist(), M.columns([1]).ravel().tolist()
+    ([[1.0, 2.0], [0.0, 1.0]], [2.0, 1.0])
+    """
 
     def __init__(
         self, matrix: NDArray[np.float64], *, domain: Domain, sensor_positions: NDArray[Any] | None = None

@@ -105,6 +105,13 @@ class PrivacySpent:
         ``"closed"``, ``"pld"`` or ``"rdp"``.
     method : str
         How the composition was computed (closed form and its source, or the ``dp_accounting`` accountant).
+
+    Examples
+    --------
+    >>> from dpcloak.privacy import LaplaceMechanism
+    >>> spent = privacy_spent(LaplaceMechanism(epsilon=0.5, sensitivity=1.0), readings=3, delta=0.0)
+    >>> spent.readings, round(spent.epsilon, 12), spent.delta, spent.accountant
+    (3, 1.5, 0.0, 'closed')
     """
 
     readings: int
@@ -128,6 +135,16 @@ class PrivacyReport:
         All ``releases`` composed: protects a pattern of behaviour present in every release.
     event : PrivacySpent
         ``min(window, releases)`` composed: protects one event.
+
+    Examples
+    --------
+    >>> from dpcloak.privacy import GaussianMechanism
+    >>> r = privacy_report(GaussianMechanism(epsilon=1.0, delta=1e-5, sensitivity=1.0),
+    ...                    releases=24, window=3, delta=1e-5)
+    >>> r.pattern.readings, r.event.readings  # all 24 releases vs. a 3-release event window
+    (24, 3)
+    >>> r.event.epsilon < r.pattern.epsilon
+    True
     """
 
     releases: int
@@ -162,6 +179,14 @@ def dp_event(mechanism: Any) -> Any:
     ------
     InvalidParameterError
         For a mechanism without a DP accounting (e.g. a Fisher-information guarantee).
+
+    Examples
+    --------
+    >>> from dpcloak.privacy import GaussianMechanism, LaplaceMechanism
+    >>> dp_event(LaplaceMechanism(epsilon=0.5, sensitivity=1.0))
+    LaplaceDpEvent(noise_multiplier=2.0)
+    >>> type(dp_event(GaussianMechanism(epsilon=1.0, delta=1e-5, sensitivity=1.0))).__name__
+    'GaussianDpEvent'
     """
     import dp_accounting
 
@@ -196,6 +221,16 @@ def zcdp_epsilon(*, rho: float, delta: float) -> float:
         ρ ≥ 0.
     delta : float
         δ in [0, 1); δ = 0 gives ∞ for ρ > 0.
+
+    Examples
+    --------
+    Tighter than the textbook conversion ε = ρ + 2√(ρ ln(1/δ)):
+
+    >>> import math
+    >>> round(zcdp_epsilon(rho=0.5, delta=1e-5), 4)
+    4.7284
+    >>> round(0.5 + 2 * math.sqrt(0.5 * math.log(1e5)), 4)
+    5.2985
     """
     r = check_real("rho", rho, low=0.0, low_inclusive=True)
     dlt = check_probability("delta", delta, open_low=False)
@@ -324,6 +359,16 @@ def privacy_spent(mechanism: Any, *, readings: int, delta: float, accountant: st
         (``dp_accounting`` truncates tails pessimistically and reports ∞).
     accountant : {"closed", "pld", "rdp"}
         Closed form (module docstring; default), ``dp_accounting``'s PLD or RDP accountant.
+
+    Examples
+    --------
+    Four Gaussian releases are one Gaussian release with twice the sensitivity (the closed form):
+
+    >>> from dpcloak.privacy import GaussianMechanism, gaussian_epsilon
+    >>> m = GaussianMechanism(epsilon=1.0, delta=1e-5, sensitivity=1.0)
+    >>> spent = privacy_spent(m, readings=4, delta=1e-5)
+    >>> round(spent.epsilon, 4), round(gaussian_epsilon(delta=1e-5, sigma=m.sigma, sensitivity=2.0), 4)
+    (2.1547, 2.1547)
     """
     k = check_int("readings", readings, minimum=0)
     dlt = check_probability("delta", delta, open_low=False)
@@ -336,7 +381,14 @@ def privacy_spent(mechanism: Any, *, readings: int, delta: float, accountant: st
 
 
 def composed_epsilon(mechanism: Any, *, readings: int, delta: float, accountant: str = "closed") -> float:
-    """Cumulative ε at ``delta`` of ``readings`` releases: :func:`privacy_spent` ``.epsilon``."""
+    """Cumulative ε at ``delta`` of ``readings`` releases: :func:`privacy_spent` ``.epsilon``.
+
+    Examples
+    --------
+    >>> from dpcloak.privacy import LaplaceMechanism
+    >>> round(composed_epsilon(LaplaceMechanism(epsilon=0.5, sensitivity=1.0), readings=4, delta=0.0), 12)
+    2.0
+    """
     return privacy_spent(mechanism, readings=readings, delta=delta, accountant=accountant).epsilon
 
 
@@ -355,6 +407,13 @@ def privacy_report(mechanism: Any, *, releases: int, window: int = 1, delta: flo
         Releases made so far (≥ 0).
     window : int
         Releases one event affects (≥ 1); the event-level guarantee composes ``min(window, releases)``.
+
+    Examples
+    --------
+    >>> from dpcloak.privacy import LaplaceMechanism
+    >>> r = privacy_report(LaplaceMechanism(epsilon=0.1, sensitivity=1.0), releases=24, window=3, delta=0.0)
+    >>> round(r.pattern.epsilon, 12), round(r.event.epsilon, 12)  # a day of hourly releases; 3-hour events
+    (2.4, 0.3)
     """
     k = check_int("releases", releases, minimum=0)
     w = check_int("window", window, minimum=1)
@@ -405,6 +464,24 @@ class ReadingAccountant:
     -----
     A release is one privatized vector (all sensors at one time step). Count the releases according
     to the privacy level promised (module docstring); :meth:`report` gives both levels at once.
+
+    Examples
+    --------
+    >>> from dpcloak.privacy import LaplaceMechanism
+    >>> acc = ReadingAccountant(mechanism=LaplaceMechanism(epsilon=0.3, sensitivity=1.0), epsilon_budget=1.0)
+    >>> acc.remaining()
+    3
+    >>> round(acc.charge().epsilon, 12), acc.readings, acc.remaining()
+    (0.3, 1, 2)
+    >>> acc.charge(3)
+    Traceback (most recent call last):
+        ...
+    dpcloak.errors.BudgetExceededError: releasing 3 more reading(s) would spend epsilon=1.2 ...
+
+    >>> round(acc.spent_after(2).epsilon, 12), acc.spent().readings  # a what-if; nothing charged
+    (0.6, 1)
+    >>> round(acc.report(releases=3, window=3).pattern.epsilon, 12)
+    0.9
     """
 
     def __init__(self, *, mechanism: Any, epsilon_budget: float | None = None, delta_budget: float | None = None,

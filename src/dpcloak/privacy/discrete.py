@@ -402,6 +402,19 @@ class DiscreteLaplaceMechanism(_GridMechanism):
     exp(grid_sensitivity / b) ≤ e^ε (checked in rational arithmetic); the double released is a fixed
     function of the integer n + Y (post-processing). Longer vectors and readings beyond 2⁵² grid
     steps are refused. ε-DP, δ = 0.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> m = DiscreteLaplaceMechanism(epsilon=1.0, sensitivity=1.0, resolution=0.5)
+    >>> m.guarantee().kind, m.guarantee().epsilon, m.guarantee().delta
+    ('ε-DP', 1.0, 0.0)
+    >>> out = m.privatize(np.array([0.3]))  # OS CSPRNG: no seed on a release path
+    >>> bool(out[0] / 0.5 == round(out[0] / 0.5))  # on the grid 0.5·ℤ
+    True
+
+    >>> m.scale_value > 1.0  # Δ/ε = 1, plus what rounding to the grid adds to the sensitivity
+    True
     """
 
     _norm = "l1"
@@ -565,6 +578,19 @@ class DiscreteGaussianMechanism(_GridMechanism):
     rounded *down* (the conversion itself is ``dp_accounting``'s floating-point computation); the
     double released is a fixed function of the integer n + Y. Longer vectors and readings beyond
     2⁵² grid steps are refused.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> m = DiscreteGaussianMechanism(epsilon=1.0, delta=1e-5, sensitivity=1.0, resolution=0.25, dimension=2)
+    >>> m.guarantee().epsilon <= 1.0, m.guarantee().delta
+    (True, 1e-05)
+    >>> out = m.privatize(np.array([0.3, 2.0]))  # OS CSPRNG: no seed on a release path
+    >>> out.shape, bool(np.all(out / 0.25 == np.round(out / 0.25)))  # always on the grid 0.25·ℤ
+    ((2,), True)
+
+    >>> bool(m.sigma > m.noise_multiplier * 0.25)  # σ in readings; the multiplier is per grid sensitivity
+    True
     """
 
     _norm = "l2"

@@ -159,6 +159,11 @@ def condition_number(model: LinearModel | ArrayLike) -> float:
     Returns ``inf`` when the smallest singular value is exactly zero. Heat kernels are so
     ill-conditioned that ``s_min`` is at rounding level: values beyond ``1/eps ≈ 4.5e15`` mean
     "numerically singular" rather than a precise number.
+
+    Examples
+    --------
+    >>> condition_number([[2.0, 0.0], [0.0, 0.5]])
+    4.0
     """
     s = np.linalg.svd(_as_model(model).todense(), compute_uv=False)
     return float("inf") if s[-1] == 0 else float(s[0] / s[-1])
@@ -334,6 +339,11 @@ class Relation:
     --------
     >>> Relation.move(50.0).describe()
     'one person moved by up to 50 m'
+
+    >>> Relation.add_remove().describe()
+    'one person added or removed'
+    >>> Relation.move(50.0).to_dict()
+    {'kind': 'move', 'alpha': 50.0, 'unit': 'm'}
     """
 
     kind: str

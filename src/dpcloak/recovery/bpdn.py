@@ -81,6 +81,19 @@ class Recovery:
         When the ball is out of reach: ``min ‖M f − ỹ‖₂`` over the box, evaluated with the full
         model at the least-residual point found (an exact active-set solve,
         :mod:`dpcloak.recovery._boxls`); ``nan`` when the ball is reachable.
+
+    Examples
+    --------
+    Returned by :func:`bpdn`:
+
+    >>> from dpcloak.models import heat_kernel_1d
+    >>> A = heat_kernel_1d(40, 20, 0.05)
+    >>> f0 = np.zeros(40); f0[19] = 1.0
+    >>> rec = bpdn(A, A.matvec(f0), radius=1e-3)
+    >>> isinstance(rec, Recovery), rec.converged, rec.feasible, rec.radius_policy
+    (True, True, True, 'explicit')
+    >>> int(np.argmax(rec.x)), bool(rec.residual <= rec.radius)
+    (19, True)
     """
 
     x: NDArray[np.float64]

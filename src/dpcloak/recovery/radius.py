@@ -27,7 +27,13 @@ RADIUS_POLICIES = ("chi2", "lemma6", "paper")
 
 @dataclass(frozen=True)
 class RadiusChoice:
-    """A data-fit radius and the policy that produced it (``"explicit"`` when given directly)."""
+    """A data-fit radius and the policy that produced it (``"explicit"`` when given directly).
+
+    Examples
+    --------
+    >>> choose_radius(m=50, sigma=1.0, policy="paper")  # σ √m
+    RadiusChoice(radius=7.0710678118654755, policy='paper', failure_probability=None)
+    """
 
     radius: float
     policy: str

@@ -32,6 +32,22 @@ class Counts:
         Per counter, in the layout's input order (NaN = missing).
     values : ndarray, shape (k, m)
         Per site (merged counters summed, :meth:`SensorLayout.combine`): what the network privatizes.
+
+    Examples
+    --------
+    Returned by :func:`read_counts_csv`:
+
+    >>> import tempfile
+    >>> from dpcloak.sensors import layout_from_coordinates
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = Path(tmp.name) / "counts.csv"
+    >>> _ = path.write_text("date,hour,gate,hall\\n2024-03-05,8,120,80\\n2024-03-05,9,150,\\n")
+    >>> counts = read_counts_csv(path, layout_from_coordinates([[0.0, 0.0], [100.0, 0.0]], names=["gate", "hall"]))
+    >>> isinstance(counts, Counts), counts.labels
+    (True, ('2024-03-05 8', '2024-03-05 9'))
+    >>> counts.values.tolist()  # an empty cell is a missing reading
+    [[120.0, 80.0], [150.0, nan]]
+    >>> tmp.cleanup()
     """
 
     labels: tuple[str, ...]
@@ -63,6 +79,18 @@ def read_counts_csv(path: str | Path, layout: SensorLayout, *, where: dict[str, 
         The sensors (e.g. ``network.layout``).
     where : dict of str to str, optional
         Keep only rows whose label columns have these values, e.g. ``{"date": "2024-03-05"}``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from dpcloak.sensors import layout_from_coordinates
+    >>> layout = layout_from_coordinates([[0.0, 0.0], [100.0, 0.0]], names=["gate", "hall"])
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = Path(tmp.name) / "counts.csv"
+    >>> _ = path.write_text("date,hour,gate,hall\\n2024-03-05,8,120,80\\n2024-03-06,8,1,2\\n")
+    >>> read_counts_csv(path, layout, where={"date": "2024-03-06"}).values.tolist()
+    [[1.0, 2.0]]
+    >>> tmp.cleanup()
     """
     file = Path(path)
     if not file.is_file():

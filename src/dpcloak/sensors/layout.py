@@ -49,6 +49,16 @@ class SensorLayout:
     input_names : tuple of str
         The counters' own names, one per input row (``names`` joins those of a merged site);
         empty when unknown.
+
+    Examples
+    --------
+    >>> layout = layout_from_coordinates([[0.0, 0.0], [0.5, 0.0], [100.0, 0.0]], colocated="merge")
+    >>> layout.n_sites, layout.n_inputs, layout.groups
+    (2, 3, ((0, 1), (2,)))
+    >>> layout.names
+    ('sensor 0 + sensor 1', 'sensor 2')
+    >>> layout.combine(np.array([[1.0, 2.0, 3.0]])).tolist()  # merged counters are summed
+    [[3.0, 3.0]]
     """
 
     positions: NDArray[np.float64]
@@ -128,6 +138,21 @@ def layout_from_coordinates(
         merged into one site (position = their mean; readings summed by :meth:`SensorLayout.combine`).
     merge_within : float, default 1.0
         The co-location distance in metres (> 0).
+
+    Examples
+    --------
+    Metres, or longitude/latitude projected around the layout's centre:
+
+    >>> layout = layout_from_coordinates([[0.0, 0.0], [100.0, 0.0]], names=["gate", "hall"])
+    >>> layout.names, layout.positions.tolist()
+    (('gate', 'hall'), [[0.0, 0.0], [100.0, 0.0]])
+    >>> ll = layout_from_coordinates([[174.762, -36.848], [174.772, -36.848]], lonlat=True)
+    >>> ll.positions[:, 0].round(1).tolist()  # 0.01° of longitude ≈ 892 m at 36.8° S
+    [-445.9, 445.9]
+    >>> layout_from_coordinates([[0.0, 0.0], [0.5, 0.0]])
+    Traceback (most recent call last):
+        ...
+    dpcloak.errors.InvalidParameterError: ...
     """
     pts = check_array("sensor coordinates", coordinates, shape=(None, 2))
     policy = check_choice("colocated", colocated, COLOCATED_POLICIES)
@@ -178,6 +203,20 @@ def read_sensors_csv(path: str | Path, **options: Any) -> SensorLayout:
     Column names are matched case-insensitively (``longitude``/``latitude`` also work); an optional
     ``name`` (or ``id``, ``sensor``, ``address``, ``site``) column names the sensors. ``options`` go
     to :func:`layout_from_coordinates` (``colocated``, ``merge_within``, ``centre``).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = Path(tmp.name) / "sensors.csv"
+    >>> _ = path.write_text("name,lon,lat\\nQueen St,174.7650,-36.8480\\nVictoria St,174.7630,-36.8490\\n")
+    >>> layout = read_sensors_csv(path)
+    >>> layout.names, layout.lonlat.tolist()
+    (('Queen St', 'Victoria St'), [[174.765, -36.848], [174.763, -36.849]])
+    >>> bool(np.hypot(*(layout.positions[0] - layout.positions[1])) > 200)  # metres apart
+    True
+    >>> tmp.cleanup()
     """
     file = Path(path)
     if not file.is_file():

@@ -82,6 +82,58 @@ class SensorNetwork:
     is released, counting for each sensor the readings it released (a release of the vector counts
     one for every present sensor). The count is exact for the deployment's design of one reading
     per sensor per period (pattern-level: every period is charged).
+
+    Examples
+    --------
+    Four counters on a 100 m square; the privacy unit is one person moved by up to 150 m:
+
+    >>> from dpcloak.sensors import Relation
+    >>> net = SensorNetwork.from_coordinates(
+    ...     sensors=[[0.0, 0.0], [100.0, 0.0], [0.0, 100.0], [100.0, 100.0]],
+    ...     relation=Relation.move(150.0), epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
+    >>> net.n_sensors, net.n_sources
+    (4, 4)
+
+    A release draws exact noise from the OS CSPRNG (no seed) and is charged to each sensor that sent
+    a reading (NaN: nothing sent, nothing charged):
+
+    >>> released = net.privatize([10.0, 20.0, np.nan, 5.0])
+    >>> released.shape, bool(np.isnan(released[2])), net.sensor_releases.tolist()
+    ((4,), True, [1, 1, 0, 1])
+    >>> net.privatize([10.0, 20.0, 30.0, 5.0], rng=0)
+    Traceback (most recent call last):
+        ...
+    dpcloak.errors.InvalidParameterError: rng fixes the noise, which is not secure for a release; ...
+
+    Simulations opt in to a seed; recovery gives a map of people per source location:
+
+    >>> simulated = net.privatize([10.0, 20.0, 30.0, 5.0], rng=1, simulation=True)
+    >>> result = net.recover(simulated, uncertainty_draws=0)
+    >>> result.sources.shape, bool(result.total > 0)
+    ((4,), True)
+    >>> net.dense_model().shape, net.source_positions.shape  # sources at the 4 sensors, (x, y) metres
+    ((4, 4), (4, 2))
+
+    The budget bounds the number of releases; a single sensor can send one reading at a time:
+
+    >>> net.max_releases() > 1, net.spent().epsilon <= 10.0
+    (True, True)
+    >>> before = net.sensor_releases.copy()
+    >>> reading = net.privatize_reading(0, 12.0)  # what sensor 0 sends for 12 people
+    >>> (net.sensor_releases - before).tolist()  # charged to sensor 0 only
+    [1, 0, 0, 0]
+
+    The configuration is public and serialisable; it holds no release count (each sensor node keeps
+    its own ledger in a deployment, :mod:`dpcloak.service`):
+
+    >>> import tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> again = SensorNetwork.load(net.save(Path(tmp.name) / "network.toml"))
+    >>> again.fingerprint() == net.fingerprint() == SensorNetwork.from_dict(net.to_dict()).fingerprint()
+    True
+    >>> again.releases, net.releases  # the largest count of any sensor (simulations count too)
+    (0, 3)
+    >>> tmp.cleanup()
     """
 
     def __init__(

@@ -61,7 +61,22 @@ def save_maps(
     network: SensorNetwork, results: Sequence[NetworkRecovery], path: str | Path, *,
     labels: Sequence[str] | None = None, columns: int = 6,
 ) -> Path:
-    """Save one map, or a grid of maps (e.g. a day of hourly maps, one colour scale), as a PNG."""
+    """Save one map, or a grid of maps (e.g. a day of hourly maps, one colour scale), as a PNG.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from dpcloak.sensors import Relation, SensorNetwork
+    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation("add-remove"),
+    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
+    >>> readings = ([5.0, 1.0], [1.0, 5.0])
+    >>> maps = [net.recover(net.privatize(r, rng=0, simulation=True), uncertainty_draws=0) for r in readings]
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> png = save_maps(net, maps, Path(tmp.name) / "maps.png", labels=["8:00", "9:00"])
+    >>> png.name, png.read_bytes()[:4] == b"\\x89PNG"
+    ('maps.png', True)
+    >>> tmp.cleanup()
+    """
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 

@@ -66,6 +66,20 @@ class NetworkRecovery:
         The underlying BPDN result (solver status, residual, message).
     source_positions : ndarray or None
         ``(n, 2)`` metres of the source locations.
+
+    Examples
+    --------
+    Returned by :meth:`SensorNetwork.recover`:
+
+    >>> from dpcloak.sensors import Relation, SensorNetwork
+    >>> net = SensorNetwork.from_coordinates(
+    ...     sensors=[[0.0, 0.0], [100.0, 0.0], [0.0, 100.0], [100.0, 100.0]],
+    ...     relation=Relation.move(150.0), epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
+    >>> result = net.recover(net.privatize([10.0, 20.0, 30.0, 5.0], rng=1, simulation=True), uncertainty_draws=0)
+    >>> isinstance(result, NetworkRecovery), result.sources.shape, round(float(result.distribution.sum()), 12)
+    (True, (4,), 1.0)
+    >>> result.present.tolist(), result.degenerate
+    ([True, True, True, True], False)
     """
 
     sources: NDArray[np.float64]

@@ -66,6 +66,21 @@ class ModelSpec:
     room : ((x0, x1), (y0, y1)) or None
         An explicit floor in metres instead of the grown bounding box (e.g. a building's walls):
         grid sources cover it and ``"heat-walls"`` reflects at it. Sensors must lie inside.
+
+    Examples
+    --------
+    >>> spec = ModelSpec(kind="heat", diffusion=2000.0, sources="grid", spacing=50.0)
+    >>> spec.kind, spec.diffusion, spec.sources
+    ('heat', 2000.0, 'grid')
+    >>> ModelSpec(kind="wave")
+    Traceback (most recent call last):
+        ...
+    dpcloak.errors.InvalidParameterError: ...
+
+    >>> ModelSpec(kind="heat", diffusion=2000.0, margin=10.0).floor(np.array([[0.0, 0.0], [100.0, 50.0]]))
+    ((-10.0, 110.0), (-10.0, 60.0))
+    >>> ModelSpec().to_dict()["kind"]
+    'graph'
     """
 
     kind: str = "graph"
@@ -146,7 +161,16 @@ def grid_sites(floor: tuple[tuple[float, float], tuple[float, float]], spacing: 
 
 
 def build_model(positions: NDArray[np.float64], spec: ModelSpec) -> LinearModel:
-    """The forward model for sensors at ``positions`` (metres), in people (module docstring)."""
+    """The forward model for sensors at ``positions`` (metres), in people (module docstring).
+
+    Examples
+    --------
+    >>> positions = np.array([[0.0, 0.0], [100.0, 0.0], [0.0, 100.0], [100.0, 100.0]])
+    >>> build_model(positions, ModelSpec(kind="graph", diffusion=2000.0)).shape  # sources at the sensors
+    (4, 4)
+    >>> build_model(positions, ModelSpec(kind="heat", diffusion=2000.0, sources="grid", spacing=50.0)).shape
+    (4, 4)
+    """
     if spec.kind == "graph":
         if len(positions) < 2:
             raise InvalidParameterError(f"the graph model needs at least 2 sensor sites, got {len(positions)}")

@@ -48,6 +48,22 @@ class DiffusionChoice:
         Each candidate and its relative prediction error (module docstring).
     periods : int
         Historical periods used (rows with a missing reading are skipped).
+
+    Examples
+    --------
+    Returned by :func:`choose_diffusion_time`:
+
+    >>> from dpcloak.sensors.spec import ModelSpec, build_model
+    >>> pos = np.random.default_rng(0).uniform(0, 600, (12, 2))
+    >>> truth = build_model(pos, ModelSpec(kind="graph", diffusion=20000.0))
+    >>> rng = np.random.default_rng(1)
+    >>> history = np.array([truth.matvec(rng.exponential(50, 12) * (rng.random(12) < 0.3)) for _ in range(20)])
+    >>> choice = choose_diffusion_time(lambda d: build_model(pos, ModelSpec(kind="graph", diffusion=d)),
+    ...                                history, candidates=[2000.0, 20000.0, 200000.0])
+    >>> isinstance(choice, DiffusionChoice), choice.candidates.tolist(), choice.periods
+    (True, [2000.0, 20000.0, 200000.0], 20)
+    >>> choice.diffusion == choice.candidates[np.argmin(choice.scores)]
+    np.True_
     """
 
     diffusion: float

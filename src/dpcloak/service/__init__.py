@@ -19,7 +19,15 @@ _MODULES = ("fastapi", "uvicorn", "sqlalchemy", "alembic", "httpx")
 
 
 def require_service_extra() -> None:
-    """Raise :class:`~dpcloak.errors.MissingExtraError` naming the extra if the service stack is missing."""
+    """Raise :class:`~dpcloak.errors.MissingExtraError` naming the extra if the service stack is missing.
+
+    Examples
+    --------
+    With ``pip install 'dpcloak[service]'`` it returns quietly:
+
+    >>> require_service_extra() is None
+    True
+    """
     missing = [m for m in _MODULES if importlib.util.find_spec(m) is None]
     if missing:
         raise MissingExtraError(f"the service needs {', '.join(missing)}: pip install \"dpcloak[service]\"")

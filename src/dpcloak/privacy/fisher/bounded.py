@@ -88,7 +88,14 @@ def check_support(low: ArrayLike, high: ArrayLike) -> tuple[NDArray[np.float64],
 
 
 def cos2_fisher_information(*, width: float) -> float:
-    r"""Closed-form Fisher information :math:`4\pi^2/L^2` of the cos² density of width ``L``."""
+    r"""Closed-form Fisher information :math:`4\pi^2/L^2` of the cos² density of width ``L``.
+
+    Examples
+    --------
+    >>> import math
+    >>> cos2_fisher_information(width=2.0) == math.pi ** 2
+    True
+    """
     lo, hi = check_support(0.0, width)
     return float(4.0 * math.pi**2 / (hi - lo) ** 2)
 
@@ -97,6 +104,14 @@ def corollary2_kappa(*, m: int = 1) -> float:
     r"""κ = ``m/(4π²)`` with :math:`\operatorname{Tr}(\mathcal I^{-1}) = \kappa(\bar w - \underline w)^2` (Cor. 2 (i)).
 
     Corrected: see the module docstring (Appendix E's κ is the reciprocal and misses a factor 4).
+
+    Examples
+    --------
+    The Cramér–Rao bound of the cos² noise on ``[−1, 1]`` is κ L² = 4κ:
+
+    >>> k = corollary2_kappa(m=1)
+    >>> round(4 * k, 12) == round(BoundedOptimalNoise(low=-1.0, high=1.0).cramer_rao_bound().value, 12)
+    True
     """
     return check_int("m", m, minimum=1) / (4.0 * math.pi**2)
 
@@ -106,6 +121,16 @@ def corollary2_quality_published(*, low: float, high: float, m: int = 1) -> floa
 
     Exact only when ``low · high == 0`` (support ``[0, L]`` or ``[−L, 0]``): the true value is this plus
     ``m · low · high``. Use :meth:`BoundedOptimalNoise.quality` in general.
+
+    Examples
+    --------
+    Right on ``[0, L]``, off by ``m · low · high`` otherwise:
+
+    >>> exact = BoundedOptimalNoise(low=0.0, high=1.0).quality()
+    >>> round(corollary2_quality_published(low=0.0, high=1.0), 12) == round(exact, 12)
+    True
+    >>> round(corollary2_quality_published(low=-1.0, high=1.0) - BoundedOptimalNoise(low=-1.0, high=1.0).quality(), 12)
+    1.0
     """
     lo, hi = check_support(low, high)
     if lo.ndim != 0:
@@ -174,6 +199,25 @@ class BoundedOptimalNoise:
     \sum_i L_i^2/(4\pi^2)` (Proposition 1 and Corollary 2 (i), corrected κ): :meth:`guarantee`.
     Biased estimators using prior knowledge can do better, and since the noise is bounded an
     observation can rule out values of ``x`` outside ``y − [low, high]`` with certainty.
+
+    Examples
+    --------
+    >>> import math
+    >>> import numpy as np
+    >>> noise = BoundedOptimalNoise(low=-1.0, high=1.0)
+    >>> w = noise.sample(5, rng=0)  # simulation: seeds allowed, this is not a DP release
+    >>> w.shape, bool(np.all(np.abs(w) <= 1.0))
+    ((5,), True)
+    >>> float(noise.cdf(0.0)), float(noise.ppf(0.5))  # symmetric about the centre
+    (0.5, 0.0)
+    >>> g = noise.guarantee()
+    >>> g.is_differential_privacy, round(g.cramer_rao_bound, 6), round(1 / math.pi ** 2, 6)  # L²/(4π²)
+    (False, 0.101321, 0.101321)
+
+    >>> noise.fisher_information().trace == math.pi ** 2  # 4π²/L², L = 2
+    True
+    >>> float(noise.pdf(0.0)), float(noise.marginal_pdf(0.0))  # 2/L at the centre
+    (1.0, 1.0)
     """
 
     def __init__(self, *, low: ArrayLike, high: ArrayLike) -> None:

@@ -48,6 +48,14 @@ class DiscretisedOptimum:
         ``‖density − cos2_density‖₂ / ‖cos2_density‖₂``.
     status : str
         Solver status.
+
+    Examples
+    --------
+    Returned by :func:`solve_discretised_problem2` (needs CVXPY, the ``reference`` extra):
+
+    >>> opt = solve_discretised_problem2(low=-1.0, high=1.0, n_points=60)
+    >>> isinstance(opt, DiscretisedOptimum), opt.density.shape == opt.cos2_density.shape == opt.grid.shape
+    (True, True)
     """
 
     grid: NDArray[np.float64]
@@ -79,6 +87,14 @@ def solve_discretised_problem2(*, low: float, high: float, n_points: int = 100,
         Number of interior grid points (≥ 3).
     solver : str, optional
         CVXPY solver name (default: Clarabel when installed, else CVXPY's choice).
+
+    Examples
+    --------
+    The discretised optimum approaches the cos² density of Corollary 1 (needs CVXPY):
+
+    >>> opt = solve_discretised_problem2(low=-1.0, high=1.0, n_points=60)
+    >>> opt.status, bool(opt.relative_l2_error < 0.05)
+    ('optimal', True)
     """
     lo = check_real("low", low)
     hi = check_real("high", high)

@@ -84,6 +84,15 @@ def problem3_objective(covariance: ArrayLike, *, query: ArrayLike, rho: float) -
     r"""Problem 3's cost for Gaussian noise :math:`\mathcal N(0,\Sigma)`.
 
     :math:`\operatorname{Tr}(C^\top\Sigma^{-1}C) + \varrho\operatorname{Tr}\Sigma` (Fisher information plus ϱ Q).
+
+    Examples
+    --------
+    The covariance of :class:`GaussianOptimalNoise` minimises it:
+
+    >>> C = [[1.0, 0.0], [0.0, 2.0]]
+    >>> best = GaussianOptimalNoise(query=C, rho=4.0).covariance
+    >>> problem3_objective(best, query=C, rho=4.0), problem3_objective(2 * best, query=C, rho=4.0)
+    (12.0, 15.0)
     """
     sigma = check_matrix("covariance", covariance, square=True)
     c = check_matrix("query", query)
@@ -114,6 +123,25 @@ class GaussianOptimalNoise:
     has expected squared error at least :math:`\operatorname{Tr}\Sigma` (Proposition 1:
     the noise Fisher information is :math:`\Sigma^{-1}`). For (ε, δ)-DP of the weighted average see
     :func:`dpcloak.privacy.fisher.dp.gaussian_dp_condition` (Proposition 4).
+
+    Examples
+    --------
+    >>> noise = GaussianOptimalNoise(query=[[1.0, 0.0], [0.0, 2.0]], rho=4.0)
+    >>> noise.covariance.tolist()  # (CCᵀ)^{1/2} / √ϱ
+    [[0.5, 0.0], [0.0, 1.0]]
+    >>> noise.cramer_rao_bound().value, noise.quality()
+    (1.5, 1.5)
+    >>> noise.sample(3, rng=0).shape  # simulation seed
+    (3, 2)
+    >>> GaussianOptimalNoise(query=[1.0, 1.0], theta=0.5).quality()  # Problem 4: Q = ϑ
+    0.5
+
+    >>> noise.fisher_information().matrix.tolist()  # Σ⁻¹
+    [[2.0, 0.0], [0.0, 1.0]]
+    >>> noise.query_fisher_information().matrix.tolist()  # Cᵀ Σ⁻¹ C, about x
+    [[2.0, 0.0], [0.0, 4.0]]
+    >>> noise.objective()  # Problem 3's cost at the optimum
+    12.0
     """
 
     def __init__(self, *, query: ArrayLike, rho: float | None = None, theta: float | None = None,
