@@ -1,17 +1,25 @@
-"""Write one API reference page per public package, listing every name in its ``__all__``.
+"""Write the API reference: one page per public package, and one per public module under it.
 
-The pages are generated at build time (``config-inited``), so a public name added to a package's
-``__all__`` appears in the reference without anyone editing the docs, and a name removed disappears.
+A package page lists every name in the package's ``__all__``. Under it, each public module (a submodule
+whose dotted path has no part starting with ``_``) gets a page listing the names in the *module's*
+``__all__`` that the package page does not already show (a name re-exported by its package appears once,
+on the package page). ``documented_names()`` is the single list of what the reference shows; the docs
+test ``tests/docs/test_public_examples.py`` checks that same list for runnable examples.
+
+The pages are generated at build time (``config-inited``), so a public name added to an ``__all__``
+appears in the reference without anyone editing the docs, and a name removed disappears.
 """
 
 from __future__ import annotations
 
 import importlib
 import inspect
+import pkgutil
 from pathlib import Path
 from typing import Any
 
 PACKAGES = (
+    ("dpcloak", "Errors and shared types"),
     ("dpcloak.domains", "Domains: where sources live"),
     ("dpcloak.models", "Forward models"),
     ("dpcloak.privacy", "Privacy: sensitivity, mechanisms, privatizers, accounting"),
@@ -26,47 +34,114 @@ PACKAGES = (
     ("dpcloak.service", "The deployed system"),
 )
 
+# Not Python API: the command line (its reference is ``python -m dpcloak --help``; it is a thin shell over
+# the library), the ``python -m dpcloak`` entry point, and the Alembic migration scripts of the service.
+NOT_API = ("dpcloak.cli", "dpcloak.__main__", "dpcloak.service.migrations")
 
-def public_packages() -> list[tuple[str, str, list[str]]]:
-    """The documented packages that exist in this checkout, with their sorted public names."""
+
+def _exported(module_name: str) -> list[str]:
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError:  # an optional extra is missing in this checkout
+        return []
+    return sorted(getattr(module, "__all__", []))
+
+
+def public_modules(package: str) -> list[str]:
+    """The public modules documented under ``package``: submodules, recursively, that are not private
+    (no ``_`` part), not a documented package of their own, and not in ``NOT_API``."""
+    packages = {name for name, _ in PACKAGES}
     found = []
-    for name, title in PACKAGES:
+    for info in pkgutil.iter_modules(importlib.import_module(package).__path__, package + "."):
+        name = info.name
+        if name.rsplit(".", 1)[1].startswith("_") or name.startswith(NOT_API) or name in packages:
+            continue
+        found.append(name)
+        if info.ispkg:
+            found += public_modules(name)
+    return sorted(found)
+
+
+def _key(obj: Any, name: str) -> tuple[str, int]:
+    return (name, id(obj))
+
+
+def reference() -> list[tuple[str, str, list[tuple[str, list[str]]]]]:
+    """Each documented package with its title and its pages: ``[(module, names), ...]``, the package's own
+    page first, then its public modules' pages that show at least one name not shown elsewhere."""
+    seen: set[tuple[str, int]] = set()
+    out = []
+    for package, title in PACKAGES:
         try:
-            module = importlib.import_module(name)
+            importlib.import_module(package)
         except ImportError:
             continue
-        found.append((name, title, sorted(getattr(module, "__all__", []))))
-    return found
+        pages = []
+        for module_name in [package, *public_modules(package)]:
+            names = _exported(module_name)
+            if not names:
+                continue
+            module = importlib.import_module(module_name)
+            fresh = [n for n in names if _key(getattr(module, n), n) not in seen]
+            seen.update(_key(getattr(module, n), n) for n in names)
+            if fresh or module_name == package:
+                pages.append((module_name, fresh))
+        if pages:
+            out.append((package, title, pages))
+    return out
 
 
-def _kind(module_name: str, name: str) -> str:
-    obj: Any = getattr(importlib.import_module(module_name), name)
-    return "class" if inspect.isclass(obj) else "function" if callable(obj) else "data"
+def documented_names() -> list[tuple[str, str, Any]]:
+    """Every name the reference shows, once: ``(module whose page shows it, name, object)``."""
+    return [
+        (module_name, name, getattr(importlib.import_module(module_name), name))
+        for _package, _title, pages in reference()
+        for module_name, names in pages
+        for name in names
+    ]
+
+
+def _kind(obj: Any) -> str:
+    return "class" if inspect.isclass(obj) else "function" if inspect.isroutine(obj) else "data"
+
+
+def _page(title: str, module_name: str, names: list[str], children: list[str]) -> str:
+    lines = [title, "=" * len(title), "", f".. automodule:: {module_name}", "   :no-members:", ""]
+    lines += [f".. currentmodule:: {module_name}", ""]
+    module = importlib.import_module(module_name)
+    for kind in ("class", "function", "data"):
+        group = [n for n in names if _kind(getattr(module, n)) == kind]
+        if not group:
+            continue
+        heading = {"class": "Classes", "function": "Functions", "data": "Constants and types"}[kind]
+        lines += [heading, "-" * len(heading), "", ".. autosummary::", "   :toctree: generated"]
+        lines += ["   :nosignatures:", ""]
+        lines += [f"   {n}" for n in group] + [""]
+    if children:
+        lines += ["Modules", "-------", "", ".. toctree::", "   :maxdepth: 1", ""]
+        lines += [f"   {child}" for child in children] + [""]
+    return "\n".join(lines)
+
+
+def _write(page: Path, text: str) -> None:
+    if not page.exists() or page.read_text() != text:
+        page.write_text(text)
 
 
 def write_pages(app: Any, config: Any) -> None:
-    """Sphinx hook (``config-inited``, before sources are found): write ``api/<package>.rst``, ``api/index.rst``."""
+    """Sphinx hook (``config-inited``, before sources are found): write ``api/<module>.rst``, ``api/index.rst``."""
     out = Path(app.srcdir) / "api"
     out.mkdir(exist_ok=True)
-    index = ["API reference", "=============", "", "Every public name of each package, from its ``__all__``."]
-    index += ["", ".. toctree::", "   :maxdepth: 1", ""]
-    for name, title, names in public_packages():
-        index.append(f"   {name}")
-        lines = [title, "=" * len(title), "", f".. automodule:: {name}", "   :no-members:", ""]
-        lines += [f".. currentmodule:: {name}", ""]
-        for kind in ("class", "function", "data"):
-            group = [n for n in names if _kind(name, n) == kind]
-            if not group:
-                continue
-            heading = {"class": "Classes", "function": "Functions", "data": "Constants"}[kind]
-            lines += [heading, "-" * len(heading), "", ".. autosummary::", "   :toctree: generated"]
-            lines += ["   :nosignatures:", ""]
-            lines += [f"   {n}" for n in group] + [""]
-        text = "\n".join(lines)
-        page = out / f"{name}.rst"
-        if not page.exists() or page.read_text() != text:
-            page.write_text(text)
-    (out / "index.rst").write_text("\n".join(index) + "\n")
+    index = ["API reference", "=============", ""]
+    index += ["Every public name: each package's ``__all__``, then each public module's ``__all__``.", ""]
+    index += [".. toctree::", "   :maxdepth: 2", ""]
+    for package, title, pages in reference():
+        index.append(f"   {package}")
+        (_, names), *modules = pages
+        _write(out / f"{package}.rst", _page(title, package, names, [m for m, _ in modules]))
+        for module_name, module_names in modules:
+            _write(out / f"{module_name}.rst", _page(f"``{module_name}``", module_name, module_names, []))
+    _write(out / "index.rst", "\n".join(index) + "\n")
 
 
 def setup(app: Any) -> dict[str, bool]:

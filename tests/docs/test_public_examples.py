@@ -1,7 +1,7 @@
 """Every public function and class in the API reference carries a runnable example.
 
-The names are the ones the reference documents: the same ``public_packages()`` the Sphinx extension
-``docs/_ext/apipages.py`` uses to write the pages. A name passes when its docstring has a numpydoc
+The names are the ones the reference documents: the same ``documented_names()`` the Sphinx extension
+``docs/_ext/apipages.py`` uses to write the pages (each package's ``__all__`` and each public module's). A name passes when its docstring has a numpydoc
 "Examples" section with doctest lines that the suite's ``--doctest-modules`` run actually executes
 (the object is defined in a collected ``dpcloak`` module, so ``doctest`` finds its docstring there),
 or when it is listed in ``GALLERY`` and the named gallery/tutorial script really calls it (checked on
@@ -25,7 +25,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "docs" / "_ext"))
 
-from apipages import public_packages
+from apipages import documented_names
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,18 +40,7 @@ GALLERY_PREFIX = "plot_"
 NOT_COLLECTED = ("dpcloak.service.migrations",)
 
 
-def _documented() -> list[tuple[str, str, Any]]:
-    out = []
-    for package, _title, names in public_packages():
-        module = importlib.import_module(package)
-        for name in names:
-            obj = getattr(module, name)
-            if inspect.isclass(obj) or inspect.isroutine(obj):
-                out.append((package, name, obj))
-    return out
-
-
-DOCUMENTED = _documented()
+DOCUMENTED = [(m, n, obj) for m, n, obj in documented_names() if inspect.isclass(obj) or inspect.isroutine(obj)]
 
 
 def _is_header(lines: list[str], i: int) -> bool:
