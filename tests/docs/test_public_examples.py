@@ -1,8 +1,9 @@
 """Every public function and class in the API reference carries a runnable example.
 
 The names are the ones the reference documents: the same ``documented_names()`` the Sphinx extension
-``docs/_ext/apipages.py`` uses to write the pages (each package's ``__all__`` and each public module's). A name passes when its docstring has a numpydoc
-"Examples" section with doctest lines that the suite's ``--doctest-modules`` run actually executes
+``docs/_ext/apipages.py`` uses to write the pages (each package's ``__all__`` and each public module's).
+A name passes when its docstring has a numpydoc "Examples" section with doctest lines that the suite's
+``--doctest-modules`` run actually executes
 (the object is defined in a collected ``dpcloak`` module, so ``doctest`` finds its docstring there),
 or when it is listed in ``GALLERY`` and the named gallery/tutorial script really calls it (checked on
 the script's syntax tree; sphinx-gallery executes the script at build time).

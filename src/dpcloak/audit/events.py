@@ -82,11 +82,8 @@ __all__ = [
     "MIN_ATOM_COUNT",
     "ROUNDING_TOLERANCE",
     "EventCheck",
-    "EventPlan",
     "event_margin",
     "event_queries_needed",
-    "plan_events",
-    "run_event_checks",
 ]
 
 #: Lowest mantissa bits examined by the low-bit test (bit 0 is the least significant).

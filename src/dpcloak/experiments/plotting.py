@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
 
-__all__ = ["Summary", "errorbar", "log_axes", "loglog_slope", "mean_ci", "new_figure", "ok_rows", "select", "summarise"]
+__all__ = ["Summary", "errorbar", "loglog_slope", "mean_ci", "new_figure", "select", "summarise"]
 
 
 def ok_rows(rows: Sequence[Row]) -> list[Row]:

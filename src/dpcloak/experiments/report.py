@@ -14,7 +14,7 @@ from dpcloak.experiments.registry import Experiment, Row
 if TYPE_CHECKING:
     from dpcloak.experiments.runner import RunResult
 
-__all__ = ["STANDARD_COLUMNS", "columns", "write_csv", "write_outputs", "write_report"]
+__all__ = ["STANDARD_COLUMNS", "columns"]
 
 #: Columns every data.csv has, empty where a quantity does not apply (e.g. EMD in a Δ2-only figure).
 STANDARD_COLUMNS = ("delta2", "sigma", "emd", "solve_time")

@@ -22,7 +22,7 @@ from dpcloak._validation import check_int
 from dpcloak.errors import DpcloakError, InvalidParameterError, MissingExtraError
 from dpcloak.experiments.registry import Claim, Experiment, get_experiment
 
-__all__ = ["RunResult", "TrialSpec", "plan_trials", "run_experiment", "run_trial", "trial_seed"]
+__all__ = ["RunResult", "run_experiment", "trial_seed"]
 
 #: Where results go unless ``out`` is given: ``results/<experiment id>/`` under the working directory.
 DEFAULT_RESULTS = Path("results")

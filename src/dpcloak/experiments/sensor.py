@@ -29,7 +29,7 @@ from dpcloak.privacy.mechanisms import GaussianMechanism
 from dpcloak.privacy.sensitivity import heat1d_bound, heat1d_bound_published
 
 __all__ = [
-    "EXPERIMENTS", "FIG5", "fig1_profile_claims", "noisy_trial", "private_trial", "profile_panel", "profile_trial",
+    "EXPERIMENTS", "FIG5",
 ]
 
 

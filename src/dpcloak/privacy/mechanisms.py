@@ -77,11 +77,8 @@ __all__ = [
     "DEFAULT_NEIGHBOURING",
     "gaussian_delta",
     "gaussian_epsilon",
-    "check_values",
-    "check_magnitude",
     "FLOAT_ULP_FRACTION",
     "FLOAT_CAVEAT",
-    "Immutable",
     "AdditiveMechanism",
 ]
 

@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 
 from dpcloak.errors import InvalidParameterError, MissingExtraError
 
-__all__ = ["ReferenceSolution", "bpdn_cvxpy", "import_cvxpy"]
+__all__ = ["ReferenceSolution", "bpdn_cvxpy"]
 
 
 @dataclass(frozen=True)

@@ -39,7 +39,7 @@ from dpcloak.errors import InvalidParameterError
 from dpcloak.privacy.fisher.information import FisherGuarantee, FisherInformation, cramer_rao_bound, fisher_guarantee
 from dpcloak.privacy.mechanisms import check_values
 
-__all__ = ["GaussianOptimalNoise", "problem3_objective", "psd_sqrt", "CONVENTIONS", "check_matrix", "sample_shape"]
+__all__ = ["GaussianOptimalNoise", "problem3_objective", "CONVENTIONS"]
 
 CONVENTIONS = ("corrected", "published")
 
