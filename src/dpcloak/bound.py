@@ -23,6 +23,14 @@ class Bound:
         Whether its assumptions hold at these parameters.
     reason : str
         Why it does not apply (empty when it does), or a note on unspecified constants.
+
+    Examples
+    --------
+    >>> b = Bound(0.25, "upper", "seed 000 Theorem 8")
+    >>> b.value, b.kind, b.applies
+    (0.25, 'upper', True)
+    >>> Bound(float("nan"), "lower", "seed 000 Lemma 5", False, "needs n <= m").reason
+    'needs n <= m'
     """
 
     value: float

@@ -18,24 +18,97 @@ __all__ = [
 
 
 class DpcloakError(Exception):
-    """Base class of every error dpcloak raises deliberately."""
+    """Base class of every error dpcloak raises deliberately.
+
+    Examples
+    --------
+    Every deliberate error is a ``DpcloakError``, so one ``except`` catches bad input:
+
+    >>> from dpcloak.privacy import LaplaceMechanism
+    >>> try:
+    ...     LaplaceMechanism(epsilon=-1.0, sensitivity=1.0)
+    ... except DpcloakError as err:
+    ...     print(type(err).__name__, "-", err)
+    InvalidParameterError - epsilon must lie in (0, inf), got -1
+    """
 
 
 class InvalidParameterError(DpcloakError, ValueError):
-    """A parameter is outside its allowed range, has the wrong shape or is not finite."""
+    """A parameter is outside its allowed range, has the wrong shape or is not finite.
+
+    Examples
+    --------
+    It is also a ``ValueError``; the message names the parameter, its range and the value:
+
+    >>> from dpcloak.privacy import GaussianMechanism
+    >>> issubclass(InvalidParameterError, ValueError)
+    True
+    >>> GaussianMechanism(epsilon=0.5, delta=2.0, sensitivity=1.0)
+    Traceback (most recent call last):
+        ...
+    dpcloak.errors.InvalidParameterError: delta must lie in (0, 1), got 2
+    """
 
 
 class DisconnectedGraphError(InvalidParameterError):
-    """A graph must be connected for the requested operation (e.g. a shortest-path metric)."""
+    """A graph must be connected for the requested operation (e.g. a shortest-path metric).
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> from dpcloak.domains import GraphDomain
+    >>> GraphDomain(nx.empty_graph(3)).require_connected("the EMD")
+    Traceback (most recent call last):
+        ...
+    dpcloak.errors.DisconnectedGraphError: graph must be connected for the EMD; it has 3 components
+    >>> issubclass(DisconnectedGraphError, InvalidParameterError)
+    True
+    """
 
 
 class BudgetExceededError(DpcloakError):
-    """A privacy accountant refused a release because it would exceed the configured budget."""
+    """A privacy accountant refused a release because it would exceed the configured budget.
+
+    Examples
+    --------
+    A sensor network refuses the release that would overspend, before drawing anything:
+
+    >>> from dpcloak.sensors import Relation, SensorNetwork
+    >>> net = SensorNetwork.from_coordinates(
+    ...     sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
+    ...     epsilon=1.0, delta=1e-6, budget=(1.0, 1e-5), diffusion=2000.0)
+    >>> net.max_releases()
+    1
+    >>> first = net.privatize([1.0, 2.0], rng=0, simulation=True)
+    >>> net.privatize([1.0, 2.0], rng=0, simulation=True)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    dpcloak.errors.BudgetExceededError: releasing would bring a sensor to 2 readings, ... nothing was released
+    """
 
 
 class ConvergenceError(DpcloakError, RuntimeError):
-    """A numerical routine did not reach the accuracy it promises."""
+    """A numerical routine did not reach the accuracy it promises.
+
+    Examples
+    --------
+    A solver that stops early raises it; it is a ``RuntimeError`` as well:
+
+    >>> issubclass(ConvergenceError, RuntimeError), issubclass(ConvergenceError, DpcloakError)
+    (True, True)
+    """
 
 
 class MissingExtraError(DpcloakError, ImportError):
-    """An optional dependency is needed; the message names the extra to install."""
+    """An optional dependency is needed; the message names the extra to install.
+
+    Examples
+    --------
+    It is an ``ImportError`` too, so code that probes optional dependencies keeps working:
+
+    >>> try:
+    ...     raise MissingExtraError('backend="pyproj" needs pyproj: pip install "dpcloak[geo]"')
+    ... except ImportError as err:
+    ...     print(err)
+    backend="pyproj" needs pyproj: pip install "dpcloak[geo]"
+    """

@@ -15,7 +15,14 @@ __all__ = ["Sites", "closest_pair"]
 
 
 def closest_pair(positions: NDArray[np.float64]) -> tuple[int, int, float]:
-    """The two closest of ``positions`` (``(n, d)``, n ≥ 2) and their Euclidean distance (k-d tree)."""
+    """The two closest of ``positions`` (``(n, d)``, n ≥ 2) and their Euclidean distance (k-d tree).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> closest_pair(np.array([[0.0, 0.0], [3.0, 4.0], [3.0, 5.0]]))
+    (1, 2, 1.0)
+    """
     from scipy.spatial import cKDTree
 
     dist, idx = cKDTree(positions).query(positions, k=2)

@@ -26,7 +26,17 @@ __all__ = [
 
 
 def gaussian_kernel_1d(diff: NDArray[np.float64], T: float) -> NDArray[np.float64]:
-    """The 1-D heat kernel ``g(x) = exp(−x²/(4T)) / √(4πT)`` (seed 000, section 2.1)."""
+    """The 1-D heat kernel ``g(x) = exp(−x²/(4T)) / √(4πT)`` (seed 000, section 2.1).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> g = gaussian_kernel_1d(np.array([0.0, 0.1]), T=0.01)
+    >>> np.round(g, 4).tolist()
+    [2.8209, 2.197]
+    >>> bool(np.isclose(g[0], 1 / np.sqrt(4 * np.pi * 0.01)))  # the peak is 1/√(4πT)
+    True
+    """
     out = np.square(diff, dtype=np.float64)  # in-place steps below: one temporary for large kernels
     out *= -1.0 / (4.0 * T)
     np.exp(out, out=out)

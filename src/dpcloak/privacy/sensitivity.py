@@ -147,7 +147,13 @@ def l2_sensitivity(model: LinearModel | ArrayLike, *, alpha: float = 1.0, unit: 
 
 
 def worst_neighbours(model: LinearModel | ArrayLike, *, unit: str | None = None) -> tuple[int, int]:
-    """The neighbouring pair ``(i, j)`` attaining the sensitivity (``unit`` as in :func:`l2_sensitivity`)."""
+    """The neighbouring pair ``(i, j)`` attaining the sensitivity (``unit`` as in :func:`l2_sensitivity`).
+
+    Examples
+    --------
+    >>> worst_neighbours([[1.0, 0.0, 0.0], [0.0, 1.0, 3.0]])  # columns 1 and 2 differ most
+    (1, 2)
+    """
     pairs, ratios = _pair_ratios(_as_model(model), unit)
     i, j = pairs[int(np.argmax(ratios))]
     return int(i), int(j)
@@ -185,6 +191,18 @@ def heat1d_bound_published(n: int, m: int, t: float, *, mu: float = 0.5) -> Boun
     ``O(√m/(nT^{1.5}))`` survives, by the mean-value argument of :func:`heat1d_bound`
     (``tests/errata/test_gilbert_mcmillan.py``). dpcloak keeps it as printed and tests it against the
     exact value; :func:`heat1d_bound` is a bound with a proof.
+
+    Examples
+    --------
+    The printed bound holds on this example but is only verified numerically (its proof drops a sign):
+
+    >>> from dpcloak.models import heat_kernel_1d
+    >>> from dpcloak.privacy import l2_sensitivity
+    >>> b = heat1d_bound_published(20, 10, 0.1)
+    >>> round(b.value, 4), b.kind
+    (2.105, 'upper')
+    >>> bool(l2_sensitivity(heat_kernel_1d(20, 10, 0.1)) <= b.value)
+    True
     """
     n, m = check_int("n", n, minimum=1), check_int("m", m, minimum=1)
     T = check_real("t", t, low=0.0) * check_real("mu", mu, low=0.0)
@@ -208,6 +226,17 @@ def heat1d_bound(n: int, m: int, t: float, *, mu: float = 0.5, alpha: float = 1.
       ``O(√m / (n T^{1.5}))`` as published;
     * the mean-value theorem with ``max |d/dx e^{−x²/4T}| = e^{−1/2}/√(2T)``:
       ``Δ2 ≤ α √m / (n T √(8πe))``, i.e. ``O(√m/(nT))``, tighter for small ``nT``.
+
+    Examples
+    --------
+    >>> from dpcloak.models import heat_kernel_1d
+    >>> from dpcloak.privacy import l2_sensitivity
+    >>> b = heat1d_bound(20, 10, 0.1)
+    >>> round(b.value, 4), b.source
+    (0.3826, 'seed 000 Proposition 4 (corrected, dpcloak)')
+    >>> exact = l2_sensitivity(heat_kernel_1d(20, 10, 0.1))
+    >>> bool(exact <= b.value)
+    True
     """
     n, m = check_int("n", n, minimum=1), check_int("m", m, minimum=1)
     T = check_real("t", t, low=0.0) * check_real("mu", mu, low=0.0)
@@ -231,6 +260,16 @@ def condition_lower_bound(model: LinearModel | ArrayLike, *, alpha: float = 1.0,
     Δ2 takes the max: harmless, as its proof bounds ``1/κ₂`` by every neighbouring pair, hence by the
     min and so by the max (``tests/errata/test_gilbert_mcmillan.py``). The value
     is the bound for the *normalised* matrix; multiply by ``‖M‖₂`` for ``M`` itself.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> M = np.array([[1.0, 0.0], [0.0, 0.5], [0.0, 0.0]])
+    >>> b = condition_lower_bound(M)  # 1/κ₂ = 0.5 for the normalised matrix
+    >>> b.value, b.kind, b.applies
+    (0.5, 'lower', True)
+    >>> condition_lower_bound(M.T).applies  # n > m: the proof's rank argument fails
+    False
     """
     model = _as_model(model)
     alpha = check_real("alpha", alpha, low=0.0)
@@ -253,6 +292,16 @@ def graph_spectral_bound(model: GraphDiffusion, *, alpha: float = 1.0, unit: str
     ``s_k`` are the Laplacian eigenvalues, ``U`` its eigenvectors. Eigenpairs dropped by the
     model's spectral truncation add at most ``√(2n)·truncation_error``, which is included so the
     value stays an upper bound. ``unit`` as in :func:`l2_sensitivity`.
+
+    Examples
+    --------
+    >>> import networkx as nx
+    >>> from dpcloak.models import graph_diffusion
+    >>> from dpcloak.privacy import l2_sensitivity
+    >>> model = graph_diffusion(nx.path_graph(5), tau=0.5)
+    >>> b = graph_spectral_bound(model)
+    >>> round(b.value, 4), bool(l2_sensitivity(model) <= b.value)
+    (0.9228, True)
     """
     if not isinstance(model, GraphDiffusion):
         raise InvalidParameterError(f"model must be a GraphDiffusion, got {type(model).__name__}")
@@ -276,13 +325,32 @@ def complete_graph_delta2_published(n: int, tau: float) -> float:
     **Discrepancy.** ``L = nI − J`` gives ``A_G = e^{−τn} I + (1 − e^{−τn}) J/n`` so
     ``A_i − A_j = e^{−τn}(e_i − e_j)`` and ``Δ2² = 2 e^{−2τn}``: the printed exponent lacks the
     factor 2. See :func:`complete_graph_delta2`.
+
+    Examples
+    --------
+    The printed value exceeds the exact one (:func:`complete_graph_delta2`), its exponent lacks a factor 2:
+
+    >>> round(complete_graph_delta2_published(4, 0.5), 6), round(complete_graph_delta2(4, 0.5), 6)
+    (0.52026, 0.191393)
     """
     n, tau = check_int("n", n, minimum=2), check_real("tau", tau, low=0.0)
     return math.sqrt(2.0 * math.exp(-tau * n))
 
 
 def complete_graph_delta2(n: int, tau: float) -> float:
-    """Exact ``Δ2`` of ``exp(−τL)`` on the complete graph ``K_n``: ``√2 e^{−τ n}`` (corrected Table 8.2)."""
+    """Exact ``Δ2`` of ``exp(−τL)`` on the complete graph ``K_n``: ``√2 e^{−τ n}`` (corrected Table 8.2).
+
+    Examples
+    --------
+    Checked against the sensitivity of the matrix ``exp(−τL)`` itself:
+
+    >>> import networkx as nx
+    >>> from dpcloak.models import graph_diffusion
+    >>> from dpcloak.privacy import l2_sensitivity
+    >>> exact = l2_sensitivity(graph_diffusion(nx.complete_graph(4), tau=0.5))
+    >>> round(complete_graph_delta2(4, 0.5), 6), round(exact, 6)
+    (0.191393, 0.191393)
+    """
     n, tau = check_int("n", n, minimum=2), check_real("tau", tau, low=0.0)
     return math.sqrt(2.0) * math.exp(-tau * n)
 
@@ -295,6 +363,15 @@ def star_graph_delta2_published(n: int, tau: float) -> float:
     **Discrepancy.** The middle term is the entry of each of the ``n − 2`` leaves other than the
     moved one; the printed formula counts it once instead of ``n − 2`` times. See
     :func:`star_graph_delta2`. (For ``n = 3`` the two agree.)
+
+    Examples
+    --------
+    The printed formula agrees with the exact one for ``n = 3`` only:
+
+    >>> round(star_graph_delta2_published(3, 0.5), 6) == round(star_graph_delta2(3, 0.5), 6)
+    True
+    >>> round(star_graph_delta2_published(6, 0.5), 6), round(star_graph_delta2(6, 0.5), 6)
+    (0.509983, 0.545232)
     """
     n, tau = check_int("n", n, minimum=3), check_real("tau", tau, low=0.0)
     a = (math.exp(-tau * n) - math.exp(-tau)) / (n - 1)
@@ -309,6 +386,17 @@ def star_graph_delta2(n: int, tau: float) -> float:
     ``a + e^{−τ}`` at ``l`` and ``a`` at the other ``n − 2`` leaves, ``a = (e^{−τn} − e^{−τ})/(n−1)``:
 
     .. math:: \Delta_2^2 = e^{-2\tau n} + (n-2)\,a^2 + (a + e^{-\tau})^2 .
+
+    Examples
+    --------
+    Checked against the sensitivity of the matrix ``exp(−τL)`` itself:
+
+    >>> import networkx as nx
+    >>> from dpcloak.models import graph_diffusion
+    >>> from dpcloak.privacy import l2_sensitivity
+    >>> exact = l2_sensitivity(graph_diffusion(nx.star_graph(5), tau=0.5))  # centre and 5 leaves
+    >>> round(star_graph_delta2(6, 0.5), 6), round(exact, 6)
+    (0.545232, 0.545232)
     """
     n, tau = check_int("n", n, minimum=3), check_real("tau", tau, low=0.0)
     a = (math.exp(-tau * n) - math.exp(-tau)) / (n - 1)

@@ -64,6 +64,14 @@ def theorem8_bound(*, m: int, t: float, sigma: float, k: int, A: float, separati
     under assumptions 1. ``m√(T/2) > 1``, 2. ``√(2T) < 1``, 3. ``|x_i − x_j| > √(2T) + 2A`` and
     4. ``c := √T · B < 1`` (the paper's "``≤ c < 1`` for some constant ``c``"; dpcloak takes the
     smallest admissible ``c``). The result is independent of ``n``.
+
+    Examples
+    --------
+    >>> b = theorem8_bound(m=100, t=0.01, sigma=0.01, k=2, A=0.05, separation=0.5)
+    >>> b.kind, b.applies, round(b.value, 4)
+    ('upper', True, 0.1158)
+    >>> theorem8_bound(m=5, t=0.01, sigma=0.01, k=2, A=0.05).reason.split(";")[0]  # m√(T/2) ≤ 1
+    'assumption 1 (m·√(T/2) > 1) fails: m·√(T/2) = 0.25'
     """
     m, t, mu, k, A, sep = _validate(m, t, mu, k, A, separation)
     sigma = check_real("sigma", sigma, low=0.0, low_inclusive=True)
@@ -109,6 +117,14 @@ def corollary9_bound(*, n: int, m: int, t: float, epsilon: float, delta: float, 
     statement that cannot be checked at one point; dpcloak requires ``√m/(nT) < 1`` and reports
     its value — and (ii) ``k√T ≤ √π``. The paper also needs Theorem 8's ``c < 1`` implicitly
     (the ``1/(1 − c)`` factor), which is checked too.
+
+    Examples
+    --------
+    >>> b = corollary9_bound(n=10**6, m=100, t=0.01, epsilon=1.0, delta=1e-5, k=2, A=0.05, separation=0.5)
+    >>> b.kind, b.applies, round(b.value, 4)
+    ('upper', True, 0.2229)
+    >>> corollary9_bound(n=1000, m=100, t=0.01, epsilon=1.0, delta=1e-5, k=2, A=0.05, separation=0.5).applies
+    False
     """
     n = check_int("n", n, minimum=1)
     m, t, mu, k, A, sep = _validate(m, t, mu, k, A, separation)
@@ -192,6 +208,12 @@ def theorem10_lower_bound(*, m: int, t: float, sigma: float, mu: float = 0.5, C:
         must be grid vectors, so ``a`` is rounded down to a multiple ``2k/n`` with ``4k ≤ n − 1``
         (a smaller ``a`` keeps every step valid). If ``a < 2/n`` the construction does not fit on
         the grid and the bound does not apply. Without ``n`` sources are measures on ``[0, 1]``.
+
+    Examples
+    --------
+    >>> b = theorem10_lower_bound(m=100, t=0.01, sigma=0.1)
+    >>> b.kind, round(b.value, 8)
+    ('lower', 2.6e-07)
     """
     m = check_int("m", m, minimum=1)
     t = check_real("t", t, low=0.0)
@@ -232,6 +254,14 @@ def theorem86_bound(*, m: int, t: float, sigma: float, k: int, A: float, separat
         \\quad C = \\min\\{k, \\sqrt T(σ + k e^{−A²/(4T)})\\}.
 
     When ``C ≥ 1`` the bracket's prefactor is infinite and the bound is the trivial 1.
+
+    Examples
+    --------
+    >>> b = theorem86_bound(m=100, t=0.01, sigma=0.01, k=2, A=0.05, separation=0.5)
+    >>> b.kind, b.applies, round(b.value, 4)
+    ('upper', True, 0.2907)
+    >>> theorem86_bound(m=100, t=0.01, sigma=100.0, k=2, A=0.05, separation=0.5).value  # C ≥ 1: the trivial bound
+    1.0
     """
     m, t, mu, k, A, sep = _validate(m, t, mu, k, A, separation)
     sigma = check_real("sigma", sigma, low=0.0, low_inclusive=True)
