@@ -313,7 +313,16 @@ def _closed_form(mechanism: Any) -> _ClosedForm:
 
 
 def accountable(mechanism: Any) -> bool:
-    """Whether ``mechanism`` (or the privatizer's) has an (ε, δ) accounting here (see :func:`privacy_spent`)."""
+    """Whether ``mechanism`` (or the privatizer's) has an (ε, δ) accounting here (see :func:`privacy_spent`).
+
+    Examples
+    --------
+    >>> from dpcloak.privacy import GaussianMechanism, LaplaceMechanism
+    >>> accountable(GaussianMechanism(epsilon=1.0, delta=1e-5, sensitivity=1.0))
+    True
+    >>> accountable(LaplaceMechanism(epsilon=1.0, sensitivity=1.0)), accountable(object())
+    (True, False)
+    """
     return isinstance(_unwrap(mechanism), _ACCOUNTED)
 
 
@@ -428,6 +437,19 @@ def advanced_composition(*, epsilon: float, delta: float, k: int, delta_prime: f
 
     A generic upper bound for comparison; :func:`privacy_spent` is tighter for the mechanisms here.
     Returns ``(epsilon_total, delta_total)``.
+
+    Examples
+    --------
+    Ten (0.1, 1e-6)-DP releases, with slack δ' = 1e-6:
+
+    >>> eps, delta = advanced_composition(epsilon=0.1, delta=1e-6, k=10, delta_prime=1e-6)
+    >>> round(eps, 4), delta
+    (1.7674, 1.1e-05)
+    >>> eps < 10 * 0.1  # worse than basic composition kε = 1 for few releases...
+    False
+    >>> eps, _ = advanced_composition(epsilon=0.01, delta=1e-7, k=1000, delta_prime=1e-6)
+    >>> round(eps, 4), eps < 1000 * 0.01  # ...better for many
+    (1.7628, True)
     """
     eps = check_real("epsilon", epsilon, low=0.0)
     dlt = check_probability("delta", delta, open_low=False)

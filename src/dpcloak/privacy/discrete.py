@@ -124,7 +124,14 @@ _SCALE_BITS = 57  # numerators of the sampled discrete Laplace scale stay below 
 
 
 def secure_randbelow(n: int) -> int:
-    """Uniform integer in ``[0, n)`` from the operating system's CSPRNG (:func:`secrets.randbelow`)."""
+    """Uniform integer in ``[0, n)`` from the operating system's CSPRNG (:func:`secrets.randbelow`).
+
+    Examples
+    --------
+    >>> draws = {secure_randbelow(3) for _ in range(100)}
+    >>> draws <= {0, 1, 2}
+    True
+    """
     return secrets.randbelow(n)
 
 
@@ -133,6 +140,14 @@ def generator_randbelow(gen: np.random.Generator) -> RandBelow:
 
     A Mersenne-Twister :class:`random.Random` seeded from ``gen`` (its ``randrange`` is exact for any
     ``n``). Not cryptographically secure: for tests and experiments.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> a = generator_randbelow(np.random.default_rng(0))
+    >>> b = generator_randbelow(np.random.default_rng(0))
+    >>> [a(10**30) for _ in range(3)] == [b(10**30) for _ in range(3)]  # reproducible, any n
+    True
     """
     return random.Random(int(gen.integers(2**63))).randrange
 
@@ -154,7 +169,19 @@ def _bernoulli_exp(num: int, den: int, randbelow: RandBelow) -> bool:
 
 
 def bernoulli_exp(gamma: Fraction, randbelow: RandBelow) -> bool:
-    """Exact Bernoulli(exp(−γ)) for rational γ ≥ 0 (Canonne–Kamath–Steinke 2020, Algorithm 1)."""
+    """Exact Bernoulli(exp(−γ)) for rational γ ≥ 0 (Canonne–Kamath–Steinke 2020, Algorithm 1).
+
+    Examples
+    --------
+    >>> from fractions import Fraction
+    >>> import numpy as np
+    >>> rb = generator_randbelow(np.random.default_rng(0))
+    >>> bernoulli_exp(Fraction(0), rb)  # exp(0) = 1
+    True
+    >>> draws = [bernoulli_exp(Fraction(1, 2), rb) for _ in range(4000)]
+    >>> bool(abs(np.mean(draws) - np.exp(-0.5)) < 0.03)
+    True
+    """
     gamma = Fraction(gamma)
     if gamma < 0:
         raise InvalidParameterError(f"gamma must be >= 0, got {gamma}")
@@ -184,6 +211,18 @@ def sample_discrete_laplace(scale: Fraction, randbelow: RandBelow) -> int:
     Canonne–Kamath–Steinke 2020, Algorithm 2: X geometric with ratio e^{−1/t} (built from U uniform on
     {0, …, t−1} accepted with e^{−U/t} and V ~ Geometric(1 − e^{−1})), Y = ⌊X/s⌋, random sign,
     rejecting the negative zero; here b = t/s in lowest terms.
+
+    Examples
+    --------
+    >>> from fractions import Fraction
+    >>> import numpy as np
+    >>> rb = generator_randbelow(np.random.default_rng(0))
+    >>> y = [sample_discrete_laplace(Fraction(1), rb) for _ in range(4000)]
+    >>> all(isinstance(v, int) for v in y), bool(abs(np.mean(y)) < 0.1)
+    (True, True)
+    >>> q = np.exp(-1.0)  # P(0) = (1 − q)/(1 + q) for b = 1
+    >>> bool(abs(y.count(0) / 4000 - (1 - q) / (1 + q)) < 0.03)
+    True
     """
     scale = Fraction(scale)
     if scale <= 0:
@@ -197,6 +236,15 @@ def sample_discrete_gaussian(sigma2: Fraction, randbelow: RandBelow) -> int:
     Canonne–Kamath–Steinke 2020, Algorithm 3: propose from the discrete Laplace with scale
     ``t = ⌊σ⌋ + 1`` and accept with probability ``exp(−(|y| − σ²/t)² / (2σ²))``; with σ² = a/b the
     exponent is the integer ratio ``(|y| b t − a)² / (2 a b t²)``.
+
+    Examples
+    --------
+    >>> from fractions import Fraction
+    >>> import numpy as np
+    >>> rb = generator_randbelow(np.random.default_rng(0))
+    >>> y = [sample_discrete_gaussian(Fraction(4), rb) for _ in range(4000)]
+    >>> all(isinstance(v, int) for v in y), bool(abs(np.var(y) / 4 - 1) < 0.1)  # variance ≈ σ² for σ² = 4
+    (True, True)
     """
     a, b, t = _gaussian_parameters(sigma2)
     while True:
@@ -227,6 +275,13 @@ def discrete_gaussian_noise(sigma2: Fraction, size: int, *, rng: RngLike = None)
     exp(−(|y| − σ²/t)²/(2σ²)) (integer arithmetic) and the rejected ones are proposed again, so
     every draw has exactly the distribution of :func:`sample_discrete_gaussian`. ``rng=None``:
     ChaCha20 under a fresh OS key; a seed or Generator: reproducible.
+
+    Examples
+    --------
+    >>> from fractions import Fraction
+    >>> y = discrete_gaussian_noise(Fraction(9), 20000, rng=0)
+    >>> y.shape, bool(abs(y.var() / 9 - 1) < 0.05)  # variance ≈ σ² when σ ≥ 1
+    ((20000,), True)
     """
     a, b, t = _gaussian_parameters(sigma2)
     if t >= 2**_SCALE_BITS:
@@ -460,6 +515,16 @@ def sampler_scale(scale: Fraction) -> Fraction:
 
     ``scale`` itself when its numerator is below 2⁵⁷, else ⌈scale · 2^j⌉ / 2^j with the numerator in
     [2⁵⁶, 2⁵⁷) (relative increase below 2⁻⁵⁶; more noise, never less). Needs ``scale`` ≤ 2⁵⁶.
+
+    Examples
+    --------
+    >>> from fractions import Fraction
+    >>> sampler_scale(Fraction(5, 2))  # small numerator: unchanged
+    Fraction(5, 2)
+    >>> big = Fraction(2**57 + 1, 3)  # numerator ≥ 2⁵⁷: rounded up to a coarser fraction
+    >>> s = sampler_scale(big)
+    >>> s >= big, s.numerator < 2**57
+    (True, True)
     """
     scale = Fraction(scale)
     if scale.numerator < 2**_SCALE_BITS:
@@ -473,6 +538,12 @@ def laplace_grid_scale(*, epsilon: float, grid_sensitivity: int) -> Fraction:
 
     b = :func:`sampler_scale` (grid_sensitivity / ε) ≥ grid_sensitivity / ε exactly, so
     grid_sensitivity / b ≤ ε; refused above :data:`MAX_GRID_SCALE`.
+
+    Examples
+    --------
+    >>> b = laplace_grid_scale(epsilon=0.5, grid_sensitivity=4)
+    >>> b, 4 / b <= 0.5
+    (Fraction(8, 1), True)
     """
     eps = check_real("epsilon", epsilon, low=0.0)
     exact = Fraction(check_int("grid_sensitivity", grid_sensitivity, minimum=1)) / Fraction(eps)
@@ -486,6 +557,16 @@ def discrete_laplace_noise(scale: Fraction, size: int, *, rng: RngLike = None) -
     Vectorised exact sampler (:mod:`dpcloak.privacy.bulk`; ``scale`` from :func:`sampler_scale`).
     ``rng=None``: ChaCha20 keyed by the OS CSPRNG; a seed or Generator: reproducible (tests,
     experiments). int64, or Python integers (object array) should a magnitude reach 2⁶².
+
+    Examples
+    --------
+    >>> from fractions import Fraction
+    >>> y = discrete_laplace_noise(Fraction(2), 20000, rng=0)
+    >>> y.dtype, y.shape
+    (dtype('int64'), (20000,))
+    >>> q = np.exp(-1 / 2)  # variance 2q/(1 − q)² for b = 2
+    >>> bool(abs(y.var() / (2 * q / (1 - q) ** 2) - 1) < 0.05)
+    True
     """
     scale = Fraction(scale)
     if scale <= 0 or scale.numerator >= 2**_SCALE_BITS:
@@ -507,6 +588,13 @@ def l2_grid_sensitivity(sensitivity: float, resolution: float, dimension: int) -
     ‖n − n′‖₂ ≤ Δ2/g + √d by the triangle inequality (exact rounding moves each coordinate by ≤ ½);
     the squared norm is an integer, so it is at most K = ⌊(Δ2/g + √d)²⌋ (exact rational arithmetic)
     and the result is √K rounded up to a double.
+
+    Examples
+    --------
+    A Δ2 of 1 on a grid of step 0.25 over 4 coordinates: at most ⌊(4 + 2)²⌋ = 36, so 6 grid steps:
+
+    >>> l2_grid_sensitivity(1.0, 0.25, 4)
+    6.0
     """
     bound = Fraction(sensitivity) / Fraction(resolution) + _sqrt_up(dimension)
     k = math.floor(bound * bound)
@@ -525,7 +613,15 @@ def _multiplier_down(sigma2: Fraction, sensitivity: float) -> float:
 
 
 def gaussian_rdp_epsilon(*, noise_multiplier: float, delta: float) -> float:
-    """ε at δ of one Gaussian-RDP release with the given noise multiplier σ/Δ (``dp_accounting`` RDP)."""
+    """ε at δ of one Gaussian-RDP release with the given noise multiplier σ/Δ (``dp_accounting`` RDP).
+
+    Examples
+    --------
+    >>> round(gaussian_rdp_epsilon(noise_multiplier=5.0, delta=1e-5), 4)
+    0.7945
+    >>> gaussian_rdp_epsilon(noise_multiplier=10.0, delta=1e-5) < gaussian_rdp_epsilon(noise_multiplier=5.0, delta=1e-5)
+    True
+    """
     from dp_accounting import GaussianDpEvent
     from dp_accounting.rdp import RdpAccountant
 

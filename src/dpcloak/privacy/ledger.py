@@ -47,6 +47,16 @@ class BudgetLedger:
     fingerprint : str
         Description of what the count is for (mechanism, accountant, budget); an existing file with
         a different fingerprint is refused.
+
+    Examples
+    --------
+    >>> import tempfile, os
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     ledger = BudgetLedger(os.path.join(d, "ledger.json"), fingerprint="laplace eps=0.1, budget 1.0")
+    ...     print(ledger.reserve(3, lambda total: total))
+    ...     print(ledger.reserve(2, lambda total: total))
+    3
+    5
     """
 
     def __init__(self, path: str | os.PathLike[str], *, fingerprint: str) -> None:

@@ -416,7 +416,14 @@ def _check_nonce(nonce: bytes) -> bytes:
 
 
 def derive_sensor_key(master_key: bytes, sensor: int) -> bytes:
-    """Per-sensor key ``HMAC-SHA256(master_key, "dpcloak/sensor-key/v1" ‖ sensor)`` (32 bytes)."""
+    """Per-sensor key ``HMAC-SHA256(master_key, "dpcloak/sensor-key/v1" ‖ sensor)`` (32 bytes).
+
+    Examples
+    --------
+    >>> k0 = derive_sensor_key(bytes(32), 0)
+    >>> len(k0), k0 == derive_sensor_key(bytes(32), 0), k0 == derive_sensor_key(bytes(32), 1)
+    (32, True, False)
+    """
     mk = _check_key("master_key", master_key)
     j = check_int("sensor", sensor, minimum=0, maximum=2**32 - 1)
     return hmac.digest(mk, _KEY_LABEL + j.to_bytes(4, "little"), "sha256")
@@ -459,6 +466,18 @@ def keyed_noise(mechanism: Any, sensor_key: bytes, *, sensor: int, nonce: bytes)
 
     Needs only the sensor's own key (:func:`derive_sensor_key`); deterministic given the key, so the
     key holder recomputes it (module docstring, steps 3–4).
+
+    Examples
+    --------
+    The key holder recomputes a sensor's noise from the sensor key and the public nonce:
+
+    >>> from dpcloak.privacy import DiscreteLaplaceMechanism, KeyedPrivatizer
+    >>> mech = DiscreteLaplaceMechanism(epsilon=0.5, sensitivity=1.0, resolution=0.25, dimension=2)
+    >>> master = bytes(32)
+    >>> release = KeyedPrivatizer(mechanism=mech, n_sensors=2, key=master).privatize_all([1.0, 2.0])
+    >>> noise = keyed_noise(mech, derive_sensor_key(master, 0), sensor=0, nonce=release.nonces[0])
+    >>> bool(release.values[0] == 1.0 + noise * 0.25)  # reading 1.0 is on the grid
+    True
     """
     grid = _grid_mechanism(mechanism)
     key = _check_key("sensor_key", sensor_key)

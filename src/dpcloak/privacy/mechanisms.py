@@ -211,6 +211,15 @@ class AdditiveMechanism(Immutable):
     Subclasses set ``epsilon``, ``sensitivity``, ``neighbouring`` (and ``delta`` for approximate DP;
     the class default 0 means ε-DP) in ``__init__``, name the sensitivity norm in ``_norm`` and the
     attributes shown by ``repr`` in ``_repr_fields`` (numbers as ``.6g``, strings by ``repr``).
+
+    Examples
+    --------
+    The Laplace and Gaussian mechanisms share its guarantee and ``repr``:
+
+    >>> issubclass(LaplaceMechanism, AdditiveMechanism), issubclass(GaussianMechanism, AdditiveMechanism)
+    (True, True)
+    >>> LaplaceMechanism(epsilon=0.5, sensitivity=2.0)
+    LaplaceMechanism(epsilon=0.5, sensitivity=2, scale=4)
     """
 
     _norm: ClassVar[str]

@@ -68,7 +68,17 @@ _TWO_PI = 2.0 * math.pi
 
 
 def check_support(low: ArrayLike, high: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Validate the bounds of a box support: finite, broadcastable, ``low < high`` everywhere."""
+    """Validate the bounds of a box support: finite, broadcastable, ``low < high`` everywhere.
+
+    Examples
+    --------
+    >>> check_support([0.0, -1.0], 1.0)
+    (array([ 0., -1.]), array([1., 1.]))
+    >>> check_support(1.0, 0.0)
+    Traceback (most recent call last):
+        ...
+    dpcloak.errors.InvalidParameterError: low must be < high (a support of positive width), got low=1 >= high=0
+    """
     lo = check_array("low", low, dtype=float)
     hi = check_array("high", high, dtype=float)
     if lo.ndim > 1 or hi.ndim > 1:
