@@ -73,7 +73,17 @@ class DeltaEpsilon:
 
 
 def check_distribution(name: str, p: ArrayLike, *, length: int | None = None) -> NDArray[np.float64]:
-    """Return ``p`` as a probability vector: finite, non-negative, 1-D, summing to 1 within 1e-8."""
+    """Return ``p`` as a probability vector: finite, non-negative, 1-D, summing to 1 within 1e-8.
+
+    Examples
+    --------
+    >>> check_distribution("P", [0.25, 0.75]).tolist()
+    [0.25, 0.75]
+    >>> check_distribution("P", [0.5, 0.6])
+    Traceback (most recent call last):
+        ...
+    dpcloak.errors.InvalidParameterError: P must sum to 1 (within 1e-08), got a sum of 1.1
+    """
     arr = check_vector(name, p, length=length, nonnegative=True)
     total = float(arr.sum())
     if abs(total - 1.0) > SUM_TOLERANCE:
@@ -82,7 +92,18 @@ def check_distribution(name: str, p: ArrayLike, *, length: int | None = None) ->
 
 
 def check_pair(P: ArrayLike, Q: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """Validate two distributions on the same support ``[n]`` (same length)."""
+    """Validate two distributions on the same support ``[n]`` (same length).
+
+    Examples
+    --------
+    >>> P, Q = check_pair([0.5, 0.5], [0.25, 0.75])
+    >>> P.tolist(), Q.tolist()
+    ([0.5, 0.5], [0.25, 0.75])
+    >>> check_pair([0.5, 0.5], [1.0])
+    Traceback (most recent call last):
+        ...
+    dpcloak.errors.InvalidParameterError: P and Q must be distributions on the same support; got lengths 2 and 1
+    """
     p = check_distribution("P", P)
     q = check_distribution("Q", Q)
     if p.shape != q.shape:

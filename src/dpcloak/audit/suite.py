@@ -81,7 +81,15 @@ Progress = Callable[[int, int, str], None]
 
 @dataclass(frozen=True)
 class SuiteCase:
-    """One audit to run: a name, the claim, the verdict it must get and how to run it."""
+    """One audit to run: a name, the claim, the verdict it must get and how to run it.
+
+    Examples
+    --------
+    >>> cases, _, _ = suite_cases()
+    >>> case = cases[0]
+    >>> isinstance(case, SuiteCase), case.mechanism, case.expected
+    (True, 'Gaussian (analytic), σ=2.03', 'ACCEPT')
+    """
 
     mechanism: str
     claim: str
@@ -460,7 +468,16 @@ _GROUPS: tuple[tuple[str, Callable[[], list[SuiteCase]]], ...] = (
 
 
 def suite_cases() -> tuple[list[SuiteCase], list[str], list[str]]:
-    """All cases that can be built; notes for groups not installed and for groups that failed to build."""
+    """All cases that can be built; notes for groups not installed and for groups that failed to build.
+
+    Examples
+    --------
+    >>> cases, not_installed, failed = suite_cases()
+    >>> len(cases) > 5, failed
+    (True, [])
+    >>> sorted({c.expected for c in cases})
+    ['ACCEPT', 'REJECT']
+    """
     cases: list[SuiteCase] = []
     missing: list[str] = []
     errors: list[str] = []
@@ -505,6 +522,12 @@ def out_of_reach(
       ``MIN_ATOM_COUNT/(2·PILOT)`` are not located; under an idealised (float) claim a bit biased by
       less than ``1/2`` is invisible.
     * Pure DP without side information is not verifiable at all (thesis Theorem 10.5).
+
+    Examples
+    --------
+    >>> notes = out_of_reach()
+    >>> len(notes), notes[-1].split(";")[0]
+    (4, 'Pure ε-DP is not verifiable without side information (Theorem 10.5)')
     """
     f_tester = (1 - EVENT_SHARE) * failure_probability
     f_event = EVENT_SHARE * failure_probability / 4

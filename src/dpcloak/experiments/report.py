@@ -22,7 +22,13 @@ _ID_COLUMNS = ("experiment", "point", "trial", "seed")
 
 
 def columns(rows: Sequence[Row]) -> list[str]:
-    """Column order: ids and seed, parameters/results in first-seen order, standard columns, ``error``."""
+    """Column order: ids and seed, parameters/results in first-seen order, standard columns, ``error``.
+
+    Examples
+    --------
+    >>> columns([{"experiment": "fig5", "point": 0, "trial": 0, "seed": 1, "n": 10, "emd": 0.2, "error": ""}])
+    ['experiment', 'point', 'trial', 'seed', 'n', 'delta2', 'sigma', 'emd', 'solve_time', 'error']
+    """
     seen: dict[str, None] = dict.fromkeys(_ID_COLUMNS)
     for row in rows:
         seen.update(dict.fromkeys(k for k in row if k not in STANDARD_COLUMNS and k != "error"))

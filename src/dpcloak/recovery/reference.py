@@ -24,6 +24,15 @@ class ReferenceSolution:
     """CVXPY's answer: the point, CVXPY's status, whether the ball was reachable, iterations and time.
 
     ``min_residual`` is CVXPY's smallest residual in the box when the ball is out of reach, else ``nan``.
+
+    Examples
+    --------
+    Returned by :func:`bpdn_cvxpy`:
+
+    >>> import numpy as np
+    >>> sol = bpdn_cvxpy(np.eye(2), np.array([1.0, 2.0]), np.zeros(2), np.full(2, 5.0), 0.5)
+    >>> isinstance(sol, ReferenceSolution), sol.status, sol.feasible
+    (True, 'optimal', True)
     """
 
     x: NDArray[np.float64]
@@ -49,7 +58,17 @@ def bpdn_cvxpy(
     matrix: NDArray[np.float64], y: NDArray[np.float64], lo: NDArray[np.float64], hi: NDArray[np.float64],
     radius: float, *, solver: str = "CLARABEL", unreachable_slack: float = 1e-4,
 ) -> ReferenceSolution:
-    """``min Σ f s.t. ‖A f − y‖₂ ≤ radius, lo ≤ f ≤ hi`` with CVXPY (inputs already validated)."""
+    """``min Σ f s.t. ‖A f − y‖₂ ≤ radius, lo ≤ f ≤ hi`` with CVXPY (inputs already validated).
+
+    Examples
+    --------
+    The smallest total mass within distance 0.5 of ``y = (1, 2)``: shrink ``y`` towards 0 along ``(1, 1)``:
+
+    >>> import numpy as np
+    >>> sol = bpdn_cvxpy(np.eye(2), np.array([1.0, 2.0]), np.zeros(2), np.full(2, 5.0), 0.5)
+    >>> np.round(sol.x, 4).tolist(), round(float(sol.x.sum()), 4), round(3 - 0.5 * 2**0.5, 4)
+    ([0.6464, 1.6464], 2.2929, 2.2929)
+    """
     cp = import_cvxpy()
     if solver not in cp.installed_solvers():
         raise InvalidParameterError(
