@@ -97,6 +97,18 @@ def noise_randomness(rng: RngLike, noise: str) -> RngLike:
     ``"float"``: a numpy Generator (``as_generator(rng)``, as before). ``"secure"``: ``None`` stays
     ``None`` (the OS CSPRNG keys a ChaCha20 stream per level), a seed becomes one Generator shared by
     all levels.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> noise_randomness(None, "secure") is None  # the OS CSPRNG keys each level
+    True
+    >>> isinstance(noise_randomness(0, "secure"), np.random.Generator)
+    True
+    >>> noise_randomness(0, "exact")
+    Traceback (most recent call last):
+        ...
+    dpcloak.errors.InvalidParameterError: noise must be one of 'float', 'secure', got 'exact'
     """
     kind = check_choice("noise", noise, NOISES)
     return None if kind == "secure" and rng is None else as_generator(rng)
@@ -104,7 +116,17 @@ def noise_randomness(rng: RngLike, noise: str) -> RngLike:
 
 @dataclass(frozen=True)
 class LevelNoise:
-    """One noisy level: ``values`` = level sums (count units) + noise, and the Laplace ``scale`` used."""
+    """One noisy level: ``values`` = level sums (count units) + noise, and the Laplace ``scale`` used.
+
+    Examples
+    --------
+    Returned by :func:`laplace_level`:
+
+    >>> import numpy as np
+    >>> level = laplace_level(np.zeros((2, 2), dtype=np.int64), epsilon=0.5, noise="float", rng=0)
+    >>> isinstance(level, LevelNoise), level.values.shape, level.scale  # scale 1/ε in count units
+    (True, (2, 2), 2.0)
+    """
 
     values: NDArray[np.float64]
     scale: float
@@ -131,6 +153,18 @@ def laplace_level(fixed: NDArray[np.int64], *, epsilon: float, noise: str, rng: 
     with b = :func:`~dpcloak.privacy.discrete.laplace_grid_scale` (ε, 2^36) ≥ 2^36/ε grid steps: ε-DP
     under add/remove-one-user (module docstring). ``"float"``: ε-DP only for idealised real-valued
     Laplace noise (Mironov 2012).
+
+    Examples
+    --------
+    Exact discrete Laplace on the 2^-36 grid, reproducible here only because a seed is given:
+
+    >>> import numpy as np
+    >>> fixed = np.array([[2**36, 0], [0, 3 * 2**36]], dtype=np.int64)  # 1 and 3 users' mass
+    >>> level = laplace_level(fixed, epsilon=1.0, noise="secure", rng=np.random.default_rng(0))
+    >>> level.scale, level.values.shape
+    (1.0, (2, 2))
+    >>> bool(np.all(level.values * 2**36 == np.round(level.values * 2**36)))  # on the fixed-point grid
+    True
     """
     if check_choice("noise", noise, NOISES) == "float":
         mech = LaplaceMechanism(epsilon=epsilon, sensitivity=1.0, neighbouring=USER_NEIGHBOURING)
@@ -148,14 +182,28 @@ FLOAT_CAVEAT = (
 
 
 def laplace_description(scale: float, noise: str) -> str:
-    """How a release's noise is named in its guarantee: ``Lap(b)`` (with :data:`FLOAT_CAVEAT`) or the exact one."""
+    """How a release's noise is named in its guarantee: ``Lap(b)`` (with :data:`FLOAT_CAVEAT`) or the exact one.
+
+    Examples
+    --------
+    >>> laplace_description(2.0, "secure")
+    'exact discrete Laplace on grid 2^-36, scale 2'
+    >>> laplace_description(2.0, "float").split(";")[0]
+    'Laplace Lap(2) [float noise: the guarantee holds only for idealised real-valued noise'
+    """
     if noise == "secure":
         return f"exact discrete Laplace on grid 2^-{FIXED_POINT_BITS}, scale {scale:.6g}"
     return f"Laplace Lap({scale:.6g}) [{FLOAT_CAVEAT}]"
 
 
 def default_start_level(w: int) -> int:
-    """q = ⌊log₂ √w⌋: the largest q with 4^q ≤ w (exact integer arithmetic)."""
+    """q = ⌊log₂ √w⌋: the largest q with 4^q ≤ w (exact integer arithmetic).
+
+    Examples
+    --------
+    >>> [default_start_level(w) for w in (1, 3, 4, 15, 16, 64)]
+    [0, 0, 1, 1, 2, 3]
+    """
     return (check_int("w", w, minimum=1).bit_length() - 1) // 2
 
 
@@ -239,7 +287,16 @@ def level_budget(
 
 
 def user_level_guarantee(epsilon: float, *, mechanism: str, source: str) -> PrivacyGuarantee:
-    """ε-DP (δ = 0) under add/remove-one-user, ℓ1 sensitivity 1 per released level."""
+    """ε-DP (δ = 0) under add/remove-one-user, ℓ1 sensitivity 1 per released level.
+
+    Examples
+    --------
+    >>> g = user_level_guarantee(0.5, mechanism="Laplace on the level sums", source="Ghazi et al. Theorem 3.1")
+    >>> g.epsilon, g.delta
+    (0.5, 0.0)
+    >>> g.neighbouring.split(" (")[0]
+    'add/remove one user'
+    """
     return PrivacyGuarantee(
         kind="ε-DP",
         epsilon=float(epsilon),
@@ -258,6 +315,16 @@ class UserLaplaceRelease:
     The release has ``epsilon``, ``scale`` (the Laplace scale used) and ``noise`` (``"float"`` or
     ``"secure"``), names what the noise was added to in :meth:`_noise_on` and its paper result in
     ``_source``.
+
+    Examples
+    --------
+    The baseline release is one; its guarantee comes from this mixin:
+
+    >>> from dpcloak.heatmaps import bound_users, laplace_cells
+    >>> agg = bound_users([0, 1, 2], [0.1, 0.6, 0.9], [0.1, 0.6, 0.9], resolution=4)
+    >>> release = laplace_cells(agg, epsilon=0.5, noise="float", rng=0)
+    >>> isinstance(release, UserLaplaceRelease), release.guarantee().epsilon, release.scale
+    (True, 0.5, 2.0)
     """
 
     epsilon: float
@@ -350,7 +417,19 @@ class NoisyPyramid:
 
 
 def check_aggregate(aggregate: Any) -> UserAggregate:
-    """Refuse anything but a per-user-bounded :class:`UserAggregate`."""
+    """Refuse anything but a per-user-bounded :class:`UserAggregate`.
+
+    Examples
+    --------
+    >>> from dpcloak.heatmaps import bound_users
+    >>> agg = bound_users([0, 1], [0.1, 0.6], [0.1, 0.6], resolution=2)
+    >>> check_aggregate(agg) is agg
+    True
+    >>> check_aggregate([[1.0, 0.0], [0.0, 1.0]])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    dpcloak.errors.InvalidParameterError: aggregate must be a UserAggregate from ...
+    """
     if not isinstance(aggregate, UserAggregate):
         raise InvalidParameterError(
             "aggregate must be a UserAggregate from bound_users/bound_distributions (per-user bounding), "

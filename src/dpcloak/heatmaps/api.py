@@ -135,7 +135,18 @@ class HeatmapResult:
 
 
 def normalize(estimate: NDArray[np.float64]) -> tuple[NDArray[np.float64], bool]:
-    """Clip at 0 and scale to sum 1; an all-zero estimate becomes uniform (flagged degenerate)."""
+    """Clip at 0 and scale to sum 1; an all-zero estimate becomes uniform (flagged degenerate).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> p, degenerate = normalize(np.array([[3.0, -1.0], [1.0, 0.0]]))
+    >>> p.tolist(), degenerate
+    ([[0.75, 0.0], [0.25, 0.0]], False)
+    >>> p, degenerate = normalize(np.zeros((2, 2)))
+    >>> p.tolist(), degenerate
+    ([[0.25, 0.25], [0.25, 0.25]], True)
+    """
     est = np.maximum(estimate, 0.0)
     total = float(est.sum())
     if not total > 0.0:

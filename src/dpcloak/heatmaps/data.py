@@ -56,7 +56,17 @@ _BOUNDED = object()
 
 
 def check_resolution(resolution: Any) -> int:
-    """Validate Δ = 2^ℓ (ℓ ≥ 0) and return ℓ; other sizes are rejected, not padded."""
+    """Validate Δ = 2^ℓ (ℓ ≥ 0) and return ℓ; other sizes are rejected, not padded.
+
+    Examples
+    --------
+    >>> check_resolution(8), check_resolution(1)
+    (3, 0)
+    >>> check_resolution(6)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    dpcloak.errors.InvalidParameterError: resolution must be a power of two Δ = 2^ℓ (the ...
+    """
     res = check_int("resolution", resolution, minimum=1, maximum=1 << 15)
     if res & (res - 1):
         lower = 1 << (res.bit_length() - 1)
@@ -145,6 +155,16 @@ def check_user_ids(users: NDArray[Any]) -> str:
     * a missing id (``None``, NaN, ``pandas.NA``) is refused: a point without a user would escape
       per-user bounding (each such point would otherwise count as a separate user of mass 1);
     * booleans and other objects are refused.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> check_user_ids(np.array([1, 2, 2])), check_user_ids(np.array(["a", "b"]))
+    ('number', 'string')
+    >>> check_user_ids(np.array([1, "1"], dtype=object))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    dpcloak.errors.InvalidParameterError: users must be all numbers or all strings, got a mix ...
     """
     if users.dtype.kind in "iu":
         return "number"
@@ -173,6 +193,12 @@ def user_codes(users: ArrayLike, n: int) -> tuple[NDArray[np.int64], NDArray[np.
     Ids follow :func:`check_user_ids` (missing ids and mixed numbers/strings are refused).
     Non-negative integer ids in a compact range are used directly (O(N)); anything else goes through
     :func:`numpy.unique`. Codes with no points have count 0.
+
+    Examples
+    --------
+    >>> codes, counts = user_codes(["bob", "ann", "bob"], 3)
+    >>> codes.tolist(), counts.tolist()
+    ([1, 0, 1], [1, 2])
     """
     arr = np.asarray(users)
     if arr.ndim != 1 or arr.shape[0] != n:
@@ -191,7 +217,17 @@ def user_codes(users: ArrayLike, n: int) -> tuple[NDArray[np.int64], NDArray[np.
 
 
 def fixed_point_weights(counts: NDArray[np.int64]) -> NDArray[np.int64]:
-    """⌊2^K / c⌋ for each user's point count c (0 where c = 0): each user's total weight is ≤ 2^K."""
+    """⌊2^K / c⌋ for each user's point count c (0 where c = 0): each user's total weight is ≤ 2^K.
+
+    Examples
+    --------
+    Three users with 1, 3 and no points: each user's weights sum to at most 2^36:
+
+    >>> import numpy as np
+    >>> w = fixed_point_weights(np.array([1, 3, 0]))
+    >>> (w == [2**36, 2**36 // 3, 0]).tolist(), bool(3 * w[1] <= 2**36)
+    ([True, True, True], True)
+    """
     safe = np.maximum(counts, 1)
     return np.where(counts > 0, _ONE // safe, 0).astype(np.int64)
 

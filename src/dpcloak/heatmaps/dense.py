@@ -106,7 +106,15 @@ class DenseRelease:
 
 
 def coarse_level(epsilon: float, population: float, depth: int) -> int:
-    """ℓ* = round(log₂ √(ε n̂)) = round(log₂(ε n̂) / 2), clipped to [0, ℓ] (n̂ below 1 counts as 1)."""
+    """ℓ* = round(log₂ √(ε n̂)) = round(log₂(ε n̂) / 2), clipped to [0, ℓ] (n̂ below 1 counts as 1).
+
+    Examples
+    --------
+    >>> coarse_level(1.0, 1000.0, 8)  # round(log2(1000) / 2) = round(4.98)
+    5
+    >>> coarse_level(1.0, 10**9, 8), coarse_level(0.1, 0.5, 8)  # clipped to [0, ℓ]
+    (8, 0)
+    """
     return min(depth, max(0, round(0.5 * math.log2(epsilon * max(population, 1.0)))))
 
 
@@ -121,7 +129,20 @@ def _grid_divergence(side: int) -> sparse.csr_matrix:
 
 
 def emd_norm_projection(target: NDArray[np.float64]) -> NDArray[np.float64]:
-    """argmin_{ŝ ≥ 0} ‖ŝ − target‖_EMD on a square grid of [0, 1)² (ℓ1 ground metric, α = 2)."""
+    """argmin_{ŝ ≥ 0} ‖ŝ − target‖_EMD on a square grid of [0, 1)² (ℓ1 ground metric, α = 2).
+
+    Examples
+    --------
+    A non-negative target is its own projection; negative mass is moved, not just clipped:
+
+    >>> import numpy as np
+    >>> t = np.array([[0.5, 0.0], [0.0, 0.5]])
+    >>> bool(np.allclose(emd_norm_projection(t), t))
+    True
+    >>> s = emd_norm_projection(np.array([[1.0, -0.25], [0.0, 0.0]]))
+    >>> bool(s.min() >= 0), s.round(6).tolist()
+    (True, [[0.75, 0.0], [0.0, 0.0]])
+    """
     side = target.shape[0]
     m = side * side
     div = _grid_divergence(side)

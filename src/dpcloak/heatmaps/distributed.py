@@ -99,6 +99,20 @@ def bound_users_dask(
     -------
     UserAggregate
         Bit-identical to the in-memory result on the same points.
+
+    Examples
+    --------
+    Same result as :func:`~dpcloak.heatmaps.data.bound_users` on the same points:
+
+    >>> import dask.dataframe as dd
+    >>> import pandas as pd
+    >>> from dpcloak.heatmaps import bound_users
+    >>> points = pd.DataFrame({"user": ["ann", "ann", "bob"], "x": [0.1, 0.9, 0.6], "y": [0.1, 0.9, 0.6]})
+    >>> agg = bound_users_dask(dd.from_pandas(points, npartitions=2), resolution=2)
+    >>> agg.sums.tolist()
+    [[0.5, 0.0], [0.0, 1.5]]
+    >>> agg.sums.tolist() == bound_users(points.user, points.x, points.y, resolution=2).sums.tolist()
+    True
     """
     dask, dd = _dask()
     ell = check_resolution(resolution)
@@ -134,7 +148,19 @@ def bound_users_parquet(
     path: str | Path, *, resolution: int, user: str = "user", x: str = "x", y: str = "y", extent: Extent | None = None,
     client: Any = None,
 ) -> UserAggregate:
-    """Read a Parquet file or directory lazily with Dask and bound per user on the cluster (as bound_users_dask)."""
+    """Read a Parquet file or directory lazily with Dask and bound per user on the cluster (as bound_users_dask).
+
+    Examples
+    --------
+    >>> import os, tempfile
+    >>> import pandas as pd
+    >>> points = pd.DataFrame({"user": ["ann", "ann", "bob"], "x": [0.1, 0.9, 0.6], "y": [0.1, 0.9, 0.6]})
+    >>> with tempfile.TemporaryDirectory() as d:
+    ...     points.to_parquet(os.path.join(d, "points.parquet"))
+    ...     agg = bound_users_parquet(os.path.join(d, "points.parquet"), resolution=2)
+    >>> agg.sums.tolist(), agg.n_users
+    ([[0.5, 0.0], [0.0, 1.5]], 2)
+    """
     _, dd = _dask()
     frame = dd.read_parquet(str(path), columns=[user, x, y])
     return bound_users_dask(frame, resolution=resolution, user=user, x=x, y=y, extent=extent, client=client)

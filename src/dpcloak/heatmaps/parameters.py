@@ -44,7 +44,16 @@ _SNR_REFERENCE = 2000.0
 
 @dataclass(frozen=True)
 class PyramidParameters:
-    """w, the first measured level and γ for :func:`~dpcloak.heatmaps.api.private_heatmap`, and where they came from."""
+    """w, the first measured level and γ for :func:`~dpcloak.heatmaps.api.private_heatmap`, and where they came from.
+
+    Examples
+    --------
+    Returned by :func:`pyramid_parameters`:
+
+    >>> p = pyramid_parameters(epsilon=1.0, resolution=64, population=10_000)
+    >>> isinstance(p, PyramidParameters), p.w, p.start_level, p.gamma
+    (True, 112, 3, 0.7071067811865476)
+    """
 
     w: int
     start_level: int
@@ -68,6 +77,16 @@ def pyramid_parameters(*, epsilon: float, resolution: int, population: float) ->
     -------
     PyramidParameters
         Uses public inputs only, so choosing them costs no privacy.
+
+    Examples
+    --------
+    >>> p = pyramid_parameters(epsilon=1.0, resolution=64, population=10_000)
+    >>> p.w, p.start_level, p.gamma
+    (112, 3, 0.7071067811865476)
+    >>> p.rule
+    'w = clip(round(50·√(ε n̂/2000)), 50, 4096) with public n̂ = 10000'
+    >>> pyramid_parameters(epsilon=1.0, resolution=64, population=10_000_000).w > p.w  # more users: more cells
+    True
     """
     eps = check_real("epsilon", epsilon, low=0.0)
     ell = check_resolution(resolution)

@@ -27,7 +27,14 @@ __all__ = ["pyramid_levels", "pyramid_transform", "pyramid_adjoint", "coarsen", 
 
 
 def coarsen(grid: NDArray[Any]) -> NDArray[Any]:
-    """Sum 2 × 2 blocks: level i+1 cell sums → level i cell sums."""
+    """Sum 2 × 2 blocks: level i+1 cell sums → level i cell sums.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> coarsen(np.arange(16).reshape(4, 4)).tolist()
+    [[10, 18], [42, 50]]
+    """
     half = grid.shape[0] // 2
     return grid.reshape(half, 2, half, 2).sum(axis=(1, 3))
 
@@ -108,7 +115,16 @@ def pyramid_adjoint(vector: ArrayLike, *, resolution: int) -> NDArray[np.float64
 
 
 def children(cells: NDArray[np.int64], side: int) -> NDArray[np.int64]:
-    """Flat indices (at the next level, side 2·side) of the four children of each flat cell index."""
+    """Flat indices (at the next level, side 2·side) of the four children of each flat cell index.
+
+    Examples
+    --------
+    Cell 1 of a 2 × 2 level (row 0, column 1) has children rows 0–1, columns 2–3 of the 4 × 4 level:
+
+    >>> import numpy as np
+    >>> children(np.array([1]), 2).tolist()
+    [2, 3, 6, 7]
+    """
     rows, cols = np.divmod(np.asarray(cells, dtype=np.int64), side)
     child_side = 2 * side
     kids = [(2 * rows + a) * child_side + (2 * cols + b) for a in (0, 1) for b in (0, 1)]

@@ -91,6 +91,15 @@ def top_w_descent(noisy: NoisyPyramid, *, w: int) -> tuple[CellSets, CellSets]:
     """Lines 3–7 of RECONSTRUCT: the selected sets S_i and the left-out sets T_i \\ S_i, coarsest first.
 
     Ties are broken by the smaller flat index (stable sort), so the descent is deterministic.
+
+    Examples
+    --------
+    >>> from dpcloak.heatmaps import bound_users, hierarchical_laplace
+    >>> agg = bound_users(range(40), [0.1] * 30 + [0.8] * 10, [0.1] * 30 + [0.8] * 10, resolution=4)
+    >>> noisy = hierarchical_laplace(agg, epsilon=10.0, w=1, noise="float", rng=0)
+    >>> selected, left_out = top_w_descent(noisy, w=1)
+    >>> [s.tolist() for s in selected]  # the densest cell at each level, coarsest first
+    [[0], [0], [0]]
     """
     width = check_int("w", w, minimum=1)
     start = noisy.start_level

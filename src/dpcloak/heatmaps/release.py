@@ -79,6 +79,17 @@ def release_randomness(rng: RngLike, noise: str, *, simulation: bool) -> RngLike
     ------
     InvalidParameterError
         ``noise="secure"`` with a seed or Generator and ``simulation=False``.
+
+    Examples
+    --------
+    >>> release_randomness(None, "secure", simulation=False) is None
+    True
+    >>> release_randomness(0, "secure", simulation=False)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    dpcloak.errors.InvalidParameterError: rng must be None for a release with noise='secure' ...
+    >>> release_randomness(0, "secure", simulation=True)
+    0
     """
     kind = check_choice("noise", noise, NOISES)
     if kind == "secure" and rng is not None and not simulation:

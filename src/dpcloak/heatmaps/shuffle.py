@@ -49,7 +49,15 @@ _MAX_CHUNK = 1 << 22
 
 
 def shuffle_messages(*, epsilon: float, delta: float, n_users: int, n_coordinates: int, modulus: int) -> int:
-    """r = ⌈(2 ln(e^ε + 1) + 2 ln(m/δ) + ln q) / ln n + 1⌉ messages per coordinate and user."""
+    """r = ⌈(2 ln(e^ε + 1) + 2 ln(m/δ) + ln q) / ln n + 1⌉ messages per coordinate and user.
+
+    Examples
+    --------
+    >>> import math
+    >>> r = shuffle_messages(epsilon=1.0, delta=1e-6, n_users=10_000, n_coordinates=64, modulus=2**20)
+    >>> r, r == math.ceil((2 * math.log(math.e + 1) + 2 * math.log(64 / 1e-6) + math.log(2**20)) / math.log(10_000) + 1)
+    (7, True)
+    """
     eps = check_real("epsilon", epsilon, low=0.0)
     dlt = check_probability("delta", delta)
     n = check_int("n_users", n_users, minimum=2)
