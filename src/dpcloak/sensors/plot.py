@@ -23,7 +23,24 @@ __all__ = ["draw_map", "save_maps"]
 def draw_map(ax: Axes, network: SensorNetwork, result: NetworkRecovery, *, title: str = "", vmax: float | None = None,
              ) -> Any:
     """Draw one map on ``ax``: people per source (colour and area), sensors (triangles, hollow when
-    missing), and a dashed circle of radius = the EMD uncertainty around the map's centre of mass."""
+    missing), and a dashed circle of radius = the EMD uncertainty around the map's centre of mass.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> from dpcloak.sensors import Relation, SensorNetwork
+    >>> net = SensorNetwork.from_coordinates(
+    ...     sensors=[[0.0, 0.0], [100.0, 0.0], [0.0, 100.0], [100.0, 100.0]], relation=Relation.move(150.0),
+    ...     epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
+    >>> result = net.recover(net.privatize([10.0, 20.0, 30.0, 5.0], rng=1, simulation=True), uncertainty_draws=0)
+    >>> fig, ax = plt.subplots()
+    >>> artist = draw_map(ax, net, result, title="people per source")
+    >>> ax.get_title().splitlines()[0], len(ax.collections) > 0
+    ('people per source', True)
+    >>> plt.close(fig)
+    """
     src = result.source_positions
     sensors = network.sensor_positions
     if src is None or sensors is None:

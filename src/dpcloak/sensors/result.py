@@ -146,6 +146,18 @@ def recover_sources(
         Bootstrap draws for the uncertainty (0 to skip).
     rng : Generator or int, optional
         Randomness of the bootstrap (analysis only, nothing is released).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcloak.sensors import Relation, SensorNetwork
+    >>> net = SensorNetwork.from_coordinates(
+    ...     sensors=[[0.0, 0.0], [100.0, 0.0], [0.0, 100.0], [100.0, 100.0]], relation=Relation.move(150.0),
+    ...     epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
+    >>> readings = net.privatize([10.0, 20.0, np.nan, 5.0], rng=1, simulation=True)  # sensor 2 sent nothing
+    >>> result = recover_sources(net, readings, uncertainty_draws=0)
+    >>> result.sources.shape, bool(np.all(result.sources >= 0))
+    ((4,), True)
     """
     m = network.n_sensors
     try:

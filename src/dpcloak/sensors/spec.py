@@ -146,7 +146,13 @@ def _check_box(box: Any) -> tuple[tuple[float, float], tuple[float, float]]:
 
 
 def grid_sites(floor: tuple[tuple[float, float], tuple[float, float]], spacing: float) -> NDArray[np.float64]:
-    """Cell centres every ``spacing`` metres covering ``floor`` ((x0, x1), (y0, y1)), centred in it."""
+    """Cell centres every ``spacing`` metres covering ``floor`` ((x0, x1), (y0, y1)), centred in it.
+
+    Examples
+    --------
+    >>> grid_sites(((0.0, 20.0), (0.0, 10.0)), 10.0).tolist()  # two 10 m cells, centred
+    [[5.0, 5.0], [15.0, 5.0]]
+    """
     (x0, x1), (y0, y1) = floor
     nx_, ny = max(1, math.ceil((x1 - x0) / spacing)), max(1, math.ceil((y1 - y0) / spacing))
     if nx_ * ny > MAX_GRID_SOURCES:
