@@ -194,8 +194,8 @@ def to_toml(data: dict[str, Any]) -> str:
 
     Examples
     --------
-    >>> print(to_toml({"format": "dpcloak-network/1", "privacy": {"epsilon": 1.0, "delta": 1e-06}}))
     >>> print(to_toml({"format": "dpcloak-network/1", "privacy": {"epsilon": 1.0, "delta": 1e-06}}), end="")
+    format = "dpcloak-network/1"
     <BLANKLINE>
     [privacy]
     epsilon = 1.0
