@@ -27,14 +27,29 @@ _PREFIX = "dpcloak-report/v1"
 
 def report_message(*, deployment_id: str, fingerprint: str, sensor: int, window: int, report_id: str,
                    value: float) -> bytes:
-    """The canonical bytes a report's MAC covers (module docstring)."""
+    """The canonical bytes a report's MAC covers (module docstring).
+
+    Examples
+    --------
+    >>> fields = dict(deployment_id="abc123", fingerprint="f1", sensor=0, window=7, report_id="r-1", value=3.5)
+    >>> report_message(**fields)
+    b'dpcloak-report/v1\\nabc123\\nf1\\n0\\n7\\nr-1\\n0x1.c000000000000p+1'
+    """
     return "\n".join((_PREFIX, deployment_id, fingerprint, str(int(sensor)), str(int(window)), report_id,
                       float(value).hex())).encode()
 
 
 def sign_report(key: bytes, *, deployment_id: str, fingerprint: str, sensor: int, window: int, report_id: str,
                 value: float) -> str:
-    """Hex HMAC-SHA256 of the report under the sensor's key."""
+    """Hex HMAC-SHA256 of the report under the sensor's key.
+
+    Examples
+    --------
+    >>> fields = dict(deployment_id="abc123", fingerprint="f1", sensor=0, window=7, report_id="r-1", value=3.5)
+    >>> mac = sign_report(bytes(32), **fields)
+    >>> len(mac), verify_report(bytes(32), mac, **fields)
+    (64, True)
+    """
     msg = report_message(deployment_id=deployment_id, fingerprint=fingerprint, sensor=sensor, window=window,
                          report_id=report_id, value=value)
     return hmac.new(key, msg, hashlib.sha256).hexdigest()
@@ -42,7 +57,19 @@ def sign_report(key: bytes, *, deployment_id: str, fingerprint: str, sensor: int
 
 def verify_report(key: bytes, mac: str, *, deployment_id: str, fingerprint: str, sensor: int, window: int,
                   report_id: str, value: float) -> bool:
-    """Constant-time check of ``mac`` against the report's canonical encoding."""
+    """Constant-time check of ``mac`` against the report's canonical encoding.
+
+    Examples
+    --------
+    >>> fields = dict(deployment_id="abc123", fingerprint="f1", sensor=0, window=7, report_id="r-1", value=3.5)
+    >>> mac = sign_report(bytes(32), **fields)
+    >>> verify_report(bytes(32), mac, **fields)
+    True
+    >>> verify_report(bytes(32), mac, **{**fields, "value": 35.0})  # a changed value
+    False
+    >>> verify_report(b"k" * 32, mac, **fields)  # another key
+    False
+    """
     expected = sign_report(key, deployment_id=deployment_id, fingerprint=fingerprint, sensor=sensor, window=window,
                            report_id=report_id, value=value)
     return hmac.compare_digest(expected, mac.lower())

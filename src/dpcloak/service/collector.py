@@ -34,7 +34,14 @@ Outcome = tuple[int, dict[str, Any]]
 
 
 class Overloaded(Exception):
-    """The collector is saturated: answer 503 with ``Retry-After``; nothing was stored."""
+    """The collector is saturated: answer 503 with ``Retry-After``; nothing was stored.
+
+    Examples
+    --------
+    >>> exc = Overloaded(retry_after=2)
+    >>> exc.retry_after
+    2
+    """
 
     def __init__(self, *, retry_after: int) -> None:
         super().__init__(f"overloaded, retry after {retry_after} s")
@@ -58,6 +65,44 @@ class Collector:
         Seconds between checks for windows whose grace period is over.
     max_pending : int, default 20000
         Rows allowed to wait for the database before new reports get 503 (back-pressure).
+
+    Examples
+    --------
+    A collector saturated beyond ``max_pending`` rows refuses before checking or storing anything:
+
+    >>> import asyncio
+    >>> from dpcloak.service.config import Deployment
+    >>> from dpcloak.service.store import Store, sqlite_url
+    >>> from dpcloak.sensors import Relation, SensorNetwork
+    >>> from dpcloak.sensors.config import network_to_dict
+    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
+    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
+    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
+    ...                         start=0.0, period_windows=10)
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> directory = Path(tmp.name)
+    >>> store = Store(sqlite_url(directory / "collector.db"))
+    >>> store.migrate()
+    >>> store.register(deployment)
+    >>> from dpcloak.service.node import SensorNode
+    >>> from dpcloak.service.config import load_credential, write_deployment
+    >>> _ = write_deployment(directory, deployment)
+    >>> node = SensorNode(deployment=deployment, credential=load_credential(directory / "sensors" / "sensor-0.json"),
+    ...                   ledger=directory / "ledger-0.db", url="http://127.0.0.1:9", clock=lambda: 30.0)
+    >>> from dpcloak.service.ingest import ReportIn
+    >>> entry = node.release(12.0)  # window 0 (t = 30 s): noisy, signed and recorded in the ledger
+    >>> report = ReportIn(**node.report_body(entry))
+    >>> collector = Collector(deployment, store, master_key=bytes(32), max_pending=0)
+    >>> try:
+    ...     asyncio.run(collector.ingest([report]))
+    ... except Overloaded as exc:
+    ...     print("503, retry after", exc.retry_after, "s;", store.report_counts(deployment.deployment_id))
+    503, retry after 1 s; {}
+    >>> node.close()
+    >>> store.dispose()
+    >>> tmp.cleanup()
     """
 
     def __init__(self, deployment: Deployment, store: Store, *, master_key: bytes,

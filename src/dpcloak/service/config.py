@@ -59,7 +59,17 @@ SENSOR_DIR = "sensors"
 
 
 def canonical_json(value: Any) -> bytes:
-    """Canonical JSON bytes: sorted keys, no whitespace, UTF-8, finite numbers only."""
+    """Canonical JSON bytes: sorted keys, no whitespace, UTF-8, finite numbers only.
+
+    Examples
+    --------
+    >>> canonical_json({"b": 1, "a": [1.5, "é"]})
+    b'{"a":[1.5,"\xc3\xa9"],"b":1}'
+    >>> canonical_json({"x": float("nan")})
+    Traceback (most recent call last):
+        ...
+    ValueError: Out of range float values are not JSON compliant
+    """
     return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode()
 
 
@@ -71,13 +81,27 @@ def _check_master(master_key: bytes) -> bytes:
 
 
 def sensor_key(master_key: bytes, *, deployment_id: str, sensor: int) -> bytes:
-    """The report-signing key of sensor ``sensor`` (32 bytes; module docstring)."""
+    """The report-signing key of sensor ``sensor`` (32 bytes; module docstring).
+
+    Examples
+    --------
+    >>> k = sensor_key(bytes(32), deployment_id="abc123", sensor=0)
+    >>> len(k), k == sensor_key(bytes(32), deployment_id="abc123", sensor=1)
+    (32, False)
+    """
     msg = _REPORT_KEY_LABEL + b"\0" + deployment_id.encode() + b"\0" + str(int(sensor)).encode()
     return hmac.digest(_check_master(master_key), msg, "sha256")
 
 
 def analyst_token(master_key: bytes, *, deployment_id: str) -> str:
-    """The analyst's bearer token (hex), needed by the dashboard data and the export."""
+    """The analyst's bearer token (hex), needed by the dashboard data and the export.
+
+    Examples
+    --------
+    >>> t = analyst_token(bytes(32), deployment_id="abc123")
+    >>> len(t), t == analyst_token(bytes(32), deployment_id="abc123"), t == analyst_token(bytes(32), deployment_id="x")
+    (64, True, False)
+    """
     return hmac.digest(_check_master(master_key), _ANALYST_LABEL + b"\0" + deployment_id.encode(), "sha256").hex()
 
 
@@ -111,6 +135,22 @@ class Deployment:
     ``releases_per_period · Δ2²`` (every coordinate appears at most that often), and the period's
     releases are ``network.guarantee(releases_per_period)`` — within the budget (pattern-level
     privacy within a period, seed 001 "Continual Monitoring"). Periods compose (ε and δ add up).
+
+    Examples
+    --------
+    >>> from dpcloak.sensors import Relation, SensorNetwork
+    >>> from dpcloak.sensors.config import network_to_dict
+    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
+    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
+    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
+    ...                         start=0.0, period_windows=10)
+    >>> deployment.window_at(125.0), deployment.window_end(2), deployment.period_of(25)
+    (2, 180.0, 2)
+    >>> eps, delta = deployment.guarantee(1)  # one reading per sensor
+    >>> round(eps, 4), delta
+    (0.884, 1e-05)
+    >>> deployment.network_for_period(0).n_sensors
+    2
     """
 
     deployment_id: str
@@ -220,7 +260,28 @@ class Deployment:
 
 @dataclass(frozen=True)
 class SensorCredential:
-    """What sensor ``sensor`` is provisioned with: its id, its key and the deployment it belongs to."""
+    """What sensor ``sensor`` is provisioned with: its id, its key and the deployment it belongs to.
+
+    Examples
+    --------
+    >>> from dpcloak.sensors import Relation, SensorNetwork
+    >>> from dpcloak.sensors.config import network_to_dict
+    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
+    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
+    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
+    ...                         start=0.0, period_windows=10)
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> directory = Path(tmp.name)
+    >>> _ = write_deployment(directory, deployment, master_key=bytes(32))
+    >>> cred = load_credential(directory / "sensors" / "sensor-1.json")
+    >>> isinstance(cred, SensorCredential), cred.sensor, cred.deployment_id
+    (True, 1, 'abc123')
+    >>> cred.key == sensor_key(bytes(32), deployment_id="abc123", sensor=1)
+    True
+    >>> tmp.cleanup()
+    """
 
     deployment_id: str
     fingerprint: str
@@ -238,6 +299,30 @@ def write_deployment(directory: Path, deployment: Deployment, *, master_key: byt
     """Write ``deployment.json``, ``collector.key``, ``analyst.token`` and ``sensors/sensor-<j>.json``.
 
     Secrets are written with mode 0600. Refuses a directory that already holds a deployment.
+
+    Examples
+    --------
+    >>> from dpcloak.sensors import Relation, SensorNetwork
+    >>> from dpcloak.sensors.config import network_to_dict
+    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
+    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
+    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
+    ...                         start=0.0, period_windows=10)
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> directory = Path(tmp.name)
+    >>> write_deployment(directory, deployment).name
+    'deployment.json'
+    >>> sorted(p.relative_to(directory).as_posix() for p in directory.rglob("*") if p.is_file())
+    ['analyst.token', 'collector.key', 'deployment.json', 'sensors/sensor-0.json', 'sensors/sensor-1.json']
+    >>> oct((directory / "collector.key").stat().st_mode & 0o777)
+    '0o600'
+    >>> write_deployment(directory, deployment)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    dpcloak.errors.InvalidParameterError: ... already holds a deployment (deployment.json); choose another
+    >>> tmp.cleanup()
     """
     directory = Path(directory)
     if (directory / DEPLOYMENT_FILE).exists():
@@ -267,13 +352,49 @@ def _read_json(path: Path, what: str) -> dict[str, Any]:
 
 
 def load_deployment(path: Path) -> Deployment:
-    """Read a deployment from ``deployment.json`` or the directory holding it."""
+    """Read a deployment from ``deployment.json`` or the directory holding it.
+
+    Examples
+    --------
+    >>> from dpcloak.sensors import Relation, SensorNetwork
+    >>> from dpcloak.sensors.config import network_to_dict
+    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
+    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
+    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
+    ...                         start=0.0, period_windows=10)
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> directory = Path(tmp.name)
+    >>> _ = write_deployment(directory, deployment)
+    >>> load_deployment(directory) == deployment, load_deployment(directory / "deployment.json").deployment_id
+    (True, 'abc123')
+    >>> tmp.cleanup()
+    """
     p = Path(path)
     return Deployment.from_public_dict(_read_json(p / DEPLOYMENT_FILE if p.is_dir() else p, "deployment"))
 
 
 def load_master_key(directory: Path) -> bytes:
-    """The collector's master key from ``collector.key`` in the deployment directory."""
+    """The collector's master key from ``collector.key`` in the deployment directory.
+
+    Examples
+    --------
+    >>> from dpcloak.sensors import Relation, SensorNetwork
+    >>> from dpcloak.sensors.config import network_to_dict
+    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
+    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
+    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
+    ...                         start=0.0, period_windows=10)
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> directory = Path(tmp.name)
+    >>> _ = write_deployment(directory, deployment, master_key=bytes(range(32)))
+    >>> load_master_key(directory) == bytes(range(32))
+    True
+    >>> tmp.cleanup()
+    """
     path = Path(directory) / MASTER_KEY_FILE
     try:
         key = bytes.fromhex(path.read_text().strip())
@@ -285,7 +406,26 @@ def load_master_key(directory: Path) -> bytes:
 
 
 def load_credential(path: Path) -> SensorCredential:
-    """A sensor's credential file (``sensors/sensor-<j>.json``)."""
+    """A sensor's credential file (``sensors/sensor-<j>.json``).
+
+    Examples
+    --------
+    >>> from dpcloak.sensors import Relation, SensorNetwork
+    >>> from dpcloak.sensors.config import network_to_dict
+    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
+    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
+    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
+    ...                         start=0.0, period_windows=10)
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> directory = Path(tmp.name)
+    >>> _ = write_deployment(directory, deployment, master_key=bytes(32))
+    >>> cred = load_credential(directory / "sensors" / "sensor-0.json")
+    >>> cred.sensor, cred.key == sensor_key(bytes(32), deployment_id="abc123", sensor=0)
+    (0, True)
+    >>> tmp.cleanup()
+    """
     data = _read_json(Path(path), "sensor credential")
     try:
         return SensorCredential(deployment_id=str(data["deployment_id"]), fingerprint=str(data["fingerprint"]),

@@ -29,7 +29,21 @@ WIDTH, HEIGHT = 16.0, 10.0
 
 
 def demo_deployment(directory: Path, *, window_seconds: float = 2.0) -> Deployment:
-    """Load the demo deployment in ``directory``, creating it (with fresh keys) the first time."""
+    """Load the demo deployment in ``directory``, creating it (with fresh keys) the first time.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> directory = Path(tmp.name)
+    >>> deployment = demo_deployment(directory)
+    >>> deployment.window_seconds, deployment.network_for_period(0).n_sensors
+    (2.0, 40)
+    >>> demo_deployment(directory) == deployment  # loaded, not re-created, the second time
+    True
+    >>> tmp.cleanup()
+    """
     if (directory / "deployment.json").exists():
         return load_deployment(directory)
     network = _network.floor_plan_network(width=WIDTH, height=HEIGHT, sensor_cols=8, sensor_rows=5, epsilon=1.0,
@@ -41,7 +55,22 @@ def demo_deployment(directory: Path, *, window_seconds: float = 2.0) -> Deployme
 
 
 def demo_readings(deployment: Deployment, window: int) -> NDArray[np.float64]:
-    """True (raw) counts of every sensor in ``window``: two crowds (40 and 25 people) moving along smooth paths."""
+    """True (raw) counts of every sensor in ``window``: two crowds (40 and 25 people) moving along smooth paths.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> directory = Path(tmp.name)
+    >>> deployment = demo_deployment(directory)
+    >>> counts = demo_readings(deployment, 0)
+    >>> counts.shape, bool(counts.min() >= 0)
+    ((40,), True)
+    >>> bool(np.allclose(counts, demo_readings(deployment, 0)))  # a function of the window
+    True
+    >>> tmp.cleanup()
+    """
     net = deployment.sensor_network
     sources = _network.source_positions(net)
     f = np.zeros(net.n_sources)
@@ -55,7 +84,31 @@ def demo_readings(deployment: Deployment, window: int) -> NDArray[np.float64]:
 
 
 def simulate(directory: Path, *, url: str, stop: threading.Event, windows: int | None = None) -> int:
-    """Run every demo sensor until ``stop`` is set or ``windows`` windows have passed; returns releases sent."""
+    """Run every demo sensor until ``stop`` is set or ``windows`` windows have passed; returns releases sent.
+
+    Examples
+    --------
+    With ``windows=0`` nothing is released (a real run points ``url`` at a collector); the sensors'
+    ledgers are created in ``directory``:
+
+    >>> import tempfile
+    >>> import threading
+    >>> from pathlib import Path
+    >>> from dpcloak.sensors import Relation, SensorNetwork
+    >>> from dpcloak.sensors.config import network_to_dict
+    >>> from dpcloak.service.config import Deployment, write_deployment
+    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
+    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> directory = Path(tmp.name)
+    >>> _ = write_deployment(directory, Deployment(deployment_id="abc123", network=network_to_dict(net),
+    ...                                            window_seconds=60.0, start=0.0, period_windows=10))
+    >>> simulate(directory, url="http://127.0.0.1:9", stop=threading.Event(), windows=0)
+    0
+    >>> sorted(p.name for p in (directory / "ledgers").iterdir())
+    ['sensor-0.db', 'sensor-1.db']
+    >>> tmp.cleanup()
+    """
     dep = load_deployment(directory)
     ledgers = directory / "ledgers"
     ledgers.mkdir(exist_ok=True)

@@ -37,7 +37,40 @@ _ID = r"^[0-9A-Za-z_-]{8,64}$"
 
 
 class ReportIn(BaseModel):
-    """One signed report: a sensor's private reading for one window."""
+    """One signed report: a sensor's private reading for one window.
+
+    Examples
+    --------
+    >>> from dpcloak.service.config import Deployment
+    >>> from dpcloak.sensors import Relation, SensorNetwork
+    >>> from dpcloak.sensors.config import network_to_dict
+    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
+    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
+    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
+    ...                         start=0.0, period_windows=10)
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> directory = Path(tmp.name)
+    >>> from dpcloak.service.node import SensorNode
+    >>> from dpcloak.service.config import load_credential, write_deployment
+    >>> _ = write_deployment(directory, deployment)
+    >>> node = SensorNode(deployment=deployment, credential=load_credential(directory / "sensors" / "sensor-0.json"),
+    ...                   ledger=directory / "ledger-0.db", url="http://127.0.0.1:9", clock=lambda: 30.0)
+    >>> from dpcloak.service.ingest import ReportIn
+    >>> entry = node.release(12.0)  # window 0 (t = 30 s): noisy, signed and recorded in the ledger
+    >>> report = ReportIn(**node.report_body(entry))
+    >>> report.sensor, report.window, len(report.mac)
+    (0, 0, 64)
+    >>> from pydantic import ValidationError
+    >>> try:
+    ...     ReportIn(**{**node.report_body(entry), "deployment": "not-hex!"})
+    ... except ValidationError as err:
+    ...     print(err.errors()[0]["loc"], err.errors()[0]["type"])
+    ('deployment',) string_pattern_mismatch
+    >>> node.close()
+    >>> tmp.cleanup()
+    """
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -53,7 +86,33 @@ class ReportIn(BaseModel):
 
 
 class BatchIn(BaseModel):
-    """Reports forwarded together by a gateway (each keeps its own MAC)."""
+    """Reports forwarded together by a gateway (each keeps its own MAC).
+
+    Examples
+    --------
+    >>> from dpcloak.service.config import Deployment
+    >>> from dpcloak.sensors import Relation, SensorNetwork
+    >>> from dpcloak.sensors.config import network_to_dict
+    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
+    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
+    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
+    ...                         start=0.0, period_windows=10)
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> directory = Path(tmp.name)
+    >>> from dpcloak.service.node import SensorNode
+    >>> from dpcloak.service.config import load_credential, write_deployment
+    >>> _ = write_deployment(directory, deployment)
+    >>> node = SensorNode(deployment=deployment, credential=load_credential(directory / "sensors" / "sensor-0.json"),
+    ...                   ledger=directory / "ledger-0.db", url="http://127.0.0.1:9", clock=lambda: 30.0)
+    >>> bodies = [node.report_body(node.release(v, window=w)) for w, v in [(0, 3.0), (1, 4.0)]]
+    >>> batch = BatchIn(reports=bodies)
+    >>> [r.window for r in batch.reports]
+    [0, 1]
+    >>> node.close()
+    >>> tmp.cleanup()
+    """
 
     model_config = ConfigDict(extra="forbid", strict=True)
 
@@ -62,7 +121,14 @@ class BatchIn(BaseModel):
 
 @dataclass(frozen=True)
 class ReportError(Exception):
-    """A rejected report: HTTP status, error code, message and the field at fault."""
+    """A rejected report: HTTP status, error code, message and the field at fault.
+
+    Examples
+    --------
+    >>> err = ReportError(401, "bad_mac", "the MAC does not match the report", "mac")
+    >>> err.status, err.body()
+    (401, {'error': 'bad_mac', 'message': 'the MAC does not match the report', 'field': 'mac'})
+    """
 
     status: int
     code: str
@@ -77,7 +143,43 @@ class ReportError(Exception):
 
 
 class Verifier:
-    """Checks reports against one deployment (everything but the database's uniqueness)."""
+    """Checks reports against one deployment (everything but the database's uniqueness).
+
+    Examples
+    --------
+    >>> from dpcloak.service.config import Deployment
+    >>> from dpcloak.service.config import load_master_key, sensor_key
+    >>> from dpcloak.sensors import Relation, SensorNetwork
+    >>> from dpcloak.sensors.config import network_to_dict
+    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
+    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
+    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
+    ...                         start=0.0, period_windows=10)
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> directory = Path(tmp.name)
+    >>> from dpcloak.service.node import SensorNode
+    >>> from dpcloak.service.config import load_credential, write_deployment
+    >>> _ = write_deployment(directory, deployment)
+    >>> node = SensorNode(deployment=deployment, credential=load_credential(directory / "sensors" / "sensor-0.json"),
+    ...                   ledger=directory / "ledger-0.db", url="http://127.0.0.1:9", clock=lambda: 30.0)
+    >>> from dpcloak.service.ingest import ReportIn
+    >>> entry = node.release(12.0)  # window 0 (t = 30 s): noisy, signed and recorded in the ledger
+    >>> report = ReportIn(**node.report_body(entry))
+    >>> master = load_master_key(directory)
+    >>> keys = [sensor_key(master, deployment_id="abc123", sensor=j) for j in range(2)]
+    >>> verifier = Verifier(deployment, sensor_keys=keys)
+    >>> verifier.check(report, now=30.0, closed=False) is None  # accepted
+    True
+    >>> try:
+    ...     verifier.check(report.model_copy(update={"value": report.value + 1}), now=30.0, closed=False)
+    ... except ReportError as err:
+    ...     print(err.status, err.code)
+    401 unauthenticated
+    >>> node.close()
+    >>> tmp.cleanup()
+    """
 
     def __init__(self, deployment: Deployment, *, sensor_keys: list[bytes]) -> None:
         self.deployment = deployment

@@ -35,7 +35,14 @@ CREATE TABLE IF NOT EXISTS releases (
 
 @dataclass(frozen=True)
 class LedgerEntry:
-    """One release recorded by a sensor."""
+    """One release recorded by a sensor.
+
+    Examples
+    --------
+    >>> e = LedgerEntry(window=3, period=0, report_id="r-3", value=1.25, mac="ab", acknowledged=False)
+    >>> e.window, e.value, e.acknowledged
+    (3, 1.25, False)
+    """
 
     window: int
     period: int
@@ -52,6 +59,25 @@ class Ledger:
     ----------
     path : path
         SQLite file (created if missing).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> ledger = Ledger(Path(tmp.name) / "ledger.db")
+    >>> entry = LedgerEntry(window=0, period=0, report_id="r-0", value=3.5, mac="00", acknowledged=False)
+    >>> ledger.record(entry, limit=1), ledger.spent_in_period(0)
+    (True, 1)
+    >>> ledger.record(LedgerEntry(1, 0, "r-1", 2.0, "00", False), limit=1)  # the period's budget is spent
+    False
+    >>> [e.window for e in ledger.pending()]
+    [0]
+    >>> ledger.acknowledge(0)
+    >>> ledger.pending(), ledger.entry(0).acknowledged
+    ([], True)
+    >>> ledger.close()
+    >>> tmp.cleanup()
     """
 
     def __init__(self, path: Path | str) -> None:

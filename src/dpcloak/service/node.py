@@ -42,12 +42,27 @@ _RETRY_STATUS = {429, 500, 502, 503, 504}
 
 
 class DeliveryError(DpcloakError):
-    """A report could not be delivered within the retry budget (it stays pending in the ledger)."""
+    """A report could not be delivered within the retry budget (it stays pending in the ledger).
+
+    Examples
+    --------
+    >>> issubclass(DeliveryError, Exception)
+    True
+    >>> str(DeliveryError("window 4: collector unreachable after 6 attempts"))
+    'window 4: collector unreachable after 6 attempts'
+    """
 
 
 @dataclass(frozen=True)
 class Delivery:
-    """Outcome of sending one report: ``stored``, ``duplicate`` or ``rejected`` (with the collector's answer)."""
+    """Outcome of sending one report: ``stored``, ``duplicate`` or ``rejected`` (with the collector's answer).
+
+    Examples
+    --------
+    >>> d = Delivery(window=4, report_id="r-4", outcome="stored", http_status=200, body={"status": "stored"})
+    >>> d.outcome, d.http_status
+    ('stored', 200)
+    """
 
     window: int
     report_id: str
@@ -77,6 +92,31 @@ class SensorNode:
         First retry delay in seconds (doubles each attempt, capped at 5 s).
     timeout : float, default 10
         Per-request timeout in seconds.
+
+    Examples
+    --------
+    >>> from dpcloak.service.config import Deployment
+    >>> from dpcloak.sensors import Relation, SensorNetwork
+    >>> from dpcloak.sensors.config import network_to_dict
+    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
+    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
+    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
+    ...                         start=0.0, period_windows=10)
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> directory = Path(tmp.name)
+    >>> from dpcloak.service.config import load_credential, write_deployment
+    >>> _ = write_deployment(directory, deployment)
+    >>> node = SensorNode(deployment=deployment, credential=load_credential(directory / "sensors" / "sensor-0.json"),
+    ...                   ledger=directory / "ledger-0.db", url="http://127.0.0.1:9", clock=lambda: 30.0)
+    >>> entry = node.release(12.0)  # window 0 at t = 30 s: noisy value, MAC, recorded before sending
+    >>> entry.window, entry.acknowledged, [e.window for e in node.ledger.pending()]
+    (0, False, [0])
+    >>> sorted(node.report_body(entry))
+    ['deployment', 'fingerprint', 'key_id', 'mac', 'report_id', 'sensor', 'value', 'window']
+    >>> node.close()
+    >>> tmp.cleanup()
     """
 
     def __init__(self, *, deployment: Deployment, credential: SensorCredential, ledger: Ledger | Path | str,
@@ -200,7 +240,15 @@ class SensorNode:
 
 
 def read_values(stream: Iterable[str], *, column: int = -1, header: bool = True) -> Iterator[float]:
-    """Readings from a text stream: one per line, the last comma-separated field (a header line is skipped)."""
+    """Readings from a text stream: one per line, the last comma-separated field (a header line is skipped).
+
+    Examples
+    --------
+    >>> list(read_values(["time,count", "10:00,3", "10:01,4.5"]))
+    [3.0, 4.5]
+    >>> list(read_values(["7", "8"], header=False))
+    [7.0, 8.0]
+    """
     for lineno, line in enumerate(stream, start=1):
         text = line.strip()
         if not text:
@@ -216,7 +264,20 @@ def read_values(stream: Iterable[str], *, column: int = -1, header: bool = True)
 
 def tail_csv(path: Path, *, column: int = -1, follow: bool = False, poll: float = 0.5,
              stop: Callable[[], bool] | None = None) -> Iterator[float]:
-    """Readings appended to a CSV file; with ``follow`` keep waiting for new lines until ``stop()`` is true."""
+    """Readings appended to a CSV file; with ``follow`` keep waiting for new lines until ``stop()`` is true.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> directory = Path(tmp.name)
+    >>> path = directory / "counts.csv"
+    >>> _ = path.write_text("time,count\\n10:00,3\\n10:01,4\\n")
+    >>> list(tail_csv(path))
+    [3.0, 4.0]
+    >>> tmp.cleanup()
+    """
     with Path(path).open() as fh:
         header = True
         while True:

@@ -16,7 +16,28 @@ DEFAULT_DB = "collector.db"
 
 
 def build_app(directory: Path, *, db_url: str | None = None, close_interval: float = 0.25) -> Any:
-    """The ASGI app of the deployment in ``directory`` (SQLite ``collector.db`` there unless ``db_url``)."""
+    """The ASGI app of the deployment in ``directory`` (SQLite ``collector.db`` there unless ``db_url``).
+
+    Examples
+    --------
+    >>> from dpcloak.service.config import Deployment
+    >>> from dpcloak.service.config import write_deployment
+    >>> from dpcloak.sensors import Relation, SensorNetwork
+    >>> from dpcloak.sensors.config import network_to_dict
+    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
+    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
+    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
+    ...                         start=0.0, period_windows=10)
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> directory = Path(tmp.name)
+    >>> _ = write_deployment(directory, deployment)
+    >>> app = build_app(directory)
+    >>> "/api/v1/reports" in {r.path for r in app.routes}
+    True
+    >>> tmp.cleanup()
+    """
     deployment = load_deployment(directory)
     key = load_master_key(directory)
     store = Store(db_url or sqlite_url(Path(directory) / DEFAULT_DB))
@@ -25,14 +46,62 @@ def build_app(directory: Path, *, db_url: str | None = None, close_interval: flo
 
 
 def dashboard_url(directory: Path, *, host: str, port: int) -> str:
-    """The dashboard's URL with the analyst token in the fragment."""
+    """The dashboard's URL with the analyst token in the fragment.
+
+    Examples
+    --------
+    >>> from dpcloak.service.config import Deployment
+    >>> from dpcloak.service.config import analyst_token, load_master_key, write_deployment
+    >>> from dpcloak.sensors import Relation, SensorNetwork
+    >>> from dpcloak.sensors.config import network_to_dict
+    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
+    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
+    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
+    ...                         start=0.0, period_windows=10)
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> directory = Path(tmp.name)
+    >>> _ = write_deployment(directory, deployment)
+    >>> url = dashboard_url(directory, host="127.0.0.1", port=8000)
+    >>> url.split("#")[0]
+    'http://127.0.0.1:8000/dashboard/'
+    >>> url.endswith(analyst_token(load_master_key(directory), deployment_id="abc123"))
+    True
+    >>> tmp.cleanup()
+    """
     token = (Path(directory) / ANALYST_FILE).read_text().strip()
     shown = f"[{host}]" if ":" in host else host
     return f"http://{shown}:{port}/dashboard/#token={token}"
 
 
 def serve(app: Any, *, host: str, port: int, log_level: str = "warning") -> None:
-    """Serve ``app`` with uvicorn until interrupted."""
+    """Serve ``app`` with uvicorn until interrupted.
+
+    Examples
+    --------
+    ``serve`` blocks until interrupted, so it is run in its own process or thread; the app it serves
+    comes from :func:`build_app`:
+
+    >>> from dpcloak.service.config import Deployment
+    >>> from dpcloak.service.config import write_deployment
+    >>> import inspect
+    >>> from dpcloak.sensors import Relation, SensorNetwork
+    >>> from dpcloak.sensors.config import network_to_dict
+    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
+    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
+    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
+    ...                         start=0.0, period_windows=10)
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> directory = Path(tmp.name)
+    >>> _ = write_deployment(directory, deployment)
+    >>> app = build_app(directory)
+    >>> list(inspect.signature(serve).parameters)
+    ['app', 'host', 'port', 'log_level']
+    >>> tmp.cleanup()
+    """
     import uvicorn
 
     uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)

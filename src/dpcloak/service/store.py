@@ -30,13 +30,26 @@ __all__ = ["Store", "StoredReport", "WindowRecord", "sqlite_url"]
 
 
 def sqlite_url(path: Path | str) -> str:
-    """SQLAlchemy URL of a SQLite database file."""
+    """SQLAlchemy URL of a SQLite database file.
+
+    Examples
+    --------
+    >>> sqlite_url("/var/lib/dpcloak/collector.db")
+    'sqlite:////var/lib/dpcloak/collector.db'
+    """
     return f"sqlite:///{Path(path).resolve()}"
 
 
 @dataclass(frozen=True)
 class StoredReport:
-    """One stored report."""
+    """One stored report.
+
+    Examples
+    --------
+    >>> r = StoredReport(sensor_id=0, window=2, report_id="r-2", value=4.0, received_at=150.0)
+    >>> r.sensor_id, r.window, r.value
+    (0, 2, 4.0)
+    """
 
     sensor_id: int
     window: int
@@ -53,6 +66,33 @@ class WindowRecord:
     90th percentile of the bootstrap EMD in metres (``NetworkRecovery``); ``epsilon_window`` at
     ``delta_window`` is one window's guarantee, ``epsilon_period`` at ``delta_period`` the composed
     guarantee of the budget period up to this window (``releases_in_period`` readings of the busiest sensor).
+
+    Examples
+    --------
+    >>> from dpcloak.service.config import Deployment
+    >>> from dpcloak.service.windows import recover_window_record
+    >>> from dpcloak.sensors import Relation, SensorNetwork
+    >>> from dpcloak.sensors.config import network_to_dict
+    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
+    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
+    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
+    ...                         start=0.0, period_windows=10)
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> directory = Path(tmp.name)
+    >>> store = Store(sqlite_url(directory / "collector.db"))
+    >>> store.migrate()
+    >>> store.register(deployment)
+    >>> _ = store.insert_reports([{"deployment_id": "abc123", "sensor_id": j, "window": 0, "report_id": f"r-{j}",
+    ...                         "value": v, "mac": "00", "received_at": 30.0} for j, v in [(0, 10.0), (1, 4.0)]])
+    >>> record, _ = recover_window_record(deployment, store, 0)
+    >>> isinstance(record, WindowRecord), record.window, record.reporting, record.missing, len(record.source_map)
+    (True, 0, [0, 1], 0, 2)
+    >>> sorted(record.as_dict())[:4]
+    ['closed_at', 'converged', 'delta_period', 'delta_window']
+    >>> store.dispose()
+    >>> tmp.cleanup()
     """
 
     window: int
@@ -94,6 +134,31 @@ class Store:
     ----------
     url : str
         SQLAlchemy URL: ``sqlite:///path.db`` or ``postgresql+psycopg://user@host:port/db``.
+
+    Examples
+    --------
+    >>> from dpcloak.service.config import Deployment
+    >>> from dpcloak.sensors import Relation, SensorNetwork
+    >>> from dpcloak.sensors.config import network_to_dict
+    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
+    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
+    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
+    ...                         start=0.0, period_windows=10)
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> directory = Path(tmp.name)
+    >>> store = Store(sqlite_url(directory / "collector.db"))
+    >>> store.migrate()
+    >>> store.register(deployment)
+    >>> rows = [{"deployment_id": "abc123", "sensor_id": 0, "window": 0, "report_id": "r-0", "value": 3.5,
+    ...          "mac": "00", "received_at": 30.0}]
+    >>> store.insert_reports(rows)
+    {'r-0'}
+    >>> store.report_counts("abc123"), [r.value for r in store.window_reports("abc123", 0)]
+    ({0: 1}, [3.5])
+    >>> store.dispose()
+    >>> tmp.cleanup()
     """
 
     def __init__(self, url: str) -> None:

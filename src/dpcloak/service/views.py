@@ -17,7 +17,27 @@ EXPORT_COLUMNS = ("window", "source", "coordinates", "people", "uncertainty_m", 
 
 
 def guarantee_words(deployment: Deployment) -> str:
-    """The deployment's guarantee in plain words."""
+    """The deployment's guarantee in plain words.
+
+    Examples
+    --------
+    >>> from dpcloak.service.config import Deployment
+    >>> from dpcloak.sensors import Relation, SensorNetwork
+    >>> from dpcloak.sensors.config import network_to_dict
+    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
+    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
+    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
+    ...                         start=0.0, period_windows=10)
+    >>> import textwrap
+    >>> print(textwrap.fill(guarantee_words(deployment), 100))
+    Every sensor adds exact discrete Gaussian noise (sigma = 4.301 people) to its count before it leaves
+    the sensor; this collector never sees a raw reading. One window's readings of all sensors are (1,
+    1e-06)-differentially private for one person moved by up to 150 m: nobody can tell from them whether
+    that happened. Each sensor sends at most 10 readings per period of 10 windows (10 minutes) and
+    refuses more, so everything released in one period is (3.14, 1e-05)-differentially private, also for
+    patterns that repeat within the period. Periods add up: two periods together are at most (6.28,
+    2e-05).
+    """
     net = deployment.sensor_network
     eps1, delta = net.epsilon, net.delta
     k = deployment.releases_per_period
@@ -36,7 +56,23 @@ def guarantee_words(deployment: Deployment) -> str:
 
 
 def deployment_view(deployment: Deployment, *, now: float) -> dict[str, Any]:
-    """The deployment's public parameters, positions and guarantee (JSON-ready)."""
+    """The deployment's public parameters, positions and guarantee (JSON-ready).
+
+    Examples
+    --------
+    >>> from dpcloak.service.config import Deployment
+    >>> from dpcloak.sensors import Relation, SensorNetwork
+    >>> from dpcloak.sensors.config import network_to_dict
+    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
+    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
+    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
+    ...                         start=0.0, period_windows=10)
+    >>> view = deployment_view(deployment, now=125.0)
+    >>> view["deployment_id"], view["n_sensors"], view["window_seconds"], view["current_window"]
+    ('abc123', 2, 60.0, 2)
+    >>> view["guarantee_window"]
+    {'epsilon': 1.0, 'delta': 1e-06}
+    """
     net = deployment.sensor_network
     k = deployment.releases_per_period
     eps_k, delta_k = deployment.guarantee(k)
@@ -61,7 +97,33 @@ def deployment_view(deployment: Deployment, *, now: float) -> dict[str, Any]:
 
 
 def sensors_view(deployment: Deployment, store: Store, now: float) -> dict[str, Any]:
-    """Per sensor: last window, last seen, readings and composed ε in the current period."""
+    """Per sensor: last window, last seen, readings and composed ε in the current period.
+
+    Examples
+    --------
+    >>> from dpcloak.service.config import Deployment
+    >>> from dpcloak.service.store import Store, sqlite_url
+    >>> from dpcloak.sensors import Relation, SensorNetwork
+    >>> from dpcloak.sensors.config import network_to_dict
+    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
+    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
+    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
+    ...                         start=0.0, period_windows=10)
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> directory = Path(tmp.name)
+    >>> store = Store(sqlite_url(directory / "collector.db"))
+    >>> store.migrate()
+    >>> store.register(deployment)
+    >>> _ = store.insert_reports([{"deployment_id": "abc123", "sensor_id": 0, "window": 0, "report_id": "r-0",
+    ...                         "value": 10.0, "mac": "00", "received_at": 30.0}])
+    >>> view = sensors_view(deployment, store, now=45.0)
+    >>> sorted(view)
+    ['period_first_window', 'releases_per_period', 'sensors']
+    >>> store.dispose()
+    >>> tmp.cleanup()
+    """
     current = deployment.window_at(now)
     first = deployment.period_of(max(current, 0)) * deployment.period_windows
     activity = store.sensor_activity(deployment.deployment_id, first_window=first)
@@ -75,7 +137,35 @@ def sensors_view(deployment: Deployment, store: Store, now: float) -> dict[str, 
 
 
 def export_rows(deployment: Deployment, store: Store) -> list[tuple[Any, ...]]:
-    """One row per (closed window, source) with the window's metadata (:data:`EXPORT_COLUMNS`)."""
+    """One row per (closed window, source) with the window's metadata (:data:`EXPORT_COLUMNS`).
+
+    Examples
+    --------
+    >>> from dpcloak.service.config import Deployment
+    >>> from dpcloak.service.store import Store, sqlite_url
+    >>> from dpcloak.sensors import Relation, SensorNetwork
+    >>> from dpcloak.sensors.config import network_to_dict
+    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
+    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
+    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
+    ...                         start=0.0, period_windows=10)
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> directory = Path(tmp.name)
+    >>> store = Store(sqlite_url(directory / "collector.db"))
+    >>> store.migrate()
+    >>> store.register(deployment)
+    >>> _ = store.insert_reports([{"deployment_id": "abc123", "sensor_id": 0, "window": 0, "report_id": "r-0",
+    ...                         "value": 10.0, "mac": "00", "received_at": 30.0}])
+    >>> from dpcloak.service.windows import WindowRecovery
+    >>> _ = WindowRecovery(deployment, store).close(0)
+    >>> rows = export_rows(deployment, store)
+    >>> len(rows), len(rows[0]) == len(EXPORT_COLUMNS)
+    (2, True)
+    >>> store.dispose()
+    >>> tmp.cleanup()
+    """
     coords = _network.source_positions(deployment.sensor_network)
     rows = []
     for r in store.windows(deployment.deployment_id):
@@ -86,7 +176,35 @@ def export_rows(deployment: Deployment, store: Store) -> list[tuple[Any, ...]]:
 
 
 def export_csv(deployment: Deployment, store: Store) -> str:
-    """The export table as CSV text."""
+    """The export table as CSV text.
+
+    Examples
+    --------
+    >>> from dpcloak.service.config import Deployment
+    >>> from dpcloak.service.store import Store, sqlite_url
+    >>> from dpcloak.sensors import Relation, SensorNetwork
+    >>> from dpcloak.sensors.config import network_to_dict
+    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
+    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
+    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
+    ...                         start=0.0, period_windows=10)
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> directory = Path(tmp.name)
+    >>> store = Store(sqlite_url(directory / "collector.db"))
+    >>> store.migrate()
+    >>> store.register(deployment)
+    >>> _ = store.insert_reports([{"deployment_id": "abc123", "sensor_id": 0, "window": 0, "report_id": "r-0",
+    ...                         "value": 10.0, "mac": "00", "received_at": 30.0}])
+    >>> from dpcloak.service.windows import WindowRecovery
+    >>> _ = WindowRecovery(deployment, store).close(0)
+    >>> text = export_csv(deployment, store)
+    >>> text.splitlines()[0] == ",".join(EXPORT_COLUMNS), len(text.splitlines())
+    (True, 3)
+    >>> store.dispose()
+    >>> tmp.cleanup()
+    """
     buf = io.StringIO()
     writer = csv.writer(buf)
     writer.writerow(EXPORT_COLUMNS)
@@ -95,7 +213,37 @@ def export_csv(deployment: Deployment, store: Store) -> str:
 
 
 def export_parquet(deployment: Deployment, store: Store) -> bytes | None:
-    """The export table as Parquet bytes; ``None`` when pyarrow is not installed."""
+    """The export table as Parquet bytes; ``None`` when pyarrow is not installed.
+
+    Examples
+    --------
+    >>> from dpcloak.service.config import Deployment
+    >>> from dpcloak.service.store import Store, sqlite_url
+    >>> from dpcloak.sensors import Relation, SensorNetwork
+    >>> from dpcloak.sensors.config import network_to_dict
+    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
+    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
+    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
+    ...                         start=0.0, period_windows=10)
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> directory = Path(tmp.name)
+    >>> store = Store(sqlite_url(directory / "collector.db"))
+    >>> store.migrate()
+    >>> store.register(deployment)
+    >>> _ = store.insert_reports([{"deployment_id": "abc123", "sensor_id": 0, "window": 0, "report_id": "r-0",
+    ...                         "value": 10.0, "mac": "00", "received_at": 30.0}])
+    >>> from dpcloak.service.windows import WindowRecovery
+    >>> _ = WindowRecovery(deployment, store).close(0)
+    >>> import io
+    >>> import pandas as pd
+    >>> frame = pd.read_parquet(io.BytesIO(export_parquet(deployment, store)))
+    >>> list(frame.columns) == list(EXPORT_COLUMNS), len(frame)
+    (True, 2)
+    >>> store.dispose()
+    >>> tmp.cleanup()
+    """
     try:
         import pyarrow as pa
         import pyarrow.parquet as pq

@@ -21,7 +21,7 @@ from dpcloak.service import _network
 from dpcloak.service.config import Deployment
 from dpcloak.service.store import Store, WindowRecord
 
-__all__ = ["recover_window_record", "WindowRecovery", "start_worker", "close_in_worker"]
+__all__ = ["recover_window_record", "WindowRecovery"]
 
 
 def recover_window_record(deployment: Deployment, store: Store, window: int,
@@ -29,6 +29,33 @@ def recover_window_record(deployment: Deployment, store: Store, window: int,
     """Recover ``window`` from its stored reports; ``None`` when no sensor reported.
 
     Returns the record and the network's recovery result (the next window's warm start).
+
+    Examples
+    --------
+    >>> from dpcloak.service.config import Deployment
+    >>> from dpcloak.service.store import Store, sqlite_url
+    >>> from dpcloak.sensors import Relation, SensorNetwork
+    >>> from dpcloak.sensors.config import network_to_dict
+    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
+    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
+    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
+    ...                         start=0.0, period_windows=10)
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> directory = Path(tmp.name)
+    >>> store = Store(sqlite_url(directory / "collector.db"))
+    >>> store.migrate()
+    >>> store.register(deployment)
+    >>> recover_window_record(deployment, store, 0) is None  # nobody reported
+    True
+    >>> _ = store.insert_reports([{"deployment_id": "abc123", "sensor_id": 0, "window": 0, "report_id": "r-0",
+    ...                         "value": 10.0, "mac": "00", "received_at": 30.0}])
+    >>> record, recovery = recover_window_record(deployment, store, 0)
+    >>> record.reporting, record.missing, recovery.sources.shape
+    ([0], 1, (2,))
+    >>> store.dispose()
+    >>> tmp.cleanup()
     """
     rows = store.window_reports(deployment.deployment_id, window)
     if not rows:
@@ -58,7 +85,34 @@ def _finite(x: float) -> float | None:
 
 
 class WindowRecovery:
-    """Closes windows in order and keeps the previous recovery for the warm start."""
+    """Closes windows in order and keeps the previous recovery for the warm start.
+
+    Examples
+    --------
+    >>> from dpcloak.service.config import Deployment
+    >>> from dpcloak.service.store import Store, sqlite_url
+    >>> from dpcloak.sensors import Relation, SensorNetwork
+    >>> from dpcloak.sensors.config import network_to_dict
+    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
+    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
+    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
+    ...                         start=0.0, period_windows=10)
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> directory = Path(tmp.name)
+    >>> store = Store(sqlite_url(directory / "collector.db"))
+    >>> store.migrate()
+    >>> store.register(deployment)
+    >>> _ = store.insert_reports([{"deployment_id": "abc123", "sensor_id": j, "window": w, "report_id": f"r-{j}-{w}",
+    ...                         "value": 5.0, "mac": "00", "received_at": 60.0 * w + 30}
+    ...                        for j in range(2) for w in range(2)])
+    >>> closer = WindowRecovery(deployment, store)
+    >>> [closer.close(w).window for w in range(2)], store.closed_windows("abc123")
+    ([0, 1], [0, 1])
+    >>> store.dispose()
+    >>> tmp.cleanup()
+    """
 
     def __init__(self, deployment: Deployment, store: Store) -> None:
         self.deployment = deployment
