@@ -2,8 +2,8 @@
 
 A package page lists every name in the package's ``__all__``. Under it, each public module (a submodule
 whose dotted path has no part starting with ``_``) gets a page listing the names in the *module's*
-``__all__`` that the package page does not already show (a name re-exported by its package appears once,
-on the package page). ``documented_names()`` is the single list of what the reference shows; the docs
+``__all__`` that no package page already shows (a name re-exported by a package appears once, on the
+package page). ``documented_names()`` is the single list of what the reference shows; the docs
 test ``tests/docs/test_public_examples.py`` checks that same list for runnable examples.
 
 The pages are generated at build time (``config-inited``), so a public name added to an ``__all__``
@@ -67,27 +67,31 @@ def _key(obj: Any, name: str) -> tuple[str, int]:
 
 
 def reference() -> list[tuple[str, str, list[tuple[str, list[str]]]]]:
-    """Each documented package with its title and its pages: ``[(module, names), ...]``, the package's own
-    page first, then its public modules' pages that show at least one name not shown elsewhere."""
-    seen: set[tuple[str, int]] = set()
-    out = []
+    """Each documented package with its title and its pages: ``[(module, names), ...]``.
+
+    The package's own page comes first and lists its whole ``__all__``. Then come its public modules'
+    pages, each listing the names of the module's ``__all__`` that no package page and no earlier module
+    page shows (an object re-exported under the same name is shown once); a module with none gets no page.
+    """
+    packages = []
     for package, title in PACKAGES:
         try:
-            importlib.import_module(package)
+            module = importlib.import_module(package)
         except ImportError:
             continue
-        pages = []
-        for module_name in [package, *public_modules(package)]:
+        packages.append((package, title, module))
+    seen = {_key(getattr(module, n), n) for _, _, module in packages for n in _exported(module.__name__)}
+    out = []
+    for package, title, _module in packages:
+        pages = [(package, _exported(package))]
+        for module_name in public_modules(package):
             names = _exported(module_name)
-            if not names:
-                continue
             module = importlib.import_module(module_name)
             fresh = [n for n in names if _key(getattr(module, n), n) not in seen]
             seen.update(_key(getattr(module, n), n) for n in names)
-            if fresh or module_name == package:
+            if fresh:
                 pages.append((module_name, fresh))
-        if pages:
-            out.append((package, title, pages))
+        out.append((package, title, pages))
     return out
 
 

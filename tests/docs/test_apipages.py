@@ -1,0 +1,53 @@
+"""The API reference covers every public name once: package ``__all__`` and public modules' ``__all__``.
+
+The public modules are enumerated here independently of ``docs/_ext/apipages.py`` (``pkgutil.walk_packages``
+over the installed ``dpcloak``), so a module that the extension's own walk missed fails here.
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+import sys
+from collections import Counter
+from pathlib import Path
+
+import dpcloak
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "docs" / "_ext"))
+
+from apipages import NOT_API, documented_names, reference
+
+
+def _public_module_names() -> list[str]:
+    names = []
+    for info in pkgutil.walk_packages(dpcloak.__path__, "dpcloak.", onerror=lambda name: None):
+        if any(part.startswith("_") for part in info.name.split(".")) or info.name.startswith(NOT_API):
+            continue
+        names.append(info.name)
+    return names
+
+
+def test_every_public_module_name_is_documented() -> None:
+    shown = {(name, id(obj)) for _, name, obj in documented_names()}
+    missing = []
+    for module_name in ["dpcloak", *_public_module_names()]:
+        module = importlib.import_module(module_name)
+        exported = getattr(module, "__all__", [])
+        missing += [f"{module_name}.{n}" for n in exported if (n, id(getattr(module, n))) not in shown]
+    assert missing == []
+
+
+def test_module_pages_do_not_repeat_names() -> None:
+    package_pages = {p for p, _, _ in reference()}
+    module_entries = [(n, id(o)) for m, n, o in documented_names() if m not in package_pages]
+    package_entries = {(n, id(o)) for m, n, o in documented_names() if m in package_pages}
+    assert [k for k, count in Counter(module_entries).items() if count > 1] == []
+    assert not set(module_entries) & package_entries
+    assert len(module_entries) > 100  # the module pages really add names
+
+
+def test_cli_and_private_modules_are_not_api() -> None:
+    pages = {m for _, _, ps in reference() for m, _ in ps}
+    assert not any(m.startswith(NOT_API) or any(p.startswith("_") for p in m.split(".")) for m in pages)
+    assert {"dpcloak.errors", "dpcloak.privacy.sensitivity", "dpcloak.metrics.heatmap"} <= pages
