@@ -125,9 +125,9 @@ class ReportError(Exception):
 
     Examples
     --------
-    >>> err = ReportError(401, "bad_mac", "the MAC does not match the report", "mac")
+    >>> err = ReportError(401, "unauthenticated", "the MAC does not verify", "mac")
     >>> err.status, err.body()
-    (401, {'error': 'bad_mac', 'message': 'the MAC does not match the report', 'field': 'mac'})
+    (401, {'error': 'unauthenticated', 'message': 'the MAC does not verify', 'field': 'mac'})
     """
 
     status: int
