@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+import types
 from pathlib import Path
 from typing import Any
 
@@ -83,7 +84,8 @@ def reference() -> list[tuple[str, str, list[tuple[str, list[str]]]]]:
     seen = {_key(getattr(module, n), n) for _, _, module in packages for n in _exported(module.__name__)}
     out = []
     for package, title, _module in packages:
-        pages = [(package, _exported(package))]
+        own = importlib.import_module(package)
+        pages = [(package, [n for n in _exported(package) if not inspect.ismodule(getattr(own, n))])]
         for module_name in public_modules(package):
             names = _exported(module_name)
             module = importlib.import_module(module_name)
@@ -106,25 +108,61 @@ def documented_names() -> list[tuple[str, str, Any]]:
 
 
 def _kind(obj: Any) -> str:
-    return "class" if inspect.isclass(obj) else "function" if inspect.isroutine(obj) else "data"
+    if inspect.isclass(obj):
+        return "class"
+    if inspect.isroutine(obj):
+        return "function"
+    return "data" if _autodocumentable(obj) else "other"
 
 
-def _page(title: str, module_name: str, names: list[str], children: list[str]) -> str:
-    lines = [title, "=" * len(title), "", f".. automodule:: {module_name}", "   :no-members:", ""]
+def _autodocumentable(obj: Any) -> bool:
+    """Data that autodoc renders well: builtin values and dpcloak's own objects. Instances of third-party
+    classes (autodoc would show their class's docstring) and typing aliases are listed without autodoc."""
+    kind = type(obj)
+    if isinstance(obj, types.GenericAlias) or kind.__module__ == "typing":
+        return False
+    return kind.__module__ == "builtins" or kind.__module__.startswith("dpcloak")
+
+
+def _page(title: str, module_name: str, names: list[str], children: list[str], *, package: bool) -> str:
+    lines = [title, "=" * len(title), ""]
+    if package:
+        lines += [f".. automodule:: {module_name}", "   :no-members:", ""]
+    else:
+        # The module docstring stays in the source (it is often plain-text mathematics, not reST); the page
+        # names the module and lists its public names. A package name that shadows the module (a function
+        # ``bpdn`` in ``dpcloak.recovery`` and the module ``dpcloak.recovery.bpdn``) keeps the index entry.
+        lines += [f".. py:module:: {module_name}"]
+        if _shadowed(module_name):
+            lines += ["   :no-index:"]
+        lines += ["", f"Public names of the module ``{module_name}`` that its package does not re-export.", ""]
     lines += [f".. currentmodule:: {module_name}", ""]
     module = importlib.import_module(module_name)
     for kind in ("class", "function", "data"):
         group = [n for n in names if _kind(getattr(module, n)) == kind]
         if not group:
             continue
-        heading = {"class": "Classes", "function": "Functions", "data": "Constants and types"}[kind]
+        heading = {"class": "Classes", "function": "Functions", "data": "Constants"}[kind]
         lines += [heading, "-" * len(heading), "", ".. autosummary::", "   :toctree: generated"]
         lines += ["   :nosignatures:", ""]
         lines += [f"   {n}" for n in group] + [""]
+    other = [n for n in names if _kind(getattr(module, n)) == "other"]
+    if other:
+        lines += ["Types and objects", "-----------------", ""]
+        for n in other:
+            obj = getattr(module, n)
+            what = f"``{obj!r}``" if isinstance(obj, types.GenericAlias) or type(obj).__module__ == "typing" else (
+                f"a ``{type(obj).__module__}.{type(obj).__qualname__}``")
+            lines += [f".. py:data:: {n}", "", f"   {what}", ""]
     if children:
         lines += ["Modules", "-------", "", ".. toctree::", "   :maxdepth: 1", ""]
         lines += [f"   {child}" for child in children] + [""]
     return "\n".join(lines)
+
+
+def _shadowed(module_name: str) -> bool:
+    parent, _, name = module_name.rpartition(".")
+    return not inspect.ismodule(getattr(importlib.import_module(parent), name, None))
 
 
 def _write(page: Path, text: str) -> None:
@@ -142,9 +180,10 @@ def write_pages(app: Any, config: Any) -> None:
     for package, title, pages in reference():
         index.append(f"   {package}")
         (_, names), *modules = pages
-        _write(out / f"{package}.rst", _page(title, package, names, [m for m, _ in modules]))
+        _write(out / f"{package}.rst", _page(title, package, names, [m for m, _ in modules], package=True))
         for module_name, module_names in modules:
-            _write(out / f"{module_name}.rst", _page(f"``{module_name}``", module_name, module_names, []))
+            page = _page(f"``{module_name}``", module_name, module_names, [], package=False)
+            _write(out / f"{module_name}.rst", page)
     _write(out / "index.rst", "\n".join(index) + "\n")
 
 

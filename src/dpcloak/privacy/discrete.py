@@ -115,7 +115,7 @@ RandBelow = Callable[[int], int]
 DEFAULT_GRID_CELLS = 1024  # default resolution = sensitivity / 1024
 
 MAX_GRID_INDEX = 2**52
-"""Largest |reading| / resolution accepted: grid indices stay exact in a double."""
+"""Largest ``|reading| / resolution`` accepted: grid indices stay exact in a double."""
 
 MAX_GRID_SCALE = 2**56
 """Largest noise scale (discrete Laplace b, discrete Gaussian σ) in grid steps."""
@@ -272,7 +272,7 @@ def discrete_gaussian_noise(sigma2: Fraction, size: int, *, rng: RngLike = None)
 
     The discrete Laplace proposals (scale t = ⌊σ⌋ + 1) are drawn all at once by the vectorised exact
     sampler of :mod:`dpcloak.privacy.bulk`; each is accepted with the exact probability
-    exp(−(|y| − σ²/t)²/(2σ²)) (integer arithmetic) and the rejected ones are proposed again, so
+    ``exp(−(|y| − σ²/t)²/(2σ²))`` (integer arithmetic) and the rejected ones are proposed again, so
     every draw has exactly the distribution of :func:`sample_discrete_gaussian`. ``rng=None``:
     ChaCha20 under a fresh OS key; a seed or Generator: reproducible.
 

@@ -58,7 +58,7 @@ def bpdn_cvxpy(
     matrix: NDArray[np.float64], y: NDArray[np.float64], lo: NDArray[np.float64], hi: NDArray[np.float64],
     radius: float, *, solver: str = "CLARABEL", unreachable_slack: float = 1e-4,
 ) -> ReferenceSolution:
-    """``min Σ f s.t. ‖A f − y‖₂ ≤ radius, lo ≤ f ≤ hi`` with CVXPY (inputs already validated).
+    """``min Σ f`` subject to ``‖A f − y‖₂ ≤ radius, lo ≤ f ≤ hi`` with CVXPY (inputs already validated).
 
     Examples
     --------
