@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+import shutil
 import types
 from pathlib import Path
 from typing import Any
@@ -174,6 +175,8 @@ def write_pages(app: Any, config: Any) -> None:
     """Sphinx hook (``config-inited``, before sources are found): write ``api/<module>.rst``, ``api/index.rst``."""
     out = Path(app.srcdir) / "api"
     out.mkdir(exist_ok=True)
+    shutil.rmtree(out / "generated", ignore_errors=True)  # autosummary rewrites the stubs; none may go stale
+    written = {"index.rst"}
     index = ["API reference", "=============", ""]
     index += ["Every public name: each package's ``__all__``, then each public module's ``__all__``.", ""]
     index += [".. toctree::", "   :maxdepth: 2", ""]
@@ -181,10 +184,14 @@ def write_pages(app: Any, config: Any) -> None:
         index.append(f"   {package}")
         (_, names), *modules = pages
         _write(out / f"{package}.rst", _page(title, package, names, [m for m, _ in modules], package=True))
+        written |= {f"{m}.rst" for m, _ in pages}
         for module_name, module_names in modules:
             page = _page(f"``{module_name}``", module_name, module_names, [], package=False)
             _write(out / f"{module_name}.rst", page)
     _write(out / "index.rst", "\n".join(index) + "\n")
+    for stale in out.glob("*.rst"):
+        if stale.name not in written:
+            stale.unlink()
 
 
 def setup(app: Any) -> dict[str, bool]:
