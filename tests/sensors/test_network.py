@@ -1,6 +1,7 @@
 """SensorNetwork: construction from coordinates, release with the budget checked, recovery, accounting."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -89,6 +90,41 @@ def test_budget_is_checked_before_release_and_nothing_is_charged_past_it():
     net.privatize_reading(3, 10.0)  # sensor 3 still had one reading left
     with pytest.raises(BudgetExceededError):
         net.privatize_reading(3, 10.0)
+
+
+def test_a_ledger_keeps_the_budget_across_objects_and_restarts(tmp_path):
+    """Without a ledger, a network rebuilt from its configuration starts again at zero (documented); with one,
+    every object on the file shares one count, nothing is released past the budget, and a different
+    configuration cannot reuse the file. Oracle: the budget arithmetic of ``guarantee`` by direct count."""
+    config = _network().save(tmp_path / "net.toml")
+    ledger = tmp_path / "budget.json"
+    k = _network().max_releases()
+    first = SensorNetwork.load(config, ledger=ledger)
+    first.privatize(np.full((k - 1, 8), 10.0))
+    second = SensorNetwork.load(config, ledger=ledger)  # another object, as after a restart
+    assert second.releases == k - 1 and second.sensor_releases.tolist() == [k - 1] * 8
+    second.privatize_reading(5, 10.0)  # sensor 5 reaches k: the ledger holds the worst sensor
+    with pytest.raises(BudgetExceededError, match="nothing was released"):
+        first.privatize_reading(2, 10.0)  # counted from the ledger's floor: every sensor is taken to be at k
+    assert SensorNetwork.load(config, ledger=ledger).releases == k
+    assert SensorNetwork.load(config).releases == 0  # no ledger: the object alone counts
+    with pytest.raises(InvalidParameterError, match="not for"):
+        _network(epsilon=0.5, ledger=ledger)
+
+
+def test_budget_refusal_tells_an_excess_of_one_ulp_from_the_budget():
+    net = _network()
+    k = net.max_releases()
+    budget = net.guarantee(k + 1).epsilon
+    tight = _network(budget=(math.nextafter(budget, 0.0), 1e-5))
+    assert tight.max_releases() == k
+    tight.privatize(np.full((k, 8), 10.0))
+    with pytest.raises(BudgetExceededError) as err:
+        tight.privatize(np.full(8, 10.0))
+    stated = re.search(r"epsilon=(\S+) at .*budget epsilon=(\S+) \(", str(err.value))
+    assert stated is not None
+    spent, allowed = (float(v) for v in stated.groups())
+    assert spent == budget and allowed == math.nextafter(budget, 0.0)
 
 
 def test_composed_guarantee_is_the_zcdp_closed_form_checked_by_brute_force_over_renyi_orders():
