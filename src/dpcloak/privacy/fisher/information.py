@@ -81,6 +81,16 @@ class FisherInformation:
     error_estimate: float
     source: str
 
+    def __post_init__(self) -> None:
+        matrix = check_array("matrix", self.matrix, ndim=2)
+        if matrix.shape[0] != matrix.shape[1]:
+            raise InvalidParameterError(f"matrix must be square (k × k), got shape {matrix.shape}")
+        object.__setattr__(self, "matrix", matrix)
+        object.__setattr__(self, "error_estimate", check_real("error_estimate", self.error_estimate, low=0.0,
+                                                              low_inclusive=True))
+        if not isinstance(self.source, str):
+            raise InvalidParameterError(f"source must be a string, got {type(self.source).__name__}")
+
     @property
     def trace(self) -> float:
         """``Tr(I)``, the privacy measure minimised in Problem 2 of seed 004."""
