@@ -19,7 +19,7 @@ from typing import Any
 from dpcloak.service.config import Deployment, sensor_key
 from dpcloak.service.ingest import ReportError, ReportIn, Verifier
 from dpcloak.service.store import Store, WindowRecord
-from dpcloak.service.windows import close_in_worker, start_worker
+from dpcloak.service.windows import close_in_worker, start_worker, worker_ready
 from dpcloak.service.writer import GroupWriter
 
 __all__ = ["Collector", "Outcome", "Overloaded"]
@@ -58,16 +58,20 @@ class Collector:
         Seconds between checks for windows whose grace period is over.
     max_pending : int, default 20000
         Rows allowed to wait for the database before new reports get 503 (back-pressure).
+    warm_recovery : bool, default False
+        Start the recovery process (imports, dense model) at :meth:`start` rather than at the first
+        window close (the server does; in-process tests that never close a window do not pay for it).
     """
 
     def __init__(self, deployment: Deployment, store: Store, *, master_key: bytes,
                  clock: Callable[[], float] = time.time, close_interval: float = 0.25,
-                 max_pending: int = 20_000) -> None:
+                 max_pending: int = 20_000, warm_recovery: bool = False) -> None:
         self.deployment = deployment
         self.store = store
         self.clock = clock
         self.close_interval = close_interval
         self.max_pending = max_pending
+        self.warm_recovery = warm_recovery
         keys = [sensor_key(master_key, deployment_id=deployment.deployment_id, sensor=j)
                 for j in range(deployment.n_sensors)]
         self.verifier = Verifier(deployment, sensor_keys=keys)
@@ -92,6 +96,8 @@ class Collector:
         self.counts = self.store.report_counts(self.deployment.deployment_id)
         self.closed = set(self.store.closed_windows(self.deployment.deployment_id))
         self.writer.start()
+        if self.warm_recovery:
+            self._recovery_process.submit(worker_ready)
         self._task = asyncio.get_running_loop().create_task(self._closer())
 
     async def stop(self) -> None:
