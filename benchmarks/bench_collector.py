@@ -150,8 +150,8 @@ def _request(path: str, body: Any, port: int) -> bytes:
             f"Content-Length: {len(data)}\r\n\r\n").encode() + data
 
 
-def drive(port: int, bodies: list[tuple[str, Any, int]]) -> dict[str, Any]:
-    """Send every (path, body, readings) over CONNECTIONS keep-alive connections; time it."""
+def drive(port: int, bodies: list[tuple[str, Any, int]], connections: int = CONNECTIONS) -> dict[str, Any]:
+    """Send every (path, body, readings) over ``connections`` keep-alive connections; time it."""
     payloads = [(_request(path, body, port), n) for path, body, n in bodies]
 
     async def run() -> tuple[float, list[float], dict[int, int]]:
@@ -161,7 +161,7 @@ def drive(port: int, bodies: list[tuple[str, Any, int]]) -> dict[str, Any]:
         latencies: list[float] = []
         statuses: dict[int, int] = {}
         start = time.perf_counter()
-        await asyncio.gather(*(_connection(port, queue, latencies, statuses) for _ in range(CONNECTIONS)))
+        await asyncio.gather(*(_connection(port, queue, latencies, statuses) for _ in range(connections)))
         return time.perf_counter() - start, latencies, statuses
 
     with contextlib.suppress(ImportError):
@@ -242,10 +242,11 @@ def _sql(db_path: Path, query: str) -> Any:
         return db.execute(query).fetchone()
 
 
-def measure(kind: str, port: int, proc: subprocess.Popen[bytes], bodies: list[tuple[str, Any, int]]) -> dict[str, Any]:
+def measure(port: int, proc: subprocess.Popen[bytes], bodies: list[tuple[str, Any, int]],
+            connections: int) -> dict[str, Any]:
     """Drive one workload; add the server's CPU seconds (with its recovery process) per reading."""
     cpu0 = _cpu_seconds(proc.pid)
-    out = drive(port, bodies)
+    out = drive(port, bodies, connections)
     out["server_cpu_us_per_reading"] = 1e6 * (_cpu_seconds(proc.pid) - cpu0) / out["readings"]
     return out
 
@@ -266,7 +267,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         reports = make_reports(work, range(total))
         print(f"{SENSORS} sensors ({net.n_sensors} x {net.n_sources} model), {total} windows of reports prepared "
               f"in {time.perf_counter() - t0:.1f} s (exact discrete Gaussian from the OS CSPRNG, HMAC-SHA256); "
-              f"{CONNECTIONS} keep-alive connections; {os.cpu_count()} cores; load average "
+              f"{args.connections} keep-alive connections; {os.cpu_count()} cores; load average "
               f"{_load()} before the run", flush=True)
         single = [("/api/v1/reports", r, 1) for window in reports[:args.windows_single] for r in window]
         batches = [("/api/v1/reports/batch", {"reports": window[i:i + 100]}, 100)
@@ -277,8 +278,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             with server(kind, work, db) as (port, proc):
                 start = time.perf_counter()
                 cpu0 = _cpu_seconds(proc.pid)
-                results[kind + "/single"] = measure(kind, port, proc, single)
-                results[kind + "/batch"] = measure(kind, port, proc, batches)
+                results[kind + "/single"] = measure(port, proc, single, args.connections)
+                results[kind + "/batch"] = measure(port, proc, batches, args.connections)
                 extra: dict[str, Any] = {"peak_rss_mb": _peak_rss_mb(proc.pid)}
                 if kind == "collector":  # every window is full: wait (bounded) until each one is recovered
                     deadline = time.monotonic() + args.recovery_wait
@@ -303,6 +304,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="small run (about 30 s)")
     parser.add_argument("--windows-single", type=int, default=None, help="windows sent as single-reading requests")
     parser.add_argument("--windows-batch", type=int, default=None, help="windows sent as gateway batches of 100")
+    parser.add_argument("--connections", type=int, default=CONNECTIONS, help="concurrent keep-alive connections")
     parser.add_argument("--recovery-wait", type=float, default=None, help="seconds to wait for the last recoveries")
     parser.add_argument("--json", type=Path, default=Path(__file__).parent / "results" / "bench_collector.json",
                         help="where to write the results")
@@ -315,7 +317,7 @@ def main() -> None:
         uvicorn.run(minimal_app(db_url, dep_dir), host="127.0.0.1", port=int(port), log_level="warning",
                     access_log=False)
         return
-    quick = {"windows_single": 2, "windows_batch": 8, "recovery_wait": 10.0}
+    quick = {"windows_single": 2, "windows_batch": 8, "recovery_wait": 5.0}
     full = {"windows_single": 8, "windows_batch": 50, "recovery_wait": 40.0}
     for name, value in (quick if args.quick else full).items():
         if getattr(args, name) is None:
@@ -360,7 +362,7 @@ def main() -> None:
         "peer": "minimal FastAPI endpoint inserting the same rows into the same SQLite table (same writer)",
         "unit": "seconds per reading (wall, acknowledged)", "rows": rows, "slope": None,
         "load_avg": list(os.getloadavg()), "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "quick": bool(args.quick), "cores": os.cpu_count(), "sensors": SENSORS, "connections": CONNECTIONS,
+        "quick": bool(args.quick), "cores": os.cpu_count(), "sensors": SENSORS, "connections": args.connections,
         "windows": total, "windows_recovered": col["windows_recovered"], "all_recovered_s": col["all_recovered_s"],
         "stored": {"collector": col["stored"], "minimal": res["minimal"]["stored"], "expected": out["expected"]},
     }, indent=2) + "\n")

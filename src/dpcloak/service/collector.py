@@ -75,6 +75,7 @@ class Collector:
         keys = [sensor_key(master_key, deployment_id=deployment.deployment_id, sensor=j)
                 for j in range(deployment.n_sensors)]
         self.verifier = Verifier(deployment, sensor_keys=keys)
+        self._full = len(keys)  # reports that fill a window
         self.writer = GroupWriter(store)
         self._recovery_process = ProcessPoolExecutor(
             max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=start_worker,
@@ -155,8 +156,8 @@ class Collector:
         return [o for o in outcomes if o is not None]
 
     def _count(self, window: int) -> None:
-        self.counts[window] = self.counts.get(window, 0) + 1
-        if self.counts[window] >= self.deployment.n_sensors:
+        count = self.counts[window] = self.counts.get(window, 0) + 1
+        if count >= self._full:
             self._wake.set()
 
     async def _resolve_conflicts(self, reports: list[ReportIn], conflicts: list[int],
