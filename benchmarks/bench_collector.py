@@ -114,8 +114,9 @@ def make_reports(directory: Path, windows: range) -> list[list[dict[str, Any]]]:
     out = []
     for w in windows:
         reports = []
+        private = net.privatize(readings)  # every sensor's reading, as each sensor would privatize it
         for j in range(dep.n_sensors):
-            v = float(net.privatize_reading(j, float(readings[j])))
+            v = float(private[j])
             rid = secrets.token_hex(16)
             mac = sign_report(keys[j], deployment_id=dep.deployment_id, fingerprint=dep.fingerprint, sensor=j,
                               window=w, report_id=rid, value=v)
