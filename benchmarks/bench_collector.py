@@ -401,6 +401,13 @@ def main() -> None:
                      "server_cpu_us_per_reading": ours["server_cpu_us_per_reading"],
                      "peer_server_cpu_us_per_reading": peer["server_cpu_us_per_reading"],
                      "client_cpu_share": ours["client_cpu_share"]})
+    per_reading = out["recovery"]["cpu_s_draws8"] / SENSORS
+    for load in ("single", "batch"):
+        ours, peer = res[f"collector/{load}"]["server_cpu_us_per_reading"], res[f"minimal/{load}"][
+            "server_cpu_us_per_reading"]
+        print(f"{load}: ingest CPU {ours:.0f} us + recovery {1e6 * per_reading:.0f} us per reading = "
+              f"{(ours + 1e6 * per_reading) / peer:.2f}x the minimal endpoint's {peer:.0f} us (with its recovery); "
+              f"one core's worth of ingest CPU would acknowledge {1e6 / ours:,.0f} readings/s (projection)")
     col = res["collector"]
     all_in = col["server_cpu_s"] / res["minimal"]["server_cpu_s"]
     print(f"all in (both workloads, collector until every window is recovered): server CPU {all_in:.2f}x the "
