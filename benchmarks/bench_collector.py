@@ -386,6 +386,7 @@ def main() -> None:
                   f"{r['p99_ms']:>8.1f} {r['server_cpu_us_per_reading']:>22.1f} {r['client_cpu_share']:>10.0%}  "
                   f"{r['statuses']}")
     rows = []
+    per_reading = out["recovery"]["cpu_s_draws8"] / SENSORS
     for load, size in (("single", 1), ("batch", 100)):
         ours, peer = res[f"collector/{load}"], res[f"minimal/{load}"]
         ratio = peer["readings_s"] / ours["readings_s"]
@@ -400,8 +401,9 @@ def main() -> None:
                      "peer_p50_ms": peer["p50_ms"], "peer_p99_ms": peer["p99_ms"],
                      "server_cpu_us_per_reading": ours["server_cpu_us_per_reading"],
                      "peer_server_cpu_us_per_reading": peer["server_cpu_us_per_reading"],
-                     "client_cpu_share": ours["client_cpu_share"]})
-    per_reading = out["recovery"]["cpu_s_draws8"] / SENSORS
+                     "client_cpu_share": ours["client_cpu_share"],
+                     "cpu_ratio_with_recovery": (ours["server_cpu_us_per_reading"] + 1e6 * per_reading)
+                     / peer["server_cpu_us_per_reading"]})
     for load in ("single", "batch"):
         ours, peer = res[f"collector/{load}"]["server_cpu_us_per_reading"], res[f"minimal/{load}"][
             "server_cpu_us_per_reading"]
