@@ -21,7 +21,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="dpcloak-dashboard-") as base:
         subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--basetemp={base}",
                         str(ROOT / "tests" / "service" / "test_dashboard.py")], check=True, cwd=ROOT)
-        shots = sorted(Path(base).glob("*/dashboard.png"))
+        shots = sorted({shot.resolve() for shot in Path(base).glob("*/dashboard.png")})  # pytest adds a *current link
         if len(shots) != 1:
             sys.exit(f"expected one screenshot under {base}, found {len(shots)} (was the test skipped?)")
         shutil.copyfile(shots[0], FIGURE)
