@@ -18,7 +18,7 @@ from alembic.migration import MigrationContext
 from sqlalchemy import text
 
 from dpcloak.errors import InvalidParameterError
-from dpcloak.service.auth import sign_report, verify_report
+from dpcloak.service.auth import KeyedVerifier, sign_report, verify_report
 from dpcloak.service.config import Deployment, load_deployment
 from dpcloak.service.schema import metadata
 from dpcloak.service.store import Store, sqlite_url
@@ -68,9 +68,14 @@ def test_mac_is_hmac_sha256_of_the_documented_encoding() -> None:
     expected = hmac.new(key, msg, hashlib.sha256).hexdigest()
     assert sign_report(key, **fields) == expected
     assert verify_report(key, expected, **fields)
+    keyed = KeyedVerifier([bytes(32), key])  # the collector's verifier: each key keyed once, reused
+    for _ in range(2):
+        assert keyed.verify(1, expected, **fields) and keyed.verify(1, expected.upper(), **fields)
+    assert not keyed.verify(0, expected, **fields)
     for name, other in (("deployment_id", "abc124"), ("fingerprint", "e" * 64), ("sensor", 8), ("window", 43),
                         ("report_id", "0123456789abcdee"), ("value", 0.1 + 2**-55)):
         assert not verify_report(key, expected, **{**fields, name: other}), name
+        assert not keyed.verify(1, expected, **{**fields, name: other}), name
     assert not verify_report(bytes(32), expected, **fields)
 
 

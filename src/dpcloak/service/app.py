@@ -26,30 +26,19 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from dpcloak import __version__
 from dpcloak.service import views
 from dpcloak.service.collector import Collector, Overloaded
+from dpcloak.service.http_ingest import BATCH_PATH, MAX_BODY_BYTES, REPORT_PATH, IngestEndpoints, malformed
 from dpcloak.service.ingest import BatchIn, ReportError, ReportIn
 
-__all__ = ["create_app"]
+__all__ = ["create_app", "CollectorApp"]
 
 log = logging.getLogger("dpcloak.service")
 ASSETS = Path(__file__).parent / "assets"
 _BEARER = HTTPBearer(auto_error=False)
 
 
-def _field(loc: tuple[Any, ...]) -> str:
-    """``("body", "reports", 3, "mac")`` → ``reports[3].mac``; the body itself → ``body``."""
-    out = ""
-    for part in loc[1:] if loc and loc[0] == "body" else loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "body"
-
-
 def _error(status: int, code: str, message: str, field: str | None = None,
            headers: dict[str, str] | None = None) -> JSONResponse:
     return JSONResponse(ReportError(status, code, message, field).body(), status_code=status, headers=headers)
-
-
-MAX_BODY_BYTES = 1 << 20
-"""Largest request body accepted (a batch of 1,000 reports is about 400 kB)."""
 
 
 class BodyLimit:
@@ -80,7 +69,24 @@ class BodyLimit:
         await self.app(scope, limited, send)
 
 
-def create_app(collector: Collector, *, analyst_token: str) -> FastAPI:
+class CollectorApp(FastAPI):
+    """FastAPI application whose two sensor ingest endpoints are answered before the framework's layers.
+
+    ``POST /api/v1/reports`` and ``/api/v1/reports/batch`` go straight to :class:`IngestEndpoints`
+    (same models, same checks, same answers as the documented routes; :mod:`dpcloak.service.http_ingest`);
+    every other request goes through FastAPI as usual.
+    """
+
+    ingest: IngestEndpoints | None = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if self.ingest is not None and self.ingest.handles(scope):
+            await self.ingest(scope, receive, send)
+            return
+        await super().__call__(scope, receive, send)
+
+
+def create_app(collector: Collector, *, analyst_token: str) -> CollectorApp:
     """The FastAPI application serving ``collector``."""
 
     @asynccontextmanager
@@ -91,15 +97,15 @@ def create_app(collector: Collector, *, analyst_token: str) -> FastAPI:
         finally:
             await collector.stop()
 
-    app = FastAPI(title="dpcloak collector", version=__version__, lifespan=lifespan,
+    app = CollectorApp(title="dpcloak collector", version=__version__, lifespan=lifespan,
                   description="Collects differentially private sensor reports, recovers maps per window.")
     dep = collector.deployment
+    endpoints = IngestEndpoints(collector)
 
     @app.exception_handler(RequestValidationError)
     async def _malformed(_: Request, exc: RequestValidationError) -> JSONResponse:
-        first = exc.errors()[0] if exc.errors() else {"loc": ("body",), "msg": "malformed body"}
-        field = _field(tuple(first.get("loc", ("body",))))
-        return _error(422, "malformed", f"{field}: {first.get('msg', 'invalid')}", field)
+        err = malformed(exc.errors())
+        return _error(err.status, err.code, err.message, err.field)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -122,21 +128,18 @@ def create_app(collector: Collector, *, analyst_token: str) -> FastAPI:
             raise StarletteHTTPException(401, "the analyst token is required (Authorization: Bearer <token>)",
                                          headers={"WWW-Authenticate": "Bearer"})
 
-    @app.post("/api/v1/reports", status_code=201, tags=["sensors"],
+    @app.post(REPORT_PATH, status_code=201, tags=["sensors"],
               responses={200: {"description": "Duplicate of a stored report: acknowledged, nothing stored"},
                          401: {}, 403: {}, 404: {}, 409: {}, 422: {}})
     async def post_report(report: ReportIn) -> JSONResponse:
         """Store one signed report (201), or acknowledge a retry of a stored one (200)."""
-        status, body = (await collector.ingest([report]))[0]
+        status, body = await endpoints.report(report)
         return JSONResponse(body, status_code=status)
 
-    @app.post("/api/v1/reports/batch", tags=["sensors"])
+    @app.post(BATCH_PATH, tags=["sensors"])
     async def post_batch(batch: BatchIn) -> dict[str, Any]:
         """Store up to 1000 signed reports forwarded by a gateway; one outcome per report, in order."""
-        outcomes = await collector.ingest(batch.reports)
-        return {"results": [{"http_status": s, **b} for s, b in outcomes],
-                "stored": sum(s == 201 for s, _ in outcomes), "duplicates": sum(s == 200 for s, _ in outcomes),
-                "rejected": sum(s >= 400 for s, _ in outcomes)}
+        return (await endpoints.batch(batch))[1]
 
     @app.get("/api/v1/health", tags=["public"])
     async def health() -> dict[str, Any]:
@@ -200,4 +203,5 @@ def create_app(collector: Collector, *, analyst_token: str) -> FastAPI:
 
     app.mount("/dashboard", StaticFiles(directory=ASSETS, html=True), name="dashboard")
     app.add_middleware(BodyLimit)
+    app.ingest = endpoints
     return app

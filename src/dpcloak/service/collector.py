@@ -19,7 +19,7 @@ from typing import Any
 from dpcloak.service.config import Deployment, sensor_key
 from dpcloak.service.ingest import ReportError, ReportIn, Verifier
 from dpcloak.service.store import Store, WindowRecord
-from dpcloak.service.windows import close_in_worker, start_worker
+from dpcloak.service.windows import close_in_worker, start_worker, worker_ready
 from dpcloak.service.writer import GroupWriter
 
 __all__ = ["Collector", "Outcome", "Overloaded"]
@@ -58,19 +58,24 @@ class Collector:
         Seconds between checks for windows whose grace period is over.
     max_pending : int, default 20000
         Rows allowed to wait for the database before new reports get 503 (back-pressure).
+    warm_recovery : bool, default False
+        Start the recovery process (imports, dense model) at :meth:`start` rather than at the first
+        window close (the server does; in-process tests that never close a window do not pay for it).
     """
 
     def __init__(self, deployment: Deployment, store: Store, *, master_key: bytes,
                  clock: Callable[[], float] = time.time, close_interval: float = 0.25,
-                 max_pending: int = 20_000) -> None:
+                 max_pending: int = 20_000, warm_recovery: bool = False) -> None:
         self.deployment = deployment
         self.store = store
         self.clock = clock
         self.close_interval = close_interval
         self.max_pending = max_pending
+        self.warm_recovery = warm_recovery
         keys = [sensor_key(master_key, deployment_id=deployment.deployment_id, sensor=j)
                 for j in range(deployment.n_sensors)]
         self.verifier = Verifier(deployment, sensor_keys=keys)
+        self._full = len(keys)  # reports that fill a window
         self.writer = GroupWriter(store)
         self._recovery_process = ProcessPoolExecutor(
             max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=start_worker,
@@ -92,6 +97,8 @@ class Collector:
         self.counts = self.store.report_counts(self.deployment.deployment_id)
         self.closed = set(self.store.closed_windows(self.deployment.deployment_id))
         self.writer.start()
+        if self.warm_recovery:
+            self._recovery_process.submit(worker_ready)
         self._task = asyncio.get_running_loop().create_task(self._closer())
 
     async def stop(self) -> None:
@@ -149,8 +156,8 @@ class Collector:
         return [o for o in outcomes if o is not None]
 
     def _count(self, window: int) -> None:
-        self.counts[window] = self.counts.get(window, 0) + 1
-        if self.counts[window] >= self.deployment.n_sensors:
+        count = self.counts[window] = self.counts.get(window, 0) + 1
+        if count >= self._full:
             self._wake.set()
 
     async def _resolve_conflicts(self, reports: list[ReportIn], conflicts: list[int],

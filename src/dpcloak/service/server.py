@@ -20,7 +20,7 @@ def build_app(directory: Path, *, db_url: str | None = None, close_interval: flo
     deployment = load_deployment(directory)
     key = load_master_key(directory)
     store = Store(db_url or sqlite_url(Path(directory) / DEFAULT_DB))
-    collector = Collector(deployment, store, master_key=key, close_interval=close_interval)
+    collector = Collector(deployment, store, master_key=key, close_interval=close_interval, warm_recovery=True)
     return create_app(collector, analyst_token=analyst_token(key, deployment_id=deployment.deployment_id))
 
 

@@ -21,7 +21,7 @@ from dpcloak.service import _network
 from dpcloak.service.config import Deployment
 from dpcloak.service.store import Store, WindowRecord
 
-__all__ = ["recover_window_record", "WindowRecovery", "start_worker", "close_in_worker"]
+__all__ = ["recover_window_record", "WindowRecovery", "start_worker", "close_in_worker", "worker_ready"]
 
 
 def recover_window_record(deployment: Deployment, store: Store, window: int,
@@ -84,12 +84,24 @@ def start_worker(deployment: dict[str, Any], db_url: str, niceness: int) -> None
     """Initializer of the recovery process: its own deployment, database connection and lower priority.
 
     Recovery is CPU-bound; in its own process it does not hold the ingest process's GIL, and at a
-    lower scheduling priority it yields the cores to acknowledgements.
+    lower scheduling priority it yields the cores to acknowledgements. Its BLAS runs one thread (the
+    solves are small dense kernels; a second thread only spins against the ingest process), and the
+    network's dense model is built here, once, so the first window's recovery pays no start-up cost.
     """
     global _WORKER
     if niceness:
         os.nice(niceness)
-    _WORKER = WindowRecovery(Deployment.from_public_dict(deployment), Store(db_url))
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=1, user_api="blas")
+    dep = Deployment.from_public_dict(deployment)
+    dep.sensor_network.dense_model()
+    _WORKER = WindowRecovery(dep, Store(db_url))
+
+
+def worker_ready() -> bool:
+    """A no-op run in the recovery process at start-up: starts it (imports, model) before the first window."""
+    return _WORKER is not None
 
 
 def close_in_worker(window: int) -> bool:
