@@ -58,7 +58,7 @@ def large(n_points: int, delta: int) -> None:
     print("    stages (s): " + ", ".join(f"{k}={v:.3f}" for k, v in res.curator.timings.items()))
     agg = bound_users(users, x, y, resolution=delta)
     t_pyr, _ = _best(lambda: pyramid_levels(agg.fixed), 3)
-    t_noise, noisy = _best(lambda: hierarchical_laplace(agg, epsilon=1.0, rng=0), 3)
+    t_noise, noisy = _best(lambda: hierarchical_laplace(agg, epsilon=1.0, rng=0, noise="float"), 3)
     t_desc, _ = _best(lambda: top_w_descent(noisy, w=20), 3)
     t_rec, rec = _best(lambda: reconstruct(noisy, w=20), 3)
     print(f"    pyramid sums {t_pyr * 1e3:.1f} ms, pyramid+Laplace {t_noise * 1e3:.1f} ms, "
@@ -73,7 +73,7 @@ def lp_vs_cvxpy(delta: int) -> None:
 
     rng = np.random.default_rng(2)
     agg = bound_users(rng.integers(0, 200, 2000), rng.random(2000) ** 3, rng.random(2000), resolution=delta)
-    noisy = hierarchical_laplace(agg, epsilon=1.0, rng=0)
+    noisy = hierarchical_laplace(agg, epsilon=1.0, rng=0, noise="float")
     t_ours, rec = _best(lambda: reconstruct(noisy, w=20), 3)
     selected, _ = top_w_descent(noisy, w=20)
     s = cp.Variable(delta * delta, nonneg=True)
