@@ -62,10 +62,19 @@ def _add_counts(partials: Sequence[tuple[frozenset[str], Any]]) -> tuple[frozens
             "users must be all numbers or all strings, got a mix across partitions; convert the id column to one type"
         )
     merged = pd.concat([c for _, c in partials])
-    return kinds, merged.groupby(level=0, sort=False).sum()
+    codes, ids = pd.factorize(merged.index)
+    # counts are integers < 2^53, so the float64 sums of bincount are exact
+    total = np.bincount(codes, weights=merged.to_numpy(dtype=float), minlength=len(ids)).astype(np.int64)
+    return kinds, pd.Series(total, index=ids)
 
 
-def _partition_sums(part: Any, counts: tuple[frozenset[str], Any], user: str, x: str, y: str, ell: int,
+def _user_weights(counts: tuple[frozenset[str], Any]) -> tuple[Any, NDArray[np.int64]]:
+    """After pass 1: the user index and each user's fixed-point weight ⌊2^K / c_u⌋ (computed once)."""
+    per_user = counts[1]
+    return per_user.index, fixed_point_weights(per_user.to_numpy(dtype=np.int64))
+
+
+def _partition_sums(part: Any, users: tuple[Any, NDArray[np.int64]], user: str, x: str, y: str, ell: int,
                     extent: Extent | None) -> Partial:
     """Pass 2 on a worker: one partition's number of points and fixed-point cell sums."""
     delta = 1 << ell
@@ -82,11 +91,11 @@ def _partition_sums(part: Any, counts: tuple[frozenset[str], Any], user: str, x:
         outside = int(np.count_nonzero((arr < 0.0) | (arr >= 1.0)))
         if outside:
             raise InvalidParameterError(f"{name} must lie in [0, 1); {outside} points of a partition are outside")
-    per_user = counts[1]
-    where = per_user.index.get_indexer(part[user])
+    index, weights = users
+    where = index.get_indexer(part[user])
     if np.any(where < 0):
         raise InvalidParameterError("the data changed between the two passes over the frame (a user was not counted)")
-    accumulate_cells(out, xa, ya, ell, fixed_point_weights(per_user.to_numpy(dtype=np.int64)), where)
+    accumulate_cells(out, xa, ya, ell, weights, where)
     return len(part), out
 
 
@@ -97,8 +106,8 @@ def _add(partials: Sequence[Partial]) -> Partial:
     return sum(n for n, _ in partials), total
 
 
-def _n_users(counts: tuple[frozenset[str], Any]) -> int:
-    return len(counts[1])
+def _n_users(users: tuple[Any, NDArray[np.int64]]) -> int:
+    return len(users[0])
 
 
 def _tree(dask: Any, parts: list[Any], combine: Any) -> Any:
@@ -148,10 +157,11 @@ def bound_users_dask(
         raise InvalidParameterError(f"frame must have columns {user!r}, {x!r}, {y!r}; missing {missing}")
     ids = frame[[user]].to_delayed()
     counts = _tree(dask, [dask.delayed(_partition_counts)(p, user) for p in ids], _add_counts)
-    (counts,) = client.persist([counts]) if client is not None else dask.persist(counts)  # pass 1, kept on the cluster
-    n_users = dask.delayed(_n_users)(counts)
+    users = dask.delayed(_user_weights)(counts)
+    (users,) = client.persist([users]) if client is not None else dask.persist(users)  # pass 1, kept on the cluster
+    n_users = dask.delayed(_n_users)(users)
     pts = frame[[user, x, y]].to_delayed()
-    total = _tree(dask, [dask.delayed(_partition_sums)(p, counts, user, x, y, ell, extent) for p in pts], _add)
+    total = _tree(dask, [dask.delayed(_partition_sums)(p, users, user, x, y, ell, extent) for p in pts], _add)
     if client is not None:
         (n_p, fixed), n_u = client.compute([total, n_users], sync=True)
     else:
