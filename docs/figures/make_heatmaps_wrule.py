@@ -151,13 +151,17 @@ def plot(summ: list[dict], path: Path) -> None:
                     marker="s", markersize=5, capsize=3, linewidth=2.5, zorder=5, label="rule (public n̂ = 200)")
         ax.errorbar(eps, [r["emd_top1"] for r in s], yerr=[1.96 * r["emd_top1_sem"] for r in s], color="0.4",
                     linestyle="--", marker="^", markersize=4, capsize=2, label="top-1 % Laplace")
-        for r in s:
-            ax.annotate(f"w={r['rule_w']}\n×{r['ratio']:.2f}", (r["epsilon"], r["emd_rule"]), fontsize=6.5,
-                        textcoords="offset points", xytext=(4, -16), color="crimson")
+        for i, r in enumerate(s):
+            ax.annotate(f"w={r['rule_w']}, ×{r['ratio']:.2f}", (r["epsilon"], r["emd_rule"]), fontsize=6.5,
+                        textcoords="offset points", xytext=(10, -14) if i == 0 else (-10, -14), color="crimson",
+                        ha="left" if i == 0 else "right",
+                        bbox={"boxstyle": "round,pad=0.15", "fc": "white", "ec": "none", "alpha": 0.8})
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xticks(eps, [f"{e:g}" for e in eps])
         ax.minorticks_off()
+        ticks = [0.01, 0.02, 0.05, 0.1, 0.2, 0.3]
+        ax.set_yticks(ticks, [f"{v:g}" for v in ticks])
         ax.set_xlabel("ε (total privacy budget)")
         ax.set_title(f"{title}; {s[0]['trials']} trials")
         ax.grid(True, which="major", alpha=0.3)
