@@ -82,8 +82,11 @@ print(f"{(~inside).sum()} points outside the extent dropped")
 # * **population**: a *public* estimate of the number of people (a census figure, the number of
 #   subscribers; never the table's own count). With it, the pyramid's width w (how many cells per
 #   level the reconstruction keeps) follows a rule calibrated on synthetic data
-#   (:func:`~dpcloak.heatmaps.parameters.pyramid_parameters`): few cells when the noise is large
-#   relative to the signal, more when ε n̂ grows. Without it, the paper's w = 20 is used.
+#   (:func:`~dpcloak.heatmaps.parameters.pyramid_parameters`): w grows like √(ε n̂), from 50 cells
+#   per level when noise and signal are comparable to a few hundred when ε n̂ is large; when ε n̂ is
+#   below 50 it measures only from a coarse 16 × 16 level up, the best that little signal allows.
+#   The rule reads only public numbers, so it costs no privacy. Without ``population``, the paper's
+#   w = 20 is used.
 population = 3000  # public: e.g. the operator's number of subscribers in the area
 for eps in (0.5, 1.0, 5.0):
     print(f"ε = {eps}: {pyramid_parameters(epsilon=eps, resolution=resolution, population=population)}")
