@@ -21,7 +21,7 @@ from dpcloak._rng import RngLike
 from dpcloak._validation import check_choice
 from dpcloak.errors import InvalidParameterError
 
-__all__ = ["CuratorDiagnostics", "NOISES", "NOT_PRIVATE", "release_randomness"]
+__all__ = ["CuratorDiagnostics", "NOT_PRIVATE", "release_randomness"]
 
 NOISES = ("float", "secure")
 """Noise kinds: ``"float"`` (numpy Laplace, experiments) and ``"secure"`` (exact discrete Laplace, deployment)."""
