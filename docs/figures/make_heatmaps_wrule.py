@@ -174,6 +174,23 @@ def plot(summ: list[dict], path: Path) -> None:
     plt.close(fig)
 
 
+def markdown(summ: list[dict]) -> str:
+    """The table of ``docs/heatmaps.md``: per ε, the rule's w, its ratio to the best fixed w (95 % CI), to top-1 %."""
+    eps = sorted({r["epsilon"] for r in summ})
+    cell = {(r["dataset"], r["epsilon"]): r for r in summ if r["n"] == 200}
+    lines = ["| ε | " + " | ".join(f"{e:g}" for e in eps) + " |", "|---" * (len(eps) + 1) + "|",
+             "| rule's w (n̂ = 200) | " + " | ".join(str(cell[("synthetic", e)]["rule_w"]) for e in eps) + " |"]
+    for dataset, label in (("synthetic", "synthetic"), ("ais", "AIS")):
+        row = [cell[(dataset, e)] for e in eps]
+        lines.append(f"| {label}: rule / best fixed w [95 % CI] | " + " | ".join(
+            f"{r['ratio']:.2f} [{r['ratio_ci95'][0]:.2f}, {r['ratio_ci95'][1]:.2f}]" for r in row) + " |")
+        lines.append(f"| {label}: w = 20 / best fixed w | " + " | ".join(
+            f"{r['emd_w20'] / r['emd_best_fixed']:.2f}" for r in row) + " |")
+        lines.append(f"| {label}: rule / top-1 % Laplace | " + " | ".join(
+            f"{r['emd_rule'] / r['emd_top1']:.2f}" for r in row) + " |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--split", choices=sorted(SPLIT_SEED), default="evaluation")
@@ -201,6 +218,7 @@ def main() -> None:
     if args.split == "evaluation":
         plot(summ, args.out)
         args.out.with_suffix(".json").write_text(json.dumps(summ, indent=1) + "\n")
+        print(markdown(summ))
         print(f"wrote {args.out} and {args.out.with_suffix('.json')}")
 
 
