@@ -33,6 +33,18 @@ import pandas as pd
 from dpcloak.heatmaps import Extent, bound_users, heatmap_from_frame, plot_heatmaps, render, score_heatmap
 from dpcloak.heatmaps.parameters import pyramid_parameters
 
+
+def show(fig):
+    """Display a figure from ``plot_heatmaps`` on this page (it returns a Figure that pyplot does not manage).
+
+    In a script, ``fig.savefig("map.png")`` is all you need.
+    """
+    manager = plt.figure().canvas.manager
+    manager.canvas.figure = fig
+    fig.set_canvas(manager.canvas)
+    plt.show()
+
+
 rng = np.random.default_rng(2026)
 n_people, per_person = 3000, 30
 homes = np.array([[-74.000, 40.690], [-73.985, 40.715], [-73.950, 40.705], [-74.020, 40.730]])
@@ -124,14 +136,12 @@ truth = bound_users(frame.person.to_numpy(), x_unit, y_unit, resolution=resoluti
 panels = {f"private, ε = {eps:g} (w = {releases[eps].parameters['w']})": releases[eps].render(sigma=sigma)
           for eps in (0.5, 1.0, 5.0)}
 panels["true map (NOT private)"] = render(truth.normalized, sigma=sigma)
-fig = plot_heatmaps(panels, extent=extent, size=3.2)
-plt.show()
+show(plot_heatmaps(panels, extent=extent, size=3.2))
 
 # %%
 # The same maps with longitude and latitude on the axes (``units="lonlat"``), here the private ε = 1
 # map only, for a reader who wants to place the hot spots on a street map.
-fig = plot_heatmaps({"private, ε = 1": result.render(sigma=sigma)}, extent=extent, units="lonlat", size=4.0)
-plt.show()
+show(plot_heatmaps({"private, ε = 1": result.render(sigma=sigma)}, extent=extent, units="lonlat", size=4.0))
 
 # %%
 # How far from the truth? The earth mover's distance (EMD) is the average distance, in metres, that
