@@ -142,7 +142,8 @@ def dense_aggregate(
     population: float | None = None,
     count_share: float = 0.1,
     rng: RngLike = None,
-    noise: str = "float",
+    noise: str = "secure",
+    simulation: bool = False,
 ) -> DenseRelease:
     """Appendix D: coarsen to Δ* ≈ √(ε n̂), Laplace on every coarse cell, project back in EMD norm.
 
@@ -158,10 +159,13 @@ def dense_aggregate(
     count_share : float
         Share of ε for the noisy count when ``population`` is ``None`` (0 < share < 1).
     rng : Generator, int or None
-        Randomness (from the front end's checks; ``None`` with ``"secure"`` means the OS CSPRNG).
-    noise : {"float", "secure"}
-        IEEE-double Laplace (simulation, the building block's default) or exact discrete Laplace on
-        the 2^-36 grid (what the release front ends use by default).
+        Randomness (``None`` with ``"secure"`` means the OS CSPRNG; a seed or Generator is refused
+        with ``"secure"`` unless ``simulation=True``).
+    noise : {"secure", "float"}
+        ``"secure"`` (default): exact discrete Laplace on the 2^-36 grid. ``"float"``: IEEE-double
+        Laplace, an explicit opt-in for simulation; its guarantee holds for idealised real-valued noise only.
+    simulation : bool
+        Allow a seed or Generator with ``noise="secure"`` (reproducible, hence not a private release).
 
     Privacy guarantee
     -----------------
@@ -186,7 +190,7 @@ def dense_aggregate(
     """
     agg = check_aggregate(aggregate)
     eps = check_real("epsilon", epsilon, low=0.0)
-    source = noise_randomness(rng, noise)
+    source = noise_randomness(rng, noise, simulation=simulation)
     if population is not None:
         n_hat = check_real("population", population, low=0.0)
         eps_count, eps_cells = 0.0, eps
