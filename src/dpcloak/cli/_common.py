@@ -86,11 +86,13 @@ def build_model(
     seed: int,
 ) -> tuple[LinearModel, str]:
     """Build the model named on the command line and a one-line description of it."""
-    from dpcloak.models import graph_diffusion, heat_kernel_1d
-
     if model == "heat1d":
+        from dpcloak.models.heat import heat_kernel_1d
+
         return heat_kernel_1d(n, m, t, mu=mu), f"1-D heat kernel, n={n}, m={m}, t={t:g}, mu={mu:g}"
     if model == "graph":
+        from dpcloak.models.graph import graph_diffusion
+
         g = build_graph(graph, nodes, p_in=p_in, p_out=p_out, seed=seed)
         return graph_diffusion(g, tau), f"graph diffusion exp(-tau L), {graph} graph, {nodes} nodes, tau={tau:g}"
     raise InvalidParameterError(f"--model must be one of {', '.join(MODEL_KINDS)}, got {model!r}")

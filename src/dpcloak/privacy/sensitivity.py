@@ -34,19 +34,23 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from dpcloak._lazy import is_instance
 from dpcloak._validation import check_choice, check_int, check_real
 from dpcloak.bound import Bound
-from dpcloak.domains import Domain, GraphDomain, Sites
-from dpcloak.domains.sites import closest_pair
+from dpcloak.domains.base import Domain
+from dpcloak.domains.sites import Sites, closest_pair
 from dpcloak.errors import InvalidParameterError
 from dpcloak.models.base import LinearModel
-from dpcloak.models.graph import GraphDiffusion
 from dpcloak.models.matrix import matrix_model
+
+if TYPE_CHECKING:
+    from dpcloak.domains.graph import GraphDomain
+    from dpcloak.models.graph import GraphDiffusion
 
 __all__ = [
     "ALPHA_UNITS",
@@ -75,8 +79,12 @@ def _as_model(model: LinearModel | ArrayLike) -> LinearModel:
     return model if isinstance(model, LinearModel) else matrix_model(model)
 
 
+def _is_graph(domain: Domain) -> TypeGuard[GraphDomain]:
+    return is_instance(domain, "dpcloak.domains.graph", "GraphDomain")
+
+
 def _has_lengths(domain: Domain) -> bool:
-    return isinstance(domain, Sites) or (isinstance(domain, GraphDomain) and domain.has_lengths)
+    return isinstance(domain, Sites) or (_is_graph(domain) and domain.has_lengths)
 
 
 def _steps(domain: Domain, unit: str | None) -> NDArray[np.float64]:
@@ -87,8 +95,8 @@ def _steps(domain: Domain, unit: str | None) -> NDArray[np.float64]:
         if unit is None:
             raise InvalidParameterError(
                 f"alpha needs its unit on a {type(domain).__name__} whose pairs have lengths: unit='m' (alpha in the "
-                "lengths' unit, e.g. metres)" + (" or unit='hops' (every edge one step)" if isinstance(
-                    domain, GraphDomain) else "")
+                "lengths' unit, e.g. metres)" + (" or unit='hops' (every edge one step)" if _is_graph(
+                    domain) else "")
             )
         if unit == "m":
             return domain.neighbour_steps()
@@ -249,7 +257,7 @@ def graph_spectral_bound(model: GraphDiffusion, *, alpha: float = 1.0, unit: str
     model's spectral truncation add at most ``√(2n)·truncation_error``, which is included so the
     value stays an upper bound. ``unit`` as in :func:`l2_sensitivity`.
     """
-    if not isinstance(model, GraphDiffusion):
+    if not is_instance(model, "dpcloak.models.graph", "GraphDiffusion"):
         raise InvalidParameterError(f"model must be a GraphDiffusion, got {type(model).__name__}")
     alpha = check_real("alpha", alpha, low=0.0)
     if model.eigenvectors is None or model.eigenvalues is None:
@@ -378,7 +386,7 @@ class Relation:
 
 
 def _hop_distances(domain: Domain) -> NDArray[np.float64]:
-    if isinstance(domain, GraphDomain):
+    if _is_graph(domain):
         return domain.hop_distances()
     if isinstance(domain, Sites):
         raise InvalidParameterError("a hop relation needs a graph or grid; Sites have no edges, use unit='m'")
