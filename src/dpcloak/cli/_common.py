@@ -5,13 +5,17 @@ from __future__ import annotations
 import functools
 import inspect
 import json
+import math
+import os
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from dpcloak.errors import DpcloakError, InvalidParameterError
 
@@ -20,7 +24,10 @@ if TYPE_CHECKING:
 
     from dpcloak.models import LinearModel
 
-__all__ = ["console", "err_console", "cli_errors", "emit_json", "build_model", "GRAPH_KINDS", "MODEL_KINDS"]
+__all__ = [
+    "console", "err_console", "cli_errors", "emit_json", "build_model", "flag", "user_vocabulary", "check_input_file",
+    "check_text_file", "check_output_file", "check_output_dir", "GRAPH_KINDS", "MODEL_KINDS",
+]
 
 console = Console(soft_wrap=True)  # never break a path or a message across lines
 err_console = Console(stderr=True, soft_wrap=True)
@@ -31,18 +38,150 @@ MODEL_KINDS = ("heat1d", "graph")
 GRAPH_KINDS = ("complete", "star", "path", "sbm")
 
 
+_FLAGS = {"as_json": "--json", "json_out": "--json", "list_": "--list"}
+"""Python parameter names whose option is not simply ``--name-with-dashes``."""
+
+
+def flag(name: str) -> str:
+    """The command-line option of a command parameter called ``name``."""
+    return _FLAGS.get(name, "--" + name.replace("_", "-"))
+
+
 def cli_errors(fn: F) -> F:
-    """Turn dpcloak's user errors into a one-line message on stderr and exit status 2."""
+    """Run a command so that every failure is one line on stderr: ``error: ...``, exit status 2.
+
+    Before the command runs: a NaN given for any option, or a negative ``--seed``, is refused. While
+    it runs: dpcloak's user errors, file-system errors (missing, unreadable or unwritable paths) and
+    undecodable input files become one line naming the option the user gave. Anything else is a bug:
+    one line saying so (exit status 1); ``DPCLOAK_DEBUG=1`` shows its traceback.
+    """
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
+            _check_options(kwargs)
             return fn(*args, **kwargs)
         except DpcloakError as exc:
-            err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
-            raise typer.Exit(code=2) from None
+            _fail(user_vocabulary(str(exc), kwargs))
+        except OSError as exc:
+            _fail(_os_message(exc, kwargs))
+        except UnicodeDecodeError as exc:
+            _fail(f"an input file is not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8 CSV")
+        except MemoryError:
+            _fail("ran out of memory: the problem is larger than this machine can hold; try smaller sizes")
+        except (typer.Exit, typer.Abort, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # a bug: say so in one line, not a traceback
+            if os.environ.get("DPCLOAK_DEBUG"):
+                raise
+            _fail(f"internal error (a bug in dpcloak, please report it): {type(exc).__name__}: {exc}; set "
+                  "DPCLOAK_DEBUG=1 to see the traceback", code=1)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _fail(message: str, *, code: int = 2) -> NoReturn:
+    one_line = " ".join(message.split())
+    err_console.print(f"[bold red]error:[/] {escape(one_line)}", highlight=False)
+    raise typer.Exit(code=code)
+
+
+def _check_options(kwargs: dict[str, Any]) -> None:
+    for name, value in kwargs.items():
+        if isinstance(value, float) and math.isnan(value):
+            raise InvalidParameterError(f"{flag(name)} must be a number, got nan")
+        if name == "seed" and isinstance(value, int) and value < 0:
+            raise InvalidParameterError(f"--seed must be a non-negative integer, got {value}")
+
+
+def user_vocabulary(message: str, kwargs: dict[str, Any]) -> str:
+    """``message`` with a leading library parameter name replaced by the command's option for it."""
+    head, sep, rest = message.partition(" ")
+    bare = head.rstrip(":,")
+    if sep and bare in kwargs and not bare.startswith("-"):
+        return f"{flag(bare)}{head[len(bare):]} {rest}"
+    return message
+
+
+def _os_message(exc: OSError, kwargs: dict[str, Any]) -> str:
+    path = exc.filename if exc.filename is not None else ""
+    reason = exc.strerror or type(exc).__name__
+    options = [flag(name) for name, value in kwargs.items() if isinstance(value, str) and value and (
+        value == str(path) or str(path).startswith(value.rstrip("/") + "/"))]
+    where = f"{options[0]} {path}" if options else str(path)
+    return f"{where}: {reason}" if where else reason
+
+
+def check_input_file(option: str, path: str | Path) -> Path:
+    """``path`` as a readable file, or a one-line refusal naming ``option``."""
+    p = Path(path)
+    if not p.exists():
+        raise InvalidParameterError(f"{option} {p}: no such file")
+    if p.is_dir():
+        raise InvalidParameterError(f"{option} {p}: is a directory, expected a file")
+    try:
+        with p.open("rb") as fh:
+            fh.read(1)
+    except OSError as exc:
+        raise InvalidParameterError(f"{option} {p}: cannot be read ({exc.strerror or exc})") from None
+    return p
+
+
+def check_text_file(option: str, path: str | Path) -> Path:
+    """``path`` as a readable UTF-8 text file (CSV, TOML, JSON), or a one-line refusal naming ``option``."""
+    p = check_input_file(option, path)
+    with p.open("rb") as fh:
+        head = fh.read(1 << 16)
+    if b"\0" in head:
+        raise InvalidParameterError(f"{option} {p}: is a binary file, expected UTF-8 text (CSV)")
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 4:  # not merely a multi-byte character cut at the end of the sample
+            raise InvalidParameterError(
+                f"{option} {p}: is not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
+    return p
+
+
+def check_output_file(option: str, path: str | Path, *, suffixes: tuple[str, ...] = ()) -> Path:
+    """``path`` as a file that can be written (an existing file is replaced), or a refusal naming ``option``."""
+    p = Path(path)
+    if suffixes and p.suffix.lower() not in suffixes:
+        raise InvalidParameterError(f"{option} {p}: unsupported extension {p.suffix or '(none)'!r}; use "
+                                    f"{', '.join(suffixes)}")
+    if p.is_dir():
+        raise InvalidParameterError(f"{option} {p}: is a directory; give a file name")
+    _check_writable_dir(option, p.parent if str(p.parent) else Path("."), p)
+    return p
+
+
+def check_output_dir(option: str, path: str | Path) -> Path:
+    """``path`` as a directory that exists or can be created, or a refusal naming ``option``."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise InvalidParameterError(f"{option} {p}: exists and is not a directory")
+    existing = p
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise InvalidParameterError(f"{option} {p}: {existing} is not a directory")
+    _check_writable_dir(option, existing, p)
+    return p
+
+
+def _check_writable_dir(option: str, directory: Path, target: Path) -> None:
+    if not directory.exists():
+        raise InvalidParameterError(f"{option} {target}: directory {directory} does not exist")
+    if not directory.is_dir():
+        raise InvalidParameterError(f"{option} {target}: {directory} is not a directory")
+    try:
+        import tempfile
+
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".dpcloak-probe-"):
+            pass
+    except OSError as exc:
+        raise InvalidParameterError(f"{option} {target}: cannot write in {directory} "
+                                    f"({exc.strerror or exc})") from None
 
 
 def emit_json(payload: dict[str, Any]) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dpcloak._validation import check_array, check_choice, check_int, check_real
+from dpcloak._validation import check_array, check_choice, check_int, check_memory, check_real
 from dpcloak.domains.grid import Grid
 from dpcloak.domains.line import Line
 from dpcloak.domains.sites import Sites
@@ -97,9 +97,12 @@ def heat_kernel_1d(n: int, m: int, t: float, *, mu: float = 0.5) -> HeatKernel1D
     >>> A.shape
     (50, 100)
     """
+    n, m = check_int("n", n, minimum=1), check_int("m", m, minimum=1)
+    check_memory(f"the dense {m}x{n} heat kernel (m={m} sensors, n={n} sources)", 3 * 8 * m * n,
+                 hint="use fewer sources or sensors")  # the matrix and two temporaries of its size
     return HeatKernel1D(
-        n=check_int("n", n, minimum=1),
-        m=check_int("m", m, minimum=1),
+        n=n,
+        m=m,
         t=check_real("t", t, low=0.0),
         mu=check_real("mu", mu, low=0.0),
     )
