@@ -162,7 +162,8 @@ def cli_cases(d: Path, f: dict[str, str], unreadable: str | None, unwritable: st
                      "--seed", "1"], [("--epsilon", "pos"), ("--resolution", "pow2"), ("--gamma", "prob"),
                                       ("--population", "pos"), ("--sigma", "pos"), ("--w", "int")]),
         "audit": (["--select", "nothing-matches-this", "--quiet"], [("--seed", "seed")]),
-        "reproduce": (["no-such-experiment"], [("--trials", "int"), ("--workers", "int"), ("--seed", "seed")]),
+        "reproduce": (["sensor-fig3", "--quick", "--out", str(d / "r0")], [("--trials", "int"), ("--workers", "int"),
+                                                                            ("--seed", "seed")]),
     }
     bad: dict[str, list[str]] = {
         "int": ["0", "-1", "abc", "1.5"],
@@ -170,7 +171,7 @@ def cli_cases(d: Path, f: dict[str, str], unreadable: str | None, unwritable: st
         "pos": ["nan", "inf", "-inf", "0", "-1", "abc"],
         "prob": ["nan", "-0.5", "1.5", "inf"],
         "pow2": ["0", "-16", "17", "abc"],
-        "seed": ["-1", "abc", "1e3", "99999999999999999999999999999"],
+        "seed": ["-1", "abc", "1e3"],
     }
     for command, (base, options) in numeric.items():
         argv0 = command.split("-")[0]
@@ -234,7 +235,8 @@ def cli_cases(d: Path, f: dict[str, str], unreadable: str | None, unwritable: st
         ("network-k-huge", ["sensitivity", "--sensors", f["sensors"], "--network-model", "graph", "--diffusion",
                             "100", "--alpha", "100", "--k", "1000000000"]),
     ]:
-        add(_cli(cid, args, "error", "memory", ("memory",)))
+        names = {"heatmap-res2e30": ("--resolution",), "network-k-huge": ("--k",)}.get(cid, ("memory",))
+        add(_cli(cid, args, "error", "memory" if names == ("memory",) else "extreme", names))
 
     # --- file-system problems --------------------------------------------------------------------------------
     readings_base = ["recover", "--n", "30", "--m", "12", "--sigma", "0.05"]
@@ -380,7 +382,6 @@ def cli_cases(d: Path, f: dict[str, str], unreadable: str | None, unwritable: st
         ("heatmap-size-without-centre", [*good_heat, "--size", "100"], ("--size", "--centre")),
         ("heatmap-units-without-out", [*good_heat, "--units", "lonlat"], ("--units", "--out")),
         ("heatmap-sigma-without-out", [*good_heat, "--sigma", "0.01"], ("--sigma", "--out")),
-        ("heatmap-simulation-float", [*good_heat, "--noise", "float", "--simulation"], ("--simulation",)),
         ("heatmap-bad-method", [*good_heat, "--method", "magic"], ("--method",)),
         ("heatmap-bad-noise", [*good_heat, "--noise", "loud"], ("--noise",)),
         ("heatmap-bad-units", [*good_heat, "--out", str(d / "u.png"), "--units", "feet"], ("--units",)),

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import json
 import math
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
@@ -25,8 +26,22 @@ if TYPE_CHECKING:
     from dpcloak.models import LinearModel
 
 __all__ = [
-    "console", "err_console", "cli_errors", "emit_json", "build_model", "flag", "user_vocabulary", "check_input_file",
-    "check_text_file", "check_output_file", "check_output_dir", "GRAPH_KINDS", "MODEL_KINDS",
+    "console",
+    "err_console",
+    "cli_errors",
+    "emit_json",
+    "build_model",
+    "flag",
+    "user_vocabulary",
+    "check_input_file",
+    "check_text_file",
+    "check_output_file",
+    "check_output_dir",
+    "progress_bar",
+    "show_progress",
+    "GRAPH_KINDS",
+    "MODEL_KINDS",
+    "PICTURE_SUFFIXES",
 ]
 
 console = Console(soft_wrap=True)  # never break a path or a message across lines
@@ -35,6 +50,8 @@ err_console = Console(stderr=True, soft_wrap=True)
 F = TypeVar("F", bound=Callable[..., Any])
 
 MODEL_KINDS = ("heat1d", "graph")
+PICTURE_SUFFIXES = (".png", ".svg", ".pdf", ".jpg", ".jpeg", ".tif", ".tiff", ".webp", ".eps", ".ps")
+"""Picture formats the plotting back end writes (chosen by the file's extension)."""
 GRAPH_KINDS = ("complete", "star", "path", "sbm")
 
 
@@ -184,6 +201,29 @@ def _check_writable_dir(option: str, directory: Path, target: Path) -> None:
                                     f"({exc.strerror or exc})") from None
 
 
+def show_progress(quiet: bool) -> bool:
+    """Whether to draw a progress bar: not with ``--quiet``, and only on a terminal."""
+    return not quiet and err_console.is_terminal
+
+
+@contextlib.contextmanager
+def progress_bar(enabled: bool, label: str) -> Iterator[Callable[[int, int, str], None]]:
+    """A transient rich progress bar on stderr; yields ``update(done, total, step)`` (a no-op when disabled)."""
+    if not enabled:
+        yield lambda done, total, step: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TextColumn("{task.description}"), console=err_console, transient=True) as bar:
+        task = bar.add_task("", total=None)
+
+        def update(done: int, total: int, step: str) -> None:
+            bar.update(task, completed=done, total=total, description=step)
+
+        yield update
+
+
 def emit_json(payload: dict[str, Any]) -> None:
     """Write one JSON object to stdout."""
     sys.stdout.write(json.dumps(payload, indent=2, sort_keys=True) + "\n")
@@ -197,6 +237,13 @@ def build_graph(kind: str, nodes: int, *, p_in: float, p_out: float, seed: int) 
         raise InvalidParameterError(f"--graph must be one of {', '.join(GRAPH_KINDS)}, got {kind!r}")
     if nodes < 2:
         raise InvalidParameterError(f"--nodes must be an integer >= 2, got {nodes}")
+    from dpcloak._validation import check_memory
+
+    edges = {"complete": nodes * (nodes - 1) / 2, "star": nodes - 1, "path": nodes - 1}.get(
+        kind, p_in * nodes**2 / 4 + p_out * nodes**2 / 4)
+    # networkx keeps ~0.5 KiB per edge and ~1 KiB per node; the diffusion exp(-tau L) has nodes² entries
+    check_memory(f"a {kind} graph of {nodes} nodes (~{edges:.3g} edges) and its diffusion matrix",
+                 512 * edges + 1024 * nodes + 8 * float(nodes) ** 2, hint="use fewer --nodes")
     if kind == "complete":
         return nx.complete_graph(nodes)
     if kind == "star":
@@ -254,7 +301,17 @@ class ModelSpec:
     seed: int = 0
 
     def build(self) -> tuple[LinearModel, str]:
-        """The model and a one-line description of it."""
+        """The model and a one-line description of it (options of another kind of model are refused)."""
+        defaults = ModelSpec()
+        own = {"heat1d": ("n", "m", "t", "mu"), "graph": ("graph", "nodes", "tau", "p_in", "p_out", "seed")}
+        sbm_only = ("p_in", "p_out", "seed")
+        ignored = [name for kind, names in own.items() if kind != self.model for name in names
+                   if getattr(self, name) != getattr(defaults, name)]
+        if self.model == "graph" and self.graph != "sbm":
+            ignored += [name for name in sbm_only if getattr(self, name) != getattr(defaults, name)]
+        if ignored and self.model in own:
+            kind = f"--model {self.model}" + (f" --graph {self.graph}" if self.model == "graph" else "")
+            raise InvalidParameterError(f"{', '.join(flag(n) for n in ignored)}: not used by {kind}")
         return build_model(
             self.model, n=self.n, m=self.m, t=self.t, mu=self.mu, graph=self.graph, nodes=self.nodes,
             tau=self.tau, p_in=self.p_in, p_out=self.p_out, seed=self.seed,

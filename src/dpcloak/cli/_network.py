@@ -75,9 +75,11 @@ class NetworkCli:
         """The sensors from ``--sensors``."""
         from dpcloak.sensors import read_sensors_csv
 
+        from dpcloak.cli._common import check_text_file
+
         if self.sensors is None:
             raise InvalidParameterError("give --sensors (a CSV of lon/lat or x/y) or --config (a saved network)")
-        return read_sensors_csv(self.sensors, colocated=self.colocated)
+        return read_sensors_csv(check_text_file("--sensors", self.sensors), colocated=self.colocated)
 
     def _check_exclusive(self, alpha: float | None) -> None:
         if self.config is not None and self.sensors is not None:
@@ -122,7 +124,9 @@ class NetworkCli:
         if self.config is not None:
             if epsilon is not None or delta is not None:
                 raise InvalidParameterError("--config fixes epsilon and delta; remove --epsilon/--delta")
-            return SensorNetwork.load(self.config)
+            from dpcloak.cli._common import check_text_file
+
+            return SensorNetwork.load(check_text_file("--config", self.config))
         if epsilon is None or delta is None:
             raise InvalidParameterError("--epsilon and --delta are required with --sensors")
         if self.budget_epsilon is None or self.budget_delta is None:

@@ -37,7 +37,12 @@ def init(
     from dpcloak.service import require_service_extra
 
     require_service_extra()
+    from dpcloak.cli._common import check_output_dir, check_text_file
     from dpcloak.sensors import SensorNetwork
+
+    check_output_dir("DIRECTORY", directory)
+    if network is not None:
+        check_text_file("--network", network)
     from dpcloak.service import _network
     from dpcloak.service.config import Deployment, write_deployment
 
@@ -65,6 +70,9 @@ def show(
     from dpcloak.service.config import load_deployment
     from dpcloak.service.views import deployment_view, guarantee_words
 
+    from dpcloak.cli._common import check_input_file
+
+    check_input_file("DIRECTORY", Path(directory) / "deployment.json" if Path(directory).is_dir() else directory)
     dep = load_deployment(Path(directory))
     view = deployment_view(dep, now=time.time())
     if json_out:

@@ -13,7 +13,15 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from dpcloak.cli._common import cli_errors, console, emit_json
+from dpcloak.cli._common import (
+    PICTURE_SUFFIXES,
+    check_input_file,
+    check_output_file,
+    check_text_file,
+    cli_errors,
+    console,
+    emit_json,
+)
 from dpcloak.errors import InvalidParameterError
 
 if TYPE_CHECKING:
@@ -47,6 +55,46 @@ def _extent(bbox: str | None, centre: str | None, size: float | None, metres_box
     if metres_box is not None:
         return Extent.metres_box(*_numbers("--metres-box", metres_box, 4, "x_min,y_min,x_max,y_max"))
     return None
+
+
+POINT_SUFFIXES = (".csv", ".gz", ".parquet")
+DEFAULT_GAMMA = 2**-0.5
+DEFAULT_SIGMA = 0.004
+
+
+def _check_files(points: str, outputs: dict[str, tuple[str | None, tuple[str, ...]]]) -> None:
+    """The points file is readable (CSV as UTF-8 text); every output can be written with a supported extension."""
+    suffix = Path(points).suffix.lower()
+    if suffix not in POINT_SUFFIXES:
+        raise InvalidParameterError(f"POINTS {points}: unsupported extension {suffix or '(none)'!r}; give a .csv, "
+                                    ".csv.gz or .parquet file")
+    check_text_file("POINTS", points) if suffix == ".csv" else check_input_file("POINTS", points)
+    for option, (path, suffixes) in outputs.items():
+        if path is not None:
+            check_output_file(option, path, suffixes=suffixes)
+
+
+def _check_used(method: str, *, w: int | None, gamma: float, top_percent: float | None, out: str | None,
+                evaluate: bool, units: str, sigma: float) -> None:
+    """Refuse options that the chosen method or outputs would silently ignore."""
+    unused = [name for name, given in (("--w", w is not None), ("--gamma", gamma != DEFAULT_GAMMA)) if given]
+    if method != "pyramid" and unused:
+        raise InvalidParameterError(f"{' and '.join(unused)}: only for --method pyramid, not {method}")
+    if method != "laplace" and top_percent is not None:
+        raise InvalidParameterError(f"--top-percent: only for --method laplace, not {method}")
+    if out is None and units != "m":
+        raise InvalidParameterError("--units: only for the picture; give --out FILE.png")
+    if out is None and not evaluate and sigma != DEFAULT_SIGMA:
+        raise InvalidParameterError("--sigma: only for the picture (--out) or --evaluate")
+
+
+def _check_memory(resolution: int) -> None:
+    """A Δ×Δ grid is held several times (counts, pyramid levels, noise, rendering): refuse it up front if too big."""
+    from dpcloak._validation import check_memory
+
+    if isinstance(resolution, int) and 0 < resolution <= 2**15:
+        check_memory(f"--resolution {resolution} (a {resolution}x{resolution} grid, held about 8 times)",
+                     8 * 8 * resolution**2, hint="use a smaller --resolution")
 
 
 def _beside(path: str, tag: str) -> Path:
@@ -107,6 +155,13 @@ def heatmap(
 
     if method not in METHODS:
         raise InvalidParameterError(f"--method must be one of {', '.join(METHODS)}, got {method!r}")
+    _check_used(method, w=w, gamma=gamma, top_percent=top_percent, out=out, evaluate=evaluate, units=units,
+                sigma=sigma)
+    if not sigma > 0:
+        raise InvalidParameterError(f"--sigma must be > 0, got {sigma:g}")
+    _check_files(points, {"--out": (out, PICTURE_SUFFIXES), "--csv": (csv, (".csv",)),
+                          "--geojson": (geojson, (".geojson", ".json")), "--npy": (npy, (".npy",))})
+    _check_memory(resolution)
     if seed is not None and noise == "secure" and not simulation:
         raise InvalidParameterError(
             f"--seed {seed} is refused with --noise secure (a release): whoever knows the seed can subtract the noise; "
@@ -125,6 +180,9 @@ def heatmap(
     if len(cols) != 2:
         raise InvalidParameterError(f"--xy must be 'xcol,ycol', got {xy!r}")
     data = load_points(Path(points), user=user, columns=(cols[0], cols[1]), extent=ext, drop_outside=drop_outside)
+    if len(data.x) == 0:
+        raise InvalidParameterError(f"POINTS {points}: no point left to map" + (
+            " (--drop-outside dropped every point: none lies inside the extent)" if drop_outside else ""))
     agg = bound_users(data.users, data.x, data.y, resolution=resolution)
     res = heatmap_from_aggregate(agg, method=method, epsilon=epsilon, w=w, gamma=gamma, top_percent=top_percent,
                                  population=population, extent=ext, rng=seed, noise=noise, simulation=simulation)

@@ -63,6 +63,12 @@ def run(
     from dpcloak.sensors import read_counts_csv
     from dpcloak.sensors.plot import save_maps
 
+    from dpcloak.cli._common import check_output_dir, check_text_file
+
+    if uncertainty_draws < 0:
+        raise InvalidParameterError(f"--uncertainty-draws must be a non-negative integer, got {uncertainty_draws}")
+    check_text_file("--counts", counts)
+    check_output_dir("--out", out)
     net = network.network(epsilon=epsilon, delta=delta, alpha=alpha)
     if net.layout is None:
         raise InvalidParameterError("the network has no sensor layout to match the counts file against")

@@ -11,7 +11,16 @@ import numpy as np
 import typer
 from numpy.typing import NDArray
 
-from dpcloak.cli._common import ModelSpec, cli_errors, console, emit_json, model_options
+from dpcloak.cli._common import (
+    PICTURE_SUFFIXES,
+    ModelSpec,
+    check_output_file,
+    check_text_file,
+    cli_errors,
+    console,
+    emit_json,
+    model_options,
+)
 from dpcloak.cli._network import NetworkCli, network_options
 from dpcloak.errors import InvalidParameterError
 
@@ -21,10 +30,9 @@ if TYPE_CHECKING:
 
 def _read_readings(path: Path) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """``(positions, readings)`` from a CSV with two numeric columns; a header row is skipped."""
-    if not path.is_file():
-        raise InvalidParameterError(f"--readings file not found: {path}")
+    check_text_file("--readings", path)
     rows = []
-    with path.open(newline="") as fh:
+    with path.open(newline="", encoding="utf-8-sig") as fh:
         for lineno, row in enumerate(csv.reader(fh), start=1):
             if not row or all(not cell.strip() for cell in row):
                 continue
@@ -36,8 +44,11 @@ def _read_readings(path: Path) -> tuple[NDArray[np.float64], NDArray[np.float64]
                 if lineno == 1 and not rows:
                     continue  # header
                 raise InvalidParameterError(f"{path}:{lineno}: not numbers: {row[:2]!r}") from None
+            if not all(math.isfinite(v) for v in rows[-1]):
+                raise InvalidParameterError(f"--readings {path}:{lineno}: position and reading must be finite "
+                                            f"numbers, got {row[:2]!r}")
     if not rows:
-        raise InvalidParameterError(f"{path} holds no readings")
+        raise InvalidParameterError(f"--readings {path} holds no readings")
     arr = np.asarray(rows)
     return arr[:, 0], arr[:, 1]
 
@@ -71,8 +82,7 @@ def _read_named_readings(path: Path, network: SensorNetwork) -> NDArray[np.float
 
     Sites that are not listed, or have an empty reading, are missing (NaN).
     """
-    if not path.is_file():
-        raise InvalidParameterError(f"--readings file not found: {path}")
+    check_text_file("--readings", path)
     names = list(network.layout.names) if network.layout is not None else [str(k) for k in range(network.n_sensors)]
     out = np.full(network.n_sensors, np.nan)
     seen: set[int] = set()
@@ -96,6 +106,9 @@ def _read_named_readings(path: Path, network: SensorNetwork) -> NDArray[np.float
                     out[j] = float(cell)
                 except ValueError:
                     raise InvalidParameterError(f"{path}:{lineno}: reading {cell!r} is not a number") from None
+                if not math.isfinite(out[j]):
+                    raise InvalidParameterError(f"--readings {path}:{lineno}: reading {cell!r} is not a finite "
+                                                "number (leave the cell empty for a missing reading)")
     return out
 
 
@@ -189,6 +202,12 @@ def recover(
     as_json: bool = typer.Option(False, "--json", help="Print a JSON object instead of a table."),
 ) -> None:
     """Recover where the sources are from (private) readings by basis pursuit denoising (seed 000 Algorithm 1)."""
+    if top < 0:
+        raise InvalidParameterError(f"--top must be a non-negative integer, got {top}")
+    if out is not None:
+        check_output_file("--out", out, suffixes=(".csv",))
+    if png is not None:
+        check_output_file("--png", png, suffixes=PICTURE_SUFFIXES)
     if network.given:
         fixed = {"--model and its options": spec != ModelSpec(), "--sigma": sigma is not None,
                  "--radius": radius is not None, "--radius-policy": radius_policy != "chi2",
