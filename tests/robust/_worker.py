@@ -50,9 +50,9 @@ def _nonfinite(value: Any, depth: int = 0) -> bool:
 
 
 def run_cli(args: list[str]) -> dict[str, Any]:
-    from dpcloak.cli import app
-
     import typer
+
+    from dpcloak.cli import app
 
     out, err = io.StringIO(), io.StringIO()
     status: Any = 0
@@ -63,7 +63,7 @@ def run_cli(args: list[str]) -> dict[str, Any]:
             status = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
         except CaseTimeout:
             raise
-        except BaseException:  # noqa: BLE001 - what escapes the CLI is exactly what the suite looks for
+        except BaseException:
             traceback.print_exc()
             status = "traceback"
     return {"status": status, "stdout": out.getvalue()[-4000:], "stderr": err.getvalue()[-4000:]}
@@ -74,12 +74,12 @@ def run_api(code: str) -> dict[str, Any]:
 
     namespace: dict[str, Any] = {}
     try:
-        exec(compile(code, "<case>", "exec"), namespace)  # noqa: S102 - the suite's own case text
+        exec(compile(code, "<case>", "exec"), namespace)
     except CaseTimeout:
         raise
     except DpcloakError as exc:
         return {"status": "error", "type": type(exc).__name__, "message": str(exc)}
-    except BaseException as exc:  # noqa: BLE001
+    except BaseException as exc:
         return {"status": "exception", "type": type(exc).__name__, "message": str(exc)[:500],
                 "traceback": traceback.format_exc()[-2000:]}
     result = namespace.get("result")

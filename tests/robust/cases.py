@@ -67,6 +67,8 @@ def _fixtures(d: Path) -> dict[str, str]:
     f["adir"] = d / "adir"
     (d / "exists.txt").write_text("x", encoding="utf-8")
     f["exists"] = d / "exists.txt"
+    (d / "exists.csv").write_text("old,content\n", encoding="utf-8")
+    f["exists_csv"] = d / "exists.csv"
     rng = np.random.default_rng(0)
     pts = [["user", "x", "y"], *[[f"u{k % 40}", repr(float(a)), repr(float(b))] for k, (a, b) in
                                   enumerate(rng.random((200, 2)) * 0.98)]]
@@ -76,8 +78,9 @@ def _fixtures(d: Path) -> dict[str, str]:
     f["points_outside"] = _write_csv(d / "points_outside.csv", [["user", "x", "y"], ["a", "3", "3"], ["b", "4", "4"]])
     f["points_one"] = _write_csv(d / "points_one.csv", [["user", "x", "y"], ["a", "0.5", "0.5"]])
     f["points_header"] = _write_csv(d / "points_header.csv", [["user", "x", "y"]])
-    f["points_lonlat"] = _write_csv(d / "points_lonlat.csv", [["user", "lon", "lat"], *[[f"u{k}", repr(float(174.7 + 0.01 *
-                                    a)), repr(float(-36.85 + 0.01 * b))] for k, (a, b) in enumerate(rng.random((50, 2)))]])
+    lonlat = [[f"u{k}", repr(float(174.7 + 0.01 * a)), repr(float(-36.85 + 0.01 * b))]
+              for k, (a, b) in enumerate(rng.random((50, 2)))]
+    f["points_lonlat"] = _write_csv(d / "points_lonlat.csv", [["user", "lon", "lat"], *lonlat])
     f["points_badlat"] = _write_csv(d / "points_badlat.csv", [["user", "lon", "lat"], ["a", "174.7", "95"]])
     f["points_nouser"] = _write_csv(d / "points_nouser.csv", [["x", "y"], ["0.5", "0.5"]])
     (d / "points.parquet").write_bytes(b"PAR1 this is not parquet")
@@ -233,7 +236,7 @@ def cli_cases(d: Path, f: dict[str, str], unreadable: str | None, unwritable: st
                              str(2**30)]),
         ("reproduce-trials1e9", ["reproduce", "sensor-fig3", "--trials", "1000000000", "--out", str(d / "r1")]),
         ("network-k-huge", ["sensitivity", "--sensors", f["sensors"], "--network-model", "graph", "--diffusion",
-                            "100", "--alpha", "100", "--k", "1000000000"]),
+                            "100", "--alpha", "150", "--k", "1000000000"]),
     ]:
         names = {"heatmap-res2e30": ("--resolution",), "network-k-huge": ("--k",)}.get(cid, ("memory",))
         add(_cli(cid, args, "error", "memory" if names == ("memory",) else "extreme", names))
@@ -253,7 +256,7 @@ def cli_cases(d: Path, f: dict[str, str], unreadable: str | None, unwritable: st
     good_recover = [*readings_base, "--readings", f["readings"]]
     for cid, target, expect in [("existing-dir", f["adir"], "error"), ("missing-dir", str(d / "no" / "x.csv"),
                                                                           "error"),
-                                ("existing-file", f["exists"], "ok")]:
+                                ("existing-file", f["exists_csv"], "ok")]:
         add(_cli(f"recover-out-{cid}", [*good_recover, "--out", target], expect, "filesystem", ("--out",)))
     if unwritable:
         add(_cli("recover-out-unwritable", [*good_recover, "--out", f"{unwritable}/x.csv"], "error", "filesystem",
@@ -273,7 +276,7 @@ def cli_cases(d: Path, f: dict[str, str], unreadable: str | None, unwritable: st
                                        "--bbox", "174,-37,175,-36"], "error", "vocabulary", ("lat", "latitude")))
     add(_cli("heatmap-points-one-lonlat", ["heatmap", f["points_one"], "--epsilon", "1", "--resolution", "16",
                                            "--lon", "x", "--lat", "y", "--centre", "174.7,-36.8", "--size", "1000"],
-             "error", "vocabulary", ("outside", "--drop-outside", "extent", "--centre")))
+             "error", "vocabulary", ("outside", "--drop-outside", "extent", "--centre", "--lon")))
     if unreadable:
         add(_cli("heatmap-points-unreadable", [heat_base[0], unreadable, *heat_base[1:]], "error", "filesystem",
                  ("POINTS", "points", "ermission", "read")))
@@ -533,7 +536,8 @@ def api_cases() -> list[dict[str, Any]]:
                             "result = total_variation(np.array([{p}, 0.5]), np.array([0.5, 0.5]))", {"p": "0.5"}),
     }
     legal_zero = {"epsilon@gaussian_delta", "rho", "readings", "p", "q", "shift", "scale", "lon", "lat", "lon0",
-                  "lat0", "low", "high"}
+                  "lat0", "low", "high", "sigma@render",
+                  "delta@zcdp_epsilon", "delta@composed_epsilon"}  # (ε at δ = 0 is honestly infinite there)
     legal_neg = {"lon", "lat", "lon0", "lat0", "low", "shift", "p", "q"}
     for fname, (template, defaults) in calls.items():
         for param in defaults:
@@ -547,7 +551,7 @@ def api_cases() -> list[dict[str, Any]]:
                 if param in ("shift", "scale", "p", "q") and label in ("zero", "str"):
                     continue  # the case's own arithmetic, not the library's input
                 args = {**defaults, param: value}
-                names = {"shift": ("y",), "scale": ("x",), "p": ("P",), "q": ("q",)}.get(param, (param,))
+                names = {"shift": ("y",), "scale": ("x",), "p": ("p", "P"), "q": ("q",)}.get(param, (param,))
                 add(_api(f"{fname}({param}={label})", template.format(**args), "error", "extreme", names))
     legal_extremes = [
         ("GaussianMechanism-eps-1e300", "from dpcloak.privacy import GaussianMechanism\n"
@@ -578,7 +582,8 @@ def api_cases() -> list[dict[str, Any]]:
          "result = emd(np.zeros(5), np.ones(5), Line(5))"),
         ("emd-huge", "import numpy as np\nfrom dpcloak.metrics import emd\nfrom dpcloak.domains import Line\n"
          "result = emd(np.array([1e308, 1e308]), np.array([1.0, 0.0]), Line(2))"),
-        ("heat1d-tiny-t", "from dpcloak.models import heat_kernel_1d\nresult = heat_kernel_1d(50, 20, 1e-12).todense()"),
+        ("heat1d-tiny-t", "from dpcloak.models import heat_kernel_1d\n"
+         "result = heat_kernel_1d(50, 20, 1e-12).todense()"),
         ("bpdn-huge-y", "import numpy as np\nfrom dpcloak.models import heat_kernel_1d\n"
          "from dpcloak.recovery import bpdn\nresult = bpdn(heat_kernel_1d(20, 10, 0.1), np.full(10, 1e300), "
          "sigma=0.1).x"),
@@ -606,8 +611,8 @@ def api_cases() -> list[dict[str, Any]]:
         ("private-heatmap-32768", "import numpy as np\nfrom dpcloak.heatmaps import private_heatmap\n"
                                   "result = private_heatmap(np.arange(10), np.full(10, 0.5), np.full(10, 0.5), "
                                   "epsilon=1.0, resolution=32768, noise='float', rng=0).aggregate"),
-        ("matrix-model-huge", "import numpy as np\nfrom dpcloak.domains import Line\n"
-                              "result = Line(10**12).coordinates()"),
+        ("heat1d-n1e6-m1e6", "from dpcloak.models import heat_kernel_1d\n"
+         "result = heat_kernel_1d(10**6, 10**6, 0.1)"),
     ]:
         add(_api(cid, code, "error", "memory", ("memory",)))
     vocabulary = [
@@ -621,7 +626,8 @@ def api_cases() -> list[dict[str, Any]]:
          "result = bpdn(heat_kernel_1d(20, 10, 0.1), y, sigma=0.1)", ("y",)),
         ("line-zero", "from dpcloak.domains import Line\nresult = Line(0)", ("n",)),
         ("grid-negative", "from dpcloak.domains import Grid\nresult = Grid((-1, 3))", ("shape",)),
-        ("sites-nan", "import numpy as np\nfrom dpcloak.domains import Sites\nresult = Sites(np.array([[np.nan, 0.0]]))",
+        ("sites-nan", "import numpy as np\nfrom dpcloak.domains import Sites\n"
+         "result = Sites(np.array([[np.nan, 0.0]]))",
          ("positions",)),
         ("check-lonlat-91", "from dpcloak.geo import check_lonlat\nresult = check_lonlat([0.0], [91.0])", ("lat",)),
         ("bound-users-outside", "import numpy as np\nfrom dpcloak.heatmaps import bound_users\n"

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
-from cases import build_cases  # noqa: E402
+from cases import build_cases
 
 WORKER = Path(__file__).with_name("_worker.py")
 MEMORY_LIMIT = 3 * 2**30  # bytes of address space per worker

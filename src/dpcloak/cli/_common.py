@@ -39,6 +39,7 @@ __all__ = [
     "check_output_dir",
     "progress_bar",
     "show_progress",
+    "renamed",
     "GRAPH_KINDS",
     "MODEL_KINDS",
     "PICTURE_SUFFIXES",
@@ -112,11 +113,27 @@ def _check_options(kwargs: dict[str, Any]) -> None:
 
 
 def user_vocabulary(message: str, kwargs: dict[str, Any]) -> str:
-    """``message`` with a leading library parameter name replaced by the command's option for it."""
+    """``message`` in the user's words: a leading library parameter name becomes the command's option, and a
+    path the user gave is named with its option."""
     head, sep, rest = message.partition(" ")
     bare = head.rstrip(":,")
     if sep and bare in kwargs and not bare.startswith("-"):
-        return f"{flag(bare)}{head[len(bare):]} {rest}"
+        message = f"{flag(bare)}{head[len(bare):]} {rest}"
+    for name, value in kwargs.items():
+        option = flag(name)
+        if isinstance(value, str) and len(value) > 2 and value in message and option not in message:
+            at = message.index(value)
+            if at == 0 or message[at - 1] in " '\"(":
+                message = f"{message[:at]}{option} {message[at:]}"
+                break
+    return message
+
+
+def renamed(message: str, names: dict[str, str]) -> str:
+    """``message`` with a leading library name (a key of ``names``) replaced by the option (its value)."""
+    for name, option in names.items():
+        if message.startswith(name + " "):
+            return option + message[len(name):]
     return message
 
 
@@ -277,7 +294,12 @@ def build_model(
 
         return heat_kernel_1d(n, m, t, mu=mu), f"1-D heat kernel, n={n}, m={m}, t={t:g}, mu={mu:g}"
     if model == "graph":
+        from dpcloak._validation import check_real
         from dpcloak.models.graph import graph_diffusion
+
+        check_real("--tau", tau, low=0.0)
+        for name, p in (("--p-in", p_in), ("--p-out", p_out)):
+            check_real(name, p, low=0.0, high=1.0, low_inclusive=True, high_inclusive=True)
 
         g = build_graph(graph, nodes, p_in=p_in, p_out=p_out, seed=seed)
         return graph_diffusion(g, tau), f"graph diffusion exp(-tau L), {graph} graph, {nodes} nodes, tau={tau:g}"

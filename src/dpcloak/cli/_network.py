@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
+from dpcloak.cli._common import renamed
 from dpcloak.errors import InvalidParameterError
 
 if TYPE_CHECKING:
@@ -73,9 +74,8 @@ class NetworkCli:
 
     def layout(self) -> SensorLayout:
         """The sensors from ``--sensors``."""
-        from dpcloak.sensors import read_sensors_csv
-
         from dpcloak.cli._common import check_text_file
+        from dpcloak.sensors import read_sensors_csv
 
         if self.sensors is None:
             raise InvalidParameterError("give --sensors (a CSV of lon/lat or x/y) or --config (a saved network)")
@@ -94,6 +94,12 @@ class NetworkCli:
 
     def model_and_relation(self, alpha: float | None) -> tuple[LinearModel, Relation, str]:
         """Model, relation and a one-line description, without a mechanism (for ``sensitivity``)."""
+        try:
+            return self._model_and_relation(alpha)
+        except InvalidParameterError as exc:
+            raise InvalidParameterError(renamed(str(exc), LIBRARY_NAMES)) from None
+
+    def _model_and_relation(self, alpha: float | None) -> tuple[LinearModel, Relation, str]:
         self._check_exclusive(alpha)
         if self.config is not None:
             net = self.network(epsilon=None, delta=None, alpha=None)
@@ -118,6 +124,12 @@ class NetworkCli:
 
     def network(self, *, epsilon: float | None, delta: float | None, alpha: float | None) -> SensorNetwork:
         """The network: loaded from ``--config`` (then ``epsilon``/``delta``/``alpha`` must be None) or built."""
+        try:
+            return self._network(epsilon=epsilon, delta=delta, alpha=alpha)
+        except InvalidParameterError as exc:
+            raise InvalidParameterError(renamed(str(exc), LIBRARY_NAMES)) from None
+
+    def _network(self, *, epsilon: float | None, delta: float | None, alpha: float | None) -> SensorNetwork:
         from dpcloak.sensors import SensorNetwork
 
         self._check_exclusive(alpha)
@@ -139,6 +151,14 @@ class NetworkCli:
             reading_range=(0.0, self.reading_max),
         )
 
+
+LIBRARY_NAMES = {
+    "model": "--network-model", "graph": "--graph-method", "reading_range[1]": "--reading-max",
+    "budget epsilon": "--budget-epsilon", "budget delta": "--budget-delta", "diffusion": "--diffusion", "k": "--k",
+    "spacing": "--spacing", "margin": "--margin", "sources": "--sources", "colocated": "--colocated",
+    "alpha": "--alpha", "unit": "--unit", "kind": "--relation", "epsilon": "--epsilon", "delta": "--delta",
+}
+"""Names the library gives the network's parameters → the options that set them."""
 
 _HELP = {
     "config": "Saved network configuration (TOML/JSON from 'dpcloak network run' or SensorNetwork.save).",

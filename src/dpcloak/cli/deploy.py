@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 
 import typer
 
 from dpcloak.cli._common import cli_errors, console, emit_json
+from dpcloak.errors import InvalidParameterError
 
 __all__ = ["deploy_app"]
 
@@ -41,6 +43,15 @@ def init(
     from dpcloak.sensors import SensorNetwork
 
     check_output_dir("DIRECTORY", directory)
+    for name, value in (("--width", width), ("--height", height)):
+        if not (math.isfinite(value) and value > 0):
+            raise InvalidParameterError(f"{name} must be a positive number of metres, got {value:g}")
+    for name, count in (("--sensor-cols", sensor_cols), ("--sensor-rows", sensor_rows)):
+        if count < 1:
+            raise InvalidParameterError(f"{name} must be a positive integer, got {count}")
+    for name, value in (("--budget-epsilon", budget_epsilon), ("--budget-delta", budget_delta)):
+        if not math.isfinite(value):
+            raise InvalidParameterError(f"{name} must be a finite number, got {value:g}")
     if network is not None:
         check_text_file("--network", network)
     from dpcloak.service import _network
@@ -67,10 +78,9 @@ def show(
     from dpcloak.service import require_service_extra
 
     require_service_extra()
+    from dpcloak.cli._common import check_input_file
     from dpcloak.service.config import load_deployment
     from dpcloak.service.views import deployment_view, guarantee_words
-
-    from dpcloak.cli._common import check_input_file
 
     check_input_file("DIRECTORY", Path(directory) / "deployment.json" if Path(directory).is_dir() else directory)
     dep = load_deployment(Path(directory))

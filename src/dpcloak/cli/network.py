@@ -59,11 +59,10 @@ def run(
     """
     from rich.table import Table
 
+    from dpcloak.cli._common import check_output_dir, check_text_file
     from dpcloak.cli.recover import map_rows
     from dpcloak.sensors import read_counts_csv
     from dpcloak.sensors.plot import save_maps
-
-    from dpcloak.cli._common import check_output_dir, check_text_file
 
     if uncertainty_draws < 0:
         raise InvalidParameterError(f"--uncertainty-draws must be a non-negative integer, got {uncertainty_draws}")
@@ -73,7 +72,10 @@ def run(
     if net.layout is None:
         raise InvalidParameterError("the network has no sensor layout to match the counts file against")
     data = read_counts_csv(counts, net.layout, where=_where(where))
-    private = net.privatize(data.values)  # one release per row; BudgetExceededError before anything is drawn
+    try:
+        private = net.privatize(data.values)  # one release per row; BudgetExceededError before anything is drawn
+    except InvalidParameterError as exc:
+        raise InvalidParameterError(f"--counts {counts}: {exc}") from None
     maps, previous = [], None
     for row in private:
         previous = net.recover(row, warm_start=previous, uncertainty_draws=uncertainty_draws)

@@ -63,15 +63,16 @@ def _order_readings(
         raise InvalidParameterError("this model's sensors have no 1-D positions to match the CSV against")
     sensors = np.asarray(sensors, dtype=float)
     if len(positions) != m:
-        raise InvalidParameterError(f"the model has {m} sensors but the CSV has {len(positions)} readings")
+        raise InvalidParameterError(f"--readings has {len(positions)} readings but the model has --m {m} sensors")
     tol = 1e-6 * max(1.0, float(np.max(np.abs(sensors))))
     idx = np.abs(positions[:, None] - sensors[None, :]).argmin(axis=1)
     bad = np.abs(sensors[idx] - positions) > tol
     if np.any(bad):
         first = sensors[:3].tolist()
-        raise InvalidParameterError(f"CSV position {positions[bad][0]:g} matches no sensor of the model ({first}…)")
+        raise InvalidParameterError(f"--readings position {positions[bad][0]:g} matches no sensor of the model "
+                                    f"({first}…)")
     if len(np.unique(idx)) != m:
-        raise InvalidParameterError("the CSV lists some sensor twice")
+        raise InvalidParameterError("--readings lists some sensor position twice")
     out = np.empty(m)
     out[idx] = values
     return out
@@ -204,6 +205,12 @@ def recover(
     """Recover where the sources are from (private) readings by basis pursuit denoising (seed 000 Algorithm 1)."""
     if top < 0:
         raise InvalidParameterError(f"--top must be a non-negative integer, got {top}")
+    if not network.given:
+        if (sigma is None) == (radius is None):
+            raise InvalidParameterError("give exactly one of --sigma (noise standard deviation) and --radius "
+                                        f"(explicit data-fit radius); got {'both' if sigma is not None else 'neither'}")
+        if not upper > 0:
+            raise InvalidParameterError(f"--upper must be > 0 (the largest intensity of a source), got {upper:g}")
     if out is not None:
         check_output_file("--out", out, suffixes=(".csv",))
     if png is not None:
@@ -233,6 +240,9 @@ def recover(
     y = _order_readings(built, positions, values)
     rec = bpdn(built, y, sigma=sigma, radius=radius, radius_policy=radius_policy,
                failure_probability=failure_probability, bounds=(0.0, upper), solver=solver)
+    if not (np.all(np.isfinite(rec.x)) and math.isfinite(rec.objective) and math.isfinite(rec.residual)):
+        raise InvalidParameterError(f"--readings {readings}: readings up to {float(np.max(np.abs(y))):.3g} overflow "
+                                    "the recovery in double precision; rescale them")
     coords = np.asarray(built.domain.coordinates(), dtype=float).reshape(len(rec.x), -1)
     location = coords[:, 0] if coords.shape[1] == 1 else np.arange(len(rec.x), dtype=float)
     order = np.argsort(-rec.x)[: max(top, 0)]

@@ -31,10 +31,9 @@ def run(
     from dpcloak.service import require_service_extra
 
     require_service_extra()
+    from dpcloak.cli._common import check_output_file, check_text_file
     from dpcloak.service.config import load_credential, load_deployment
     from dpcloak.service.node import SensorNode, read_values, tail_csv
-
-    from dpcloak.cli._common import check_output_file, check_text_file
 
     check_text_file("--config", config)
     check_text_file("--deployment", deployment)

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dpcloak._validation import check_array, check_int
+from dpcloak._validation import check_array, check_int, check_memory
 from dpcloak.errors import InvalidParameterError
 
 __all__ = [
@@ -274,6 +274,8 @@ def bound_users(users: ArrayLike, x: ArrayLike, y: ArrayLike, *, resolution: int
     level of the pyramid by at most ‖p_i‖₁ ≤ 1 in ℓ1: this is the sensitivity used by Algorithm 1.
     """
     ell = check_resolution(resolution)
+    check_memory(f"resolution={resolution} (a {resolution}x{resolution} grid, held about 4 times)",
+                 4 * 8 * 4**ell, hint="use a smaller resolution")
     xa, ya = _coordinates(x, y)
     cells = _snap_unchecked(xa, ya, ell)
     codes, counts = user_codes(users, xa.size)

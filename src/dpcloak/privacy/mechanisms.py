@@ -348,6 +348,11 @@ def _analytic_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
         hi += math.log(2.0)
     while over(math.exp(lo)) <= 0.0:
         lo -= math.log(2.0)
+    if math.isnan(over(math.exp(lo))) or math.isnan(over(math.exp(hi))):  # the profile overflows double precision
+        raise InvalidParameterError(
+            f"epsilon={epsilon:g}, delta={delta:g}: outside the range where the analytic Gaussian calibration can be "
+            "computed in double precision; use a smaller epsilon"
+        )
     root = float(optimize.brentq(lambda ls: over(math.exp(ls)), lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps))
     sigma = math.exp(root)
     while over(sigma) > 0.0:  # the re-check in GaussianMechanism applies exactly this test
