@@ -79,7 +79,13 @@ class NetworkCli:
 
         if self.sensors is None:
             raise InvalidParameterError("give --sensors (a CSV of lon/lat or x/y) or --config (a saved network)")
-        return read_sensors_csv(check_text_file("--sensors", self.sensors), colocated=self.colocated)
+        layout = read_sensors_csv(check_text_file("--sensors", self.sensors), colocated=self.colocated)
+        given = self.k != NetworkCli.k  # the default adapts to a small network; a given --k must fit it
+        if self.network_model == "graph" and self.graph_method == "knn" and (
+                self.k < 1 or (given and self.k >= layout.n_sites)):
+            raise InvalidParameterError(f"--k must lie in [1, {layout.n_sites - 1}] (neighbours among the "
+                                        f"{layout.n_sites} sensor sites), got {self.k}")
+        return layout
 
     def _check_exclusive(self, alpha: float | None) -> None:
         if self.config is not None and self.sensors is not None:

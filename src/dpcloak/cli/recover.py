@@ -238,8 +238,9 @@ def recover(
     built, description = spec.build()
     positions, values = _read_readings(Path(readings))
     y = _order_readings(built, positions, values)
-    rec = bpdn(built, y, sigma=sigma, radius=radius, radius_policy=radius_policy,
-               failure_probability=failure_probability, bounds=(0.0, upper), solver=solver)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported below, in the user's words
+        rec = bpdn(built, y, sigma=sigma, radius=radius, radius_policy=radius_policy,
+                   failure_probability=failure_probability, bounds=(0.0, upper), solver=solver)
     if not (np.all(np.isfinite(rec.x)) and math.isfinite(rec.objective) and math.isfinite(rec.residual)):
         raise InvalidParameterError(f"--readings {readings}: readings up to {float(np.max(np.abs(y))):.3g} overflow "
                                     "the recovery in double precision; rescale them")
