@@ -121,7 +121,8 @@ def user_vocabulary(message: str, kwargs: dict[str, Any]) -> str:
         message = f"{flag(bare)}{head[len(bare):]} {rest}"
     for name, value in kwargs.items():
         option = flag(name)
-        if isinstance(value, str) and len(value) > 2 and value in message and option not in message:
+        looks_like_path = isinstance(value, str) and len(value) > 2 and ("/" in value or bool(Path(value).suffix))
+        if looks_like_path and value in message and option not in message:
             at = message.index(value)
             if at == 0 or message[at - 1] in " '\"(":
                 message = f"{message[:at]}{option} {message[at:]}"

@@ -66,12 +66,13 @@ def run(
 
     if uncertainty_draws < 0:
         raise InvalidParameterError(f"--uncertainty-draws must be a non-negative integer, got {uncertainty_draws}")
+    rows_kept = _where(where)
     check_text_file("--counts", counts)
     check_output_dir("--out", out)
     net = network.network(epsilon=epsilon, delta=delta, alpha=alpha)
     if net.layout is None:
         raise InvalidParameterError("the network has no sensor layout to match the counts file against")
-    data = read_counts_csv(counts, net.layout, where=_where(where))
+    data = read_counts_csv(counts, net.layout, where=rows_kept)
     try:
         private = net.privatize(data.values)  # one release per row; BudgetExceededError before anything is drawn
     except InvalidParameterError as exc:

@@ -205,12 +205,6 @@ def recover(
     """Recover where the sources are from (private) readings by basis pursuit denoising (seed 000 Algorithm 1)."""
     if top < 0:
         raise InvalidParameterError(f"--top must be a non-negative integer, got {top}")
-    if not network.given:
-        if (sigma is None) == (radius is None):
-            raise InvalidParameterError("give exactly one of --sigma (noise standard deviation) and --radius "
-                                        f"(explicit data-fit radius); got {'both' if sigma is not None else 'neither'}")
-        if not upper > 0:
-            raise InvalidParameterError(f"--upper must be > 0 (the largest intensity of a source), got {upper:g}")
     if out is not None:
         check_output_file("--out", out, suffixes=(".csv",))
     if png is not None:
@@ -231,6 +225,11 @@ def recover(
     extra = [n for n, v in (("--alpha", alpha), ("--epsilon", epsilon), ("--delta", delta), ("--png", png)) if v]
     if extra:
         raise InvalidParameterError(f"{', '.join(extra)}: for a network (--sensors or --config)")
+    if (sigma is None) == (radius is None):
+        raise InvalidParameterError("give exactly one of --sigma (noise standard deviation) and --radius "
+                                    f"(explicit data-fit radius); got {'both' if sigma is not None else 'neither'}")
+    if not upper > 0:
+        raise InvalidParameterError(f"--upper must be > 0 (the largest intensity of a source), got {upper:g}")
     from rich.table import Table
 
     from dpcloak.recovery import bpdn

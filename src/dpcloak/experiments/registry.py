@@ -45,7 +45,7 @@ Row = Mapping[str, Any]
 #: Modules of :mod:`dpcloak.experiments` that hold machinery, not experiments (never scanned).
 INFRASTRUCTURE = frozenset({"registry", "runner", "plotting", "report"})
 
-VERDICTS = ("confirmed", "not confirmed", "partly", "not applicable", "too small to judge")
+VERDICTS = ("confirmed", "not confirmed", "partly", "not applicable")
 
 
 @dataclass(frozen=True)
@@ -59,8 +59,7 @@ class Claim:
     measured : str
         What this run measured, formatted from the data (never typed by hand).
     verdict : str
-        One of ``"confirmed"``, ``"not confirmed"``, ``"partly"``, ``"not applicable"``, or ``"too small to
-        judge"`` (every claim of a ``quick`` run: its sweep is a smoke test, not evidence).
+        One of ``"confirmed"``, ``"not confirmed"``, ``"partly"``, ``"not applicable"``.
     """
 
     claim: str

@@ -169,13 +169,6 @@ def _iterate_dask(specs: Sequence[TrialSpec], scheduler: Any) -> Iterator[dict[s
             client.close()
 
 
-def _finite_text(measured: str) -> str:
-    """``measured`` with NaN/infinite numbers (fits over too few points) written as ``n/a``."""
-    import re
-
-    return re.sub(r"(?<![\w.])[-+]?(nan|inf)(?![\w])", "n/a", measured, flags=re.IGNORECASE)
-
-
 def _progress_iter(rows: Iterator[dict[str, Any]], total: int, label: str, show: bool) -> Iterator[dict[str, Any]]:
     if not show:
         yield from rows
@@ -259,8 +252,6 @@ def run_experiment(
         raise DpcloakError(f"every trial of {exp.id} failed, so there is nothing to plot or report; "
                            f"the first error: {rows[0]['error']}")
     claims = tuple(exp.claims(rows))
-    if quick:  # a smoke sweep is no evidence either way: say so instead of a verdict or a NaN fit
-        claims = tuple(Claim(c.claim, _finite_text(c.measured), "too small to judge") for c in claims)
     result = RunResult(
         experiment=exp.id, out_dir=out_dir, rows=tuple(rows), claims=claims, seed=seed, trials=n_trials, quick=quick,
         elapsed=elapsed, n_failed=sum(1 for r in rows if r["error"]), executor=executor,
