@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import importlib
 import sys
+from collections.abc import Sequence
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -103,8 +104,9 @@ class LazyGroup(TyperGroup):
     every other error: one line ``error: ...`` on stderr, exit status 2.
     """
 
-    def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
-             standalone_mode: bool = True, **extra: Any) -> Any:
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, windows_expand_args: bool = True, **extra: Any) -> Any:
+        extra["windows_expand_args"] = windows_expand_args
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         from typer._click.exceptions import ClickException, NoArgsIsHelpError

@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from dpcloak.cli._common import cli_errors, console, emit_json
+from dpcloak.cli._common import cli_errors, console, emit_json, progress_bar, show_progress
 from dpcloak.cli._network import NetworkCli, network_options
 from dpcloak.errors import InvalidParameterError
 
@@ -50,6 +50,8 @@ def run(
     out: str = typer.Option("network-run", help="Output directory."),
     uncertainty_draws: int = typer.Option(8, help="Bootstrap draws for each map's EMD uncertainty (0: skip)."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON summary instead of a table."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar (it is also off when not on a "
+                               "terminal)."),
 ) -> None:
     """Privatize every row of the counts (one release each, budget checked first) and recover one map per row.
 
@@ -78,9 +80,11 @@ def run(
     except InvalidParameterError as exc:
         raise InvalidParameterError(f"--counts {counts}: {exc}") from None
     maps, previous = [], None
-    for row in private:
-        previous = net.recover(row, warm_start=previous, uncertainty_draws=uncertainty_draws)
-        maps.append(previous)
+    with progress_bar(show_progress(quiet), "recovering maps") as update:
+        for k, row in enumerate(private):
+            update(k, len(private), str(data.labels[k]))
+            previous = net.recover(row, warm_start=previous, uncertainty_draws=uncertainty_draws)
+            maps.append(previous)
     directory = Path(out)
     directory.mkdir(parents=True, exist_ok=True)
     config = net.save(directory / "network.toml")

@@ -20,6 +20,8 @@ from dpcloak.cli._common import (
     console,
     emit_json,
     model_options,
+    progress_bar,
+    show_progress,
 )
 from dpcloak.cli._network import NetworkCli, network_options
 from dpcloak.errors import InvalidParameterError
@@ -131,18 +133,22 @@ def map_rows(network: SensorNetwork, result: NetworkRecovery) -> list[dict[str, 
 
 def _recover_network(
     network: NetworkCli, *, readings: str, alpha: float | None, epsilon: float | None, delta: float | None,
-    png: str | None, top: int, out: str | None, as_json: bool,
+    png: str | None, top: int, out: str | None, as_json: bool, quiet: bool,
 ) -> None:
     from rich.table import Table
 
     from dpcloak.sensors.plot import save_maps
 
-    net = network.network(epsilon=epsilon, delta=delta, alpha=alpha)
-    y = _read_named_readings(Path(readings), net)
-    result = net.recover(y)
-    rows = map_rows(net, result)
-    picture = Path(png) if png is not None else Path(readings).with_name(Path(readings).stem + "_map.png")
-    save_maps(net, [result], picture, labels=[Path(readings).stem])
+    with progress_bar(show_progress(quiet), "recover") as update:
+        update(0, 3, "building the network")
+        net = network.network(epsilon=epsilon, delta=delta, alpha=alpha)
+        y = _read_named_readings(Path(readings), net)
+        update(1, 3, "recovering the map and its uncertainty")
+        result = net.recover(y)
+        rows = map_rows(net, result)
+        update(2, 3, "drawing the map")
+        picture = Path(png) if png is not None else Path(readings).with_name(Path(readings).stem + "_map.png")
+        save_maps(net, [result], picture, labels=[Path(readings).stem])
     if out is not None:
         with Path(out).open("w", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
@@ -201,6 +207,8 @@ def recover(
     top: int = typer.Option(5, help="How many of the largest recovered sources to list."),
     out: str = typer.Option(None, help="Write the estimate as CSV."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON object instead of a table."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar (it is also off when not on a "
+                               "terminal)."),
 ) -> None:
     """Recover where the sources are from (private) readings by basis pursuit denoising (seed 000 Algorithm 1)."""
     if top < 0:
@@ -219,7 +227,7 @@ def recover(
             raise InvalidParameterError(f"{', '.join(given)}: fixed by the network (σ from its mechanism, counts "
                                         "unbounded above); remove them")
         _recover_network(network, readings=readings, alpha=alpha, epsilon=epsilon, delta=delta, png=png, top=top,
-                         out=out, as_json=as_json)
+                         out=out, as_json=as_json, quiet=quiet)
         return
     network.require_absent()
     extra = [n for n, v in (("--alpha", alpha), ("--epsilon", epsilon), ("--delta", delta), ("--png", png)) if v]
@@ -230,16 +238,30 @@ def recover(
                                     f"(explicit data-fit radius); got {'both' if sigma is not None else 'neither'}")
     if not upper > 0:
         raise InvalidParameterError(f"--upper must be > 0 (the largest intensity of a source), got {upper:g}")
-    from rich.table import Table
+    with progress_bar(show_progress(quiet), "recover") as update:
+        update(0, 2, "building the model")
+        built, description = spec.build()
+        positions, values = _read_readings(Path(readings))
+        y = _order_readings(built, positions, values)
+        update(1, 2, "basis pursuit denoising")
+        rec = _bpdn(built, y, sigma=sigma, radius=radius, radius_policy=radius_policy,
+                    failure_probability=failure_probability, upper=upper, solver=solver)
+    _print_recovery(built, description, rec, y, readings=readings, top=top, out=out, as_json=as_json)
 
+
+def _bpdn(built: LinearModel, y: NDArray[np.float64], *, sigma: float | None, radius: float | None,
+          radius_policy: str, failure_probability: float, upper: float, solver: str) -> Any:
     from dpcloak.recovery import bpdn
 
-    built, description = spec.build()
-    positions, values = _read_readings(Path(readings))
-    y = _order_readings(built, positions, values)
     with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported below, in the user's words
-        rec = bpdn(built, y, sigma=sigma, radius=radius, radius_policy=radius_policy,
+        return bpdn(built, y, sigma=sigma, radius=radius, radius_policy=radius_policy,
                    failure_probability=failure_probability, bounds=(0.0, upper), solver=solver)
+
+
+def _print_recovery(built: LinearModel, description: str, rec: Any, y: NDArray[np.float64], *, readings: str,
+                    top: int, out: str | None, as_json: bool) -> None:
+    from rich.table import Table
+
     if not (np.all(np.isfinite(rec.x)) and math.isfinite(rec.objective) and math.isfinite(rec.residual)):
         raise InvalidParameterError(f"--readings {readings}: readings up to {float(np.max(np.abs(y))):.3g} overflow "
                                     "the recovery in double precision; rescale them")
