@@ -1,6 +1,6 @@
 """``dpcloak calibrate`` and the privatizing ``dpcloak demo``.
 
-Oracles: the library (l2_sensitivity, GaussianMechanism) and seed 000's printed formula for the
+Oracles: the library (l2_sensitivity, GaussianMechanism) and Gilbert & McMillan's printed formula for the
 paper calibration; user mistakes give one line on stderr, exit status 2, no traceback.
 """
 

@@ -1,4 +1,4 @@
-"""``dpcloak demo``: seed 000's default scenario end to end, with a Figure-1-style plot."""
+"""``dpcloak demo``: Gilbert & McMillan's default scenario end to end, with a Figure-1-style plot."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from dpcloak.recovery import bpdn
 
 
 def _plot(points: np.ndarray, true: np.ndarray, recovered: np.ndarray, title: str, path: Path) -> None:
-    """True (red) and recovered (blue, dashed) sources, both normalised to unit ℓ1 (seed 000 Figure 1)."""
+    """True (red) and recovered (blue, dashed) sources, both normalised to unit ℓ1 (Gilbert & McMillan Figure 1)."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(6.0, 3.4), layout="constrained")
@@ -48,7 +48,7 @@ def demo(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar (it is also off when not on a "
                                "terminal)."),
 ) -> None:
-    """Seed 000's default pipeline: model → Δ2 → σ → private readings → BPDN → EMD, plus a plot."""
+    """Gilbert & McMillan's default pipeline: model → Δ2 → σ → private readings → BPDN → EMD, plus a plot."""
     if not 0.0 < source <= 1.0:
         raise InvalidParameterError(f"--source must lie in (0, 1], got {source:g}")
     directory = Path(out) if out is not None else Path(tempfile.gettempdir()) / "dpcloak-demo"
@@ -86,7 +86,7 @@ def demo(
                    "recovery": status, "degenerate": estimate.degenerate, "recovered_peak": peak, "emd": error,
                    "plot": str(png)})
         return
-    table = Table(title="dpcloak demo: seed 000 default scenario")
+    table = Table(title="dpcloak demo: Gilbert & McMillan default scenario")
     table.add_column("step")
     table.add_column("result", justify="right")
     table.add_row("forward model", repr(model))

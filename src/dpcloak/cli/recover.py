@@ -210,7 +210,7 @@ def recover(
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar (it is also off when not on a "
                                "terminal)."),
 ) -> None:
-    """Recover where the sources are from (private) readings by basis pursuit denoising (seed 000 Algorithm 1)."""
+    """Recover where the sources are from (private) readings by basis pursuit denoising (Gilbert & McMillan, Alg. 1)."""
     if top < 0:
         raise InvalidParameterError(f"--top must be a non-negative integer, got {top}")
     if out is not None:

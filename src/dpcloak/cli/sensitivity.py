@@ -69,7 +69,7 @@ def sensitivity(
     delta2 = l2_sensitivity(built, alpha=steps)
     if isinstance(built, HeatKernel1D):
         published = heat1d_bound_published(built.n, built.m, built.t, mu=built.mu)
-        bound, bound_name = steps * published.value, "seed 000 Prop. 4 (Appendix A constant)"
+        bound, bound_name = steps * published.value, "Gilbert & McMillan Prop. 4 (Appendix A constant)"
         proved = heat1d_bound(built.n, built.m, built.t, mu=built.mu, alpha=steps).value
     else:  # graph diffusion
         from dpcloak.models.graph import GraphDiffusion

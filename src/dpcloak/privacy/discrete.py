@@ -26,7 +26,7 @@ arithmetic on 64-bit words); the one-draw-at-a-time samplers serve the discrete 
 sources such as the keyed stream (:meth:`~_GridMechanism.sample_noise`).
 
 **Meant for deployment:** :class:`DiscreteGaussianMechanism` (the local Gaussian mechanism of
-seed 000 / seed 002) and :class:`DiscreteLaplaceMechanism`, called with ``rng=None`` (the default:
+Gilbert & McMillan / McMillan's thesis) and :class:`DiscreteLaplaceMechanism`, called with ``rng=None`` (the default:
 the OS CSPRNG). Passing ``rng`` (a seed or ``numpy.random.Generator``) makes the draws
 reproducible for tests and experiments and is *not* cryptographically secure.
 
@@ -445,7 +445,7 @@ class DiscreteLaplaceMechanism(_GridMechanism):
         """ε-DP (δ = 0)."""
         return self._guarantee(
             mechanism=f"exact discrete Laplace on grid {self.resolution:.6g}, scale {self.scale_value:.6g}",
-            source="Canonne, Kamath & Steinke 2020, Algorithm 2; seed 003 Lemma 2.2",
+            source="Canonne, Kamath & Steinke 2020, Algorithm 2; Ghazi et al. Lemma 2.2",
         )
 
 
@@ -536,7 +536,7 @@ def gaussian_rdp_epsilon(*, noise_multiplier: float, delta: float) -> float:
 class DiscreteGaussianMechanism(_GridMechanism):
     r"""(ε, δ)-DP with exact discrete Gaussian noise on the grid ``resolution · ℤ`` (deployment sampler).
 
-    The floating-point-safe version of seed 000's local Gaussian mechanism (Lemma 3 / Prop. 4).
+    The floating-point-safe version of Gilbert & McMillan's local Gaussian mechanism (Lemma 3 / Prop. 4).
 
     Parameters
     ----------
