@@ -16,6 +16,7 @@ import math
 import os
 import signal
 import sys
+import time
 import traceback
 from typing import Any
 
@@ -93,6 +94,7 @@ def main() -> None:
     os.environ.setdefault("COLUMNS", "200")
     for case in batch["cases"]:
         signal.setitimer(signal.ITIMER_REAL, float(case.get("timeout", batch["timeout"])))
+        start = time.perf_counter()
         try:
             record = run_cli(case["args"]) if case["kind"] == "cli" else run_api(case["code"])
         except CaseTimeout:
@@ -100,6 +102,7 @@ def main() -> None:
         finally:
             signal.setitimer(signal.ITIMER_REAL, 0)
         record["id"] = case["id"]
+        record["seconds"] = round(time.perf_counter() - start, 3)
         sys.__stdout__.write(json.dumps(record) + "\n")
         sys.__stdout__.flush()
 
