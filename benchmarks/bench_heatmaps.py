@@ -1,4 +1,4 @@
-"""Benchmark: private heatmaps (seed 003) end to end, stage by stage.
+"""Benchmark: private heatmaps (Ghazi et al.) end to end, stage by stage.
 
 1. 200 users at Δ = 256 (goal < 0.1 s end to end), ours vs the [LXD+19] baseline.
 2. 10⁷ points (10⁵ users × 100 points) at Δ = 1024, stage by stage, vs numpy.histogram2d (what a user

@@ -1,6 +1,6 @@
 """Benchmark: dpcloak's BPDN solver against CVXPY + Clarabel, in the same run (issue 20).
 
-Problems (seed 000 Algorithm 1, default χ² radius, σ = 0.1, three unit sources):
+Problems (Gilbert & McMillan Algorithm 1, default χ² radius, σ = 0.1, three unit sources):
 
 * the 1-D heat kernel ``heat_kernel_1d(n, n/2, t)`` for ``t ∈ {0.05, 0.5}`` over the size ladder
   ``n ∈ {1000, 2000, 4000, 8000, 16000}``;

@@ -1,4 +1,4 @@
-"""Seed 004 experiments in --quick mode: output files and invariants from the math.
+"""Farokhi & Sandberg experiments in --quick mode: output files and invariants from the math.
 
 Oracles: Example 4's printed closed forms, the exact Gaussian DP profile, the closed-form
 Fisher informations 2/ϑ (Laplace) and 1/ϑ (Gaussian), and the cos² density.

@@ -1,4 +1,4 @@
-"""Seed 003 experiments in --quick mode: output files, metric ranges from their definitions, claims present."""
+"""Ghazi et al. experiments in --quick mode: output files, metric ranges from their definitions, claims present."""
 
 from __future__ import annotations
 

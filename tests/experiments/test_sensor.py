@@ -1,4 +1,4 @@
-"""Seed 000 section 5 experiments in --quick mode: output structure and invariants from the math."""
+"""Gilbert & McMillan section 5 experiments in --quick mode: output structure and invariants from the math."""
 
 from __future__ import annotations
 

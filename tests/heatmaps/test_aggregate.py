@@ -94,7 +94,7 @@ def test_guarantee_and_input_path():
 
 
 def test_default_gamma_minimises_footnote_5_error_term():
-    # Oracle: numerical minimisation of Z·Σ_i (2γ)^-i → 1/((1−γ)(1−0.5/γ)) (seed 003, footnote 5) over γ ∈ (½, 1).
+    # Oracle: numerical minimisation of Z·Σ_i (2γ)^-i → 1/((1−γ)(1−0.5/γ)) (Ghazi et al., footnote 5) over γ ∈ (½, 1).
     from scipy import optimize
 
     res = optimize.minimize_scalar(lambda g: 1.0 / ((1.0 - g) * (1.0 - 0.5 / g)), bounds=(0.51, 0.99),

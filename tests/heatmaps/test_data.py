@@ -15,7 +15,7 @@ from dpcloak.heatmaps.data import (
 
 
 def test_snap_matches_floor_definition():
-    # Oracle: §2 of seed 003, the cell of (x, y) is (⌊yΔ⌋, ⌊xΔ⌋).
+    # Oracle: §2 of Ghazi et al., the cell of (x, y) is (⌊yΔ⌋, ⌊xΔ⌋).
     x = np.array([0.0, 0.124, 0.125, 0.999999, 0.5])
     y = np.array([0.0, 0.9, 0.3, 0.0, 0.5])
     cells = snap(x, y, resolution=8)
@@ -25,7 +25,7 @@ def test_snap_matches_floor_definition():
 
 
 def test_user_with_many_points_contributes_one_distribution():
-    # Oracle: p_i = (1/c) Σ 1_cell for a user with c points (seed 003 §2.3), computed by hand.
+    # Oracle: p_i = (1/c) Σ 1_cell for a user with c points (Ghazi et al. §2.3), computed by hand.
     rng = np.random.default_rng(0)
     heavy = 5000
     users = np.concatenate([np.zeros(heavy, dtype=int), [1, 2, 2]])

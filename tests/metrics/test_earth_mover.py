@@ -174,7 +174,7 @@ def test_emd_norm_matches_pot_with_a_dummy_location(name):
 
 def test_emd_norm_of_balanced_difference_is_the_emd_and_unmatched_mass_pays_alpha():
     """Closed forms: ‖p − q‖_EMD = EMD(p, q) for equal masses (default α = diameter of [0,1]² = 2);
-    a lone unit of mass pays α; seed 003's α = 2 for the unit square."""
+    a lone unit of mass pays α; Ghazi et al.'s α = 2 for the unit square."""
     grid = Grid((16, 16))
     rng = np.random.default_rng(2)
     p, q = rng.random(grid.size), rng.random(grid.size)
@@ -200,7 +200,7 @@ def test_emd_norm_extreme_magnitudes_scale_exactly(magnitude):
 @settings(max_examples=30, deadline=None)
 @given(arrays(np.float64, (4, 5), elements=st.floats(-5.0, 5.0, allow_nan=False, allow_subnormal=False)))
 def test_emd_norm_bounds(w):
-    """Imbalance pays α (so seed 003 Lemma 2.1's step holds as |‖s‖₁ − ‖ŝ‖₁| ≤ ζ), and the norm
+    """Imbalance pays α (so Ghazi et al. Lemma 2.1's step holds as |‖s‖₁ − ‖ŝ‖₁| ≤ ζ), and the norm
     never exceeds deleting everything (α ‖w‖₁); it is a norm: ‖−w‖ = ‖w‖, ‖2w‖ = 2‖w‖."""
     norm = emd_norm(w, GRID, penalty=1.5)
     assert norm >= 1.5 * abs(w.sum()) - 1e-9

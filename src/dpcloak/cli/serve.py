@@ -25,6 +25,10 @@ def serve(
     """Run the collector: ingest signed reports, recover each window, serve the dashboard."""
     if demo == (deployment is not None):
         raise InvalidParameterError("give exactly one of --deployment DIR and --demo")
+    if windows is not None and not demo:
+        raise InvalidParameterError("--windows is for --demo (a deployment runs until stopped)")
+    if windows is not None and windows < 1:
+        raise InvalidParameterError(f"--windows must be a positive integer, got {windows}")
     if not 0 < port < 65536:
         raise InvalidParameterError(f"--port must be in [1, 65535], got {port}")
     from dpcloak.service import require_service_extra

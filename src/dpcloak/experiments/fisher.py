@@ -1,4 +1,4 @@
-"""Farokhi & Sandberg (seed 004): Figure 1, Figure 2, Example 4, Laplace vs optimal Gaussian (§5), Problem 2.
+"""Farokhi & Sandberg: Figure 1, Figure 2, Example 4, Laplace vs optimal Gaussian (§5), Problem 2.
 
 Ids: ``fisher-fig1``, ``fisher-fig2``, ``fisher-example4``, ``fisher-laplace-gaussian``,
 ``fisher-problem2``. Every claim is computed from the rows; the paper's printed formulas are
@@ -114,7 +114,7 @@ def _fig1_sweep(quick: bool) -> list[dict[str, Any]]:
 
 FIG1 = Experiment(
     id="fisher-fig1", title="Corollary 4's weighted policy γ*(w|x) (Figure 1) and its Problem 2 cost",
-    source="Farokhi & Sandberg (seed 004), Corollary 4, Figure 1", trial=fig1_trial, sweep=_fig1_sweep(False),
+    source="Farokhi & Sandberg, Corollary 4, Figure 1", trial=fig1_trial, sweep=_fig1_sweep(False),
     quick_sweep=_fig1_sweep(True), plot=fig1_plot, claims=fig1_claims, trials=1, quick_trials=1,
     notes="""\
 Corollary 4's density c(x)·exp(−(p'/p)(w + x))·cos²(π(w − 1/2)) on W = [0, 1], evaluated on a 41-point
@@ -210,7 +210,7 @@ def fig2_claims(rows: Sequence[Row]) -> list[Claim]:
 
 FIG2 = Experiment(
     id="fisher-fig2", title="Region where condition (16) certifies the optimal Gaussian as (ε, δ)-DP (Figure 2)",
-    source="Farokhi & Sandberg (seed 004), Proposition 4, Figure 2", trial=fig2_trial, sweep=_fig2_sweep(False),
+    source="Farokhi & Sandberg, Proposition 4, Figure 2", trial=fig2_trial, sweep=_fig2_sweep(False),
     quick_sweep=_fig2_sweep(True), plot=fig2_plot, claims=fig2_claims, trials=1, quick_trials=1,
     notes="""\
 Grid of ε ∈ [0.1, 10] (linear) × δ ∈ [1e−12, 0.9] (log) with ϑ/((x̄ − x̲)max|cᵢ|) = 1, realised by
@@ -304,7 +304,7 @@ def example4_claims(rows: Sequence[Row]) -> list[Claim]:
 
 EXAMPLE4 = Experiment(
     id="fisher-example4", title="Trajectory noise for a vehicle (Example 4): Q and estimation error vs T",
-    source="Farokhi & Sandberg (seed 004), Theorem 4, Example 4", trial=example4_trial, sweep=_example4_sweep(False),
+    source="Farokhi & Sandberg, Theorem 4, Example 4", trial=example4_trial, sweep=_example4_sweep(False),
     quick_sweep=_example4_sweep(True), plot=example4_plot, claims=example4_claims, trials=1, quick_trials=1,
     notes="""\
 A = [[1, 1], [0, 1]], C = [1, 0], ϱ = 1, x₀ = (2, 0.5). The mechanism computes Q = Tr(ΨᵀΨΣ) and the
@@ -404,7 +404,7 @@ def laplace_gaussian_claims(rows: Sequence[Row]) -> list[Claim]:
 
 LAPLACE_GAUSSIAN = Experiment(
     id="fisher-laplace-gaussian", title="Laplace (Prop. 3) vs optimal Gaussian (Cor. 6) at equal quality Q (§5)",
-    source="Farokhi & Sandberg (seed 004), Section 5, Propositions 3–4", trial=laplace_gaussian_trial,
+    source="Farokhi & Sandberg, Section 5, Propositions 3–4", trial=laplace_gaussian_trial,
     sweep=vary("theta", [0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0], panel="theta", n_mc=200000),
     quick_sweep=vary("theta", [0.1, 1.0], panel="theta", n_mc=20000), plot=laplace_gaussian_plot,
     claims=laplace_gaussian_claims, trials=1, quick_trials=1,
@@ -462,7 +462,7 @@ def problem2_claims(rows: Sequence[Row]) -> list[Claim]:
 
 PROBLEM2 = Experiment(
     id="fisher-problem2", title="Problem 2 as a discretised convex program converges to the cos² density",
-    source="Farokhi & Sandberg (seed 004), Problem 2, Corollaries 1–2", trial=problem2_trial,
+    source="Farokhi & Sandberg, Problem 2, Corollaries 1–2", trial=problem2_trial,
     sweep=vary("n_points", [10, 20, 40, 80, 160, 320], panel="N"),
     quick_sweep=vary("n_points", [10, 20], panel="N"), plot=problem2_plot, claims=problem2_claims,
     trials=1, quick_trials=1,

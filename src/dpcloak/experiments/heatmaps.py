@@ -1,4 +1,4 @@
-"""Ghazi et al. (seed 003), "Differentially Private Heatmaps": Figures 1, 2 + 4–7, 3, 10–11.
+"""Ghazi et al., "Differentially Private Heatmaps": Figures 1, 2 + 4–7, 3, 10–11.
 
 Ids: ``heatmaps-fig1`` (SIM, CC, KL, EMD vs ε), ``heatmaps-fig2`` (vs number of users and vs Δ at
 ε = 10 and ε = 1: Figure 2 is its EMD panels, Figures 4–7 the other metrics), ``heatmaps-fig3``
@@ -181,7 +181,7 @@ def _fig1_claims(rows: Sequence[Row]) -> list[Claim]:
 _FIG1 = Experiment(
     id="heatmaps-fig1",
     title="Private heatmaps: SIM, CC, KL, EMD vs ε (ours vs baseline vs thresholded)",
-    source="Ghazi et al. (seed 003), Figure 1 (§4.1); Figure 8 setting on other data",
+    source="Ghazi et al., Figure 1 (§4.1); Figure 8 setting on other data",
     trial=metrics_trial,
     sweep=(vary("epsilon", _EPSILONS, panel="synthetic", dataset="synthetic", n=200, resolution=256)
            + vary("epsilon", _EPSILONS, panel="ais", dataset="ais", n=200, resolution=256)),
@@ -251,7 +251,7 @@ def _fig2_claims(rows: Sequence[Row]) -> list[Claim]:
 _FIG2 = Experiment(
     id="heatmaps-fig2",
     title="Private heatmaps vs number of users and vs resolution (ε = 10 and ε = 1), all metrics",
-    source="Ghazi et al. (seed 003), Figure 2 (EMD) and Figures 4–7 (all metrics)",
+    source="Ghazi et al., Figure 2 (EMD) and Figures 4–7 (all metrics)",
     trial=metrics_trial,
     sweep=_fig2_sweep(),
     quick_sweep=(vary("n", [20, 60], panel="users-synthetic-eps10", dataset="synthetic", epsilon=10.0, resolution=64)
@@ -314,7 +314,7 @@ def _fig3_claims(rows: Sequence[Row]) -> list[Claim]:
 _FIG3 = Experiment(
     id="heatmaps-fig3",
     title="Private heatmaps: visual panel (true, baseline, top 0.01 %, ours) at ε = 1 and ε = 5",
-    source="Ghazi et al. (seed 003), Figure 3",
+    source="Ghazi et al., Figure 3",
     trial=fig3_trial,
     sweep=(vary("epsilon", [1.0, 5.0], dataset="synthetic", n=200, resolution=256)
            + vary("epsilon", [1.0, 5.0], dataset="ais", n=200, resolution=256)),
@@ -377,7 +377,7 @@ def _sparsity_claims(rows: Sequence[Row]) -> list[Claim]:
 _FIG10 = Experiment(
     id="heatmaps-fig10",
     title="Private heatmaps vs synthetic sparsity (20 Gaussians, more points per user)",
-    source="Ghazi et al. (seed 003), Figure 10 (Appendix E.3)",
+    source="Ghazi et al., Figure 10 (Appendix E.3)",
     trial=metrics_trial,
     sweep=vary("points", _FIG10_POINTS, dataset="synthetic", components=20, n=200, epsilon=1.0, resolution=256),
     quick_sweep=vary("points", [2, 20], dataset="synthetic", components=20, n=40, epsilon=1.0, resolution=64),
@@ -392,7 +392,7 @@ _FIG10 = Experiment(
 _FIG11 = Experiment(
     id="heatmaps-fig11",
     title="Private heatmaps vs sparsity and number of Gaussians (5, 10, 20, 80)",
-    source="Ghazi et al. (seed 003), Figure 11 (Appendix E.3)",
+    source="Ghazi et al., Figure 11 (Appendix E.3)",
     trial=metrics_trial,
     sweep=[{"dataset": "synthetic", "components": c, "points": p, "spread_hi": s, "n": 200, "epsilon": 1.0,
             "resolution": 256} for c, p, s in _FIG11_MIX],
@@ -470,7 +470,7 @@ def _fig12_claims(rows: Sequence[Row]) -> list[Claim]:
 _FIG12 = Experiment(
     id="heatmaps-fig12",
     title="Shuffle-model heatmaps: communication per user and utility vs the scaling factor B",
-    source="Ghazi et al. (seed 003), Appendix F, Figures 12–13",
+    source="Ghazi et al., Appendix F, Figures 12–13",
     trial=shuffle_trial,
     sweep=vary("B", [*_B_VALUES, 0], dataset="synthetic", n=50, epsilon=5.0, delta=1e-5, resolution=128),
     quick_sweep=vary("B", [4, 64, 0], dataset="synthetic", n=20, epsilon=5.0, delta=1e-5, resolution=16),
@@ -549,7 +549,7 @@ def _wrule_claims(rows: Sequence[Row]) -> list[Claim]:
 _WRULE = Experiment(
     id="heatmaps-wrule",
     title="Choosing w from public quantities: the rule vs every fixed w, and top-1 % Laplace",
-    source="Ghazi et al. (seed 003), Figure 1 setting; rule of dpcloak.heatmaps.parameters",
+    source="Ghazi et al., Figure 1 setting; rule of dpcloak.heatmaps.parameters",
     trial=wrule_trial,
     sweep=(vary("epsilon", _EPSILONS, panel="synthetic", dataset="synthetic", n=200, resolution=256)
            + vary("epsilon", _EPSILONS, panel="ais", dataset="ais", n=200, resolution=256)),

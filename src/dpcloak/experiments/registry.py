@@ -97,7 +97,7 @@ class Experiment:
     title : str
         One line shown by ``dpcloak reproduce --list``.
     source : str
-        The document and figure/table reproduced (e.g. "Gilbert & McMillan (seed 000), Figure 3").
+        The document and figure/table reproduced (e.g. "Gilbert & McMillan, Figure 3").
     trial : callable
         ``trial(params, rng) -> dict``. Must be a **module-level function** (it is pickled to worker
         processes or Dask workers). ``params`` is one point of the sweep, ``rng`` a
@@ -248,7 +248,7 @@ def get_experiment(experiment_id: str) -> Experiment:
     Examples
     --------
     >>> get_experiment("sensor-fig3").source
-    'Gilbert & McMillan (seed 000), Figure 3 / Theorem 8, Table 2'
+    'Gilbert & McMillan, Figure 3 / Theorem 8, Table 2'
     >>> get_experiment("no-such-figure")
     Traceback (most recent call last):
         ...

@@ -1,4 +1,4 @@
-"""Gilbert & McMillan (seed 000), section 5: Figures 1–5 reproduced, with theory overlays.
+"""Gilbert & McMillan, section 5: Figures 1–5 reproduced, with theory overlays.
 
 Ids: ``sensor-fig1`` … ``sensor-fig5``. Set-up and helpers in :mod:`dpcloak.experiments._sensor`.
 """
@@ -39,7 +39,7 @@ def _policy(params: Mapping[str, Any]) -> str:
 
 
 def noisy_trial(params: Mapping[str, Any], rng: np.random.Generator) -> dict[str, Any]:
-    """Algorithm 1 on ``ỹ = A f0 + N(0, σ² I)`` (seed 000 section 4); params n, m, T, sigma, k."""
+    """Algorithm 1 on ``ỹ = A f0 + N(0, σ² I)`` (Gilbert & McMillan section 4); params n, m, T, sigma, k."""
     n, m, T, sigma = int(params["n"]), int(params["m"]), float(params["T"]), float(params["sigma"])
     model, delta2 = heat_model(n, m, T / MU)
     f0 = sources(n, int(params["k"]), rng)
@@ -58,7 +58,7 @@ def profile_trial(params: Mapping[str, Any], rng: np.random.Generator) -> dict[s
 
 
 def private_trial(params: Mapping[str, Any], rng: np.random.Generator) -> dict[str, Any]:
-    """Algorithm 1 on the locally private readings (seed 000 Proposition 4 / Corollary 9).
+    """Algorithm 1 on the locally private readings (Gilbert & McMillan Proposition 4 / Corollary 9).
 
     Each sensor adds Gaussian noise calibrated to the exact Δ2 of the heat kernel with the given
     ``calibration`` (``"paper"``: σ = 2 ln(1.25/δ) Δ2/ε as printed; ``"analytic"``: Balle & Wang),
@@ -402,7 +402,7 @@ fall below it."""
 
 FIG1 = Experiment(
     id="sensor-fig1", title="One recovery: n=100, m=50, T=0.5, σ=0.5 (EMD close, ℓ1/ℓ2 not)",
-    source="Gilbert & McMillan (seed 000), Figure 1", trial=profile_trial,
+    source="Gilbert & McMillan, Figure 1", trial=profile_trial,
     sweep=_FIG1_POINTS, quick_sweep=_FIG1_POINTS, plot=fig1_plot, claims=fig1_claims, quick_trials=2,
     notes="""\
 One unit source at 0.5; T = μt = 0.5 (t = 1). Run with the printed radius σ√m and with the exact χ²_m
@@ -410,7 +410,7 @@ One unit source at 0.5; T = μt = 0.5 (t = 1). Run with the printed radius σ√
 )
 FIG2 = Experiment(
     id="sensor-fig2", title="Two sources close together vs far apart (T=0.05, σ=0.1), EMD vs separation",
-    source="Gilbert & McMillan (seed 000), Figure 2", trial=profile_trial,
+    source="Gilbert & McMillan, Figure 2", trial=profile_trial,
     sweep=_fig2_points([0.04, 0.1, 0.2, 0.3, 0.4, 0.5, 0.7]), quick_sweep=_fig2_points([0.1, 0.5]),
     plot=fig2_plot, claims=fig2_claims,
     notes="""The paper does not give the source positions: close = 0.45 and 0.55 (separation 0.1 < √(2T) ≈ 0.32),
@@ -420,12 +420,12 @@ within d/4 of the midpoint of two sources at distance d.""",
 )
 FIG3 = Experiment(
     id="sensor-fig3", title="Noisy recovery: EMD vs n, m, T, σ and k",
-    source="Gilbert & McMillan (seed 000), Figure 3 / Theorem 8, Table 2", trial=noisy_trial, sweep=fig3_sweep(),
+    source="Gilbert & McMillan, Figure 3 / Theorem 8, Table 2", trial=noisy_trial, sweep=fig3_sweep(),
     quick_sweep=fig3_sweep(quick=True), plot=fig3_plot, claims=fig3_claims, quick_trials=2, notes=FIG3_NOTES,
 )
 FIG4 = Experiment(
     id="sensor-fig4", title="Private recovery: EMD vs n, m, t, ε, δ (paper and analytic calibration)",
-    source="Gilbert & McMillan (seed 000), Figure 4 / Corollary 9, Table 1", trial=private_trial,
+    source="Gilbert & McMillan, Figure 4 / Corollary 9, Table 1", trial=private_trial,
     sweep=fig4_sweep(), quick_sweep=fig4_sweep(quick=True), plot=fig4_plot, claims=fig4_claims, quick_trials=1,
     notes=FIG4_NOTES,
 )
@@ -509,7 +509,7 @@ stays above the exact value (checked at every point), and dpcloak's proved bound
 
 FIG5 = Experiment(
     id="sensor-fig5", title="Exact sensitivity Δ2 vs m, n and t with fitted exponents",
-    source="Gilbert & McMillan (seed 000), Figure 5 / Proposition 4", trial=fig5_trial, sweep=fig5_sweep(),
+    source="Gilbert & McMillan, Figure 5 / Proposition 4", trial=fig5_trial, sweep=fig5_sweep(),
     quick_sweep=fig5_sweep(quick=True), plot=fig5_plot, claims=fig5_claims, trials=1, quick_trials=1, notes=FIG5_NOTES,
 )
 

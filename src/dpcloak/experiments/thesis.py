@@ -1,6 +1,6 @@
-"""McMillan's thesis (seed 002), chapter 8: Figures 8.1–8.3 and Table 8.2.
+"""McMillan's thesis, chapter 8: Figures 8.1–8.3 and Table 8.2.
 
-Ids: ``thesis-fig8.1``, ``thesis-fig8.2`` (the thesis's copy of seed 000 Figure 5),
+Ids: ``thesis-fig8.1``, ``thesis-fig8.2`` (the thesis's copy of Gilbert & McMillan Figure 5),
 ``thesis-fig8.3``, ``thesis-table8.2``.
 """
 
@@ -52,7 +52,7 @@ def fig81_claims(rows: Sequence[Row]) -> list[Claim]:
 
 FIG81 = Experiment(
     id="thesis-fig8.1", title="Two unit peaks at 0.24 and 0.76 (n=100, m=50, T=0.05, σ=0.1)",
-    source="McMillan thesis (seed 002), Figure 8.1", trial=profile_trial, sweep=[_FIG81_POINT],
+    source="McMillan's thesis, Figure 8.1", trial=profile_trial, sweep=[_FIG81_POINT],
     quick_sweep=[_FIG81_POINT], plot=fig81_plot, claims=fig81_claims, quick_trials=2,
     notes="The caption's \"unit peaks 0.76 and 0.24\" is read as unit sources at locations 0.24 and 0.76.",
 )
@@ -179,7 +179,7 @@ def fig83_claims(rows: Sequence[Row]) -> list[Claim]:
 
 FIG83 = Experiment(
     id="thesis-fig8.3", title="Graph diffusion on a 2-block SBM (n=500, τ=2, ε=4, δ=0.1): mass per community",
-    source="McMillan thesis (seed 002), Figure 8.3", trial=fig83_trial, sweep=fig83_sweep(),
+    source="McMillan's thesis, Figure 8.3", trial=fig83_trial, sweep=fig83_sweep(),
     quick_sweep=fig83_sweep(quick=True), plot=fig83_plot, claims=fig83_claims, quick_trials=1,
     notes="""\
 Graph: networkx stochastic block model, two blocks of 250 nodes, seed 0, the same graph in every
@@ -253,7 +253,7 @@ def table82_claims(rows: Sequence[Row]) -> list[Claim]:
 
 TABLE82 = Experiment(
     id="thesis-table8.2", title="Δ2 of graph diffusion: Table 8.2's closed forms vs exact (complete, star)",
-    source="McMillan thesis (seed 002), Table 8.2", trial=table82_trial, sweep=table82_sweep(),
+    source="McMillan's thesis, Table 8.2", trial=table82_trial, sweep=table82_sweep(),
     quick_sweep=table82_sweep(quick=True), plot=table82_plot, claims=table82_claims, trials=1, quick_trials=1,
     notes="""\
 Exact Δ2 = max over edges (i, j) of ‖(A_G)_i − (A_G)_j‖₂ with A_G = exp(−τL) from the Laplacian's
@@ -264,7 +264,7 @@ formula counts once instead of n − 2 times (it is exact for n = 3). For the co
 τn ≤ 16 is swept: beyond it Δ2 falls below the eigendecomposition's relative accuracy.""",
 )
 
-FIG82 = dataclasses.replace(FIG5, id="thesis-fig8.2", source="McMillan thesis (seed 002), Figure 8.2 / Proposition 8.5",
-                            title="Exact Δ2 vs m, n and t (the thesis's copy of seed 000 Figure 5)")
+FIG82 = dataclasses.replace(FIG5, id="thesis-fig8.2", source="McMillan's thesis, Figure 8.2 / Proposition 8.5",
+                            title="Exact Δ2 vs m, n and t (the thesis's copy of Gilbert & McMillan Figure 5)")
 
 EXPERIMENTS = (FIG81, FIG82, FIG83, TABLE82)

@@ -351,7 +351,7 @@ class NoisyPyramid:
                 f"ε_i = γ^|i−q| ε/Z (γ={self.budget.gamma:.6g}, q={self.budget.q})"
                 + ("" if self.noise == "secure" else f" [{FLOAT_CAVEAT}]")
             ),
-            source="seed 003 Algorithm 1 and Theorem 3.1 (basic composition over levels)",
+            source="Ghazi et al. Algorithm 1 and Theorem 3.1 (basic composition over levels)",
         )
 
 

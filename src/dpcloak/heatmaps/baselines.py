@@ -55,7 +55,7 @@ class BaselineRelease(UserLaplaceRelease):
     kept: int
     noise: str = "float"
 
-    _source = "seed 003 §4 baseline; Lemma 2.2"
+    _source = "Ghazi et al. §4 baseline; Lemma 2.2"
 
     def _noise_on(self) -> str:
         return "every cell [LXD+19]"

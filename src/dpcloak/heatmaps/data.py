@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dpcloak._validation import check_array, check_int
+from dpcloak._validation import check_array, check_int, check_memory
 from dpcloak.errors import InvalidParameterError
 
 __all__ = [
@@ -321,6 +321,8 @@ def bound_users(users: ArrayLike, x: ArrayLike, y: ArrayLike, *, resolution: int
     [[0.5, 0.0], [0.0, 1.5]]
     """
     ell = check_resolution(resolution)
+    check_memory(f"resolution={resolution} (a {resolution}x{resolution} grid, held about 4 times)",
+                 4 * 8 * 4**ell, hint="use a smaller resolution")
     xa, ya = _coordinates(x, y)
     codes, counts = user_codes(users, xa.size)
     n_users = int(np.count_nonzero(counts))

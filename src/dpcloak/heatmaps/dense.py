@@ -101,7 +101,7 @@ class DenseRelease:
             grid = f"Δ* from the public population estimate {self.population:g}"
         return user_level_guarantee(
             self.epsilon, mechanism=f"{grid}; {cells}, EMD projection",
-            source="seed 003 Appendix D, Theorem D.1 (basic composition of the count and the cells)",
+            source="Ghazi et al. Appendix D, Theorem D.1 (basic composition of the count and the cells)",
         )
 
 

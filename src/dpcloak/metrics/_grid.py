@@ -4,7 +4,7 @@ Moving mass one cell at a time along 4-neighbour edges is exact for the L1 groun
 monotone staircase path between two cells has the L1 length), so the EMD equals an uncapacitated
 min-cost flow on the grid graph with ``2·rows·cols`` edges instead of ``(rows·cols)²`` pairs.
 
-The EMD norm (seed 003, section 2.1) adds one outside node joined to every cell at the penalty
+The EMD norm (Ghazi et al., section 2.1) adds one outside node joined to every cell at the penalty
 ``α``; the same solver handles it (coarse problems keep the outside node and ``α``).
 
 Multiscale start: the supplies are summed over 2 x 2 blocks, the coarse problem (cell size

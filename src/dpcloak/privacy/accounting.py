@@ -34,11 +34,11 @@ The closed forms are O(1) in k: ``readings=10**12`` costs the same as one readin
 grows with k for Laplace events (149 MB and 6 s at k = 1000, 1 GB at k = 10 000 measured), so
 ``"pld"`` refuses more than :data:`PLD_MAX_SELF_COMPOSITIONS` non-Gaussian readings up front.
 
-Event-level vs. pattern-level privacy (seed 001, slides "Continual Monitoring" and
+Event-level vs. pattern-level privacy (Gilbert & McMillan's slides, slides "Continual Monitoring" and
 "Individual vs. Event Level Privacy")
 ------------------------------------------------------------------------------------------------
 The neighbouring relation of one release protects one *event*: a change of the source vector at
-one time (seed 001's "Mary had a party on Friday night"). What must be composed depends on what
+one time (Gilbert & McMillan's slides' "Mary had a party on Friday night"). What must be composed depends on what
 the secret is:
 
 * **Event-level privacy** protects a single event. The releases it meaningfully affects are those
@@ -451,7 +451,7 @@ def privacy_report(mechanism: Any, *, releases: int, window: int = 1, delta: flo
 
 
 def advanced_composition(*, epsilon: float, delta: float, k: int, delta_prime: float) -> tuple[float, float]:
-    r"""Advanced composition (thesis Theorem 2.6; seed 001 slides): k-fold (ε, δ)-DP is
+    r"""Advanced composition (thesis Theorem 2.6; Gilbert & McMillan's slides slides): k-fold (ε, δ)-DP is
     :math:`(\sqrt{2k\ln(1/\delta')}\,\varepsilon + k\varepsilon(e^\varepsilon - 1),\ k\delta + \delta')`-DP.
 
     A generic upper bound for comparison; :func:`privacy_spent` is tighter for the mechanisms here.

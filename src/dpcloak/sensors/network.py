@@ -1,6 +1,6 @@
 r"""One object for a sensor network's privacy flow: model, relation, mechanism, budget and recovery.
 
-The flow of seed 000 / thesis Part III (``f → M f → each sensor adds noise → recover f̂``) with
+The flow of Gilbert & McMillan / thesis Part III (``f → M f → each sensor adds noise → recover f̂``) with
 every public choice held in one place, serialisable (:mod:`dpcloak.sensors.config`), so that the
 configuration file alone determines the privacy guarantee.
 """

@@ -1,6 +1,6 @@
 r"""Recovery of a map of people from a network's private readings, with an EMD-scale uncertainty.
 
-Recovery is seed 000's Algorithm 1 (basis pursuit denoising) on the sensors that reported,
+Recovery is Gilbert & McMillan's Algorithm 1 (basis pursuit denoising) on the sensors that reported,
 ``min Σ f  s.t. ‖M_P f − ỹ_P‖₂ ≤ r, f ≥ 0`` (no upper bound: counts of people), where ``P`` is the
 set of present sensors and
 

@@ -1,4 +1,4 @@
-"""The deployed system (seed 000 §1, flow 5): sensor nodes, an untrusted collector, recovery over time.
+"""The deployed system (Gilbert & McMillan §1, flow 5): sensor nodes, an untrusted collector, recovery over time.
 
 Modules: :mod:`~dpcloak.service.config` (the deployment and its keys), :mod:`~dpcloak.service.auth`
 (report MACs), :mod:`~dpcloak.service.node` and :mod:`~dpcloak.service.ledger` (the sensor side),

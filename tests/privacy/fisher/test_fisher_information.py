@@ -1,4 +1,4 @@
-"""Numerical Fisher information, Cramér–Rao bound and Q (seed 004, §2–3).
+"""Numerical Fisher information, Cramér–Rao bound and Q (Farokhi & Sandberg, §2–3).
 
 Oracles: closed-form Fisher information of the Gaussian (1/σ²) and Laplace (1/b²) location
 families, and hand-computed matrix algebra.
