@@ -2,6 +2,7 @@
 
 from dpcloak.models.base import DenseModel, LinearModel
 from dpcloak.models.graph import GraphDiffusion, graph_diffusion
+from dpcloak.models.graph_local import LocalGraphDiffusion
 from dpcloak.models.heat import (
     HeatKernel1D,
     HeatKernel2D,
@@ -18,6 +19,7 @@ __all__ = [
     "HeatKernel2D",
     "KroneckerHeatKernel2D",
     "GraphDiffusion",
+    "LocalGraphDiffusion",
     "heat_kernel_1d",
     "heat_kernel_2d",
     "graph_diffusion",
