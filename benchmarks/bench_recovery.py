@@ -34,6 +34,11 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _results
 
 LADDER = (1000, 2000, 4000, 8000, 16000)
 TIMES = (0.05, 0.5)
@@ -84,7 +89,8 @@ def worker(spec: dict, repeat: int) -> dict:
     cold_wall, cold_cpu, rec = _best(cold, repeat)
     warm_wall, warm_cpu, _ = _best(lambda: bpdn(model, y, sigma=spec["sigma"]), repeat)
     return {"cold": cold_wall, "cold_cpu": cold_cpu, "warm": warm_wall, "warm_cpu": warm_cpu,
-            "objective": rec.objective, "converged": rec.converged, "steps": rec.n_iter}
+            "objective": rec.objective, "converged": rec.converged, "steps": rec.n_iter,
+            "rss": _results.peak_rss_mb()}
 
 
 def reference(spec: dict) -> dict:
@@ -147,6 +153,7 @@ def ladder(t: float, sizes: tuple[int, ...], repeat: int, references: bool) -> N
     print(f"{'n':>6} | {'cold default':>15} {'cold pinned':>15} | {'warm default':>13} {'warm pinned':>13} | "
           f"{'steps':>5} | {'Clarabel s':>10} {'ratio':>7} {'gap':>9}")
     cold_default = []
+    rows = []
     ref_alive = references
     for n in sizes:
         spec = {"kind": "1d", "n": n, "t": t, "sigma": 0.1}
@@ -160,17 +167,24 @@ def ladder(t: float, sizes: tuple[int, ...], repeat: int, references: bool) -> N
                 f"{p['warm'] * 1e3:>5.0f} /{p['warm_cpu'] * 1e3:>5.0f} | {d['steps']:>5}")
         if not d["converged"]:
             line += " (not converged)"
+        ref_time = None
         if ref_alive:
             ref = _spawn(["--reference", json.dumps(spec)], None, REFERENCE_LIMIT + 60)
             if ref is None or ref["time"] > REFERENCE_LIMIT:
                 line += f" | {'> 180':>10} (skipped beyond)"
                 ref_alive = False
             else:
+                ref_time = ref["time"]
                 gap = (d["objective"] - ref["objective"]) / max(1.0, abs(ref["objective"]))
                 line += f" | {ref['time']:>10.1f} {ref['time'] / d['cold']:>7.0f} {gap:>9.1e}"
+        if references:  # a row per size; without references (--quick) the results file is left alone
+            rows.append(_results.row(str(n), n, d["cold"], ref_time, REFERENCE_LIMIT, d["rss"]))
         print(line, flush=True)
     print(f"   log-log slope of the cold time (default threads) over n ≥ 2000: "
           f"{_slope(list(sizes), cold_default):.2f}")
+    if rows:
+        _results.write(f"bpdn_heat1d_t{t:g}", f"BPDN, 1-D heat kernel t = {t:g}, m = n/2, cold, default threads",
+                       "CVXPY + Clarabel", "sources", rows)
 
 
 def floor2d(sources: int, sensors: int, t: float, sigma: float, repeat: int) -> None:
