@@ -232,13 +232,15 @@ def sweep(points: int = 11) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="no CVXPY; ladder up to n = 8000")
-    parser.add_argument("--repeat", type=int, default=3, help="best-of repeats per timing")
+    parser.add_argument("--repeat", type=int, default=None, help="best-of repeats per timing (3; 1 with --quick)")
     parser.add_argument("--limit", type=float, default=REFERENCE_LIMIT,
                         help="CVXPY + Clarabel time limit per solve (default 180 s, the issue's; 60 keeps a run short)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--reference", help=argparse.SUPPRESS)
     parser.add_argument("--first-call", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.repeat is None:
+        args.repeat = 1 if args.quick else 3
     if args.worker:
         print(json.dumps(worker(json.loads(args.worker), args.repeat)))
         return

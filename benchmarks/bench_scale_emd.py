@@ -1,6 +1,6 @@
 """Size ladder: exact L1 grid EMD, dpcloak against OR-Tools min-cost flow (time-limited), same run.
 
-Sizes 64², 128², 256², 512² (``--quick``: up to 256² with a 5 s peer limit). Two inputs from
+Sizes 64², 128², 256², 512² (``--quick``: noise only, up to 256², a 2 s peer limit, no results file). Two inputs from
 ``bench_emd.instance``: ``noise`` (i.i.d. u⁴ cells on both sides, the hard case, served by cost
 scaling) and ``heatmap`` (a Gaussian mixture against a Laplace-noised one, served by the multiscale
 simplex). Every solve runs in its own subprocess, so each row's peak RSS is that solve's; our time
@@ -63,7 +63,7 @@ def _spawn(role: str, kind: str, d: int, timeout: float | None) -> dict | None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="sizes up to 256², peer limit 5 s")
+    parser.add_argument("--quick", action="store_true", help="noise, sizes up to 256², peer limit 2 s, no JSON")
     parser.add_argument("--limit", type=float, default=None, help="OR-Tools time limit per solve (default 40 s)")
     parser.add_argument("--kinds", nargs="+", default=["noise", "heatmap"], choices=["noise", "heatmap"])
     parser.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
@@ -73,9 +73,10 @@ def main() -> None:
         print(json.dumps((_ours if role == "ours" else _peer)(kind, int(d))))
         return
     sizes = SIZES[:-1] if args.quick else SIZES
-    limit = args.limit if args.limit is not None else (5.0 if args.quick else 40.0)
+    limit = args.limit if args.limit is not None else (2.0 if args.quick else 40.0)
+    kinds = ["noise"] if args.quick else args.kinds
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; OR-Tools limit {limit:g} s")
-    for kind in args.kinds:
+    for kind in kinds:
         print(f"\n== L1 grid EMD, {kind} inputs")
         print(f"{'size':>8} {'dpcloak s':>10} {'(CPU)':>7} {'OR-Tools s':>11} {'ratio':>8} {'rel. diff':>10} "
               f"{'peak RSS MB':>12}")
@@ -94,6 +95,8 @@ def main() -> None:
             bound = "≥" if peer is None else " "
             print(f"{d:>7}² {ours['time']:>10.3f} {ours['cpu']:>7.3f} {peer_txt:>11} {bound}{r['ratio']:>7.1f} "
                   f"{diff_txt:>10} {ours['rss']:>12.0f}", flush=True)
+        if args.quick:
+            continue
         _results.write(f"emd_grid_{kind}", f"exact EMD, L1 grid, {kind} inputs", "OR-Tools SimpleMinCostFlow",
                        "cells", rows)
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")

@@ -9,7 +9,8 @@ then the column differences over the edges (time-limited). Both exclude building
 graph; each runs in its own subprocess (peak RSS per row is ours). Where the peer finishes the
 two Δ2 must agree to 1e-9 relative.
 
-Writes ``results/graph_delta2_grid.json`` and ``results/graph_delta2_rgg.json``.
+Writes ``results/graph_delta2_grid.json`` and ``results/graph_delta2_rgg.json`` (not with ``--quick``:
+grid graph up to 141² nodes, 5 s peer limit).
 
 Run: ``PYTHONPATH=src python benchmarks/bench_scale_graph.py [--quick] [--limit SECONDS]``
 """
@@ -96,7 +97,7 @@ def _spawn(role: str, kind: str, size: int, timeout: float | None) -> dict | Non
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="grid graph only, up to 141², peer limit 5 s")
+    parser.add_argument("--quick", action="store_true", help="grid graph only, up to 141², peer limit 5 s, no JSON")
     parser.add_argument("--limit", type=float, default=None, help="peer time limit per solve (default 30 s)")
     parser.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
     args = parser.parse_args()
@@ -128,6 +129,8 @@ def main() -> None:
             bound = "≥" if peer is None else " "
             print(f"{ours['n']:>7} {ours['time']:>10.2f} {ours['cpu']:>7.2f} {peer_txt:>12} {bound}{r['ratio']:>7.1f} "
                   f"{diff_txt:>10} {ours['bound']:>8.0e} {ours['rss']:>12.0f}", flush=True)
+        if args.quick:
+            continue
         _results.write(f"graph_delta2_{kind}", f"graph diffusion + Δ2, {kind} graph, {SENSORS} sensors",
                        "scipy expm_multiply on the sensor columns", "nodes", rows)
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")

@@ -39,7 +39,7 @@ def table(results: Path = RESULTS) -> str:
         kernel = f"{doc['kernel']} (slope {slope}, load {doc['load_avg']:.1f}, {doc['date']})"
         for i, r in enumerate(doc["rows"]):
             finished = r["peer_finished"]
-            peer_s = _seconds(r["peer_s"]) if finished else f"> {_seconds(r['ratio'] * r['ours_s'])}"
+            peer_s = _seconds(r["peer_s"]) if finished else f"> {r['ratio'] * r['ours_s']:.2g}"
             ratio = f"{'' if finished else '≥ '}{r['ratio']:.3g}×"
             lines.append(
                 f"| {kernel if i == 0 else ''} | {doc['peer'] if i == 0 else ''} | {r['size']} | "
