@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, overload
 
 import networkx as nx
 import numpy as np
@@ -146,6 +146,18 @@ class GraphDiffusion(LinearModel):
 
     def __repr__(self) -> str:
         return f"GraphDiffusion(n={self.shape[0]}, tau={self.tau:g})"
+
+
+@overload
+def graph_diffusion(
+    graph: nx.Graph | GraphDomain, tau: float, *, dense_limit: int = ..., conductance: str = ..., sensors: None = ...
+) -> GraphDiffusion: ...
+
+
+@overload
+def graph_diffusion(
+    graph: nx.Graph | GraphDomain, tau: float, *, dense_limit: int = ..., conductance: str = ..., sensors: ArrayLike
+) -> LocalGraphDiffusion: ...
 
 
 def graph_diffusion(
