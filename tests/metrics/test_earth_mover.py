@@ -399,6 +399,20 @@ def test_cost_scaling_large_noise_grid_matches_the_multiscale_simplex():
     assert _exact_cost(flow, 1, 1, 96, 80) == _exact_cost(want, 1, 1, 96, 80)
 
 
+@pytest.mark.parametrize("kind", ["noise", "bumps"])
+def test_multiscale_cost_scaling_on_odd_grids_with_unequal_costs_matches_the_simplex(kind):
+    """Oracle: the network simplex (edge list, no multiscale) on a 101 x 67 grid with costs 3 : 2, where the
+    warm start pads odd sides and recurses twice; exact integer costs must agree."""
+    rows, cols, ch, cv = 101, 67, 3, 2
+    assert rows * cols > _costscale.WARM_MIN
+    b = _supply(np.random.default_rng(34), rows, cols, kind)
+    status, flow, _ = _costscale.grid_cost_scaling(rows, cols, ch, cv, b, _costscale.relabel_cap(rows * cols))
+    assert status == 0
+    _check_flow(flow, b, rows, cols)
+    eu, ev, ew = _grid.grid_edges(rows, cols, float(cv), float(ch))
+    assert _exact_cost(flow, ch, cv, rows, cols) == _exact_cost(_flow.edge_flow(b, eu, ev, ew), ch, cv, rows, cols)
+
+
 def test_relabel_limit_raises_instead_of_returning_a_suboptimal_flow(monkeypatch):
     monkeypatch.setattr(_grid, "noise_like", lambda b: True)
     monkeypatch.setattr(_grid, "relabel_cap", lambda n: 1)
