@@ -7,6 +7,7 @@ from dpcloak._lazy import lazy_exports
 if TYPE_CHECKING:
     from dpcloak.models.base import DenseModel, LinearModel
     from dpcloak.models.graph import GraphDiffusion, graph_diffusion
+    from dpcloak.models.graph_local import LocalGraphDiffusion
     from dpcloak.models.heat import (
         HeatKernel1D,
         HeatKernel2D,
@@ -23,6 +24,7 @@ __all__ = [
     "HeatKernel2D",
     "KroneckerHeatKernel2D",
     "GraphDiffusion",
+    "LocalGraphDiffusion",
     "heat_kernel_1d",
     "heat_kernel_2d",
     "graph_diffusion",
@@ -34,6 +36,7 @@ __getattr__, __dir__ = lazy_exports(__name__, {
     "LinearModel": "dpcloak.models.base",
     "GraphDiffusion": "dpcloak.models.graph",
     "graph_diffusion": "dpcloak.models.graph",
+    "LocalGraphDiffusion": "dpcloak.models.graph_local",
     "HeatKernel1D": "dpcloak.models.heat",
     "HeatKernel2D": "dpcloak.models.heat",
     "KroneckerHeatKernel2D": "dpcloak.models.heat",
