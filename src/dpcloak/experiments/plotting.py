@@ -44,7 +44,7 @@ LABELS: dict[str, str] = {
     "sigma": "σ (noise std. dev., reading units)",
     "epsilon": "ε (privacy budget)",
     "delta": "δ (privacy failure probability)",
-    "delta2": "Δ2 (ℓ2 sensitivity, reading units)",
+    "delta2": "Δ2 (reading units)",
     "emd": "EMD (units of the interval [0, 1])",
     "separation": "separation of the sources (units of [0, 1])",
     "resolution": "Δ (grid cells per side)",
@@ -157,21 +157,29 @@ def log_axes(ax: Axes, *, x: bool = True, y: bool = True) -> None:
     plotted y ≤ 0 cannot sit on a log axis: it is removed from its line (which is broken there
     instead of plunging off the axis) and marked by a ▼ on the bottom edge, labelled in the legend.
     """
-    from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter, NullLocator
+    from matplotlib.ticker import FixedLocator, FuncFormatter, MaxNLocator, NullFormatter, NullLocator
 
     def plain(v: float, _: Any) -> str:
         return f"{v:g}"
 
-    def two_five(v: float, _: Any) -> str:
-        mantissa = v / 10 ** math.floor(math.log10(v)) if v > 0 else 0.0
-        return f"{v:g}" if any(abs(mantissa - c) < 1e-6 for c in (2.0, 5.0)) else ""
+    def minor(coefficients: Sequence[float]) -> FuncFormatter:
+        def fmt(v: float, _: Any) -> str:
+            mantissa = v / 10 ** math.floor(math.log10(v)) if v > 0 else 0.0
+            return f"{v:g}" if any(abs(mantissa - c) < 1e-6 for c in coefficients) else ""
+        return FuncFormatter(fmt)
 
     def label(axis: Any, limits: tuple[float, float]) -> None:
-        """Decades labelled; with fewer than two decades inside the limits, 2× and 5× as well (plain numbers)."""
+        """Decades labelled; with fewer than two decades inside the limits, 2× and 5× as well (plain
+        numbers), every minor tick when the limits span less than a factor of 4, evenly spaced plain
+        ticks when they span less than a factor of 2."""
         lo, hi = sorted(limits)
-        if lo > 0 and math.floor(math.log10(hi)) - math.ceil(math.log10(lo)) + 1 < 2:
+        if lo > 0 and hi / lo < 2:
+            axis.set_major_locator(MaxNLocator(nbins=4))
             axis.set_major_formatter(FuncFormatter(plain))
-            axis.set_minor_formatter(FuncFormatter(two_five))
+            axis.set_minor_locator(NullLocator())
+        elif lo > 0 and math.floor(math.log10(hi)) - math.ceil(math.log10(lo)) + 1 < 2:
+            axis.set_major_formatter(FuncFormatter(plain))
+            axis.set_minor_formatter(minor(range(2, 10) if hi / lo < 4 else (2.0, 5.0)))
         else:
             axis.set_minor_formatter(NullFormatter())
 
@@ -179,7 +187,7 @@ def log_axes(ax: Axes, *, x: bool = True, y: bool = True) -> None:
         values = _plotted_x(ax)
         ax.set_xscale("log")
         positive = values[values > 0]
-        if 0 < positive.size <= 12:
+        if 2 <= positive.size <= 12:
             ax.xaxis.set_major_locator(FixedLocator(positive))
             ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
             ax.xaxis.set_minor_locator(NullLocator())
@@ -238,6 +246,14 @@ def _has_data(ax: Axes) -> bool:
     return bool(ax.collections or ax.images or ax.patches or ax.containers)
 
 
+def _numeric(text: str) -> bool:
+    try:
+        float(text.replace("−", "-").replace("$", "").replace("\\mathdefault{", "").replace("}", ""))
+    except ValueError:
+        return "10^" in text
+    return True
+
+
 def _densify(pts: NDArray[np.float64], *, joined: bool, step: int = 16) -> NDArray[np.float64]:
     """Display points of a line: its vertices, plus points along its segments when they are drawn."""
     if not joined or len(pts) < 2:
@@ -274,7 +290,8 @@ def figure_problems(fig: Figure) -> list[str]:
             shown = [t for t in ticks if t.get_text().strip() and t.get_visible()]
             lo, hi = ax.get_xlim() if axis == "x" else ax.get_ylim()
             shown = [t for t in shown if min(lo, hi) <= (t.get_position()[0 if axis == "x" else 1]) <= max(lo, hi)]
-            if len(shown) < 2:
+            categorical = len(shown) == 1 and not _numeric(shown[0].get_text())
+            if len(shown) < 2 and not categorical:
                 problems.append(f"{name}: {axis} axis has {len(shown)} tick label(s)")
         legend = ax.get_legend()
         if legend is not None:

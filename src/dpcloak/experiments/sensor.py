@@ -165,7 +165,7 @@ def fig1_plot(rows: Sequence[Row]) -> Figure:
     axes[2].boxplot(data)
     axes[2].set_xticks(range(1, len(labels) + 1), labels, fontsize=7)
     axes[2].set_xlabel("distance and radius policy")
-    axes[2].set_ylabel("distance (EMD: units of [0, 1]; ℓ1, ℓ2: none)")
+    axes[2].set_ylabel("distance (EMD in units of [0, 1])")
     plotting.figure_legend(fig, axes[:2])
     return fig
 
@@ -471,9 +471,11 @@ def fig5_sweep(quick: bool = False) -> list[dict[str, Any]]:
 
 
 def fig5_plot(rows: Sequence[Row]) -> Figure:
-    fig, axes = plotting.new_figure(3, titles=["(a) Δ2 vs m (n = 500, t = 0.1)", "(b) Δ2 vs n (m = 500, t = 0.1)",
-                                               "(c) Δ2 vs t (n = 1000, m = 500)"])
+    fig, axes = plotting.new_figure(3)
     for ax, (panel, x, predicted) in zip(axes, _FIG5_PANELS, strict=True):
+        first = plotting.select(rows, panel=panel)[:1]
+        fixed = ", ".join(f"{k} = {first[0][k]:g}" for k in ("n", "m", "t") if k != x and first)
+        ax.set_title(f"({panel}) Δ2 vs {x} ({fixed})", fontsize=10)
         s = plotting.errorbar(ax, rows, x, "delta2", label="exact Δ2", panel=panel)
         for key, style, label in (("bound_published", "--", "Prop. 4 bound (printed)"),
                                   ("bound_proved", ":", "proved bound (dpcloak)")):
