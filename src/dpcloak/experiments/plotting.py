@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = [
-    "LABELS", "RANGES", "Summary", "clipped_interval", "errorbar", "figure_legend", "figure_problems", "label_of",
+    "LABELS", "RANGES", "Summary", "clipped_interval", "errorbar", "figure_legend", "figure_problems", "label_of", "legend_below",
     "log_axes", "loglog_slope", "mean_ci", "new_figure", "ok_rows", "select", "summarise",
 ]
 
@@ -170,7 +170,7 @@ def log_axes(ax: Axes, *, x: bool = True, y: bool = True) -> None:
 
     def label(axis: Any, limits: tuple[float, float]) -> None:
         """Decades labelled; with fewer than two decades inside the limits, 2× and 5× as well (plain
-        numbers), every minor tick when the limits span less than a factor of 4, evenly spaced plain
+        numbers), every minor tick when the limits span less than a factor of 3, evenly spaced plain
         ticks when they span less than a factor of 2."""
         lo, hi = sorted(limits)
         if lo > 0 and hi / lo < 2:
@@ -179,7 +179,7 @@ def log_axes(ax: Axes, *, x: bool = True, y: bool = True) -> None:
             axis.set_minor_locator(NullLocator())
         elif lo > 0 and math.floor(math.log10(hi)) - math.ceil(math.log10(lo)) + 1 < 2:
             axis.set_major_formatter(FuncFormatter(plain))
-            axis.set_minor_formatter(minor(range(2, 10) if hi / lo < 4 else (2.0, 5.0)))
+            axis.set_minor_formatter(minor(range(2, 10) if hi / lo < 3 else (2.0, 5.0)))
         else:
             axis.set_minor_formatter(NullFormatter())
 
@@ -233,6 +233,11 @@ def figure_legend(fig: Figure, axes: Sequence[Axes] | None = None, *, ncols: int
     if labels:
         fig.legend(handles, labels, loc="outside lower center", ncols=ncols or min(len(labels), 3), fontsize=8,
                    title=title, title_fontsize=8)
+
+
+def legend_below(ax: Axes, *, ncols: int = 1) -> None:
+    """The panel's own legend under its x label (for panels whose series differ from their neighbours')."""
+    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), fontsize=7, ncols=ncols, frameon=False)
 
 
 def _is_colorbar(ax: Axes) -> bool:
