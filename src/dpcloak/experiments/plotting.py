@@ -152,7 +152,8 @@ def _plotted_x(ax: Axes) -> NDArray[np.float64]:
 def log_axes(ax: Axes, *, x: bool = True, y: bool = True) -> None:
     """Logarithmic axes, called after plotting: readable ticks, and zero means marked instead of lost.
 
-    x: major ticks at the plotted x values (at most 12; otherwise the decades), labelled ``:g``.
+    x: major ticks at the plotted x values when they are few (≤ 8) and round (two significant digits),
+    labelled ``:g``; otherwise the decades.
     y: decades labelled, and 2× and 5× too when fewer than two decades are shown. A
     plotted y ≤ 0 cannot sit on a log axis: it is removed from its line (which is broken there
     instead of plunging off the axis) and marked by a ▼ on the bottom edge, labelled in the legend.
@@ -187,7 +188,8 @@ def log_axes(ax: Axes, *, x: bool = True, y: bool = True) -> None:
         values = _plotted_x(ax)
         ax.set_xscale("log")
         positive = values[values > 0]
-        if 2 <= positive.size <= 12:
+        round_values = all(float(f"{v:.2g}") == v for v in positive)
+        if 2 <= positive.size <= 8 and round_values:
             ax.xaxis.set_major_locator(FixedLocator(positive))
             ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
             ax.xaxis.set_minor_locator(NullLocator())
@@ -272,7 +274,8 @@ def figure_problems(fig: Figure) -> list[str]:
     """Presentation problems of a figure: what the module docstring's rules forbid, one line each.
 
     Checked on every panel that is not a colour bar: an empty panel; a missing x or y label; an
-    axis with fewer than two tick labels (a degenerate or unlabelled scale); a legend drawn over a
+    axis with fewer than two tick labels (a degenerate or unlabelled scale) or with overlapping
+    tick labels; a legend drawn over a
     plotted point; a colour-mapped image (``imshow``/``pcolormesh``) whose colour scale has no colour
     bar (a bar on another image with the same norm counts: that is a shared scale).
     """
@@ -298,6 +301,9 @@ def figure_problems(fig: Figure) -> list[str]:
             categorical = len(shown) == 1 and not _numeric(shown[0].get_text())
             if len(shown) < 2 and not categorical:
                 problems.append(f"{name}: {axis} axis has {len(shown)} tick label(s)")
+            boxes = sorted((t.get_window_extent() for t in shown), key=lambda b: (b.x0, b.y0))
+            if any(a.overlaps(b) for a, b in zip(boxes, boxes[1:], strict=False)):
+                problems.append(f"{name}: {axis} tick labels overlap")
         legend = ax.get_legend()
         if legend is not None:
             box = legend.get_window_extent()
