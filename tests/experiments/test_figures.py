@@ -15,8 +15,7 @@ from matplotlib.container import ErrorbarContainer
 from matplotlib.ticker import NullFormatter
 from scipy import stats
 
-from dpcloak.experiments import get_experiment, run_experiment
-from dpcloak.experiments import plotting
+from dpcloak.experiments import get_experiment, plotting, run_experiment
 from dpcloak.experiments.plotting import figure_problems
 from dpcloak.experiments.report import quick_caption
 
@@ -109,7 +108,7 @@ def test_error_bars_stay_in_the_metric_range():
     mean = float(np.mean(values))
     half = stats.t.ppf(0.975, 2) * np.std(values, ddof=1) / math.sqrt(3)
     assert mean - half < 0  # the unclipped interval would be drawn below 0
-    fig, axes = plotting.new_figure(1)
+    _fig, axes = plotting.new_figure(1)
     plotting.errorbar(axes[0], _rows({1: values, 2: [0.5, 0.6, 0.7]}), "x", "emd")
     (container,) = [c for c in axes[0].containers if isinstance(c, ErrorbarContainer)]
     segments = container.lines[2][0].get_segments()
@@ -123,7 +122,7 @@ def test_error_bars_stay_in_the_metric_range():
 
 
 def test_zero_mean_on_a_log_axis_is_marked_not_drawn_off_the_axis():
-    fig, axes = plotting.new_figure(1)
+    _fig, axes = plotting.new_figure(1)
     plotting.errorbar(axes[0], _rows({20: [0.0], 80: [0.09]}), "x", "emd", label="paper")
     plotting.log_axes(axes[0])
     data = axes[0].containers[0].lines[0]

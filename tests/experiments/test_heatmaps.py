@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from dpcloak.experiments import get_experiment, run_experiment
-from dpcloak.experiments.plotting import figure_problems
 from dpcloak.experiments.heatmaps import METHODS
+from dpcloak.experiments.plotting import figure_problems
 
 
 def _run(exp_id, tmp_path):

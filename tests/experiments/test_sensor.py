@@ -7,8 +7,8 @@ import math
 import pytest
 
 from dpcloak.experiments import get_experiment, run_experiment
-from dpcloak.experiments.plotting import figure_problems
 from dpcloak.experiments._sensor import panel_slope
+from dpcloak.experiments.plotting import figure_problems
 from dpcloak.recovery.bounds import THEOREM10_CONSTANT
 
 

@@ -14,6 +14,7 @@ logarithmic axis a mean of exactly 0 cannot be drawn; it is marked by a ▼ on t
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -30,8 +31,8 @@ if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 __all__ = [
-    "LABELS", "RANGES", "Summary", "clipped_interval", "errorbar", "figure_legend", "figure_problems", "label_of", "legend_below",
-    "log_axes", "loglog_slope", "mean_ci", "new_figure", "ok_rows", "select", "summarise",
+    "LABELS", "RANGES", "Summary", "clipped_interval", "errorbar", "figure_legend", "figure_problems", "label_of",
+    "legend_below", "log_axes", "loglog_slope", "mean_ci", "new_figure", "ok_rows", "select", "summarise",
 ]
 
 #: Axis labels (with units) of the parameters and measured quantities the experiments share.
@@ -190,7 +191,7 @@ def log_axes(ax: Axes, *, x: bool = True, y: bool = True) -> None:
         positive = values[values > 0]
         round_values = all(float(f"{v:.2g}") == v for v in positive)
         if 2 <= positive.size <= 8 and round_values:
-            ax.xaxis.set_major_locator(FixedLocator(positive))
+            ax.xaxis.set_major_locator(FixedLocator(positive.tolist()))
             ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
             ax.xaxis.set_minor_locator(NullLocator())
         else:
@@ -302,7 +303,7 @@ def figure_problems(fig: Figure) -> list[str]:
             if len(shown) < 2 and not categorical:
                 problems.append(f"{name}: {axis} axis has {len(shown)} tick label(s)")
             boxes = sorted((t.get_window_extent() for t in shown), key=lambda b: (b.x0, b.y0))
-            if any(a.overlaps(b) for a, b in zip(boxes, boxes[1:], strict=False)):
+            if any(a.overlaps(b) for a, b in itertools.pairwise(boxes)):
                 problems.append(f"{name}: {axis} tick labels overlap")
         legend = ax.get_legend()
         if legend is not None:
@@ -311,7 +312,7 @@ def figure_problems(fig: Figure) -> list[str]:
                 xy = np.column_stack([np.asarray(line.get_xdata(), dtype=float),
                                       np.asarray(line.get_ydata(), dtype=float)])
                 xy = xy[np.isfinite(xy).all(axis=1)]
-                if xy.size and line.get_visible() and not line.get_label() == "_zero_marker":
+                if xy.size and line.get_visible() and line.get_label() != "_zero_marker":
                     pts = _densify(line.get_transform().transform(xy), joined=line.get_linestyle() not in ("None", ""))
                     inside = (pts[:, 0] > box.x0) & (pts[:, 0] < box.x1) & (pts[:, 1] > box.y0) & (pts[:, 1] < box.y1)
                     if inside.any():
