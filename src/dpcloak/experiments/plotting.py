@@ -64,7 +64,11 @@ RANGES: dict[str, tuple[float | None, float | None]] = {
 
 
 def label_of(name: str) -> str:
-    """The axis label of a column (:data:`LABELS`), else the column name itself."""
+    """The axis label of a column (:data:`LABELS`), else the column name itself.
+
+    >>> label_of("epsilon"), label_of("wall_time")
+    ('ε (privacy budget)', 'wall_time')
+    """
     return LABELS.get(name, name)
 
 
@@ -117,9 +121,9 @@ def summarise(rows: Sequence[Row], x: str, y: str, **where: Any) -> Summary:
 def clipped_interval(s: Summary, bounds: tuple[float | None, float | None] = (None, None)) -> NDArray[np.float64]:
     """Asymmetric error-bar lengths ``[[below], [above]]`` of the mean ± half-width, clipped to ``bounds``.
 
-    >>> s = Summary(np.array([1.0]), np.array([0.2]), np.array([0.5]), np.array([2]))
-    >>> clipped_interval(s, (0.0, 1.0)).tolist()
-    [[0.2], [0.5]]
+    >>> s = Summary(np.array([1.0]), np.array([0.25]), np.array([0.5]), np.array([2]))
+    >>> clipped_interval(s, (0.0, 1.0)).tolist()  # 0.25 − 0.5 < 0 is clipped at 0
+    [[0.25], [0.5]]
     """
     low, high = s.mean - s.half, s.mean + s.half
     if bounds[0] is not None:
@@ -226,7 +230,15 @@ def loglog_slope(x: Sequence[float] | NDArray[np.float64], y: Sequence[float] | 
 
 def figure_legend(fig: Figure, axes: Sequence[Axes] | None = None, *, ncols: int | None = None,
                   title: str | None = None) -> None:
-    """One legend below the panels with every distinct labelled series of ``axes`` (default: all axes)."""
+    """One legend below the panels with every distinct labelled series of ``axes`` (default: all axes).
+
+    >>> fig, axes = new_figure(2)
+    >>> for ax in axes:
+    ...     _ = ax.plot([1, 2], [1, 2], label="ours")
+    >>> figure_legend(fig)
+    >>> [t.get_text() for t in fig.legends[0].get_texts()]
+    ['ours']
+    """
     handles, labels = [], []
     for ax in fig.axes if axes is None else axes:
         for handle, label in zip(*ax.get_legend_handles_labels(), strict=True):
@@ -239,7 +251,14 @@ def figure_legend(fig: Figure, axes: Sequence[Axes] | None = None, *, ncols: int
 
 
 def legend_below(ax: Axes, *, ncols: int = 1) -> None:
-    """The panel's own legend under its x label (for panels whose series differ from their neighbours')."""
+    """The panel's own legend under its x label (for panels whose series differ from their neighbours').
+
+    >>> fig, axes = new_figure(1)
+    >>> _ = axes[0].plot([1, 2], [1, 2], label="Laplace")
+    >>> legend_below(axes[0])
+    >>> axes[0].get_legend().get_texts()[0].get_text()
+    'Laplace'
+    """
     ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.18), fontsize=7, ncols=ncols, frameon=False)
 
 
@@ -279,6 +298,14 @@ def figure_problems(fig: Figure) -> list[str]:
     tick labels; a legend drawn over a
     plotted point; a colour-mapped image (``imshow``/``pcolormesh``) whose colour scale has no colour
     bar (a bar on another image with the same norm counts: that is a shared scale).
+
+    >>> fig, axes = new_figure(1)
+    >>> _ = axes[0].plot([1, 2, 3], [1, 4, 9])
+    >>> figure_problems(fig)
+    ['panel 0 (untitled): no x label', 'panel 0 (untitled): no y label']
+    >>> _ = axes[0].set_xlabel("n (users)"), axes[0].set_ylabel("EMD (unit square)")
+    >>> figure_problems(fig)
+    []
     """
     from matplotlib.collections import QuadMesh
     from matplotlib.image import AxesImage

@@ -110,7 +110,16 @@ def write_report(experiment: Experiment, result: RunResult, path: Path) -> None:
 
 
 def quick_caption(experiment: Experiment, trials: int) -> str:
-    """The line a quick run's figure carries: what was run, and that it is too small to judge."""
+    """The line a quick run's figure carries: what was run, and that it is too small to judge.
+
+    Statistical experiments (several trials per point in the paper's sweep) are too small to judge
+    on a quick sweep; deterministic ones are judged on fewer points.
+
+    >>> from dpcloak.experiments import get_experiment
+    >>> print(quick_caption(get_experiment("sensor-fig2"), 2).replace("; ", ";\n"))
+    Quick sweep (2 points × 2 trials): too small to judge the paper's claims;
+    run without --quick for 7 points × 10 trials
+    """
     points = len(experiment.quick_sweep)
     size = f"{points} point{'s' if points > 1 else ''} × {trials} trial{'s' if trials > 1 else ''}"
     if experiment.trials > 1:
