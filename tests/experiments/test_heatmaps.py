@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from dpcloak.experiments import run_experiment
+from dpcloak.experiments import get_experiment, run_experiment
 from dpcloak.experiments.heatmaps import METHODS
+from dpcloak.experiments.plotting import figure_problems
 
 
 def _run(exp_id, tmp_path):
     res = run_experiment(exp_id, quick=True, workers=1, progress=False, out=tmp_path)
     assert all(p.exists() and p.stat().st_size > 0 for p in res.files)
     assert res.n_failed == 0 and res.claims
+    assert figure_problems(get_experiment(exp_id).plot(list(res.rows))) == []  # labelled, legible, no empty panel
     return res
 
 
