@@ -157,7 +157,7 @@ def _plotted_x(ax: Axes) -> NDArray[np.float64]:
 def log_axes(ax: Axes, *, x: bool = True, y: bool = True) -> None:
     """Logarithmic axes, called after plotting: readable ticks, and zero means marked instead of lost.
 
-    x: major ticks at the plotted x values when they are few (≤ 8) and round (two significant digits),
+    x: major ticks at the plotted x values when they are few (≤ 8) and round (three significant digits),
     labelled ``:g``; otherwise the decades.
     y: decades labelled, and 2× and 5× too when fewer than two decades are shown. A
     plotted y ≤ 0 cannot sit on a log axis: it is removed from its line (which is broken there
@@ -193,7 +193,7 @@ def log_axes(ax: Axes, *, x: bool = True, y: bool = True) -> None:
         values = _plotted_x(ax)
         ax.set_xscale("log")
         positive = values[values > 0]
-        round_values = all(float(f"{v:.2g}") == v for v in positive)
+        round_values = all(float(f"{v:.3g}") == v for v in positive)
         if 2 <= positive.size <= 8 and round_values:
             ax.xaxis.set_major_locator(FixedLocator(positive.tolist()))
             ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
