@@ -122,7 +122,7 @@ def user_vocabulary(message: str, kwargs: dict[str, Any]) -> str:
     for name, value in kwargs.items():
         option = flag(name)
         looks_like_path = isinstance(value, str) and len(value) > 2 and ("/" in value or bool(Path(value).suffix))
-        if looks_like_path and value in message and option not in message:
+        if looks_like_path and value in message and option not in message and name.upper() not in message:
             at = message.index(value)
             if at == 0 or message[at - 1] in " '\"(":
                 message = f"{message[:at]}{option} {message[at:]}"

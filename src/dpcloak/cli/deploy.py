@@ -78,11 +78,9 @@ def show(
     from dpcloak.service import require_service_extra
 
     require_service_extra()
-    from dpcloak.cli._common import check_input_file
     from dpcloak.service.config import load_deployment
     from dpcloak.service.views import deployment_view, guarantee_words
 
-    check_input_file("DIRECTORY", Path(directory) / "deployment.json" if Path(directory).is_dir() else directory)
     dep = load_deployment(Path(directory))
     view = deployment_view(dep, now=time.time())
     if json_out:

@@ -36,7 +36,8 @@ def run(
     from dpcloak.service.node import SensorNode, read_values, tail_csv
 
     check_text_file("--config", config)
-    check_text_file("--deployment", deployment)
+    if not Path(deployment).is_dir():  # a deployment directory or its deployment.json
+        check_text_file("--deployment", deployment)
     check_output_file("--ledger", ledger)
     if input != "-":
         check_text_file("--input", input)
