@@ -48,6 +48,12 @@ def _error(status: int, code: str, message: str, field: str | None = None,
     return JSONResponse(ReportError(status, code, message, field).body(), status_code=status, headers=headers)
 
 
+def _retry_after(bodies: list[dict[str, Any]]) -> dict[str, str] | None:
+    """``Retry-After`` (the longest asked for) when a sensor's flood limit refused a report, else no header."""
+    waits = [int(b["retry_after"]) for b in bodies if "retry_after" in b]
+    return {"Retry-After": str(max(waits))} if waits else None
+
+
 MAX_BODY_BYTES = 1 << 20
 """Largest request body accepted (a batch of 1,000 reports is about 400 kB)."""
 
@@ -124,19 +130,20 @@ def create_app(collector: Collector, *, analyst_token: str) -> FastAPI:
 
     @app.post("/api/v1/reports", status_code=201, tags=["sensors"],
               responses={200: {"description": "Duplicate of a stored report: acknowledged, nothing stored"},
-                         401: {}, 403: {}, 404: {}, 409: {}, 422: {}})
+                         401: {}, 403: {}, 404: {}, 409: {}, 422: {},
+                         429: {"description": "This sensor's flood limit: retry after Retry-After seconds"}})
     async def post_report(report: ReportIn) -> JSONResponse:
         """Store one signed report (201), or acknowledge a retry of a stored one (200)."""
         status, body = (await collector.ingest([report]))[0]
-        return JSONResponse(body, status_code=status)
+        return JSONResponse(body, status_code=status, headers=_retry_after([body]))
 
     @app.post("/api/v1/reports/batch", tags=["sensors"])
-    async def post_batch(batch: BatchIn) -> dict[str, Any]:
+    async def post_batch(batch: BatchIn) -> JSONResponse:
         """Store up to 1000 signed reports forwarded by a gateway; one outcome per report, in order."""
         outcomes = await collector.ingest(batch.reports)
-        return {"results": [{"http_status": s, **b} for s, b in outcomes],
+        return JSONResponse({"results": [{"http_status": s, **b} for s, b in outcomes],
                 "stored": sum(s == 201 for s, _ in outcomes), "duplicates": sum(s == 200 for s, _ in outcomes),
-                "rejected": sum(s >= 400 for s, _ in outcomes)}
+                "rejected": sum(s >= 400 for s, _ in outcomes)}, headers=_retry_after([b for _, b in outcomes]))
 
     @app.get("/api/v1/health", tags=["public"])
     async def health() -> dict[str, Any]:

@@ -18,6 +18,7 @@ from typing import Any
 
 from dpcloak.service.config import Deployment, sensor_key
 from dpcloak.service.ingest import ReportError, ReportIn, Verifier
+from dpcloak.service.limits import BURST, REPORTS_PER_WINDOW, SensorRateLimit
 from dpcloak.service.store import Store, WindowRecord
 from dpcloak.service.windows import close_in_worker, start_worker
 from dpcloak.service.writer import GroupWriter
@@ -58,11 +59,15 @@ class Collector:
         Seconds between checks for windows whose grace period is over.
     max_pending : int, default 20000
         Rows allowed to wait for the database before new reports get 503 (back-pressure).
+    flood_rate, flood_burst : float, int, optional
+        Per-sensor flood limit (:mod:`dpcloak.service.limits`): authenticated reports per second
+        (default ``REPORTS_PER_WINDOW / window_seconds``) and burst (default ``BURST``); over it, 429.
     """
 
     def __init__(self, deployment: Deployment, store: Store, *, master_key: bytes,
                  clock: Callable[[], float] = time.time, close_interval: float = 0.25,
-                 max_pending: int = 20_000) -> None:
+                 max_pending: int = 20_000, flood_rate: float | None = None,
+                 flood_burst: int = BURST) -> None:
         self.deployment = deployment
         self.store = store
         self.clock = clock
@@ -71,6 +76,8 @@ class Collector:
         keys = [sensor_key(master_key, deployment_id=deployment.deployment_id, sensor=j)
                 for j in range(deployment.n_sensors)]
         self.verifier = Verifier(deployment, sensor_keys=keys)
+        self.limiter = SensorRateLimit(deployment.n_sensors, burst=flood_burst,
+                                       rate=flood_rate or REPORTS_PER_WINDOW / deployment.window_seconds)
         self.writer = GroupWriter(store)
         self._recovery_process = ProcessPoolExecutor(
             max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=start_worker,
@@ -129,6 +136,12 @@ class Collector:
                 self.verifier.check(r, now=now, closed=r.window in self.closed or r.window in self._closing)
             except ReportError as exc:
                 outcomes[i] = (exc.status, exc.body())
+                continue
+            wait = self.limiter.take(r.sensor)  # authenticated: charge this sensor's flood allowance
+            if wait:
+                after = self.limiter.retry_after(wait)
+                outcomes[i] = (429, {**ReportError(429, "rate_limited", f"sensor {r.sensor} sends too fast; "
+                                                   f"retry after {after} s", "sensor").body(), "retry_after": after})
                 continue
             accepted.append(i)
             rows.append({"deployment_id": r.deployment, "sensor_id": r.sensor, "window": r.window,
