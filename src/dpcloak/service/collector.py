@@ -131,11 +131,14 @@ class Collector:
         outcomes: list[Outcome | None] = [None] * len(reports)
         rows: list[dict[str, Any]] = []
         accepted: list[int] = []
+        late: list[int] = []  # reports for a closed window: a retry of a stored one is still a duplicate (200)
         for i, r in enumerate(reports):
             try:
                 self.verifier.check(r, now=now, closed=r.window in self.closed or r.window in self._closing)
             except ReportError as exc:
                 outcomes[i] = (exc.status, exc.body())
+                if exc.code == "window_closed":
+                    late.append(i)
                 continue
             wait = self.limiter.take(r.sensor)  # authenticated: charge this sensor's flood allowance
             if wait:
@@ -159,6 +162,8 @@ class Collector:
                     conflicts.append(i)
             if conflicts:
                 await self._resolve_conflicts(reports, conflicts, outcomes)
+        if late:
+            await self._acknowledge_retries(reports, late, outcomes)
         return [o for o in outcomes if o is not None]
 
     def _count(self, window: int) -> None:
@@ -187,6 +192,17 @@ class Collector:
                 which = f" (report id {other.report_id})" if other is not None else ""
                 outcomes[i] = (409, ReportError(409, "replay", f"sensor {r.sensor} already reported for window "
                                                 f"{r.window}{which}", "window").body())
+
+    async def _acknowledge_retries(self, reports: list[ReportIn], late: list[int],
+                                   outcomes: list[Outcome | None]) -> None:
+        """A retry of a stored report whose acknowledgement was lost (crash) is 200 even once its window closed."""
+        found = await self.run_in_reader(lambda: self.store.find_reports(
+            self.deployment.deployment_id, report_ids=[reports[i].report_id for i in late]))
+        by_id = {s.report_id: s for s in found}
+        for i in late:
+            r, same = reports[i], by_id.get(reports[i].report_id)
+            if same is not None and (same.sensor_id, same.window, same.value) == (r.sensor, r.window, r.value):
+                outcomes[i] = (200, {"status": "duplicate", "report_id": r.report_id})
 
     # --- windows ---------------------------------------------------------------------------------------------
 
