@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Request
+from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -33,6 +34,8 @@ __all__ = ["create_app"]
 log = logging.getLogger("dpcloak.service")
 ASSETS = Path(__file__).parent / "assets"
 _BEARER = HTTPBearer(auto_error=False)
+WindowIndex = Annotated[int, PathParam(ge=0, le=2**62, description="Window index (as in reports).")]
+"""A window in a URL: the range of ``ReportIn.window`` (a larger integer would not fit the database's BIGINT)."""
 
 
 def _field(loc: tuple[Any, ...]) -> str:
@@ -168,7 +171,7 @@ def create_app(collector: Collector, *, analyst_token: str) -> FastAPI:
         return {"windows": [r.as_dict(with_map=False) for r in records]}
 
     @app.get("/api/v1/windows/{window}", tags=["analyst"], dependencies=[Depends(analyst)])
-    async def get_window(window: int) -> JSONResponse:
+    async def get_window(window: WindowIndex) -> JSONResponse:
         """One closed window with its recovered map."""
         records = await collector.run_in_reader(lambda: list(collector.store.windows(dep.deployment_id,
                                                                                      window=window)))
@@ -177,10 +180,8 @@ def create_app(collector: Collector, *, analyst_token: str) -> FastAPI:
         return JSONResponse(records[0].as_dict())
 
     @app.post("/api/v1/windows/{window}/close", tags=["analyst"], dependencies=[Depends(analyst)])
-    async def close(window: int) -> JSONResponse:
+    async def close(window: WindowIndex) -> JSONResponse:
         """Close a window now and recover it from the reports that arrived."""
-        if window < 0:
-            return _error(422, "out_of_range", f"window must be >= 0, got {window}", "window")
         record = await collector.close_window(window)
         if record is None:
             return _error(404, "not_found", f"no sensor reported for window {window}", "window")
