@@ -3,8 +3,9 @@
 A real ``dpcloak serve`` process (SQLite WAL, ``synchronous=FULL``) on loopback receives, every
 window of 1 s, one signed private report from each of 1,000 sensors (the deployment and model of
 ``bench_collector.py``: a 50 m x 40 m floor, 40 x 25 people counters), paced: window ``w``'s reports
-are released at ``t0 + w`` seconds and sent over 64 keep-alive connections, as single-reading
-requests (``--mode single``, 1,000 requests/s) or as gateway batches of 100 (``--mode batch``).
+are released at ``t0 + w`` seconds and sent over keep-alive connections (64), as single-reading
+requests (``--mode single``, 1,000 requests/s) or as gateway batches of 100 (``--mode batch``, one
+connection per gateway).
 Every full window is recovered by the collector's low-priority recovery process meanwhile.
 
 Printed: requests and readings per second achieved against the offered rate, status counts (any
@@ -90,8 +91,13 @@ def _request(path: str, body: Any, port: int) -> bytes:
             f"Content-Length: {len(data)}\r\n\r\n").encode() + data
 
 
-async def _drive(port: int, schedule: list[tuple[float, list[bytes]]], stats: dict[str, Any]) -> None:
-    """Send each group of requests at its time (monotonic) over CONNECTIONS keep-alive connections."""
+async def _drive(port: int, schedule: list[tuple[float, list[bytes]]], stats: dict[str, Any],
+                 connections: int) -> None:
+    """Send each group of requests at its time (monotonic) over ``connections`` keep-alive connections.
+
+    A connection the server closed while idle (keep-alive timeout) is reopened and the request resent
+    (a report is idempotent: a resent stored one would be answered 200).
+    """
     queue: asyncio.Queue[bytes | None] = asyncio.Queue()
 
     async def connection() -> None:
@@ -100,7 +106,15 @@ async def _drive(port: int, schedule: list[tuple[float, list[bytes]]], stats: di
             while (payload := await queue.get()) is not None:
                 start = time.perf_counter()
                 writer.write(payload)
-                head = await reader.readuntil(b"\r\n\r\n")
+                try:
+                    head = await reader.readuntil(b"\r\n\r\n")
+                except (asyncio.IncompleteReadError, ConnectionError):
+                    writer.close()
+                    stats["reconnects"] += 1
+                    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+                    start = time.perf_counter()
+                    writer.write(payload)
+                    head = await reader.readuntil(b"\r\n\r\n")
                 status = int(head.split(b" ", 2)[1])
                 length = next(int(line.split(b":", 1)[1]) for line in head.split(b"\r\n")
                               if line.lower().startswith(b"content-length:"))
@@ -110,7 +124,7 @@ async def _drive(port: int, schedule: list[tuple[float, list[bytes]]], stats: di
         finally:
             writer.close()
 
-    workers = [asyncio.create_task(connection()) for _ in range(CONNECTIONS)]
+    workers = [asyncio.create_task(connection()) for _ in range(connections)]
     for at, payloads in schedule:
         await asyncio.sleep(max(0.0, at - time.monotonic()))
         for p in payloads:
@@ -128,6 +142,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a 20 s run")
     args = parser.parse_args()
     seconds = 20 if args.quick else args.seconds
+    connections = CONNECTIONS if args.mode == "single" else SENSORS // 100  # batch: one per gateway
     work = Path(tempfile.mkdtemp(prefix="dpcloak-soak-"))
     dep = _deployment(work)
     t_prep = time.perf_counter()
@@ -171,9 +186,9 @@ def main() -> None:
                 payloads = [_request("/api/v1/reports/batch", {"reports": reports[i:i + 100]}, port)
                             for i in range(0, SENSORS, 100)]
             schedule.append((t_mono0 + k * dep.window_seconds, payloads))
-        stats: dict[str, Any] = {"latencies": [], "statuses": {}}
+        stats: dict[str, Any] = {"latencies": [], "statuses": {}, "reconnects": 0}
         t_send = time.monotonic()
-        asyncio.run(_drive(port, schedule, stats))
+        asyncio.run(_drive(port, schedule, stats, connections))
         elapsed = time.monotonic() - t_send
         time.sleep(2.0)
         stop.set()
@@ -198,13 +213,13 @@ def main() -> None:
     base = [m for t, m, _ in samples if t >= args.warmup]
     growth = (max(base) - base[0]) / base[0] if base else float("nan")
     load = os.getloadavg()
-    print(f"soak: {SENSORS} sensors, {seconds} windows of 1 s, mode {args.mode}, {CONNECTIONS} connections; "
+    print(f"soak: {SENSORS} sensors, {seconds} windows of 1 s, mode {args.mode}, {connections} connections; "
           f"reports prepared in {prep:.1f} s; load average {load[0]:.1f} {load[1]:.1f} {load[2]:.1f} "
           f"on {os.cpu_count()} cores")
     print(f"offered {readings / seconds:.0f} readings/s; sent {readings} readings in {requests} requests over "
           f"{elapsed:.1f} s ({readings / elapsed:.0f} readings/s, {requests / elapsed:.0f} requests/s achieved, "
           f"ratio achieved/offered {seconds / elapsed:.2f})")
-    print(f"statuses {stats['statuses']}; errors {errors}; stored {stored} of {readings}; windows recovered "
+    print(f"statuses {stats['statuses']}; errors {errors}; reconnects {stats['reconnects']}; stored {stored} of {readings}; windows recovered "
           f"{recovered}; collector alive {alive}")
     print(f"ack latency p50 {1e3 * q[49]:.1f} ms, p99 {1e3 * q[98]:.1f} ms, max {1e3 * lat[-1]:.1f} ms")
     if base:
