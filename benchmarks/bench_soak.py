@@ -219,8 +219,8 @@ def main() -> None:
     print(f"offered {readings / seconds:.0f} readings/s; sent {readings} readings in {requests} requests over "
           f"{elapsed:.1f} s ({readings / elapsed:.0f} readings/s, {requests / elapsed:.0f} requests/s achieved, "
           f"ratio achieved/offered {seconds / elapsed:.2f})")
-    print(f"statuses {stats['statuses']}; errors {errors}; reconnects {stats['reconnects']}; stored {stored} of {readings}; windows recovered "
-          f"{recovered}; collector alive {alive}")
+    print(f"statuses {stats['statuses']}; errors {errors}; reconnects {stats['reconnects']}; stored {stored} of "
+          f"{readings}; windows recovered {recovered}; collector alive {alive}")
     print(f"ack latency p50 {1e3 * q[49]:.1f} ms, p99 {1e3 * q[98]:.1f} ms, max {1e3 * lat[-1]:.1f} ms")
     if base:
         print(f"collector RSS: {base[0]:.1f} MB after {args.warmup:.0f} s warm-up, max {max(base):.1f} MB, end "
