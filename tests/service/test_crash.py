@@ -50,8 +50,19 @@ class Restarting:
         self.directory, self.db_url = directory, db_url
         self.proc = CollectorProcess(directory, db_url, directory / "collector-0.log")
         self.kills = 0
+        self.children: list[str] = []
+
+    def orphans(self) -> list[str]:
+        """Children of killed collectors still running (after a few seconds' grace)."""
+        deadline = time.monotonic() + 10
+        while (alive := [c for c in self.children if Path(f"/proc/{c}").exists()]) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        return alive
 
     def kill_and_restart(self) -> None:
+        pid = self.proc.proc.pid
+        with contextlib.suppress(OSError):  # its recovery process and resource tracker must die with it
+            self.children += Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
         self.proc.proc.send_signal(signal.SIGKILL)
         self.proc.proc.wait(timeout=30)
         self.proc.stop()
@@ -63,7 +74,7 @@ class Restarting:
 def _sensor(directory: Path, url: str, sensor: int, stop: threading.Event, t0: float) -> list[LedgerEntry]:
     node = SensorNode(deployment=load_deployment(directory),
                       credential=load_credential(directory / "sensors" / f"sensor-{sensor}.json"),
-                      ledger=directory / f"ledger-{sensor}.db", url=url, attempts=40, backoff=0.05, timeout=10.0)
+                      ledger=directory / f"ledger-{sensor}.db", url=url, attempts=20, backoff=0.05, timeout=10.0)
     try:
         w = 0
         while not stop.is_set():
@@ -96,10 +107,12 @@ def test_sigkill_loses_no_acknowledged_report(backend: str, tmp_path: Path, requ
         with ThreadPoolExecutor(max_workers=SENSORS) as pool:
             t0 = time.monotonic()
             futures = [pool.submit(_sensor, tmp_path, collector.proc.url, j, stop, t0) for j in range(SENSORS)]
-            while collector.kills < KILLS:
-                time.sleep(rng.uniform(0.1, 1.5))  # a random point of the collector's life
-                collector.kill_and_restart()
-            stop.set()
+            try:
+                while collector.kills < KILLS:
+                    time.sleep(rng.uniform(0.1, 1.5))  # a random point of the collector's life
+                    collector.kill_and_restart()
+            finally:
+                stop.set()  # also on failure, so that the sensors stop and the pool can close
             ledgers = {j: f.result(timeout=300) for j, f in enumerate(futures)}
         released = {e.window for entries in ledgers.values() for e in entries}
         with collector.proc.analyst() as analyst:  # windows that some sensor never completed
@@ -126,4 +139,5 @@ def test_sigkill_loses_no_acknowledged_report(backend: str, tmp_path: Path, requ
         assert reporting == sorted(j for j, entries in ledgers.items() if any(e.window == w for e in entries))
     assert integrity_problems(db_url) == []
     assert "Traceback" not in log
+    assert collector.orphans() == []  # no recovery process outlived its collector
 
