@@ -39,7 +39,6 @@ from typing import Any
 
 import httpx
 import numpy as np
-import psutil
 
 SENSORS = 1000
 CONNECTIONS = 64
@@ -83,6 +82,14 @@ def _window_reports(work: Path, dep: Any, window: int) -> list[dict[str, Any]]:
         out.append({"deployment": dep.deployment_id, "fingerprint": dep.fingerprint, "sensor": j, "key_id": j,
                     "window": window, "report_id": rid, "value": v, "mac": mac})
     return out
+
+
+def _rss_mb(pid: int) -> float:
+    """Resident set size of a process in MiB (Linux ``/proc``)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    raise ValueError(f"no VmRSS for process {pid}")
 
 
 def _request(path: str, body: Any, port: int) -> bytes:
@@ -164,14 +171,13 @@ def main() -> None:
                 if httpx.get(f"http://127.0.0.1:{port}/api/v1/health", timeout=2).status_code == 200:
                     break
             time.sleep(0.3)
-        main_proc = psutil.Process(proc.pid)
-
         def sample() -> None:
             t0 = time.monotonic()
             while not stop.is_set():
-                with contextlib.suppress(psutil.Error):
-                    kids = sum(c.memory_info().rss for c in main_proc.children(recursive=True))
-                    samples.append((time.monotonic() - t0, main_proc.memory_info().rss / 2**20, kids / 2**20))
+                with contextlib.suppress(OSError, ValueError):
+                    kids = sum(_rss_mb(int(c)) for c in
+                               Path(f"/proc/{proc.pid}/task/{proc.pid}/children").read_text().split())
+                    samples.append((time.monotonic() - t0, _rss_mb(proc.pid), kids))
                 stop.wait(1.0)
 
         sampler = threading.Thread(target=sample, daemon=True)
