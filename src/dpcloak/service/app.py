@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Request
+from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -26,7 +27,14 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from dpcloak import __version__
 from dpcloak.service import views
 from dpcloak.service.collector import Collector, Overloaded
-from dpcloak.service.http_ingest import BATCH_PATH, MAX_BODY_BYTES, REPORT_PATH, IngestEndpoints, malformed
+from dpcloak.service.http_ingest import (
+    BATCH_PATH,
+    MAX_BODY_BYTES,
+    REPORT_PATH,
+    IngestEndpoints,
+    malformed,
+    retry_after_header,
+)
 from dpcloak.service.ingest import BatchIn, ReportError, ReportIn
 
 __all__ = ["create_app", "CollectorApp"]
@@ -34,6 +42,8 @@ __all__ = ["create_app", "CollectorApp"]
 log = logging.getLogger("dpcloak.service")
 ASSETS = Path(__file__).parent / "assets"
 _BEARER = HTTPBearer(auto_error=False)
+WindowIndex = Annotated[int, PathParam(ge=0, le=2**62, description="Window index (as in reports).")]
+"""A window in a URL: the range of ``ReportIn.window`` (a larger integer would not fit the database's BIGINT)."""
 
 
 def _error(status: int, code: str, message: str, field: str | None = None,
@@ -130,16 +140,19 @@ def create_app(collector: Collector, *, analyst_token: str) -> CollectorApp:
 
     @app.post(REPORT_PATH, status_code=201, tags=["sensors"],
               responses={200: {"description": "Duplicate of a stored report: acknowledged, nothing stored"},
-                         401: {}, 403: {}, 404: {}, 409: {}, 422: {}})
+                         401: {}, 403: {}, 404: {}, 409: {}, 422: {},
+                         429: {"description": "This sensor's flood limit: retry after Retry-After seconds"}})
     async def post_report(report: ReportIn) -> JSONResponse:
         """Store one signed report (201), or acknowledge a retry of a stored one (200)."""
         status, body = await endpoints.report(report)
-        return JSONResponse(body, status_code=status)
+        return JSONResponse(body, status_code=status, headers=retry_after_header(body))
 
-    @app.post(BATCH_PATH, tags=["sensors"])
-    async def post_batch(batch: BatchIn) -> dict[str, Any]:
+    @app.post(BATCH_PATH, tags=["sensors"],
+              responses={429: {"description": "A sensor's flood limit refused a report: Retry-After seconds"}})
+    async def post_batch(batch: BatchIn) -> JSONResponse:
         """Store up to 1000 signed reports forwarded by a gateway; one outcome per report, in order."""
-        return (await endpoints.batch(batch))[1]
+        body = (await endpoints.batch(batch))[1]
+        return JSONResponse(body, headers=retry_after_header(body))
 
     @app.get("/api/v1/health", tags=["public"])
     async def health() -> dict[str, Any]:
@@ -164,7 +177,7 @@ def create_app(collector: Collector, *, analyst_token: str) -> CollectorApp:
         return {"windows": [r.as_dict(with_map=False) for r in records]}
 
     @app.get("/api/v1/windows/{window}", tags=["analyst"], dependencies=[Depends(analyst)])
-    async def get_window(window: int) -> JSONResponse:
+    async def get_window(window: WindowIndex) -> JSONResponse:
         """One closed window with its recovered map."""
         records = await collector.run_in_reader(lambda: list(collector.store.windows(dep.deployment_id,
                                                                                      window=window)))
@@ -173,10 +186,8 @@ def create_app(collector: Collector, *, analyst_token: str) -> CollectorApp:
         return JSONResponse(records[0].as_dict())
 
     @app.post("/api/v1/windows/{window}/close", tags=["analyst"], dependencies=[Depends(analyst)])
-    async def close(window: int) -> JSONResponse:
+    async def close(window: WindowIndex) -> JSONResponse:
         """Close a window now and recover it from the reports that arrived."""
-        if window < 0:
-            return _error(422, "out_of_range", f"window must be >= 0, got {window}", "window")
         record = await collector.close_window(window)
         if record is None:
             return _error(404, "not_found", f"no sensor reported for window {window}", "window")

@@ -23,7 +23,8 @@ from pydantic import BaseModel, ValidationError
 from dpcloak.service.collector import Collector, Overloaded
 from dpcloak.service.ingest import BatchIn, ReportError, ReportIn
 
-__all__ = ["REPORT_PATH", "BATCH_PATH", "MAX_BODY_BYTES", "IngestEndpoints", "error_field", "malformed"]
+__all__ = ["REPORT_PATH", "BATCH_PATH", "MAX_BODY_BYTES", "IngestEndpoints", "error_field", "malformed",
+           "retry_after_header"]
 
 log = logging.getLogger("dpcloak.service")
 
@@ -49,6 +50,23 @@ def malformed(errors: Sequence[Any]) -> ReportError:
     first = errors[0] if errors else {"loc": ("body",), "msg": "malformed body"}
     field = error_field(tuple(first.get("loc", ("body",))))
     return ReportError(422, "malformed", f"{field}: {first.get('msg', 'invalid')}", field)
+
+
+def retry_after_header(body: dict[str, Any]) -> dict[str, str] | None:
+    """``Retry-After`` (the longest asked for) when a sensor's flood limit refused a report in this answer.
+
+    ``body`` is one report's outcome or a batch's ``{"results": [...]}``; no header when nothing was limited.
+
+    Examples
+    --------
+    >>> retry_after_header({"results": [{"http_status": 201}, {"http_status": 429, "retry_after": 3}]})
+    {'Retry-After': '3'}
+    >>> retry_after_header({"http_status": 201}) is None
+    True
+    """
+    outcomes = body.get("results", [body])
+    waits = [int(o["retry_after"]) for o in outcomes if "retry_after" in o]
+    return {"Retry-After": str(max(waits))} if waits else None
 
 
 def encode(body: dict[str, Any]) -> bytes:
@@ -92,7 +110,7 @@ class IngestEndpoints:
         except Overloaded as exc:
             return (503, ReportError(503, "overloaded", f"the collector is saturated; retry after {exc.retry_after} s"
                                      ).body(), {"Retry-After": str(exc.retry_after)})
-        return status, out, None
+        return status, out, retry_after_header(out)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         body = await _read_body(scope, receive)

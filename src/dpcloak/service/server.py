@@ -15,12 +15,15 @@ __all__ = ["build_app", "serve", "dashboard_url"]
 DEFAULT_DB = "collector.db"
 
 
-def build_app(directory: Path, *, db_url: str | None = None, close_interval: float = 0.25) -> Any:
-    """The ASGI app of the deployment in ``directory`` (SQLite ``collector.db`` there unless ``db_url``)."""
+def build_app(directory: Path, *, db_url: str | None = None, close_interval: float = 0.25,
+              max_pending: int = 20_000) -> Any:
+    """The ASGI app of the deployment in ``directory`` (SQLite ``collector.db`` there unless ``db_url``;
+    ``max_pending``: back-pressure limit of :class:`~dpcloak.service.collector.Collector`)."""
     deployment = load_deployment(directory)
     key = load_master_key(directory)
     store = Store(db_url or sqlite_url(Path(directory) / DEFAULT_DB))
-    collector = Collector(deployment, store, master_key=key, close_interval=close_interval, warm_recovery=True)
+    collector = Collector(deployment, store, master_key=key, close_interval=close_interval, warm_recovery=True,
+                          max_pending=max_pending)
     return create_app(collector, analyst_token=analyst_token(key, deployment_id=deployment.deployment_id))
 
 

@@ -10,7 +10,10 @@ budget period so far.
 from __future__ import annotations
 
 import math
+import multiprocessing
+import multiprocessing.connection
 import os
+import threading
 import time
 from typing import Any
 
@@ -89,6 +92,7 @@ def start_worker(deployment: dict[str, Any], db_url: str, niceness: int) -> None
     network's dense model is built here, once, so the first window's recovery pays no start-up cost.
     """
     global _WORKER
+    _exit_with_parent()
     if niceness:
         os.nice(niceness)
     from threadpoolctl import threadpool_limits
@@ -102,6 +106,23 @@ def start_worker(deployment: dict[str, Any], db_url: str, niceness: int) -> None
 def worker_ready() -> bool:
     """A no-op run in the recovery process at start-up: starts it (imports, model) before the first window."""
     return _WORKER is not None
+
+
+def _exit_with_parent() -> None:
+    """End this worker when the collector that started it dies, even by SIGKILL.
+
+    Without it a killed collector leaves its recovery process (and its database connections) behind,
+    one more after every crash.
+    """
+    parent = multiprocessing.parent_process()
+    if parent is None:
+        return
+
+    def watch() -> None:
+        multiprocessing.connection.wait([parent.sentinel])
+        os._exit(0)  # a recovery cut short stored nothing: each window is stored in one transaction
+
+    threading.Thread(target=watch, name="dpcloak-parent-watch", daemon=True).start()
 
 
 def close_in_worker(window: int) -> bool:
