@@ -90,10 +90,14 @@ class PeriodReleases:
         if period != self._period or window <= self._upto:  # a new period, or a window closed out of order
             self._period, self._upto = period, period * dep.period_windows - 1
             self._counts = np.zeros(dep.n_sensors, dtype=np.int64)
-        while self._upto + 1 < window and self._upto + 1 in self._closed:
-            for r in self._store.window_reports(dep.deployment_id, self._upto + 1):
-                self._counts[r.sensor_id] += 1
-            self._upto += 1
+        end = self._upto
+        while end + 1 < window and end + 1 in self._closed:
+            end += 1
+        if end > self._upto:  # closed windows not yet in the prefix (after a start): one range read
+            for sensor, n in self._store.reports_per_sensor(dep.deployment_id, first_window=self._upto + 1,
+                                                            last_window=end).items():
+                self._counts[sensor] += n
+            self._upto = end
         counts = self._counts + present
         for sensor, n in self._store.reports_per_sensor(dep.deployment_id, first_window=self._upto + 1,
                                                         last_window=window - 1).items():
