@@ -15,23 +15,28 @@ import multiprocessing.connection
 import os
 import threading
 import time
+from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from dpcloak.sensors import NetworkRecovery
 from dpcloak.service import _network
 from dpcloak.service.config import Deployment
 from dpcloak.service.store import Store, WindowRecord
 
-__all__ = ["recover_window_record", "WindowRecovery", "start_worker", "close_in_worker", "worker_ready"]
+__all__ = ["recover_window_record", "PeriodReleases", "WindowRecovery", "start_worker", "close_in_worker",
+           "worker_ready"]
 
 
 def recover_window_record(deployment: Deployment, store: Store, window: int,
-                          warm_start: NetworkRecovery | None = None) -> tuple[WindowRecord, NetworkRecovery] | None:
+                          warm_start: NetworkRecovery | None = None,
+                          releases: PeriodReleases | None = None) -> tuple[WindowRecord, NetworkRecovery] | None:
     """Recover ``window`` from its stored reports; ``None`` when no sensor reported.
 
-    Returns the record and the network's recovery result (the next window's warm start).
+    Returns the record and the network's recovery result (the next window's warm start). ``releases``
+    counts the period's reports incrementally (default: read the period's rows up to ``window``).
     """
     rows = store.window_reports(deployment.deployment_id, window)
     if not rows:
@@ -43,21 +48,71 @@ def recover_window_record(deployment: Deployment, store: Store, window: int,
         values[r.sensor_id] = r.value
         present[r.sensor_id] = True
     result = _network.recover_window(network, values, present, warm_start)
-    period_first = deployment.period_of(window) * deployment.period_windows
-    releases = store.max_reports_per_sensor(deployment.deployment_id, first_window=period_first, last_window=window)
-    eps_period, delta_period = deployment.guarantee(releases)
+    if releases is None:
+        releases = PeriodReleases(deployment, store, closed=())
+    n_releases = releases.releases(window, present)
+    eps_period, delta_period = deployment.guarantee(n_releases)
     record = WindowRecord(
         window=window, closed_at=time.time(), source_map=[float(v) for v in result.sources],
         uncertainty=_finite(result.uncertainty), uncertainty_90=_finite(result.uncertainty_90),
         reporting=[int(j) for j in np.flatnonzero(present)], missing=int(deployment.n_sensors - present.sum()),
         sigma=float(network.sigma), epsilon_window=float(network.epsilon), delta_window=float(network.delta),
-        epsilon_period=eps_period, delta_period=delta_period, releases_in_period=releases,
+        epsilon_period=eps_period, delta_period=delta_period, releases_in_period=n_releases,
         converged=bool(result.recovery.converged), message=str(result.recovery.message))
     return record, result
 
 
 def _finite(x: float) -> float | None:
     return float(x) if math.isfinite(x) else None
+
+
+class PeriodReleases:
+    """The busiest sensor's number of reports in a budget period up to a window, kept incrementally.
+
+    :meth:`releases` equals the largest ``Store.reports_per_sensor`` count over the period's windows
+    ``first … window``, without reading the whole period at every close. A closed (recovered) window
+    takes no more reports (the collector answers 409), so its counts are final: closed windows are
+    added once, in order, to a cached prefix of the period, and only the windows after that prefix are
+    read (through the window index) — normally none, the closing window's own reports being at hand. A
+    window that never closes (nobody reported for it) keeps the range open from it: still exact, read
+    at every close. ``closed`` are the windows recovered before (e.g. by an earlier process).
+    """
+
+    def __init__(self, deployment: Deployment, store: Store, closed: Iterable[int]) -> None:
+        self._dep, self._store = deployment, store
+        self._closed = set(closed)
+        self._period = -1
+        self._upto = -1  # the cached prefix is the period's windows first … _upto, all closed
+        self._counts = np.zeros(deployment.n_sensors, dtype=np.int64)
+
+    def releases(self, window: int, present: NDArray[np.bool_]) -> int:
+        """The largest number of reports one sensor stored in ``window``'s period up to it (``present``: who
+        reported for ``window``)."""
+        dep = self._dep
+        period = dep.period_of(window)
+        if period != self._period or window <= self._upto:  # a new period, or a window closed out of order
+            self._period, self._upto = period, period * dep.period_windows - 1
+            self._counts = np.zeros(dep.n_sensors, dtype=np.int64)
+        end = self._upto
+        while end + 1 < window and end + 1 in self._closed:
+            end += 1
+        if end > self._upto:  # closed windows not yet in the prefix (after a start): one range read
+            for sensor, n in self._store.reports_per_sensor(dep.deployment_id, first_window=self._upto + 1,
+                                                            last_window=end).items():
+                self._counts[sensor] += n
+            self._upto = end
+        counts = self._counts + present
+        for sensor, n in self._store.reports_per_sensor(dep.deployment_id, first_window=self._upto + 1,
+                                                        last_window=window - 1).items():
+            counts[sensor] += n
+        return int(counts.max())
+
+    def closed(self, window: int, present: NDArray[np.bool_]) -> None:
+        """Record that ``window`` (with these sensors reporting) is closed: its counts are final."""
+        self._closed.add(window)
+        if window == self._upto + 1 and self._dep.period_of(window) == self._period:
+            self._counts += present
+            self._upto = window
 
 
 class WindowRecovery:
@@ -67,14 +122,16 @@ class WindowRecovery:
         self.deployment = deployment
         self.store = store
         self._previous: NetworkRecovery | None = None
+        self._releases = PeriodReleases(deployment, store, store.closed_windows(deployment.deployment_id))
 
     def close(self, window: int) -> WindowRecord | None:
         """Recover and store ``window`` (once); ``None`` when nobody reported for it."""
-        out = recover_window_record(self.deployment, self.store, window, self._previous)
+        out = recover_window_record(self.deployment, self.store, window, self._previous, self._releases)
         if out is None:
             return None
         record, recovery = out
         self.store.save_window(self.deployment.deployment_id, record)
+        self._releases.closed(window, recovery.present)
         self._previous = recovery
         return record
 
