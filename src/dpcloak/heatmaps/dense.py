@@ -77,7 +77,7 @@ class DenseRelease:
 
     >>> from dpcloak.heatmaps import bound_users
     >>> agg = bound_users([0, 1, 2], [0.1, 0.6, 0.9], [0.1, 0.6, 0.9], resolution=4)
-    >>> release = dense_aggregate(agg, epsilon=1.0, rng=0)  # noise="float": simulation
+    >>> release = dense_aggregate(agg, epsilon=1.0)  # exact noise from the OS CSPRNG
     >>> isinstance(release, DenseRelease), release.estimate.shape, release.guarantee().epsilon
     (True, (4, 4), 1.0)
     """
@@ -182,11 +182,13 @@ def dense_aggregate(
 
     >>> from dpcloak.heatmaps import bound_users
     >>> agg = bound_users([0, 1, 2], [0.1, 0.6, 0.9], [0.1, 0.6, 0.9], resolution=4)
-    >>> release = dense_aggregate(agg, epsilon=1.0, rng=0)
-    >>> round(release.count_epsilon, 12), round(release.cell_epsilon, 12)
-    (0.1, 0.9)
-    >>> dense_aggregate(agg, epsilon=1.0, population=3, rng=0).count_epsilon  # public estimate: all ε on cells
+    >>> release = dense_aggregate(agg, epsilon=1.0)
+    >>> round(release.count_epsilon, 12), round(release.cell_epsilon, 12), release.noise
+    (0.1, 0.9, 'secure')
+    >>> dense_aggregate(agg, epsilon=1.0, population=3).count_epsilon  # public estimate: all ε on cells
     0.0
+    >>> dense_aggregate(agg, epsilon=1.0, rng=0, simulation=True).noise  # a seed only for simulations
+    'secure'
     """
     agg = check_aggregate(aggregate)
     eps = check_real("epsilon", epsilon, low=0.0)
