@@ -3,7 +3,7 @@
 1. Analytic Gaussian calibration: ``GaussianMechanism(calibration="analytic")`` vs
    ``dp_accounting.pld.accountant.get_smallest_gaussian_noise`` (the same quantity computed by
    dp_accounting): time per calibration and relative difference of σ.
-2. σ of the three calibrations at seed 000's default (ε = 1, δ = 0.1) and at (0.5, 1e-5): how much
+2. σ of the three calibrations at Gilbert & McMillan's default (ε = 1, δ = 0.1) and at (0.5, 1e-5): how much
    noise the paper's formula adds compared to the analytic optimum.
 3. Sampling 10⁴ readings: numpy Gaussian (floating point, not deployment-safe) vs the exact
    discrete Gaussian with ``rng=None`` (deployment: OS-keyed ChaCha20) at grid Δ2/1024, in draws per second.

@@ -1,6 +1,6 @@
 """Benchmark: dpcloak's BPDN solver against CVXPY + Clarabel, in the same run (issue 20).
 
-Problems (seed 000 Algorithm 1, default χ² radius, σ = 0.1, three unit sources):
+Problems (Gilbert & McMillan Algorithm 1, default χ² radius, σ = 0.1, three unit sources):
 
 * the 1-D heat kernel ``heat_kernel_1d(n, n/2, t)`` for ``t ∈ {0.05, 0.5}`` over the size ladder
   ``n ∈ {1000, 2000, 4000, 8000, 16000}``;
@@ -34,6 +34,11 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _results
 
 LADDER = (1000, 2000, 4000, 8000, 16000)
 TIMES = (0.05, 0.5)
@@ -84,7 +89,8 @@ def worker(spec: dict, repeat: int) -> dict:
     cold_wall, cold_cpu, rec = _best(cold, repeat)
     warm_wall, warm_cpu, _ = _best(lambda: bpdn(model, y, sigma=spec["sigma"]), repeat)
     return {"cold": cold_wall, "cold_cpu": cold_cpu, "warm": warm_wall, "warm_cpu": warm_cpu,
-            "objective": rec.objective, "converged": rec.converged, "steps": rec.n_iter}
+            "objective": rec.objective, "converged": rec.converged, "steps": rec.n_iter,
+            "rss": _results.peak_rss_mb()}
 
 
 def reference(spec: dict) -> dict:
@@ -142,11 +148,12 @@ def _slope(ns: list[int], ts: list[float]) -> float:
     return float(np.polyfit(x, y, 1)[0])
 
 
-def ladder(t: float, sizes: tuple[int, ...], repeat: int, references: bool) -> None:
+def ladder(t: float, sizes: tuple[int, ...], repeat: int, references: bool, limit: float = REFERENCE_LIMIT) -> None:
     print(f"\n== 1-D heat kernel, m = n/2, t = {t:g}, σ = 0.1  (ms; wall / CPU, best of {repeat})")
     print(f"{'n':>6} | {'cold default':>15} {'cold pinned':>15} | {'warm default':>13} {'warm pinned':>13} | "
           f"{'steps':>5} | {'Clarabel s':>10} {'ratio':>7} {'gap':>9}")
     cold_default = []
+    rows = []
     ref_alive = references
     for n in sizes:
         spec = {"kind": "1d", "n": n, "t": t, "sigma": 0.1}
@@ -160,17 +167,24 @@ def ladder(t: float, sizes: tuple[int, ...], repeat: int, references: bool) -> N
                 f"{p['warm'] * 1e3:>5.0f} /{p['warm_cpu'] * 1e3:>5.0f} | {d['steps']:>5}")
         if not d["converged"]:
             line += " (not converged)"
+        ref_time = None
         if ref_alive:
-            ref = _spawn(["--reference", json.dumps(spec)], None, REFERENCE_LIMIT + 60)
-            if ref is None or ref["time"] > REFERENCE_LIMIT:
-                line += f" | {'> 180':>10} (skipped beyond)"
+            ref = _spawn(["--reference", json.dumps(spec)], None, limit)
+            if ref is None or ref["time"] > limit:
+                line += f" | {f'> {limit:g}':>10} (skipped beyond)"
                 ref_alive = False
             else:
+                ref_time = ref["time"]
                 gap = (d["objective"] - ref["objective"]) / max(1.0, abs(ref["objective"]))
                 line += f" | {ref['time']:>10.1f} {ref['time'] / d['cold']:>7.0f} {gap:>9.1e}"
+        if references:  # a row per size; without references (--quick) the results file is left alone
+            rows.append(_results.row(str(n), n, d["cold"], ref_time, limit, d["rss"]))
         print(line, flush=True)
     print(f"   log-log slope of the cold time (default threads) over n ≥ 2000: "
           f"{_slope(list(sizes), cold_default):.2f}")
+    if rows:
+        _results.write(f"bpdn_heat1d_t{t:g}", f"BPDN, 1-D heat kernel t = {t:g}, m = n/2, cold, default threads",
+                       "CVXPY + Clarabel", "sources", rows)
 
 
 def floor2d(sources: int, sensors: int, t: float, sigma: float, repeat: int) -> None:
@@ -218,11 +232,15 @@ def sweep(points: int = 11) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="no CVXPY; ladder up to n = 8000")
-    parser.add_argument("--repeat", type=int, default=3, help="best-of repeats per timing")
+    parser.add_argument("--repeat", type=int, default=None, help="best-of repeats per timing (3; 1 with --quick)")
+    parser.add_argument("--limit", type=float, default=REFERENCE_LIMIT,
+                        help="CVXPY + Clarabel time limit per solve (default 180 s, the issue's; 60 keeps a run short)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--reference", help=argparse.SUPPRESS)
     parser.add_argument("--first-call", action="store_true", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.repeat is None:
+        args.repeat = 1 if args.quick else 3
     if args.worker:
         print(json.dumps(worker(json.loads(args.worker), args.repeat)))
         return
@@ -235,7 +253,7 @@ def main() -> None:
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} (shared with other engineers)")
     sizes = LADDER[:-1] if args.quick else LADDER
     for t in TIMES:
-        ladder(t, sizes, args.repeat, references=not args.quick)
+        ladder(t, sizes, args.repeat, references=not args.quick, limit=args.limit)
     floor2d(256, 128, 0.1, 0.05, args.repeat)
     floor2d(64, 32, 0.1, 0.05, args.repeat)
     print("\n== first call in a fresh process, (2000, 1000), t = 0.05 (s; wall / CPU)")

@@ -22,6 +22,9 @@ __all__ = [
     "check_choice",
     "check_array",
     "check_vector",
+    "available_memory",
+    "check_memory",
+    "format_bytes",
 ]
 
 
@@ -126,3 +129,61 @@ def check_vector(
 ) -> NDArray[np.float64]:
     """Return ``value`` as a finite 1-D float vector (of ``length`` if given)."""
     return check_array(name, value, shape=(length,), nonnegative=nonnegative)
+
+
+def format_bytes(nbytes: float) -> str:
+    """``nbytes`` in binary units, e.g. ``"3.7 GiB"``."""
+    value = float(nbytes)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if value < 1024 or unit == "PiB":
+            return f"{value:.3g} {unit}" if unit != "B" else f"{value:.0f} B"
+        value /= 1024
+    raise AssertionError("unreachable")
+
+
+def available_memory() -> int:
+    """Bytes this process may still allocate: the machine's available memory, capped by an address-space limit."""
+    import resource
+
+    available = _meminfo_available()
+    soft, _ = resource.getrlimit(resource.RLIMIT_AS)
+    if soft != resource.RLIM_INFINITY:
+        available = min(available, max(0, soft - _address_space_used()))
+    return available
+
+
+def _meminfo_available() -> int:
+    try:
+        with open("/proc/meminfo", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    import os
+
+    try:
+        return int(os.sysconf("SC_AVPHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (OSError, ValueError):
+        return 2**62  # unknown: do not refuse on a guess
+
+
+def _address_space_used() -> int:
+    try:
+        with open("/proc/self/status", encoding="ascii") as fh:
+            for line in fh:
+                if line.startswith("VmSize:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        pass
+    return 0
+
+
+def check_memory(what: str, nbytes: float, *, hint: str = "") -> None:
+    """Refuse up front when ``what`` needs more memory than is available (the message names both amounts)."""
+    available = available_memory()
+    if nbytes > 0.8 * available:
+        raise InvalidParameterError(
+            f"{what} needs about {format_bytes(nbytes)} of memory, but {format_bytes(available)} is available"
+            + (f"; {hint}" if hint else "")
+        )

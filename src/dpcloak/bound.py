@@ -26,10 +26,10 @@ class Bound:
 
     Examples
     --------
-    >>> b = Bound(0.25, "upper", "seed 000 Theorem 8")
+    >>> b = Bound(0.25, "upper", "Gilbert & McMillan, Theorem 8")
     >>> b.value, b.kind, b.applies
     (0.25, 'upper', True)
-    >>> Bound(float("nan"), "lower", "seed 000 Lemma 5", False, "needs n <= m").reason
+    >>> Bound(float("nan"), "lower", "Gilbert & McMillan, Lemma 5", False, "needs n <= m").reason
     'needs n <= m'
     """
 

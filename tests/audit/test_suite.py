@@ -108,10 +108,11 @@ def test_cli_shows_progress_on_a_terminal(monkeypatch):
     from rich.console import Console
 
     cli_audit = importlib.import_module("dpcloak.cli.audit")
+    cli_common = importlib.import_module("dpcloak.cli._common")
 
     bar = io.StringIO()
     monkeypatch.setattr(cli_audit, "console", Console(file=io.StringIO(), force_terminal=True))
-    monkeypatch.setattr(cli_audit, "err_console", Console(file=bar, force_terminal=True))
+    monkeypatch.setattr(cli_common, "err_console", Console(file=bar, force_terminal=True))  # where bars are drawn
     result = runner.invoke(app, ["audit", "--select", "Gaussian (paper)"])
     assert result.exit_code == 0, result.output
     assert "auditing" in bar.getvalue() and "1/1" in bar.getvalue()

@@ -1,6 +1,6 @@
 """``dpcloak calibrate`` and the privatizing ``dpcloak demo``.
 
-Oracles: the library (l2_sensitivity, GaussianMechanism) and seed 000's printed formula for the
+Oracles: the library (l2_sensitivity, GaussianMechanism) and Gilbert & McMillan's printed formula for the
 paper calibration; user mistakes give one line on stderr, exit status 2, no traceback.
 """
 
@@ -63,8 +63,8 @@ def test_bad_inputs_exit_2_without_traceback(args: list[str], needle: str) -> No
     assert not isinstance(result.exception, Exception) or isinstance(result.exception, SystemExit)
 
 
-def test_demo_reports_sigma() -> None:
-    result = runner.invoke(app, ["demo", "--n", "40", "--m", "20", "--t", "0.1"])
+def test_demo_reports_sigma(tmp_path) -> None:
+    result = runner.invoke(app, ["demo", "--n", "40", "--m", "20", "--t", "0.1", "--out", str(tmp_path)])
     assert result.exit_code == 0, result.output
     sigma = GaussianMechanism(epsilon=1, delta=0.1, sensitivity=l2_sensitivity(heat_kernel_1d(40, 20, 0.1))).sigma
     assert "σ" in result.stdout and f"{sigma:.6g}" in result.stdout

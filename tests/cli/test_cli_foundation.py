@@ -41,10 +41,7 @@ def test_sensitivity_graph_models(graph):
             "30",
             "--tau",
             "0.5",
-            "--p-in",
-            "0.5",
-            "--p-out",
-            "0.05",
+            *(["--p-in", "0.5", "--p-out", "0.05"] if graph == "sbm" else []),
             "--json",
         ],
     )

@@ -43,3 +43,28 @@ def test_unknown_command_is_a_usage_error() -> None:
     result = CliRunner().invoke(app, ["no-such-command"])
     assert result.exit_code == 2
     assert "No such command" in result.output
+
+
+def test_sensitivity_of_heat1d_imports_no_graph_or_sparse_solver() -> None:
+    """``dpcloak sensitivity --model heat1d`` pays for numpy only: no networkx, scipy.sparse.linalg or optimize."""
+    code = (
+        "import sys\nfrom dpcloak.cli import app\n"
+        "try:\n    app(['sensitivity', '--json'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m in ('networkx', 'scipy.sparse.linalg', 'scipy.optimize', "
+        "'matplotlib', 'dp_accounting', 'dpcloak.privacy.accounting')))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip().splitlines()[-1] == "[]"
+
+
+def test_lazy_packages_still_export_every_name() -> None:
+    code = (
+        "import importlib\n"
+        "for name in ('dpcloak.privacy', 'dpcloak.models', 'dpcloak.domains'):\n"
+        "    package = importlib.import_module(name)\n"
+        "    assert all(getattr(package, n) is not None for n in package.__all__), name\n"
+        "    assert set(package.__all__) <= set(dir(package)), name\n"
+        "import dpcloak.privacy\nprint(dpcloak.privacy.fisher.__name__)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "dpcloak.privacy.fisher"  # submodules still reachable as attributes

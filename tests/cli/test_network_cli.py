@@ -155,7 +155,7 @@ def test_recover_table_prints_the_uncertainty_next_to_the_map(tmp_path):
         (["recover", "--readings", "R", "--epsilon", "1"], "--epsilon: for a network"),
         (["network", "run", "--sensors", "S", "--counts", "C", *NET_ARGS, *PRIVACY, "--where", "date"],
          "COLUMN=VALUE"),
-        (["sensitivity", "--sensors", "missing.csv", *NET_ARGS], "sensors file not found"),
+        (["sensitivity", "--sensors", "missing.csv", *NET_ARGS], "--sensors missing.csv: no such file"),
     ],
 )
 def test_mistakes_are_one_line_with_exit_status_2(tmp_path, args, needle):

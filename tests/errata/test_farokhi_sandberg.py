@@ -1,4 +1,4 @@
-"""Errata of Farokhi & Sandberg (seed 004), checked in exact symbolic arithmetic (sympy).
+"""Errata of Farokhi & Sandberg, checked in exact symbolic arithmetic (sympy).
 
 Oracle: sympy integrals and derivatives of the paper's own densities and PDE; the dpcloak
 implementations are compared with those symbolic results, never with themselves.

@@ -1,4 +1,4 @@
-"""Errata of Ghazi et al. (seed 003): Lemma 2.1 on normalising vectors close in EMD norm.
+"""Errata of Ghazi et al.: Lemma 2.1 on normalising vectors close in EMD norm.
 
 Oracle: the EMD norm as an explicit linear program (transport plus unmatched mass, scipy HiGHS),
 independent of :func:`dpcloak.metrics.emd_norm`'s min-cost-flow solver (compared on the same inputs).

@@ -1,4 +1,4 @@
-"""Errata of Gilbert & McMillan (seed 000) and the matching results of McMillan's thesis (seed 002).
+"""Errata of Gilbert & McMillan and the matching results of McMillan's thesis.
 
 Oracles: direct evaluation of the printed inequalities on their index ranges (numpy), the exact Δ2
 of the heat kernel (every adjacent column pair), numpy's SVD for condition numbers.

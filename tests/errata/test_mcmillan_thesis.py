@@ -1,4 +1,4 @@
-"""Errata of McMillan's thesis (seed 002), Part IV: Theorem 10.8, Algorithm 4 and Theorem 10.11.
+"""Errata of McMillan's thesis, Part IV: Theorem 10.8, Algorithm 4 and Theorem 10.11.
 
 Oracles: sympy for the proof's integral and exponent chain, exact Poisson sums (scipy.stats pmf)
 for E[max(0, Z_i)], a replay of Algorithm 6 exactly as printed (raw counts) against dpcloak's

@@ -1,4 +1,4 @@
-"""Seed 004 experiments in --quick mode: output files and invariants from the math.
+"""Farokhi & Sandberg experiments in --quick mode: output files and invariants from the math.
 
 Oracles: Example 4's printed closed forms, the exact Gaussian DP profile, the closed-form
 Fisher informations 2/ϑ (Laplace) and 1/ϑ (Gaussian), and the cos² density.
@@ -11,13 +11,15 @@ import math
 
 import pytest
 
-from dpcloak.experiments import run_experiment
+from dpcloak.experiments import get_experiment, run_experiment
+from dpcloak.experiments.plotting import figure_problems
 
 
 def _run(exp_id, tmp_path):
     res = run_experiment(exp_id, quick=True, workers=1, progress=False, out=tmp_path)
     assert all(p.exists() and p.stat().st_size > 0 for p in res.files)
     assert res.n_failed == 0
+    assert figure_problems(get_experiment(exp_id).plot(list(res.rows))) == []  # labelled, legible, no empty panel
     with res.files[0].open() as handle:
         assert len(list(csv.DictReader(handle))) == len(res.rows)
     return res, {c.claim: c.verdict for c in res.claims}

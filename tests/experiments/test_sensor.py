@@ -1,4 +1,4 @@
-"""Seed 000 section 5 experiments in --quick mode: output structure and invariants from the math."""
+"""Gilbert & McMillan section 5 experiments in --quick mode: output structure and invariants from the math."""
 
 from __future__ import annotations
 
@@ -6,8 +6,9 @@ import math
 
 import pytest
 
-from dpcloak.experiments import run_experiment
+from dpcloak.experiments import get_experiment, run_experiment
 from dpcloak.experiments._sensor import panel_slope
+from dpcloak.experiments.plotting import figure_problems
 from dpcloak.recovery.bounds import THEOREM10_CONSTANT
 
 
@@ -15,6 +16,7 @@ def _run(exp_id, tmp_path, **kwargs):
     res = run_experiment(exp_id, quick=True, workers=1, progress=False, out=tmp_path, **kwargs)
     assert all(p.exists() and p.stat().st_size > 0 for p in res.files)
     assert "| claim (paper) | measured (this run) | verdict |" in res.files[2].read_text()
+    assert figure_problems(get_experiment(exp_id).plot(list(res.rows))) == []  # labelled, legible, no empty panel
     return res
 
 

@@ -7,7 +7,8 @@ import math
 
 import pytest
 
-from dpcloak.experiments import run_experiment
+from dpcloak.experiments import get_experiment, run_experiment
+from dpcloak.experiments.plotting import figure_problems
 
 
 def _run(exp_id, tmp_path):
@@ -18,6 +19,7 @@ def _run(exp_id, tmp_path):
     report = res.files[2].read_text()
     assert "dpcloak version" in report and "seed: 0" in report
     assert report.count("\n| ") == len(res.claims) + 1  # header + one line per claim
+    assert figure_problems(get_experiment(exp_id).plot(list(res.rows))) == []  # labelled, legible, no empty panel
     return res
 
 

@@ -72,7 +72,7 @@ def test_centre_maps_to_origin_and_east_is_positive_x():
     [
         (lambda: LocalProjection(lon0=0.0, lat0=91.0), r"lat must lie in \[-90, 90\].*91"),
         (lambda: LocalProjection(lon0=181.0, lat0=0.0), r"lon must lie in \[-180, 180\].*181"),
-        (lambda: LocalProjection(lon0=float("nan"), lat0=0.0), "lon must be finite"),
+        (lambda: LocalProjection(lon0=float("nan"), lat0=0.0), "lon0 must be a finite"),
         (lambda: LocalProjection(lon0=0.0, lat0=90.0), r"lat0 must lie in \(-90, 90\)"),
         (lambda: LocalProjection(lon0=0.0, lat0=0.0, backend="gdal"), "backend must be one of"),
         (lambda: projection_for(0.0, 0.0).forward([1.0, np.nan], [0.0, 0.0]), "lon must be finite; it has 1 NaN"),

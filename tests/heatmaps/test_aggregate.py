@@ -67,7 +67,7 @@ def _scale_test(z):
 def test_level_noise_is_laplace_at_its_epsilon_and_undernoising_fails():
     agg = _aggregate()
     eps = 1.0
-    honest = hierarchical_laplace(agg, epsilon=eps, rng=11)
+    honest = hierarchical_laplace(agg, epsilon=eps, rng=11, noise="float")
     z = _standardised_noise(agg, honest, eps)
     assert z.size == sum(4**i for i in range(2, 9))
     assert _scale_test(z)
@@ -76,7 +76,7 @@ def test_level_noise_is_laplace_at_its_epsilon_and_undernoising_fails():
     finest = z[-(256 * 256):]
     assert _scale_test(finest)
     # A deliberately weakened release (10 % less noise than the budget for ε claims) is caught.
-    weak = hierarchical_laplace(agg, epsilon=1.1 * eps, rng=11)
+    weak = hierarchical_laplace(agg, epsilon=1.1 * eps, rng=11, noise="float")
     zw = _standardised_noise(agg, weak, eps)
     assert not _scale_test(zw)
     assert stats.kstest(zw, "laplace").pvalue < 1e-6
@@ -84,7 +84,7 @@ def test_level_noise_is_laplace_at_its_epsilon_and_undernoising_fails():
 
 def test_guarantee_and_input_path():
     agg = _aggregate(delta=16)
-    noisy = hierarchical_laplace(agg, epsilon=2.0, w=20, rng=0)
+    noisy = hierarchical_laplace(agg, epsilon=2.0, w=20, rng=0, noise="float")
     g = noisy.guarantee()
     assert g.kind == "ε-DP" and g.delta == 0.0 and g.epsilon == pytest.approx(2.0, rel=1e-15) and g.epsilon <= 2.0
     assert "add/remove one user" in g.neighbouring and g.sensitivity == 1.0 and g.norm == "l1"
@@ -94,7 +94,7 @@ def test_guarantee_and_input_path():
 
 
 def test_default_gamma_minimises_footnote_5_error_term():
-    # Oracle: numerical minimisation of Z·Σ_i (2γ)^-i → 1/((1−γ)(1−0.5/γ)) (seed 003, footnote 5) over γ ∈ (½, 1).
+    # Oracle: numerical minimisation of Z·Σ_i (2γ)^-i → 1/((1−γ)(1−0.5/γ)) (Ghazi et al., footnote 5) over γ ∈ (½, 1).
     from scipy import optimize
 
     res = optimize.minimize_scalar(lambda g: 1.0 / ((1.0 - g) * (1.0 - 0.5 / g)), bounds=(0.51, 0.99),
@@ -112,7 +112,7 @@ def test_secure_level_noise_is_laplace_at_its_epsilon_and_halved_scale_fails():
     # Seeded statistical oracle as above, on a small pyramid (Δ = 32: levels 2..5, 1 360 exact draws).
     agg = _aggregate(delta=32)
     eps = 1.0
-    honest = hierarchical_laplace(agg, epsilon=eps, rng=7, noise="secure")
+    honest = hierarchical_laplace(agg, epsilon=eps, rng=7, noise="secure", simulation=True)
     z = _standardised_noise(agg, honest, eps)
     assert z.size == sum(4**i for i in range(2, 6))
     assert _scale_test(z)
@@ -123,7 +123,7 @@ def test_secure_level_noise_is_laplace_at_its_epsilon_and_halved_scale_fails():
         steps = lev * 2.0**36
         assert np.array_equal(steps, np.rint(steps)) and np.any(steps != ex)
     # Halving the scale (the noise an ε twice as large would get) is caught.
-    weak = hierarchical_laplace(agg, epsilon=2.0 * eps, rng=7, noise="secure")
+    weak = hierarchical_laplace(agg, epsilon=2.0 * eps, rng=7, noise="secure", simulation=True)
     zw = _standardised_noise(agg, weak, eps)
     assert not _scale_test(zw)
     assert stats.kstest(zw, "laplace").pvalue < 1e-6
@@ -131,7 +131,7 @@ def test_secure_level_noise_is_laplace_at_its_epsilon_and_halved_scale_fails():
 
 def test_secure_scales_never_below_one_over_epsilon_i_and_budget_sums_to_epsilon():
     agg = _aggregate(delta=16)
-    noisy = hierarchical_laplace(agg, epsilon=2.0, rng=0, noise="secure")
+    noisy = hierarchical_laplace(agg, epsilon=2.0, rng=0, noise="secure", simulation=True)
     budget = noisy.budget
     assert budget == level_budget(2.0, depth=agg.depth, w=20)  # the same ε_i as the float release
     total = math.fsum(budget.epsilons)
@@ -146,9 +146,9 @@ def test_secure_scales_never_below_one_over_epsilon_i_and_budget_sums_to_epsilon
 
 def test_secure_noise_is_reproducible_from_a_seed_and_fresh_without_one():
     agg = _aggregate(delta=16)
-    a = hierarchical_laplace(agg, epsilon=1.0, rng=5, noise="secure")
-    b = hierarchical_laplace(agg, epsilon=1.0, rng=np.random.default_rng(5), noise="secure")
-    c = hierarchical_laplace(agg, epsilon=1.0, rng=6, noise="secure")
+    a = hierarchical_laplace(agg, epsilon=1.0, rng=5, noise="secure", simulation=True)
+    b = hierarchical_laplace(agg, epsilon=1.0, rng=np.random.default_rng(5), noise="secure", simulation=True)
+    c = hierarchical_laplace(agg, epsilon=1.0, rng=6, noise="secure", simulation=True)
     for x, y in zip(a.levels, b.levels, strict=True):
         np.testing.assert_array_equal(x, y)
     assert not np.array_equal(a.levels[-1], c.levels[-1])
@@ -158,12 +158,13 @@ def test_secure_noise_is_reproducible_from_a_seed_and_fresh_without_one():
     assert not np.array_equal(d.levels[-1], e.levels[-1])
 
 
-def test_float_noise_is_the_default_and_unknown_noise_is_refused():
+def test_float_noise_is_an_explicit_opt_in_and_unknown_noise_is_refused():
     agg = _aggregate(delta=16)
-    a = hierarchical_laplace(agg, epsilon=1.0, rng=3)
-    b = hierarchical_laplace(agg, epsilon=1.0, rng=3, noise="float")
+    a = hierarchical_laplace(agg, epsilon=1.0, rng=3, noise="float")
+    b = hierarchical_laplace(agg, epsilon=1.0, rng=np.random.default_rng(3), noise="float")
     for x, y in zip(a.levels, b.levels, strict=True):
         np.testing.assert_array_equal(x, y)
     assert a.noise == "float" and "exact" not in a.guarantee().mechanism
+    assert "idealised real-valued noise" in a.guarantee().mechanism
     with pytest.raises(InvalidParameterError, match="noise"):
         hierarchical_laplace(agg, epsilon=1.0, noise="exact")

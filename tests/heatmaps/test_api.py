@@ -90,7 +90,7 @@ def test_dense_method_through_front_end():
 
 
 def test_private_heatmap_beats_baseline_in_emd():
-    # Claim (seed 003 §4.1, Figure 1): at Δ = 256, 200 users, ε = 1 our EMD is lower than the [LXD+19]
+    # Claim (Ghazi et al. §4.1, Figure 1): at Δ = 256, 200 users, ε = 1 our EMD is lower than the [LXD+19]
     # baseline's. Measured over 6 seeded synthetic sparse data sets (App. E.3 generator, exact EMD);
     # the one-sided 95 % t-interval of the paired difference must lie below 0.
     diffs = []

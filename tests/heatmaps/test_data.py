@@ -15,7 +15,7 @@ from dpcloak.heatmaps.data import (
 
 
 def test_snap_matches_floor_definition():
-    # Oracle: §2 of seed 003, the cell of (x, y) is (⌊yΔ⌋, ⌊xΔ⌋).
+    # Oracle: §2 of Ghazi et al., the cell of (x, y) is (⌊yΔ⌋, ⌊xΔ⌋).
     x = np.array([0.0, 0.124, 0.125, 0.999999, 0.5])
     y = np.array([0.0, 0.9, 0.3, 0.0, 0.5])
     cells = snap(x, y, resolution=8)
@@ -25,7 +25,7 @@ def test_snap_matches_floor_definition():
 
 
 def test_user_with_many_points_contributes_one_distribution():
-    # Oracle: p_i = (1/c) Σ 1_cell for a user with c points (seed 003 §2.3), computed by hand.
+    # Oracle: p_i = (1/c) Σ 1_cell for a user with c points (Ghazi et al. §2.3), computed by hand.
     rng = np.random.default_rng(0)
     heavy = 5000
     users = np.concatenate([np.zeros(heavy, dtype=int), [1, 2, 2]])
@@ -145,3 +145,21 @@ def test_mixed_id_types_follow_one_documented_rule():
     assert as_text.n_users == 2
     with pytest.raises(InvalidParameterError, match="type bool"):
         bound_users(np.array([True, 1, 2], dtype=object), x, y, resolution=4)
+
+
+def test_accumulate_cells_blocks_match_an_unblocked_oracle():
+    # Oracle: one np.add.at over all points (no blocks) and a per-user Python sum; 2.5 blocks of points.
+    from dpcloak.heatmaps.data import _CHUNK, accumulate_cells, fixed_point_weights
+
+    rng = np.random.default_rng(3)
+    n = int(2.5 * _CHUNK)
+    x, y = rng.random(n), rng.random(n)
+    codes = rng.integers(0, 1000, n)
+    weights = fixed_point_weights(np.bincount(codes, minlength=1000))
+    out = np.zeros(64 * 64, dtype=np.int64)
+    accumulate_cells(out, x, y, 6, weights, codes)
+    oracle = np.zeros(64 * 64, dtype=np.int64)
+    np.add.at(oracle, np.minimum((y * 64).astype(int), 63) * 64 + np.minimum((x * 64).astype(int), 63),
+              weights[codes])
+    np.testing.assert_array_equal(out, oracle)
+    assert int(out.sum()) == sum(int(weights[c]) for c in codes.tolist())

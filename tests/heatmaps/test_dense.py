@@ -30,7 +30,7 @@ def test_dense_release_shape_sum_and_error():
     rng = np.random.default_rng(1)
     n = 400
     agg = bound_users(np.arange(n), rng.random(n) * 0.5, rng.random(n) * 0.5, resolution=32)
-    rel = dense_aggregate(agg, epsilon=1.0, population=400, rng=2)
+    rel = dense_aggregate(agg, epsilon=1.0, population=400, rng=2, noise="float")
     assert rel.coarse_resolution == 16  # public n̂ = 400: round(log2 sqrt(400)) = round(4.32) = 4
     assert rel.estimate.shape == (32, 32) and rel.estimate.min() >= 0
     assert rel.estimate.sum() == pytest.approx(rel.coarse.sum())
@@ -55,8 +55,12 @@ def test_coarse_grid_does_not_single_out_127_vs_128_users():
     small = bound_users(np.arange(127), x[:127], y[:127], resolution=16)
     eps = 1.0
     runs = 300
-    p_big = np.mean([dense_aggregate(big, epsilon=eps, rng=s).coarse_resolution == 16 for s in range(runs)])
-    p_small = np.mean([dense_aggregate(small, epsilon=eps, rng=s).coarse_resolution == 16 for s in range(runs)])
+
+    def p_fine(agg):
+        return np.mean([dense_aggregate(agg, epsilon=eps, rng=s, noise="float").coarse_resolution == 16
+                        for s in range(runs)])
+
+    p_big, p_small = p_fine(big), p_fine(small)
     bound = math.exp(eps)
     for a, b in ((p_big, p_small), (p_small, p_big), (1 - p_big, 1 - p_small), (1 - p_small, 1 - p_big)):
         assert a <= bound * b + 0.1, (p_big, p_small)
@@ -66,7 +70,7 @@ def test_public_population_fixes_the_grid_whatever_the_data():
     # With a public estimate n̂ the grid is a function of public input only: identical for neighbours, in every run.
     # Oracle: √(ε n̂) = √(0.5 · 512) = 16 = 2^4, so Δ* = 16 for both data sets.
     for n in (127, 128, 3):
-        assert {dense_aggregate(_users(n), epsilon=0.5, population=512, rng=s).coarse_resolution
+        assert {dense_aggregate(_users(n), epsilon=0.5, population=512, rng=s, noise="float").coarse_resolution
                 for s in range(5)} == {16}
 
 
@@ -82,7 +86,7 @@ def test_noisy_count_grid_follows_the_laplace_law(n, share):
     t = 32.0 / (eps - eps_c)
     exact = 1 - 0.5 * math.exp(-(n - t) * eps_c) if n >= t else 0.5 * math.exp(-(t - n) * eps_c)
     runs = 600
-    rel = [dense_aggregate(agg, epsilon=eps, count_share=share, rng=s) for s in range(runs)]
+    rel = [dense_aggregate(agg, epsilon=eps, count_share=share, rng=s, noise="float") for s in range(runs)]
     freq = np.mean([r.coarse_resolution == 8 for r in rel])
     assert abs(freq - exact) <= 4.5 * math.sqrt(exact * (1 - exact) / runs), (freq, exact)
     g = rel[0].guarantee()

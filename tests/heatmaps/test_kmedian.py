@@ -1,4 +1,4 @@
-"""Private k-median via the private coreset (seed 003, Appendix A)."""
+"""Private k-median via the private coreset (Ghazi et al., Appendix A)."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Pyramidal transform vs a dense construction from Definition 3.1 of seed 003."""
+"""Pyramidal transform vs a dense construction from Definition 3.1 of Ghazi et al.."""
 
 import numpy as np
 import pytest

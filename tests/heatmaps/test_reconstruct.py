@@ -23,14 +23,14 @@ def test_huge_epsilon_recovers_w_sparse_aggregate(delta, k, w):
     users, x, y = _sparse_points(delta, k, seed=delta + k)
     agg = bound_users(users, x, y, resolution=delta)
     assert np.count_nonzero(agg.fixed) <= w
-    rec = reconstruct(hierarchical_laplace(agg, epsilon=1e12, w=w, rng=0), w=w)
+    rec = reconstruct(hierarchical_laplace(agg, epsilon=1e12, w=w, rng=0, noise="float"), w=w)
     np.testing.assert_allclose(rec.estimate, agg.sums, atol=1e-8)
     np.testing.assert_allclose(rec.estimate / rec.estimate.sum(), agg.normalized, atol=1e-9)
 
 
 def test_descent_keeps_top_w_children():
     users, x, y = _sparse_points(32, 30, seed=1)
-    noisy = hierarchical_laplace(bound_users(users, x, y, resolution=32), epsilon=1.0, w=6, rng=3)
+    noisy = hierarchical_laplace(bound_users(users, x, y, resolution=32), epsilon=1.0, w=6, rng=3, noise="float")
     selected, left_out = top_w_descent(noisy, w=6)
     start = noisy.start_level
     assert selected[0].size == min(6, 4**start)
@@ -62,7 +62,7 @@ def test_lp_matches_direct_cvxpy_formulation(delta, w, seed):
     n = 60
     users = rng.integers(0, 25, n)
     agg = bound_users(users, rng.random(n) ** 3, rng.random(n), resolution=delta)
-    noisy = hierarchical_laplace(agg, epsilon=1.0, w=w, rng=seed)
+    noisy = hierarchical_laplace(agg, epsilon=1.0, w=w, rng=seed, noise="float")
     rec = reconstruct(noisy, w=w)
     selected, _ = top_w_descent(noisy, w=w)
 

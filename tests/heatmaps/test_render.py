@@ -1,4 +1,4 @@
-"""H^σ (seed 003 §2.3) by separable filtering vs the O(Δ⁴) double sum of the definition."""
+"""H^σ (Ghazi et al. §2.3) by separable filtering vs the O(Δ⁴) double sum of the definition."""
 
 import numpy as np
 import pytest

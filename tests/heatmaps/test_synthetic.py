@@ -1,4 +1,4 @@
-"""Synthetic Gaussian-mixture data (seed 003, Appendix E.3)."""
+"""Synthetic Gaussian-mixture data (Ghazi et al., Appendix E.3)."""
 
 import numpy as np
 import pytest

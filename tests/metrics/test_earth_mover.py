@@ -174,7 +174,7 @@ def test_emd_norm_matches_pot_with_a_dummy_location(name):
 
 def test_emd_norm_of_balanced_difference_is_the_emd_and_unmatched_mass_pays_alpha():
     """Closed forms: ‖p − q‖_EMD = EMD(p, q) for equal masses (default α = diameter of [0,1]² = 2);
-    a lone unit of mass pays α; seed 003's α = 2 for the unit square."""
+    a lone unit of mass pays α; Ghazi et al.'s α = 2 for the unit square."""
     grid = Grid((16, 16))
     rng = np.random.default_rng(2)
     p, q = rng.random(grid.size), rng.random(grid.size)
@@ -200,7 +200,7 @@ def test_emd_norm_extreme_magnitudes_scale_exactly(magnitude):
 @settings(max_examples=30, deadline=None)
 @given(arrays(np.float64, (4, 5), elements=st.floats(-5.0, 5.0, allow_nan=False, allow_subnormal=False)))
 def test_emd_norm_bounds(w):
-    """Imbalance pays α (so seed 003 Lemma 2.1's step holds as |‖s‖₁ − ‖ŝ‖₁| ≤ ζ), and the norm
+    """Imbalance pays α (so Ghazi et al. Lemma 2.1's step holds as |‖s‖₁ − ‖ŝ‖₁| ≤ ζ), and the norm
     never exceeds deleting everything (α ‖w‖₁); it is a norm: ‖−w‖ = ‖w‖, ‖2w‖ = 2‖w‖."""
     norm = emd_norm(w, GRID, penalty=1.5)
     assert norm >= 1.5 * abs(w.sum()) - 1e-9
@@ -399,13 +399,48 @@ def test_cost_scaling_large_noise_grid_matches_the_multiscale_simplex():
     assert _exact_cost(flow, 1, 1, 96, 80) == _exact_cost(want, 1, 1, 96, 80)
 
 
+@pytest.mark.parametrize("kind", ["noise", "bumps"])
+def test_multiscale_cost_scaling_on_odd_grids_with_unequal_costs_matches_the_simplex(kind):
+    """Oracle: the network simplex (edge list, no multiscale) on a 101 x 67 grid with costs 3 : 2, where the
+    warm start pads odd sides and recurses twice; exact integer costs must agree."""
+    rows, cols, ch, cv = 101, 67, 3, 2
+    assert rows * cols > _costscale.WARM_MIN
+    b = _supply(np.random.default_rng(34), rows, cols, kind)
+    status, flow, _ = _costscale.grid_cost_scaling(rows, cols, ch, cv, b, _costscale.relabel_cap(rows * cols))
+    assert status == 0
+    _check_flow(flow, b, rows, cols)
+    eu, ev, ew = _grid.grid_edges(rows, cols, float(cv), float(ch))
+    assert _exact_cost(flow, ch, cv, rows, cols) == _exact_cost(_flow.edge_flow(b, eu, ev, ew), ch, cv, rows, cols)
+
+
 def test_relabel_limit_raises_instead_of_returning_a_suboptimal_flow(monkeypatch):
-    monkeypatch.setattr(_grid, "COST_SCALING", True)
+    monkeypatch.setattr(_grid, "noise_like", lambda b: True)
     monkeypatch.setattr(_grid, "relabel_cap", lambda n: 1)
     rng = np.random.default_rng(0)
     p, q = _pair(rng, 400, 0.0)
     with pytest.raises(ConvergenceError, match="relabel limit"):
         emd(p, q, Grid((20, 20)))
+
+
+def test_noise_dispatch_sends_noise_to_cost_scaling_and_smooth_supplies_to_the_simplex():
+    """i.i.d. noise of two laws is noise-like; a smooth bump difference and a 20 % smooth share are not.
+    Oracle for the value: the multiscale simplex on the same noise input (COST_SCALING off)."""
+    rng = np.random.default_rng(33)
+    for law in (rng.random, rng.standard_normal):
+        b = _flow.quantize(law(64 * 64) ** 2) - _flow.quantize(law(64 * 64) ** 2)
+        assert _grid.noise_like(b.reshape(64, 64))
+    y, x = np.mgrid[0:64, 0:64] / 64.0
+    bump = np.exp(-((y - 0.3) ** 2 + (x - 0.6) ** 2) * 20).ravel()
+    smooth = _flow.quantize(bump) - _flow.quantize(np.exp(-((x - 0.2) ** 2) * 9).ravel())
+    assert not _grid.noise_like(smooth.reshape(64, 64))
+    mixed = (0.2 * smooth.astype(float) + 0.8 * b.astype(float)).astype(np.int64)
+    assert not _grid.noise_like(mixed.reshape(64, 64))
+    assert not _grid.noise_like(np.zeros((64, 64), np.int64))
+    p, q = rng.random((64, 64)) ** 4, rng.random((64, 64)) ** 4
+    fast = emd(p, q, Grid((64, 64)))
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(_grid, "COST_SCALING", False)
+        assert emd(p, q, Grid((64, 64))) == pytest.approx(fast, rel=1e-12)
 
 
 def test_integer_cost_ratio_detection():

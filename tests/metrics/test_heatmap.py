@@ -1,8 +1,8 @@
-"""Heatmap metrics (seed 003, section 4) against independent implementations.
+"""Heatmap metrics (Ghazi et al., section 4) against independent implementations.
 
-Oracles: SIM = 1 − total variation (seed 003, Corollary B.5), ``numpy.corrcoef`` for CC,
+Oracles: SIM = 1 − total variation (Ghazi et al., Corollary B.5), ``numpy.corrcoef`` for CC,
 ``scipy.special.rel_entr`` for KL on strictly positive maps, POT's ``emd2`` with the L1 cost
-between the points (i/Δ, j/Δ) of seed 003's grid, and closed forms.
+between the points (i/Δ, j/Δ) of Ghazi et al.'s grid, and closed forms.
 """
 
 import numpy as np
@@ -50,7 +50,7 @@ def test_kl_matches_scipy_and_handles_empty_cells():
 
 
 def test_emd_uses_seed003_unit_square_l1():
-    """Oracle: POT with ‖x − y‖₁ between the points (i/Δ, j/Δ) of G_Δ (seed 003, section 2.1)."""
+    """Oracle: POT with ‖x − y‖₁ between the points (i/Δ, j/Δ) of G_Δ (Ghazi et al., section 2.1)."""
     d = 8
     h, g = _maps(3, (d, d))
     i, j = np.meshgrid(np.arange(d), np.arange(d), indexing="ij")

@@ -65,7 +65,7 @@ def test_operator_agrees_with_dense_matrix(name):
 
 
 def test_heat_kernel_1d_entry_by_entry():
-    """Oracle: seed 000 §2.1, A_ji = exp(−(i/n − j/m)²/(4T))/√(4πT), T = μt."""
+    """Oracle: Gilbert & McMillan §2.1, A_ji = exp(−(i/n − j/m)²/(4T))/√(4πT), T = μt."""
     n, m, t, mu = 20, 7, 0.3, 0.5
     A = heat_kernel_1d(n, m, t, mu=mu).todense()
     T = mu * t

@@ -156,6 +156,21 @@ def test_laplace_composes_to_k_epsilon() -> None:
         composed_epsilon(lap, readings=PLD_MAX_SELF_COMPOSITIONS + 1, delta=1e-6, accountant="pld")
 
 
+@pytest.mark.parametrize("eps", [0.25, 0.1, 0.3, 1 / 3, 0.7, 2.5, 1e-3])
+@pytest.mark.parametrize("k", [1, 2, 3, 4, 7, 10, 1000, 10**9])
+def test_pure_composition_is_the_smallest_float_not_below_k_epsilon(eps: float, k: int) -> None:
+    """Oracle: exact rational k·ε of the float ε. A stated total never rounds below it, and never
+    refuses a budget the exact total meets (4 × 0.25 = 1 exactly fits a budget of 1)."""
+    from fractions import Fraction
+
+    exact = k * Fraction(eps)
+    stated = composed_epsilon(LaplaceMechanism(epsilon=eps, sensitivity=1.0), readings=k, delta=0.0)
+    assert Fraction(stated) >= exact
+    assert Fraction(math.nextafter(stated, -math.inf)) < exact
+    fits = ReadingAccountant(mechanism=LaplaceMechanism(epsilon=eps, sensitivity=1.0), epsilon_budget=float(exact))
+    assert fits.remaining() == (k if Fraction(float(exact)) >= exact else k - 1)
+
+
 def test_huge_counts_do_not_allocate() -> None:
     """Issue 18: charge(10**9) and readings=10**12 are O(1) in time and memory."""
     tracemalloc.start()

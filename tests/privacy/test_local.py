@@ -1,4 +1,4 @@
-"""Per-sensor privatisation, its accountant, and the keyed backdoor (seed 002 §7.2).
+"""Per-sensor privatisation, its accountant, and the keyed backdoor (McMillan's thesis §7.2).
 
 Oracles: the exact Δ2 of the foundation (l2_sensitivity); the exact Gaussian profile in 60-digit
 mpmath for composed guarantees; the exact privacy profile of the 1-D discrete Gaussian (mpmath sum

@@ -1,7 +1,7 @@
 """Gaussian and Laplace mechanisms.
 
 Oracles: the exact Gaussian privacy profile (Balle & Wang 2018, Thm 8) evaluated independently with
-scipy.stats.norm; the printed formulas of seed 000 (paper) and Dwork & Roth (classic); a seeded
+scipy.stats.norm; the printed formulas of Gilbert & McMillan (paper) and Dwork & Roth (classic); a seeded
 empirical DP check with a DKW tolerance (tests/privacy/_empirical.py) that must pass at the claimed
 ε and fail when the noise is halved.
 """
@@ -60,7 +60,7 @@ def test_profile_matches_scipy_and_inverse() -> None:
 def test_paper_calibration_reproduces_seed000_formula() -> None:
     for eps, delta, sens in [(1.0, 0.1, 0.135897), (0.5, 1e-3, 2.0), (4.0, 0.1, 1.0)]:
         mech = GaussianMechanism(epsilon=eps, delta=delta, sensitivity=sens, calibration="paper")
-        assert mech.sigma == 2 * math.log(1.25 / delta) * sens / eps  # seed 000 Lemma 3, as printed
+        assert mech.sigma == 2 * math.log(1.25 / delta) * sens / eps  # Gilbert & McMillan Lemma 3, as printed
         assert gaussian_delta(epsilon=eps, sigma=mech.sigma, sensitivity=sens) <= delta
 
 

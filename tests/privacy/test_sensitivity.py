@@ -30,7 +30,7 @@ from dpcloak.privacy.sensitivity import (
 
 
 def _direct_heat1d_delta2(n, m, t, mu=0.5):
-    """Oracle: seed 000 Prop. 4, max_i ||A_i − A_{i+1}||₂ from the formula, one column pair at a time."""
+    """Oracle: Gilbert & McMillan Prop. 4, max_i ||A_i − A_{i+1}||₂ from the formula, one column pair at a time."""
     T = mu * t
     best = 0.0
     for i in range(1, n):

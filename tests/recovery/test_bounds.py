@@ -1,4 +1,4 @@
-"""Paper bounds (seed 000 Theorem 8, Corollary 9, Theorem 10; seed 002 Theorem 8.6).
+"""Paper bounds (Gilbert & McMillan Theorem 8, Corollary 9, Theorem 10; McMillan's thesis Theorem 8.6).
 
 Oracle: the published expressions re-evaluated here term by term, and the assumption list; for
 Theorem 10 the ingredients of the corrected proof (see the Theorem 10 section below).

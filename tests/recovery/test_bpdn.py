@@ -1,4 +1,4 @@
-"""BPDN (seed 000 Algorithm 1): the fast solver against CVXPY + Clarabel, exact recovery, EMD, errors.
+"""BPDN (Gilbert & McMillan Algorithm 1): the fast solver against CVXPY + Clarabel, exact recovery, EMD, errors.
 
 Oracles: CVXPY + Clarabel on the dense problem (independent conic solver); exact recovery of
 noise-free, well-separated sources as the radius shrinks (ℓ1 minimality); seeded EMD trend in σ.

@@ -1,4 +1,4 @@
-"""Bregman iteration (seed 002 Algorithm 2, BPDN form): Theorem 8.4 and the subproblem oracle.
+"""Bregman iteration (McMillan's thesis Algorithm 2, BPDN form): Theorem 8.4 and the subproblem oracle.
 
 Oracles: Theorem 8.4 (monotone residual; decreasing Bregman distance to a feasible f₀ while the
 residual exceeds ‖noise‖); CVXPY + Clarabel for the first subproblem

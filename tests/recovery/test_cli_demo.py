@@ -1,4 +1,4 @@
-"""``dpcloak demo``: the full seed 000 pipeline (model → Δ2 → σ → private readings → BPDN → EMD → PNG)."""
+"""``dpcloak demo``: the full Gilbert & McMillan pipeline (model → Δ2 → σ → private readings → BPDN → EMD → PNG)."""
 
 from __future__ import annotations
 

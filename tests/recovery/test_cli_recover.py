@@ -73,4 +73,4 @@ def test_recover_errors_are_one_line(tmp_path):
     result = runner.invoke(app, ["recover", "--readings", str(bad), "--sigma", "0.05"])
     assert result.exit_code == 2 and "matches no sensor" in result.output
     result = runner.invoke(app, ["recover", "--readings", str(tmp_path / "missing.csv"), "--sigma", "0.05"])
-    assert result.exit_code == 2 and "not found" in result.output
+    assert result.exit_code == 2 and "--readings" in result.output and "no such file" in result.output

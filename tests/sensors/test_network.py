@@ -1,6 +1,7 @@
 """SensorNetwork: construction from coordinates, release with the budget checked, recovery, accounting."""
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -89,6 +90,41 @@ def test_budget_is_checked_before_release_and_nothing_is_charged_past_it():
     net.privatize_reading(3, 10.0)  # sensor 3 still had one reading left
     with pytest.raises(BudgetExceededError):
         net.privatize_reading(3, 10.0)
+
+
+def test_a_ledger_keeps_the_budget_across_objects_and_restarts(tmp_path):
+    """Without a ledger, a network rebuilt from its configuration starts again at zero (documented); with one,
+    every object on the file shares one count, nothing is released past the budget, and a different
+    configuration cannot reuse the file. Oracle: the budget arithmetic of ``guarantee`` by direct count."""
+    config = _network().save(tmp_path / "net.toml")
+    ledger = tmp_path / "budget.json"
+    k = _network().max_releases()
+    first = SensorNetwork.load(config, ledger=ledger)
+    first.privatize(np.full((k - 1, 8), 10.0))
+    second = SensorNetwork.load(config, ledger=ledger)  # another object, as after a restart
+    assert second.releases == k - 1 and second.sensor_releases.tolist() == [k - 1] * 8
+    second.privatize_reading(5, 10.0)  # sensor 5 reaches k: the ledger holds the worst sensor
+    with pytest.raises(BudgetExceededError, match="nothing was released"):
+        first.privatize_reading(2, 10.0)  # counted from the ledger's floor: every sensor is taken to be at k
+    assert SensorNetwork.load(config, ledger=ledger).releases == k
+    assert SensorNetwork.load(config).releases == 0  # no ledger: the object alone counts
+    with pytest.raises(InvalidParameterError, match="not for"):
+        _network(epsilon=0.5, ledger=ledger)
+
+
+def test_budget_refusal_tells_an_excess_of_one_ulp_from_the_budget():
+    net = _network()
+    k = net.max_releases()
+    budget = net.guarantee(k + 1).epsilon
+    tight = _network(budget=(math.nextafter(budget, 0.0), 1e-5))
+    assert tight.max_releases() == k
+    tight.privatize(np.full((k, 8), 10.0))
+    with pytest.raises(BudgetExceededError) as err:
+        tight.privatize(np.full(8, 10.0))
+    stated = re.search(r"epsilon=(\S+) at .*budget epsilon=(\S+) \(", str(err.value))
+    assert stated is not None
+    spent, allowed = (float(v) for v in stated.groups())
+    assert spent == budget and allowed == math.nextafter(budget, 0.0)
 
 
 def test_composed_guarantee_is_the_zcdp_closed_form_checked_by_brute_force_over_renyi_orders():
@@ -250,3 +286,25 @@ def test_report_gives_pattern_and_event_level_spending_of_the_releases_so_far():
     assert report.releases == 24 and report.pattern == net.guarantee(24) and report.event == net.guarantee(3)
     assert report.event.epsilon < report.pattern.epsilon
     assert net.report(releases=5).pattern == net.guarantee(5)
+
+
+def test_the_bootstrap_uncertainty_is_the_median_emd_over_every_draw():
+    """Oracle: the documented bootstrap written out (same draws, one solve and one exact EMD per draw), on a
+    weak signal where several draws recover the same (empty) map and share one EMD computation."""
+    from dpcloak.metrics import emd
+    from dpcloak.models import matrix_model
+    from dpcloak.recovery import bpdn
+
+    net = _network(model="heat", diffusion=50.0**2)
+    y = net.privatize(net.dense_model() @ (0.2 * _truth()), rng=5, simulation=True)
+    rec = net.recover(y, uncertainty_draws=16, rng=3)
+    model = matrix_model(net.dense_model())
+    fitted = model.matvec(rec.sources)
+    gen = np.random.default_rng(3)
+    spread = []
+    for _ in range(16):
+        again = bpdn(model, fitted + gen.normal(0.0, net.sigma, 8), radius=rec.radius, bounds=(0.0, None))
+        spread.append(emd(rec.sources, again.x, net.model.domain))
+    assert rec.uncertainty == pytest.approx(float(np.median(spread)), rel=1e-9, abs=1e-9)
+    assert rec.uncertainty_90 == pytest.approx(float(np.quantile(spread, 0.9)), rel=1e-9, abs=1e-9)
+    assert len({round(s, 9) for s in spread}) < 16  # some draws gave the same map: the shared EMD was used

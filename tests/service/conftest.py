@@ -63,7 +63,8 @@ def deployment_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Depl
 class CollectorProcess:
     """``dpcloak serve`` as a real process on 127.0.0.1."""
 
-    def __init__(self, directory: Path, db_url: str, log_path: Path, *, port: int | None = None) -> None:
+    def __init__(self, directory: Path, db_url: str, log_path: Path, *, port: int | None = None,
+                 extra: tuple[str, ...] = ()) -> None:
         self.directory = directory
         self.port = free_port() if port is None else port
         self.url = f"http://127.0.0.1:{self.port}"
@@ -75,7 +76,7 @@ class CollectorProcess:
         self.log_path = log_path
         self._log = log_path.open("w")
         cmd = [sys.executable, "-m", "dpcloak", "serve", "--deployment", str(directory), "--db", db_url,
-               "--host", "127.0.0.1", "--port", str(self.port)]
+               "--host", "127.0.0.1", "--port", str(self.port), *extra]
         self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=dict(os.environ))
         self._wait_ready()
 

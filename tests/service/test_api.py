@@ -253,3 +253,45 @@ def test_saturated_collector_answers_503_with_retry_after(tmp_path: Path) -> Non
         assert resp.json()["error"] == "overloaded"
     assert h.stored() == 0
     h.store.dispose()
+
+
+def test_fast_ingest_path_answers_like_the_documented_routes(api: Harness) -> None:
+    """The ASGI-level ingest (``http_ingest``) against FastAPI's own routes for the same paths: same status,
+    error code and field for good, rejected and malformed reports (each path gets its own window)."""
+    app = api.client.app
+    windows = iter(range(1, 40))
+
+    def both(path: str, make: Any) -> list[tuple[int, Any, Any]]:
+        out = []
+        for fast in (True, False):
+            endpoints = app.ingest
+            app.ingest = endpoints if fast else None
+            try:
+                body = make(next(windows))
+                resp = api.client.post(path, content=body if isinstance(body, bytes) else None,
+                                       json=None if isinstance(body, bytes) else body)
+            finally:
+                app.ingest = endpoints
+            assert resp.status_code != 500 and resp.headers["content-type"].startswith("application/json")
+            data = resp.json()
+            out.append((resp.status_code, data.get("error"), data.get("field")))
+        return out
+
+    cases: list[tuple[str, Any]] = [
+        ("/api/v1/reports", lambda w: api.report(window=w)),
+        ("/api/v1/reports", lambda w: api.report(window=w, key_of=3)),
+        ("/api/v1/reports", lambda w: {**api.report(window=w), "sensor": -1}),
+        ("/api/v1/reports", lambda w: {**api.report(window=w), "extra": 1}),
+        ("/api/v1/reports", lambda w: {k: v for k, v in api.report(window=w).items() if k != "mac"}),
+        ("/api/v1/reports", lambda w: b"[]"),
+        ("/api/v1/reports/batch", lambda w: {"reports": [api.report(sensor=0, window=w),
+                                                         api.report(sensor=1, window=w, key_of=2)]}),
+        ("/api/v1/reports/batch", lambda w: {"reports": []}),
+        ("/api/v1/reports/batch", lambda w: {"reports": [api.report(window=w), {"sensor": 1}]}),
+    ]
+    for path, make in cases:
+        fast, framework = both(path, make)
+        assert fast == framework, (path, fast, framework)
+    fast, framework = both("/api/v1/reports", lambda w: b"{not json")
+    assert fast[:2] == framework[:2] == (422, "malformed") and fast[2] == "body"
+    assert api.stored() == 2 + 2  # the two good single reports and one good report of each batch

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 from alembic.migration import MigrationContext
-from sqlalchemy import text
+from sqlalchemy import event, text
 
 from dpcloak.errors import InvalidParameterError
-from dpcloak.service.auth import sign_report, verify_report
+from dpcloak.service.auth import KeyedVerifier, sign_report, verify_report
 from dpcloak.service.config import Deployment, load_deployment
 from dpcloak.service.schema import metadata
 from dpcloak.service.store import Store, sqlite_url
@@ -53,6 +53,93 @@ def test_migration_creates_exactly_the_tables_postgresql(postgres_url: str) -> N
     store.dispose()
 
 
+def _upgrade_from_0001(url: str) -> None:
+    """A database at revision 0001 holding reports upgrades to head: rows kept, the window index added and
+    used for the per-window reads, and the schema then equal to the tables."""
+    from sqlalchemy import inspect
+
+    from dpcloak.service.schema import WINDOW_INDEX, deployments
+
+    store = Store(url)
+    store.migrate("0001")
+    with store.engine.connect() as conn:
+        assert WINDOW_INDEX not in {ix["name"] for ix in inspect(conn).get_indexes("reports")}
+    with store.engine.begin() as conn:
+        conn.execute(deployments.insert().values(deployment_id="d", fingerprint="f", config="{}", created_at=0.0))
+    rows = [{"deployment_id": "d", "sensor_id": s, "window": w, "report_id": f"{w}-{s}", "value": float(s),
+             "received_at": 0.0} for w in range(4) for s in range(3) if (s, w) != (2, 3)]
+    assert len(store.insert_reports(rows)) == len(rows)
+    store.migrate()
+    with store.engine.connect() as conn:
+        assert WINDOW_INDEX in {ix["name"] for ix in inspect(conn).get_indexes("reports")}
+    assert _schema_diff(store) == []
+    assert [r.sensor_id for r in store.window_reports("d", 3)] == [0, 1]
+    assert store.reports_per_sensor("d", first_window=1, last_window=3) == {0: 3, 1: 3, 2: 2}
+    assert store.reports_per_sensor("d", first_window=3, last_window=3) == {0: 1, 1: 1}
+    assert store.reports_per_sensor("d", first_window=5, last_window=9) == {}
+    if store.dialect == "sqlite":  # the store's own query reads the range through the window index
+        seen: list[tuple[str, object]] = []
+
+        def record(_conn: object, _cur: object, statement: str, params: object, *_: object) -> None:
+            seen.append((statement, params))
+
+        event.listen(store.engine, "before_cursor_execute", record)
+        store.reports_per_sensor("d", first_window=1, last_window=3)
+        event.remove(store.engine, "before_cursor_execute", record)
+        with store.engine.connect() as conn:
+            plan = " ".join(str(r[-1]) for r in conn.exec_driver_sql("EXPLAIN QUERY PLAN " + seen[-1][0],
+                                                                     seen[-1][1]))  # type: ignore[arg-type]
+        assert WINDOW_INDEX in plan and "autoindex" not in plan, plan
+    store.dispose()
+
+
+def test_migration_upgrades_from_0001_sqlite(tmp_path: Path) -> None:
+    _upgrade_from_0001(sqlite_url(tmp_path / "old.db"))
+
+
+def test_migration_upgrades_from_0001_postgresql(postgres_url: str) -> None:
+    _upgrade_from_0001(postgres_url)
+
+
+def test_period_releases_equal_the_count_over_the_period(tmp_path: Path,
+                                                         deployment_dir: tuple[Path, Deployment]) -> None:
+    """The incremental count equals the direct count over the period's rows (the oracle), with windows
+    closed out of order, a window nobody reported for, late reports to open windows, a restart and a new period."""
+    import numpy as np
+
+    from dpcloak.service.windows import PeriodReleases
+
+    dep = dataclasses.replace(deployment_dir[1], period_windows=6)
+    store = _migrated(sqlite_url(tmp_path / "p.db"))
+    store.register(dep)
+    rng = np.random.default_rng(7)
+    m, did = dep.n_sensors, dep.deployment_id
+
+    def put(window: int, sensors: np.ndarray) -> None:
+        store.insert_reports([{"deployment_id": did, "sensor_id": int(j), "window": window,
+                               "report_id": f"{window}-{j}", "value": 0.0, "received_at": 0.0} for j in sensors])
+
+    order = [0, 1, 3, 2, 4, 7, 6, 8, 9, 11, 10]  # window 5 stays empty; 3 closes before 2; 6 starts a period
+    for w in range(12):
+        if w != 5:
+            put(w, rng.choice(m, size=int(rng.integers(1, m)), replace=False))
+    tracker = PeriodReleases(dep, store, closed=())
+    closed: list[int] = []
+    for i, w in enumerate(order):
+        if i == 6:  # a restart: a new tracker that knows the windows closed so far
+            tracker = PeriodReleases(dep, store, closed=closed)
+        if w + 1 not in closed:  # a late report to the next window, still open (a conflict if it exists)
+            put(w + 1, np.array([m - 1]))
+        present = np.zeros(m, dtype=bool)
+        present[[r.sensor_id for r in store.window_reports(did, w)]] = True
+        first = dep.period_of(w) * dep.period_windows
+        expected = max(store.reports_per_sensor(did, first_window=first, last_window=w).values())
+        assert tracker.releases(w, present) == expected, w
+        tracker.closed(w, present)
+        closed.append(w)
+    store.dispose()
+
+
 def test_unreachable_database_is_a_clear_error() -> None:
     with pytest.raises(InvalidParameterError, match="must be sqlite or postgresql"):
         Store("mysql://x@127.0.0.1/db")
@@ -68,9 +155,14 @@ def test_mac_is_hmac_sha256_of_the_documented_encoding() -> None:
     expected = hmac.new(key, msg, hashlib.sha256).hexdigest()
     assert sign_report(key, **fields) == expected
     assert verify_report(key, expected, **fields)
+    keyed = KeyedVerifier([bytes(32), key])  # the collector's verifier: each key keyed once, reused
+    for _ in range(2):
+        assert keyed.verify(1, expected, **fields) and keyed.verify(1, expected.upper(), **fields)
+    assert not keyed.verify(0, expected, **fields)
     for name, other in (("deployment_id", "abc124"), ("fingerprint", "e" * 64), ("sensor", 8), ("window", 43),
                         ("report_id", "0123456789abcdee"), ("value", 0.1 + 2**-55)):
         assert not verify_report(key, expected, **{**fields, name: other}), name
+        assert not keyed.verify(1, expected, **{**fields, name: other}), name
     assert not verify_report(bytes(32), expected, **fields)
 
 

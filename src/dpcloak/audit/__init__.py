@@ -1,7 +1,7 @@
 r"""Auditing privacy claims from samples (thesis Part IV): δ_ε, property testers, a black-box harness.
 
 Anyone can claim "(ε, δ)-DP". This package tests such a claim from the mechanism's outputs, with
-the property testers of McMillan's thesis (seed 002, chapters 9–10), and runs them on dpcloak's own
+the property testers of McMillan's thesis (chapters 9–10), and runs them on dpcloak's own
 mechanisms (``dpcloak audit``) so that a broken calibration is caught.
 
 What is here

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import ast
 import importlib
+import sys
+from collections.abc import Sequence
 from functools import cache
 from importlib import resources
 from typing import Any
@@ -76,6 +78,15 @@ def load_command(name: str) -> Any:
     return typer.main.get_command(single)
 
 
+def _one_line(exc: Any) -> str:
+    """A click error as one line, with where to find help."""
+    message = " ".join(str(exc.format_message()).split())
+    ctx = getattr(exc, "ctx", None)
+    if ctx is not None and getattr(ctx, "command_path", None):
+        message += f" (see '{ctx.command_path} --help')"
+    return message
+
+
 class _LazyCommand(TyperCommand):
     """Stands in for a command in listings; parsing and invocation go to the real command."""
 
@@ -87,7 +98,31 @@ class _LazyCommand(TyperCommand):
 
 
 class LazyGroup(TyperGroup):
-    """The root group: knows its commands by name and imports one only when it is run."""
+    """The root group: knows its commands by name and imports one only when it is run.
+
+    A usage mistake (unknown option, a value of the wrong type, a missing argument) is reported like
+    every other error: one line ``error: ...`` on stderr, exit status 2.
+    """
+
+    def main(self, args: Sequence[str] | None = None, prog_name: str | None = None, complete_var: str | None = None,
+             standalone_mode: bool = True, windows_expand_args: bool = True, **extra: Any) -> Any:
+        extra["windows_expand_args"] = windows_expand_args
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        from typer._click.exceptions import ClickException, NoArgsIsHelpError
+
+        try:
+            code = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except NoArgsIsHelpError as exc:  # a bare group: its help, as click shows it
+            exc.show()
+            sys.exit(exc.exit_code)
+        except ClickException as exc:
+            sys.stderr.write(f"error: {_one_line(exc)}\n")
+            sys.exit(exc.exit_code)
+        except typer.Abort:
+            sys.stderr.write("error: aborted\n")
+            sys.exit(1)
+        sys.exit(code if isinstance(code, int) else 0)
 
     def list_commands(self, ctx: Any) -> list[str]:
         return [*COMMANDS, *super().list_commands(ctx)]

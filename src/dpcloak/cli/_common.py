@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import json
+import math
+import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
-from typing import TYPE_CHECKING, Any, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, NoReturn, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from dpcloak.errors import DpcloakError, InvalidParameterError
 
@@ -20,7 +25,25 @@ if TYPE_CHECKING:
 
     from dpcloak.models import LinearModel
 
-__all__ = ["console", "err_console", "cli_errors", "emit_json", "build_model", "GRAPH_KINDS", "MODEL_KINDS"]
+__all__ = [
+    "console",
+    "err_console",
+    "cli_errors",
+    "emit_json",
+    "build_model",
+    "flag",
+    "user_vocabulary",
+    "check_input_file",
+    "check_text_file",
+    "check_output_file",
+    "check_output_dir",
+    "progress_bar",
+    "show_progress",
+    "renamed",
+    "GRAPH_KINDS",
+    "MODEL_KINDS",
+    "PICTURE_SUFFIXES",
+]
 
 console = Console(soft_wrap=True)  # never break a path or a message across lines
 err_console = Console(stderr=True, soft_wrap=True)
@@ -28,21 +51,195 @@ err_console = Console(stderr=True, soft_wrap=True)
 F = TypeVar("F", bound=Callable[..., Any])
 
 MODEL_KINDS = ("heat1d", "graph")
+PICTURE_SUFFIXES = (".png", ".svg", ".pdf", ".jpg", ".jpeg", ".tif", ".tiff", ".webp", ".eps", ".ps")
+"""Picture formats the plotting back end writes (chosen by the file's extension)."""
 GRAPH_KINDS = ("complete", "star", "path", "sbm")
 
 
+_FLAGS = {"as_json": "--json", "json_out": "--json", "list_": "--list"}
+"""Python parameter names whose option is not simply ``--name-with-dashes``."""
+
+
+def flag(name: str) -> str:
+    """The command-line option of a command parameter called ``name``."""
+    return _FLAGS.get(name, "--" + name.replace("_", "-"))
+
+
 def cli_errors(fn: F) -> F:
-    """Turn dpcloak's user errors into a one-line message on stderr and exit status 2."""
+    """Run a command so that every failure is one line on stderr: ``error: ...``, exit status 2.
+
+    Before the command runs: a NaN given for any option, or a negative ``--seed``, is refused. While
+    it runs: dpcloak's user errors, file-system errors (missing, unreadable or unwritable paths) and
+    undecodable input files become one line naming the option the user gave. Anything else is a bug:
+    one line saying so (exit status 1); ``DPCLOAK_DEBUG=1`` shows its traceback.
+    """
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
+            _check_options(kwargs)
             return fn(*args, **kwargs)
         except DpcloakError as exc:
-            err_console.print(f"[bold red]error:[/] {exc}", highlight=False)
-            raise typer.Exit(code=2) from None
+            _fail(user_vocabulary(str(exc), kwargs))
+        except OSError as exc:
+            _fail(_os_message(exc, kwargs))
+        except UnicodeDecodeError as exc:
+            _fail(f"an input file is not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8 CSV")
+        except MemoryError:
+            _fail("ran out of memory: the problem is larger than this machine can hold; try smaller sizes")
+        except (typer.Exit, typer.Abort, KeyboardInterrupt):
+            raise
+        except Exception as exc:  # a bug: say so in one line, not a traceback
+            if os.environ.get("DPCLOAK_DEBUG"):
+                raise
+            _fail(f"internal error (a bug in dpcloak, please report it): {type(exc).__name__}: {exc}; set "
+                  "DPCLOAK_DEBUG=1 to see the traceback", code=1)
 
     return wrapper  # type: ignore[return-value]
+
+
+def _fail(message: str, *, code: int = 2) -> NoReturn:
+    one_line = " ".join(message.split())
+    err_console.print(f"[bold red]error:[/] {escape(one_line)}", highlight=False)
+    raise typer.Exit(code=code)
+
+
+def _check_options(kwargs: dict[str, Any]) -> None:
+    for name, value in kwargs.items():
+        if isinstance(value, float) and math.isnan(value):
+            raise InvalidParameterError(f"{flag(name)} must be a number, got nan")
+        if name == "seed" and isinstance(value, int) and value < 0:
+            raise InvalidParameterError(f"--seed must be a non-negative integer, got {value}")
+
+
+def user_vocabulary(message: str, kwargs: dict[str, Any]) -> str:
+    """``message`` in the user's words: a leading library parameter name becomes the command's option, and a
+    path the user gave is named with its option."""
+    head, sep, rest = message.partition(" ")
+    bare = head.rstrip(":,")
+    if sep and bare in kwargs and not bare.startswith("-"):
+        message = f"{flag(bare)}{head[len(bare):]} {rest}"
+    for name, value in kwargs.items():
+        option = flag(name)
+        looks_like_path = isinstance(value, str) and len(value) > 2 and ("/" in value or bool(Path(value).suffix))
+        if looks_like_path and value in message and option not in message and name.upper() not in message:
+            at = message.index(value)
+            if at == 0 or message[at - 1] in " '\"(":
+                message = f"{message[:at]}{option} {message[at:]}"
+                break
+    return message
+
+
+def renamed(message: str, names: dict[str, str]) -> str:
+    """``message`` with a leading library name (a key of ``names``) replaced by the option (its value)."""
+    for name, option in names.items():
+        if message.startswith(name + " "):
+            return option + message[len(name):]
+    return message
+
+
+def _os_message(exc: OSError, kwargs: dict[str, Any]) -> str:
+    path = exc.filename if exc.filename is not None else ""
+    reason = exc.strerror or type(exc).__name__
+    options = [flag(name) for name, value in kwargs.items() if isinstance(value, str) and value and (
+        value == str(path) or str(path).startswith(value.rstrip("/") + "/"))]
+    where = f"{options[0]} {path}" if options else str(path)
+    return f"{where}: {reason}" if where else reason
+
+
+def check_input_file(option: str, path: str | Path) -> Path:
+    """``path`` as a readable file, or a one-line refusal naming ``option``."""
+    p = Path(path)
+    if not p.exists():
+        raise InvalidParameterError(f"{option} {p}: no such file")
+    if p.is_dir():
+        raise InvalidParameterError(f"{option} {p}: is a directory, expected a file")
+    try:
+        with p.open("rb") as fh:
+            fh.read(1)
+    except OSError as exc:
+        raise InvalidParameterError(f"{option} {p}: cannot be read ({exc.strerror or exc})") from None
+    return p
+
+
+def check_text_file(option: str, path: str | Path) -> Path:
+    """``path`` as a readable UTF-8 text file (CSV, TOML, JSON), or a one-line refusal naming ``option``."""
+    p = check_input_file(option, path)
+    with p.open("rb") as fh:
+        head = fh.read(1 << 16)
+    if b"\0" in head:
+        raise InvalidParameterError(f"{option} {p}: is a binary file, expected UTF-8 text (CSV)")
+    try:
+        head.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if exc.start < len(head) - 4:  # not merely a multi-byte character cut at the end of the sample
+            raise InvalidParameterError(
+                f"{option} {p}: is not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
+    return p
+
+
+def check_output_file(option: str, path: str | Path, *, suffixes: tuple[str, ...] = ()) -> Path:
+    """``path`` as a file that can be written (an existing file is replaced), or a refusal naming ``option``."""
+    p = Path(path)
+    if suffixes and p.suffix.lower() not in suffixes:
+        raise InvalidParameterError(f"{option} {p}: unsupported extension {p.suffix or '(none)'!r}; use "
+                                    f"{', '.join(suffixes)}")
+    if p.is_dir():
+        raise InvalidParameterError(f"{option} {p}: is a directory; give a file name")
+    _check_writable_dir(option, p.parent if str(p.parent) else Path("."), p)
+    return p
+
+
+def check_output_dir(option: str, path: str | Path) -> Path:
+    """``path`` as a directory that exists or can be created, or a refusal naming ``option``."""
+    p = Path(path)
+    if p.exists() and not p.is_dir():
+        raise InvalidParameterError(f"{option} {p}: exists and is not a directory")
+    existing = p
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise InvalidParameterError(f"{option} {p}: {existing} is not a directory")
+    _check_writable_dir(option, existing, p)
+    return p
+
+
+def _check_writable_dir(option: str, directory: Path, target: Path) -> None:
+    if not directory.exists():
+        raise InvalidParameterError(f"{option} {target}: directory {directory} does not exist")
+    if not directory.is_dir():
+        raise InvalidParameterError(f"{option} {target}: {directory} is not a directory")
+    try:
+        import tempfile
+
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".dpcloak-probe-"):
+            pass
+    except OSError as exc:
+        raise InvalidParameterError(f"{option} {target}: cannot write in {directory} "
+                                    f"({exc.strerror or exc})") from None
+
+
+def show_progress(quiet: bool) -> bool:
+    """Whether to draw a progress bar: not with ``--quiet``, and only on a terminal."""
+    return not quiet and err_console.is_terminal
+
+
+@contextlib.contextmanager
+def progress_bar(enabled: bool, label: str) -> Iterator[Callable[[int, int, str], None]]:
+    """A transient rich progress bar on stderr; yields ``update(done, total, step)`` (a no-op when disabled)."""
+    if not enabled:
+        yield lambda done, total, step: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  TextColumn("{task.description}"), console=err_console, transient=True) as bar:
+        task = bar.add_task("", total=None)
+
+        def update(done: int, total: int, step: str) -> None:
+            bar.update(task, completed=done, total=total, description=step)
+
+        yield update
 
 
 def emit_json(payload: dict[str, Any]) -> None:
@@ -58,6 +255,13 @@ def build_graph(kind: str, nodes: int, *, p_in: float, p_out: float, seed: int) 
         raise InvalidParameterError(f"--graph must be one of {', '.join(GRAPH_KINDS)}, got {kind!r}")
     if nodes < 2:
         raise InvalidParameterError(f"--nodes must be an integer >= 2, got {nodes}")
+    from dpcloak._validation import check_memory
+
+    edges = {"complete": nodes * (nodes - 1) / 2, "star": nodes - 1, "path": nodes - 1}.get(
+        kind, p_in * nodes**2 / 4 + p_out * nodes**2 / 4)
+    # networkx keeps ~0.5 KiB per edge and ~1 KiB per node; the diffusion exp(-tau L) has nodes² entries
+    check_memory(f"a {kind} graph of {nodes} nodes (~{edges:.3g} edges) and its diffusion matrix",
+                 512 * edges + 1024 * nodes + 8 * float(nodes) ** 2, hint="use fewer --nodes")
     if kind == "complete":
         return nx.complete_graph(nodes)
     if kind == "star":
@@ -86,11 +290,18 @@ def build_model(
     seed: int,
 ) -> tuple[LinearModel, str]:
     """Build the model named on the command line and a one-line description of it."""
-    from dpcloak.models import graph_diffusion, heat_kernel_1d
-
     if model == "heat1d":
+        from dpcloak.models.heat import heat_kernel_1d
+
         return heat_kernel_1d(n, m, t, mu=mu), f"1-D heat kernel, n={n}, m={m}, t={t:g}, mu={mu:g}"
     if model == "graph":
+        from dpcloak._validation import check_real
+        from dpcloak.models.graph import graph_diffusion
+
+        check_real("--tau", tau, low=0.0)
+        for name, p in (("--p-in", p_in), ("--p-out", p_out)):
+            check_real(name, p, low=0.0, high=1.0, low_inclusive=True, high_inclusive=True)
+
         g = build_graph(graph, nodes, p_in=p_in, p_out=p_out, seed=seed)
         return graph_diffusion(g, tau), f"graph diffusion exp(-tau L), {graph} graph, {nodes} nodes, tau={tau:g}"
     raise InvalidParameterError(f"--model must be one of {', '.join(MODEL_KINDS)}, got {model!r}")
@@ -113,7 +324,17 @@ class ModelSpec:
     seed: int = 0
 
     def build(self) -> tuple[LinearModel, str]:
-        """The model and a one-line description of it."""
+        """The model and a one-line description of it (options of another kind of model are refused)."""
+        defaults = ModelSpec()
+        own = {"heat1d": ("n", "m", "t", "mu"), "graph": ("graph", "nodes", "tau", "p_in", "p_out", "seed")}
+        sbm_only = ("p_in", "p_out", "seed")
+        ignored = [name for kind, names in own.items() if kind != self.model for name in names
+                   if getattr(self, name) != getattr(defaults, name)]
+        if self.model == "graph" and self.graph != "sbm":
+            ignored += [name for name in sbm_only if getattr(self, name) != getattr(defaults, name)]
+        if ignored and self.model in own:
+            kind = f"--model {self.model}" + (f" --graph {self.graph}" if self.model == "graph" else "")
+            raise InvalidParameterError(f"{', '.join(flag(n) for n in ignored)}: not used by {kind}")
         return build_model(
             self.model, n=self.n, m=self.m, t=self.t, mu=self.mu, graph=self.graph, nodes=self.nodes,
             tau=self.tau, p_in=self.p_in, p_out=self.p_out, seed=self.seed,

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
+from dpcloak.cli._common import renamed
 from dpcloak.errors import InvalidParameterError
 
 if TYPE_CHECKING:
@@ -73,11 +74,18 @@ class NetworkCli:
 
     def layout(self) -> SensorLayout:
         """The sensors from ``--sensors``."""
+        from dpcloak.cli._common import check_text_file
         from dpcloak.sensors import read_sensors_csv
 
         if self.sensors is None:
             raise InvalidParameterError("give --sensors (a CSV of lon/lat or x/y) or --config (a saved network)")
-        return read_sensors_csv(self.sensors, colocated=self.colocated)
+        layout = read_sensors_csv(check_text_file("--sensors", self.sensors), colocated=self.colocated)
+        given = self.k != NetworkCli.k  # the default adapts to a small network; a given --k must fit it
+        if self.network_model == "graph" and self.graph_method == "knn" and (
+                self.k < 1 or (given and self.k >= layout.n_sites)):
+            raise InvalidParameterError(f"--k must lie in [1, {layout.n_sites - 1}] (neighbours among the "
+                                        f"{layout.n_sites} sensor sites), got {self.k}")
+        return layout
 
     def _check_exclusive(self, alpha: float | None) -> None:
         if self.config is not None and self.sensors is not None:
@@ -92,6 +100,12 @@ class NetworkCli:
 
     def model_and_relation(self, alpha: float | None) -> tuple[LinearModel, Relation, str]:
         """Model, relation and a one-line description, without a mechanism (for ``sensitivity``)."""
+        try:
+            return self._model_and_relation(alpha)
+        except InvalidParameterError as exc:
+            raise InvalidParameterError(renamed(str(exc), LIBRARY_NAMES)) from None
+
+    def _model_and_relation(self, alpha: float | None) -> tuple[LinearModel, Relation, str]:
         self._check_exclusive(alpha)
         if self.config is not None:
             net = self.network(epsilon=None, delta=None, alpha=None)
@@ -116,13 +130,21 @@ class NetworkCli:
 
     def network(self, *, epsilon: float | None, delta: float | None, alpha: float | None) -> SensorNetwork:
         """The network: loaded from ``--config`` (then ``epsilon``/``delta``/``alpha`` must be None) or built."""
+        try:
+            return self._network(epsilon=epsilon, delta=delta, alpha=alpha)
+        except InvalidParameterError as exc:
+            raise InvalidParameterError(renamed(str(exc), LIBRARY_NAMES)) from None
+
+    def _network(self, *, epsilon: float | None, delta: float | None, alpha: float | None) -> SensorNetwork:
         from dpcloak.sensors import SensorNetwork
 
         self._check_exclusive(alpha)
         if self.config is not None:
             if epsilon is not None or delta is not None:
                 raise InvalidParameterError("--config fixes epsilon and delta; remove --epsilon/--delta")
-            return SensorNetwork.load(self.config)
+            from dpcloak.cli._common import check_text_file
+
+            return SensorNetwork.load(check_text_file("--config", self.config))
         if epsilon is None or delta is None:
             raise InvalidParameterError("--epsilon and --delta are required with --sensors")
         if self.budget_epsilon is None or self.budget_delta is None:
@@ -135,6 +157,14 @@ class NetworkCli:
             reading_range=(0.0, self.reading_max),
         )
 
+
+LIBRARY_NAMES = {
+    "model": "--network-model", "graph": "--graph-method", "reading_range[1]": "--reading-max",
+    "budget epsilon": "--budget-epsilon", "budget delta": "--budget-delta", "diffusion": "--diffusion", "k": "--k",
+    "spacing": "--spacing", "margin": "--margin", "sources": "--sources", "colocated": "--colocated",
+    "alpha": "--alpha", "unit": "--unit", "kind": "--relation", "epsilon": "--epsilon", "delta": "--delta",
+}
+"""Names the library gives the network's parameters → the options that set them."""
 
 _HELP = {
     "config": "Saved network configuration (TOML/JSON from 'dpcloak network run' or SensorNetwork.save).",

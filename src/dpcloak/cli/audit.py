@@ -2,36 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import typer
 
-from dpcloak.cli._common import cli_errors, console, emit_json, err_console
+from dpcloak.cli._common import cli_errors, console, emit_json, progress_bar, show_progress
 from dpcloak.errors import InvalidParameterError
 
 if TYPE_CHECKING:
-    from dpcloak.audit.suite import Progress, SuiteReport
-
-
-@contextmanager
-def _progress_bar(enabled: bool) -> Iterator[Progress | None]:
-    """A transient rich progress bar on stderr fed by ``run_suite``'s callback (``None`` when disabled)."""
-    if not enabled:
-        yield None
-        return
-    from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
-    from rich.progress import Progress as RichProgress
-
-    with RichProgress(TextColumn("auditing"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  TextColumn("{task.description}"), console=err_console, transient=True) as bar:
-        task = bar.add_task("", total=None)
-
-        def update(done: int, total: int, label: str) -> None:
-            bar.update(task, completed=done, total=total, description=label)
-
-        yield update
+    from dpcloak.audit.suite import SuiteReport
 
 
 def _print_table(report: SuiteReport) -> None:
@@ -66,7 +45,7 @@ def audit(
     seed: int = typer.Option(0, help="Seed of the whole suite (the table is reproducible)."),
     select: str = typer.Option("", help="Only mechanisms whose name contains this text (case-insensitive)."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON object instead of a table."),
-    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar (it is also off when stdout is not a "
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar (it is also off when not on a "
                                "terminal)."),
 ) -> None:
     """Audit every dpcloak mechanism at its claimed parameters, and broken variants that must be rejected.
@@ -77,7 +56,7 @@ def audit(
         raise InvalidParameterError(f"--seed must be a non-negative integer, got {seed}")
     from dpcloak.audit.suite import run_suite
 
-    with _progress_bar(not quiet and console.is_terminal) as progress:
+    with progress_bar(show_progress(quiet), "auditing") as progress:
         report = run_suite(rng=seed, select=select or None, progress=progress)
     if not report.rows and not report.errors:
         raise InvalidParameterError(f"--select {select!r} matched no mechanism of the audit suite")

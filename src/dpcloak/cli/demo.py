@@ -1,4 +1,4 @@
-"""``dpcloak demo``: seed 000's default scenario end to end, with a Figure-1-style plot."""
+"""``dpcloak demo``: Gilbert & McMillan's default scenario end to end, with a Figure-1-style plot."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ import numpy as np
 import typer
 from rich.table import Table
 
-from dpcloak.cli._common import cli_errors, console
+from dpcloak.cli._common import check_output_dir, cli_errors, console, emit_json, progress_bar, show_progress
 from dpcloak.errors import InvalidParameterError
-from dpcloak.metrics import emd
+from dpcloak.metrics import as_distribution, emd
 from dpcloak.models import heat_kernel_1d
 from dpcloak.privacy.local import SensorPrivatizer
 from dpcloak.privacy.sensitivity import l2_sensitivity
@@ -19,7 +19,7 @@ from dpcloak.recovery import bpdn
 
 
 def _plot(points: np.ndarray, true: np.ndarray, recovered: np.ndarray, title: str, path: Path) -> None:
-    """True (red) and recovered (blue, dashed) sources, both normalised to unit ℓ1 (seed 000 Figure 1)."""
+    """True (red) and recovered (blue, dashed) sources, both normalised to unit ℓ1 (Gilbert & McMillan Figure 1)."""
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(6.0, 3.4), layout="constrained")
@@ -44,31 +44,49 @@ def demo(
     source: float = typer.Option(0.5, help="Location of the single heat source in (0, 1]."),
     seed: int = typer.Option(0, help="Seed of the privacy noise."),
     out: str = typer.Option(None, help="Directory for the PNG (created if missing) [default: <tmp>/dpcloak-demo]."),
+    as_json: bool = typer.Option(False, "--json", help="Print a JSON object instead of a table."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar (it is also off when not on a "
+                               "terminal)."),
 ) -> None:
-    """Seed 000's default pipeline: model → Δ2 → σ → private readings → BPDN → EMD, plus a plot."""
+    """Gilbert & McMillan's default pipeline: model → Δ2 → σ → private readings → BPDN → EMD, plus a plot."""
     if not 0.0 < source <= 1.0:
         raise InvalidParameterError(f"--source must lie in (0, 1], got {source:g}")
-    model = heat_kernel_1d(n, m, t)
-    points = np.asarray(model.domain.coordinates(), dtype=float).ravel()
-    sources = np.zeros(n)
-    index = int(np.argmin(np.abs(points - source)))
-    sources[index] = 1.0
-    delta2 = l2_sensitivity(model)
-    privatizer = SensorPrivatizer.from_model(model, epsilon=epsilon, delta=delta, sensitivity=delta2,
-                                             noise="float")  # a seeded simulation, not a release
-    sigma = privatizer.mechanism.sigma
-    readings = model.matvec(sources)
-    noisy = privatizer.privatize_all(readings, rng=np.random.default_rng(seed))
-    rec = bpdn(model, noisy, sigma=sigma)
-    error = emd(sources, rec.x, model.domain) if rec.x.sum() > 0 else float("nan")
     directory = Path(out) if out is not None else Path(tempfile.gettempdir()) / "dpcloak-demo"
-    directory.mkdir(parents=True, exist_ok=True)
-    png = directory / f"demo_n{n}_m{m}_t{t:g}_eps{epsilon:g}_delta{delta:g}_seed{seed}.png"
-    title = (f"n={n}, m={m}, t={t:g}, ε={epsilon:g}, δ={delta:g}, σ={sigma:.3g}: "
-             f"EMD={error:.3g}")
-    _plot(points, sources, rec.x, title, png)
-
-    table = Table(title="dpcloak demo: seed 000 default scenario")
+    check_output_dir("--out", directory)
+    steps = ("forward model", "sensitivity", "private readings", "recovery", "plot")
+    with progress_bar(show_progress(quiet), "demo") as update:
+        update(0, len(steps), steps[0])
+        model = heat_kernel_1d(n, m, t)
+        points = np.asarray(model.domain.coordinates(), dtype=float).ravel()
+        sources = np.zeros(n)
+        index = int(np.argmin(np.abs(points - source)))
+        sources[index] = 1.0
+        update(1, len(steps), steps[1])
+        delta2 = l2_sensitivity(model)
+        privatizer = SensorPrivatizer.from_model(model, epsilon=epsilon, delta=delta, sensitivity=delta2,
+                                                 noise="float")  # a seeded simulation, not a release
+        sigma = privatizer.mechanism.sigma
+        update(2, len(steps), steps[2])
+        noisy = privatizer.privatize_all(model.matvec(sources), rng=np.random.default_rng(seed))
+        update(3, len(steps), steps[3])
+        rec = bpdn(model, noisy, sigma=sigma)
+        estimate = as_distribution(rec.x)  # an all-zero estimate reads as uniform, flagged degenerate
+        error = emd(sources, rec.x, model.domain)
+        update(4, len(steps), steps[4])
+        directory.mkdir(parents=True, exist_ok=True)
+        png = directory / f"demo_n{n}_m{m}_t{t:g}_eps{epsilon:g}_delta{delta:g}_seed{seed}.png"
+        title = f"n={n}, m={m}, t={t:g}, ε={epsilon:g}, δ={delta:g}, σ={sigma:.3g}: EMD={error:.3g}"
+        _plot(points, sources, rec.x, title, png)
+        update(5, len(steps), "done")
+    status = "converged" if rec.converged else "ball out of reach" if not rec.feasible else "stopped"
+    peak = None if estimate.degenerate else float(points[int(np.argmax(rec.x))])
+    if as_json:
+        emit_json({"model": repr(model), "source": float(points[index]), "delta2": delta2, "epsilon": epsilon,
+                   "delta": delta, "sigma": sigma, "radius": rec.radius, "radius_policy": rec.radius_policy,
+                   "recovery": status, "degenerate": estimate.degenerate, "recovered_peak": peak, "emd": error,
+                   "plot": str(png)})
+        return
+    table = Table(title="dpcloak demo: Gilbert & McMillan default scenario")
     table.add_column("step")
     table.add_column("result", justify="right")
     table.add_row("forward model", repr(model))
@@ -76,8 +94,9 @@ def demo(
     table.add_row("sensitivity Δ2", f"{delta2:.6g}")
     table.add_row(f"noise σ (analytic Gaussian, ε={epsilon:g}, δ={delta:g})", f"{sigma:.6g}")
     table.add_row(f"BPDN radius ({rec.radius_policy})", f"{rec.radius:.6g}")
-    table.add_row("recovery", "converged" if rec.converged else "ball out of reach" if not rec.feasible else "stopped")
-    table.add_row("recovered peak", f"{points[int(np.argmax(rec.x))]:.3g}")
+    table.add_row("recovery", status)
+    table.add_row("recovered peak", "none: the estimate is all zero (read as uniform)" if peak is None
+                  else f"{peak:.3g}")
     table.add_row("EMD(f₀/‖f₀‖₁, f̂/‖f̂‖₁)", f"{error:.4g}")
     console.print(table)
     console.print(f"plot saved to {png}", highlight=False)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
 
 import typer
 
 from dpcloak.cli._common import cli_errors, console, emit_json
+from dpcloak.errors import InvalidParameterError
 
 __all__ = ["deploy_app"]
 
@@ -37,7 +39,21 @@ def init(
     from dpcloak.service import require_service_extra
 
     require_service_extra()
+    from dpcloak.cli._common import check_output_dir, check_text_file
     from dpcloak.sensors import SensorNetwork
+
+    check_output_dir("DIRECTORY", directory)
+    for name, value in (("--width", width), ("--height", height)):
+        if not (math.isfinite(value) and value > 0):
+            raise InvalidParameterError(f"{name} must be a positive number of metres, got {value:g}")
+    for name, count in (("--sensor-cols", sensor_cols), ("--sensor-rows", sensor_rows)):
+        if count < 1:
+            raise InvalidParameterError(f"{name} must be a positive integer, got {count}")
+    for name, value in (("--budget-epsilon", budget_epsilon), ("--budget-delta", budget_delta)):
+        if not math.isfinite(value):
+            raise InvalidParameterError(f"{name} must be a finite number, got {value:g}")
+    if network is not None:
+        check_text_file("--network", network)
     from dpcloak.service import _network
     from dpcloak.service.config import Deployment, write_deployment
 

@@ -13,7 +13,17 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from dpcloak.cli._common import cli_errors, console, emit_json
+from dpcloak.cli._common import (
+    PICTURE_SUFFIXES,
+    check_input_file,
+    check_output_file,
+    check_text_file,
+    cli_errors,
+    console,
+    emit_json,
+    progress_bar,
+    show_progress,
+)
 from dpcloak.errors import InvalidParameterError
 
 if TYPE_CHECKING:
@@ -47,6 +57,46 @@ def _extent(bbox: str | None, centre: str | None, size: float | None, metres_box
     if metres_box is not None:
         return Extent.metres_box(*_numbers("--metres-box", metres_box, 4, "x_min,y_min,x_max,y_max"))
     return None
+
+
+POINT_SUFFIXES = (".csv", ".gz", ".parquet")
+DEFAULT_GAMMA = 2**-0.5
+DEFAULT_SIGMA = 0.004
+
+
+def _check_files(points: str, outputs: dict[str, tuple[str | None, tuple[str, ...]]]) -> None:
+    """The points file is readable (CSV as UTF-8 text); every output can be written with a supported extension."""
+    suffix = Path(points).suffix.lower()
+    if suffix not in POINT_SUFFIXES:
+        raise InvalidParameterError(f"POINTS {points}: unsupported extension {suffix or '(none)'!r}; give a .csv, "
+                                    ".csv.gz or .parquet file")
+    check_text_file("POINTS", points) if suffix == ".csv" else check_input_file("POINTS", points)
+    for option, (path, suffixes) in outputs.items():
+        if path is not None:
+            check_output_file(option, path, suffixes=suffixes)
+
+
+def _check_used(method: str, *, w: int | None, gamma: float, top_percent: float | None, out: str | None,
+                evaluate: bool, units: str, sigma: float) -> None:
+    """Refuse options that the chosen method or outputs would silently ignore."""
+    unused = [name for name, given in (("--w", w is not None), ("--gamma", gamma != DEFAULT_GAMMA)) if given]
+    if method != "pyramid" and unused:
+        raise InvalidParameterError(f"{' and '.join(unused)}: only for --method pyramid, not {method}")
+    if method != "laplace" and top_percent is not None:
+        raise InvalidParameterError(f"--top-percent: only for --method laplace, not {method}")
+    if out is None and units != "m":
+        raise InvalidParameterError("--units: only for the picture; give --out FILE.png")
+    if out is None and not evaluate and sigma != DEFAULT_SIGMA:
+        raise InvalidParameterError("--sigma: only for the picture (--out) or --evaluate")
+
+
+def _check_memory(resolution: int) -> None:
+    """A Δ×Δ grid is held several times (counts, pyramid levels, noise, rendering): refuse it up front if too big."""
+    from dpcloak._validation import check_memory
+
+    if isinstance(resolution, int) and 0 < resolution <= 2**15:
+        check_memory(f"--resolution {resolution} (a {resolution}x{resolution} grid, held about 8 times)",
+                     8 * 8 * resolution**2, hint="use a smaller --resolution")
 
 
 def _beside(path: str, tag: str) -> Path:
@@ -93,20 +143,21 @@ def heatmap(
     diagnostics: bool = typer.Option(False, help="Also show curator-side diagnostics (exact counts, timings): "
                                      "NOT private, never publish them."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON summary."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar (it is also off when not on a "
+                               "terminal)."),
 ) -> None:
     """Release an epsilon-DP heatmap of users' points (Ghazi et al., 'Differentially Private Heatmaps')."""
-    import numpy as np
-
-    from dpcloak.heatmaps.api import METHODS, heatmap_from_aggregate
-    from dpcloak.heatmaps.data import bound_users
-    from dpcloak.heatmaps.evaluate import score_heatmap
-    from dpcloak.heatmaps.export import write_cells_csv, write_geojson
-    from dpcloak.heatmaps.loaders import load_points
-    from dpcloak.heatmaps.release import NOT_PRIVATE
-    from dpcloak.heatmaps.render import plot_heatmaps, render
+    from dpcloak.heatmaps.api import METHODS
 
     if method not in METHODS:
         raise InvalidParameterError(f"--method must be one of {', '.join(METHODS)}, got {method!r}")
+    _check_used(method, w=w, gamma=gamma, top_percent=top_percent, out=out, evaluate=evaluate, units=units,
+                sigma=sigma)
+    if not sigma > 0:
+        raise InvalidParameterError(f"--sigma must be > 0, got {sigma:g}")
+    _check_files(points, {"--out": (out, PICTURE_SUFFIXES), "--csv": (csv, (".csv",)),
+                          "--geojson": (geojson, (".geojson", ".json")), "--npy": (npy, (".npy",))})
+    _check_memory(resolution)
     if seed is not None and noise == "secure" and not simulation:
         raise InvalidParameterError(
             f"--seed {seed} is refused with --noise secure (a release): whoever knows the seed can subtract the noise; "
@@ -124,10 +175,49 @@ def heatmap(
     cols = (lon, lat) if xy is None else tuple(xy.split(","))
     if len(cols) != 2:
         raise InvalidParameterError(f"--xy must be 'xcol,ycol', got {xy!r}")
-    data = load_points(Path(points), user=user, columns=(cols[0], cols[1]), extent=ext, drop_outside=drop_outside)
+    if geojson is not None and (ext is None or ext.projection is None):
+        raise InvalidParameterError("--geojson needs a lon/lat extent (--bbox or --centre/--size)")
+    with progress_bar(show_progress(quiet), "heatmap") as update:
+        res, agg = _release(update, points, user=user, cols=(cols[0], cols[1]), ext=ext, drop_outside=drop_outside,
+                            resolution=resolution, method=method, epsilon=epsilon, w=w, gamma=gamma,
+                            top_percent=top_percent, population=population, seed=seed, noise=noise,
+                            simulation=simulation)
+        update(3, 4, "writing")
+        _write(res, agg, evaluate=evaluate, npy=npy, out=out, csv=csv, geojson=geojson, ext=ext, method=method,
+               epsilon=epsilon, sigma=sigma, units=units)
+    _report(res, agg, evaluate=evaluate, diagnostics=diagnostics, sigma=sigma, ext=ext, as_json=as_json,
+            outputs={"out": out, "npy": npy, "csv": csv, "geojson": geojson})
+
+
+def _release(update: Any, points: str, *, user: str, cols: tuple[str, str], ext: Extent | None, drop_outside: bool,
+             resolution: int, method: str, epsilon: float, w: int | None, gamma: float, top_percent: float | None,
+             population: float | None, seed: int | None, noise: str, simulation: bool) -> tuple[Any, Any]:
+    """Load the points, bound each user's contribution and release the map."""
+    from dpcloak.heatmaps.api import heatmap_from_aggregate
+    from dpcloak.heatmaps.data import bound_users
+    from dpcloak.heatmaps.loaders import load_points
+
+    update(0, 4, "loading points")
+    data = load_points(Path(points), user=user, columns=cols, extent=ext, drop_outside=drop_outside)
+    if len(data.x) == 0:
+        raise InvalidParameterError(f"POINTS {points}: no point left to map" + (
+            " (--drop-outside dropped every point: none lies inside the extent)" if drop_outside else ""))
+    update(1, 4, "bounding users")
     agg = bound_users(data.users, data.x, data.y, resolution=resolution)
+    update(2, 4, f"releasing ({method})")
     res = heatmap_from_aggregate(agg, method=method, epsilon=epsilon, w=w, gamma=gamma, top_percent=top_percent,
                                  population=population, extent=ext, rng=seed, noise=noise, simulation=simulation)
+    return res, agg
+
+
+def _write(res: Any, agg: Any, *, evaluate: bool, npy: str | None, out: str | None, csv: str | None,
+           geojson: str | None, ext: Extent | None, method: str, epsilon: float, sigma: float, units: str) -> None:
+    """Write the requested files (each path was checked before any work)."""
+    import numpy as np
+
+    from dpcloak.heatmaps.export import write_cells_csv, write_geojson
+    from dpcloak.heatmaps.render import plot_heatmaps, render
+
     truth = agg.normalized if evaluate else None
     if npy is not None:
         np.save(Path(npy), res.aggregate)
@@ -140,11 +230,18 @@ def heatmap(
         plot_heatmaps(panels, extent=ext, units=units).savefig(Path(out), dpi=150)
     if csv is not None:
         write_cells_csv(csv, res.aggregate, extent=ext)
-    if geojson is not None:
-        if ext is None:
-            raise InvalidParameterError("--geojson needs a lon/lat extent (--bbox or --centre/--size)")
+    if geojson is not None and ext is not None:
         write_geojson(geojson, res.aggregate, extent=ext, properties=res.public_summary())
-    summary: dict[str, Any] = {**res.public_summary(), "out": out, "npy": npy, "csv": csv, "geojson": geojson}
+
+
+def _report(res: Any, agg: Any, *, evaluate: bool, diagnostics: bool, sigma: float, ext: Extent | None,
+            as_json: bool, outputs: dict[str, str | None]) -> None:
+    """Print the release (or its JSON), and curator-side numbers only when asked for."""
+    from dpcloak.heatmaps.evaluate import score_heatmap
+    from dpcloak.heatmaps.release import NOT_PRIVATE
+
+    truth = agg.normalized if evaluate else None
+    summary: dict[str, Any] = {**res.public_summary(), **outputs}
     curator: dict[str, Any] = {"label": NOT_PRIVATE}
     if diagnostics:
         curator.update(users=res.curator.n_users, points=res.curator.n_points, seconds=res.curator.timings["total"])

@@ -9,7 +9,7 @@ from typing import Any
 
 import typer
 
-from dpcloak.cli._common import cli_errors, console, emit_json
+from dpcloak.cli._common import cli_errors, console, emit_json, progress_bar, show_progress
 from dpcloak.cli._network import NetworkCli, network_options
 from dpcloak.errors import InvalidParameterError
 
@@ -50,6 +50,8 @@ def run(
     out: str = typer.Option("network-run", help="Output directory."),
     uncertainty_draws: int = typer.Option(8, help="Bootstrap draws for each map's EMD uncertainty (0: skip)."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON summary instead of a table."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar (it is also off when not on a "
+                               "terminal)."),
 ) -> None:
     """Privatize every row of the counts (one release each, budget checked first) and recover one map per row.
 
@@ -59,19 +61,30 @@ def run(
     """
     from rich.table import Table
 
+    from dpcloak.cli._common import check_output_dir, check_text_file
     from dpcloak.cli.recover import map_rows
     from dpcloak.sensors import read_counts_csv
     from dpcloak.sensors.plot import save_maps
 
+    if uncertainty_draws < 0:
+        raise InvalidParameterError(f"--uncertainty-draws must be a non-negative integer, got {uncertainty_draws}")
+    rows_kept = _where(where)
+    check_text_file("--counts", counts)
+    check_output_dir("--out", out)
     net = network.network(epsilon=epsilon, delta=delta, alpha=alpha)
     if net.layout is None:
         raise InvalidParameterError("the network has no sensor layout to match the counts file against")
-    data = read_counts_csv(counts, net.layout, where=_where(where))
-    private = net.privatize(data.values)  # one release per row; BudgetExceededError before anything is drawn
+    data = read_counts_csv(counts, net.layout, where=rows_kept)
+    try:
+        private = net.privatize(data.values)  # one release per row; BudgetExceededError before anything is drawn
+    except InvalidParameterError as exc:
+        raise InvalidParameterError(f"--counts {counts}: {exc}") from None
     maps, previous = [], None
-    for row in private:
-        previous = net.recover(row, warm_start=previous, uncertainty_draws=uncertainty_draws)
-        maps.append(previous)
+    with progress_bar(show_progress(quiet), "recovering maps") as update:
+        for k, row in enumerate(private):
+            update(k, len(private), str(data.labels[k]))
+            previous = net.recover(row, warm_start=previous, uncertainty_draws=uncertainty_draws)
+            maps.append(previous)
     directory = Path(out)
     directory.mkdir(parents=True, exist_ok=True)
     config = net.save(directory / "network.toml")

@@ -11,7 +11,18 @@ import numpy as np
 import typer
 from numpy.typing import NDArray
 
-from dpcloak.cli._common import ModelSpec, cli_errors, console, emit_json, model_options
+from dpcloak.cli._common import (
+    PICTURE_SUFFIXES,
+    ModelSpec,
+    check_output_file,
+    check_text_file,
+    cli_errors,
+    console,
+    emit_json,
+    model_options,
+    progress_bar,
+    show_progress,
+)
 from dpcloak.cli._network import NetworkCli, network_options
 from dpcloak.errors import InvalidParameterError
 
@@ -21,10 +32,9 @@ if TYPE_CHECKING:
 
 def _read_readings(path: Path) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     """``(positions, readings)`` from a CSV with two numeric columns; a header row is skipped."""
-    if not path.is_file():
-        raise InvalidParameterError(f"--readings file not found: {path}")
+    check_text_file("--readings", path)
     rows = []
-    with path.open(newline="") as fh:
+    with path.open(newline="", encoding="utf-8-sig") as fh:
         for lineno, row in enumerate(csv.reader(fh), start=1):
             if not row or all(not cell.strip() for cell in row):
                 continue
@@ -36,8 +46,11 @@ def _read_readings(path: Path) -> tuple[NDArray[np.float64], NDArray[np.float64]
                 if lineno == 1 and not rows:
                     continue  # header
                 raise InvalidParameterError(f"{path}:{lineno}: not numbers: {row[:2]!r}") from None
+            if not all(math.isfinite(v) for v in rows[-1]):
+                raise InvalidParameterError(f"--readings {path}:{lineno}: position and reading must be finite "
+                                            f"numbers, got {row[:2]!r}")
     if not rows:
-        raise InvalidParameterError(f"{path} holds no readings")
+        raise InvalidParameterError(f"--readings {path} holds no readings")
     arr = np.asarray(rows)
     return arr[:, 0], arr[:, 1]
 
@@ -52,15 +65,16 @@ def _order_readings(
         raise InvalidParameterError("this model's sensors have no 1-D positions to match the CSV against")
     sensors = np.asarray(sensors, dtype=float)
     if len(positions) != m:
-        raise InvalidParameterError(f"the model has {m} sensors but the CSV has {len(positions)} readings")
+        raise InvalidParameterError(f"--readings has {len(positions)} readings but the model has --m {m} sensors")
     tol = 1e-6 * max(1.0, float(np.max(np.abs(sensors))))
     idx = np.abs(positions[:, None] - sensors[None, :]).argmin(axis=1)
     bad = np.abs(sensors[idx] - positions) > tol
     if np.any(bad):
         first = sensors[:3].tolist()
-        raise InvalidParameterError(f"CSV position {positions[bad][0]:g} matches no sensor of the model ({first}…)")
+        raise InvalidParameterError(f"--readings position {positions[bad][0]:g} matches no sensor of the model "
+                                    f"({first}…)")
     if len(np.unique(idx)) != m:
-        raise InvalidParameterError("the CSV lists some sensor twice")
+        raise InvalidParameterError("--readings lists some sensor position twice")
     out = np.empty(m)
     out[idx] = values
     return out
@@ -71,8 +85,7 @@ def _read_named_readings(path: Path, network: SensorNetwork) -> NDArray[np.float
 
     Sites that are not listed, or have an empty reading, are missing (NaN).
     """
-    if not path.is_file():
-        raise InvalidParameterError(f"--readings file not found: {path}")
+    check_text_file("--readings", path)
     names = list(network.layout.names) if network.layout is not None else [str(k) for k in range(network.n_sensors)]
     out = np.full(network.n_sensors, np.nan)
     seen: set[int] = set()
@@ -96,6 +109,9 @@ def _read_named_readings(path: Path, network: SensorNetwork) -> NDArray[np.float
                     out[j] = float(cell)
                 except ValueError:
                     raise InvalidParameterError(f"{path}:{lineno}: reading {cell!r} is not a number") from None
+                if not math.isfinite(out[j]):
+                    raise InvalidParameterError(f"--readings {path}:{lineno}: reading {cell!r} is not a finite "
+                                                "number (leave the cell empty for a missing reading)")
     return out
 
 
@@ -117,18 +133,22 @@ def map_rows(network: SensorNetwork, result: NetworkRecovery) -> list[dict[str, 
 
 def _recover_network(
     network: NetworkCli, *, readings: str, alpha: float | None, epsilon: float | None, delta: float | None,
-    png: str | None, top: int, out: str | None, as_json: bool,
+    png: str | None, top: int, out: str | None, as_json: bool, quiet: bool,
 ) -> None:
     from rich.table import Table
 
     from dpcloak.sensors.plot import save_maps
 
-    net = network.network(epsilon=epsilon, delta=delta, alpha=alpha)
-    y = _read_named_readings(Path(readings), net)
-    result = net.recover(y)
-    rows = map_rows(net, result)
-    picture = Path(png) if png is not None else Path(readings).with_name(Path(readings).stem + "_map.png")
-    save_maps(net, [result], picture, labels=[Path(readings).stem])
+    with progress_bar(show_progress(quiet), "recover") as update:
+        update(0, 3, "building the network")
+        net = network.network(epsilon=epsilon, delta=delta, alpha=alpha)
+        y = _read_named_readings(Path(readings), net)
+        update(1, 3, "recovering the map and its uncertainty")
+        result = net.recover(y)
+        rows = map_rows(net, result)
+        update(2, 3, "drawing the map")
+        picture = Path(png) if png is not None else Path(readings).with_name(Path(readings).stem + "_map.png")
+        save_maps(net, [result], picture, labels=[Path(readings).stem])
     if out is not None:
         with Path(out).open("w", newline="") as fh:
             writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
@@ -187,8 +207,16 @@ def recover(
     top: int = typer.Option(5, help="How many of the largest recovered sources to list."),
     out: str = typer.Option(None, help="Write the estimate as CSV."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON object instead of a table."),
+    quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar (it is also off when not on a "
+                               "terminal)."),
 ) -> None:
-    """Recover where the sources are from (private) readings by basis pursuit denoising (seed 000 Algorithm 1)."""
+    """Recover where the sources are from (private) readings by basis pursuit denoising (Gilbert & McMillan, Alg. 1)."""
+    if top < 0:
+        raise InvalidParameterError(f"--top must be a non-negative integer, got {top}")
+    if out is not None:
+        check_output_file("--out", out, suffixes=(".csv",))
+    if png is not None:
+        check_output_file("--png", png, suffixes=PICTURE_SUFFIXES)
     if network.given:
         fixed = {"--model and its options": spec != ModelSpec(), "--sigma": sigma is not None,
                  "--radius": radius is not None, "--radius-policy": radius_policy != "chi2",
@@ -199,21 +227,44 @@ def recover(
             raise InvalidParameterError(f"{', '.join(given)}: fixed by the network (σ from its mechanism, counts "
                                         "unbounded above); remove them")
         _recover_network(network, readings=readings, alpha=alpha, epsilon=epsilon, delta=delta, png=png, top=top,
-                         out=out, as_json=as_json)
+                         out=out, as_json=as_json, quiet=quiet)
         return
     network.require_absent()
     extra = [n for n, v in (("--alpha", alpha), ("--epsilon", epsilon), ("--delta", delta), ("--png", png)) if v]
     if extra:
         raise InvalidParameterError(f"{', '.join(extra)}: for a network (--sensors or --config)")
-    from rich.table import Table
+    if (sigma is None) == (radius is None):
+        raise InvalidParameterError("give exactly one of --sigma (noise standard deviation) and --radius "
+                                    f"(explicit data-fit radius); got {'both' if sigma is not None else 'neither'}")
+    if not upper > 0:
+        raise InvalidParameterError(f"--upper must be > 0 (the largest intensity of a source), got {upper:g}")
+    with progress_bar(show_progress(quiet), "recover") as update:
+        update(0, 2, "building the model")
+        built, description = spec.build()
+        positions, values = _read_readings(Path(readings))
+        y = _order_readings(built, positions, values)
+        update(1, 2, "basis pursuit denoising")
+        rec = _bpdn(built, y, sigma=sigma, radius=radius, radius_policy=radius_policy,
+                    failure_probability=failure_probability, upper=upper, solver=solver)
+    _print_recovery(built, description, rec, y, readings=readings, top=top, out=out, as_json=as_json)
 
+
+def _bpdn(built: LinearModel, y: NDArray[np.float64], *, sigma: float | None, radius: float | None,
+          radius_policy: str, failure_probability: float, upper: float, solver: str) -> Any:
     from dpcloak.recovery import bpdn
 
-    built, description = spec.build()
-    positions, values = _read_readings(Path(readings))
-    y = _order_readings(built, positions, values)
-    rec = bpdn(built, y, sigma=sigma, radius=radius, radius_policy=radius_policy,
-               failure_probability=failure_probability, bounds=(0.0, upper), solver=solver)
+    with np.errstate(over="ignore", invalid="ignore"):  # an overflow is reported below, in the user's words
+        return bpdn(built, y, sigma=sigma, radius=radius, radius_policy=radius_policy,
+                   failure_probability=failure_probability, bounds=(0.0, upper), solver=solver)
+
+
+def _print_recovery(built: LinearModel, description: str, rec: Any, y: NDArray[np.float64], *, readings: str,
+                    top: int, out: str | None, as_json: bool) -> None:
+    from rich.table import Table
+
+    if not (np.all(np.isfinite(rec.x)) and math.isfinite(rec.objective) and math.isfinite(rec.residual)):
+        raise InvalidParameterError(f"--readings {readings}: readings up to {float(np.max(np.abs(y))):.3g} overflow "
+                                    "the recovery in double precision; rescale them")
     coords = np.asarray(built.domain.coordinates(), dtype=float).reshape(len(rec.x), -1)
     location = coords[:, 0] if coords.shape[1] == 1 else np.arange(len(rec.x), dtype=float)
     order = np.argsort(-rec.x)[: max(top, 0)]

@@ -55,7 +55,7 @@ def sensitivity(
     network.require_absent()
     from rich.table import Table
 
-    from dpcloak.models import GraphDiffusion, HeatKernel1D
+    from dpcloak.models.heat import HeatKernel1D
     from dpcloak.privacy.sensitivity import (
         condition_number,
         graph_spectral_bound,
@@ -69,9 +69,11 @@ def sensitivity(
     delta2 = l2_sensitivity(built, alpha=steps)
     if isinstance(built, HeatKernel1D):
         published = heat1d_bound_published(built.n, built.m, built.t, mu=built.mu)
-        bound, bound_name = steps * published.value, "seed 000 Prop. 4 (Appendix A constant)"
+        bound, bound_name = steps * published.value, "Gilbert & McMillan Prop. 4 (Appendix A constant)"
         proved = heat1d_bound(built.n, built.m, built.t, mu=built.mu, alpha=steps).value
-    else:
+    else:  # graph diffusion
+        from dpcloak.models.graph import GraphDiffusion
+
         assert isinstance(built, GraphDiffusion)
         bound, bound_name = graph_spectral_bound(built, alpha=steps).value, "thesis Lemma 8.9"
         proved = bound

@@ -8,6 +8,7 @@ from pathlib import Path
 import typer
 
 from dpcloak.cli._common import cli_errors, console
+from dpcloak.errors import InvalidParameterError
 
 __all__ = ["sensor_app"]
 
@@ -30,9 +31,18 @@ def run(
     from dpcloak.service import require_service_extra
 
     require_service_extra()
+    from dpcloak.cli._common import check_output_file, check_text_file
     from dpcloak.service.config import load_credential, load_deployment
     from dpcloak.service.node import SensorNode, read_values, tail_csv
 
+    check_text_file("--config", config)
+    if not Path(deployment).is_dir():  # a deployment directory or its deployment.json
+        check_text_file("--deployment", deployment)
+    check_output_file("--ledger", ledger)
+    if input != "-":
+        check_text_file("--input", input)
+    if windows is not None and windows < 1:
+        raise InvalidParameterError(f"--windows must be a positive integer, got {windows}")
     dep = load_deployment(Path(deployment))
     node = SensorNode(deployment=dep, credential=load_credential(Path(config)), ledger=Path(ledger), url=url)
     try:

@@ -21,12 +21,19 @@ def serve(
     host: str = typer.Option("127.0.0.1", help="Interface to listen on."),
     port: int = typer.Option(8000, help="TCP port."),
     windows: int | None = typer.Option(None, help="--demo only: stop after this many windows."),
+    max_pending: int = typer.Option(20_000, help="Reports waiting for the database before new ones get 503."),
 ) -> None:
     """Run the collector: ingest signed reports, recover each window, serve the dashboard."""
     if demo == (deployment is not None):
         raise InvalidParameterError("give exactly one of --deployment DIR and --demo")
+    if windows is not None and not demo:
+        raise InvalidParameterError("--windows is for --demo (a deployment runs until stopped)")
+    if windows is not None and windows < 1:
+        raise InvalidParameterError(f"--windows must be a positive integer, got {windows}")
     if not 0 < port < 65536:
         raise InvalidParameterError(f"--port must be in [1, 65535], got {port}")
+    if max_pending < 1:
+        raise InvalidParameterError(f"--max-pending must be >= 1, got {max_pending}")
     from dpcloak.service import require_service_extra
 
     require_service_extra()
@@ -39,7 +46,7 @@ def serve(
         from dpcloak.service.demo import demo_deployment
 
         demo_deployment(directory)
-    app = build_app(directory, db_url=db)
+    app = build_app(directory, db_url=db, max_pending=max_pending)
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False))
     console.print(f"dashboard: {dashboard_url(directory, host=host, port=port)}", highlight=False, soft_wrap=True)
     stop = threading.Event()

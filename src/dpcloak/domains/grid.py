@@ -25,7 +25,7 @@ class Grid(Domain):
     extent : (height, width), default (1.0, 1.0)
         Physical size of the floor.
     metric : {"l1", "l2"}, default "l1"
-        Ground metric between cell centres. L1 is the metric of seed 003 (EMD on the Δ x Δ grid).
+        Ground metric between cell centres. L1 is the metric of Ghazi et al. (EMD on the Δ x Δ grid).
 
     Notes
     -----

@@ -1,4 +1,4 @@
-"""The unit interval discretised as in seed 000, section 2.1."""
+"""The unit interval discretised as in Gilbert & McMillan, section 2.1."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ __all__ = ["Line"]
 class Line(Domain):
     """``n`` points ``i/n`` for ``i = 1..n`` on [0, 1]; adjacent points are neighbours.
 
-    The ground metric is ``|i - j| / n`` (seed 000, Definition 7 on the support ``{1/n, ..., 1}``).
+    The ground metric is ``|i - j| / n`` (Gilbert & McMillan, Definition 7 on the support ``{1/n, ..., 1}``).
     Neighbouring pairs are ``(i, i+1)``: swapping the entries of two adjacent points is the
-    neighbouring relation of seed 000, Definition 2.
+    neighbouring relation of Gilbert & McMillan, Definition 2.
 
     Examples
     --------

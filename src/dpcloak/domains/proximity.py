@@ -5,7 +5,7 @@ Every edge ``(i, j)`` gets
 * ``length`` = the Euclidean distance ``d_ij`` in metres (the metric and the privacy relation), and
 * ``conductance`` = ``1 / d_ij²`` in m⁻²: the finite-difference Laplacian of the heat equation,
   ``(u_j − u_i)/d²`` along an edge, so that ``exp(−τ L)`` with ``τ`` in m² spreads heat over about
-  ``√(2τ)`` metres, the same unit as ``T = μ t`` of the heat kernel (seed 000 §2.1).
+  ``√(2τ)`` metres, the same unit as ``T = μ t`` of the heat kernel (Gilbert & McMillan §2.1).
 
 Nodes carry their position as the ``pos`` attribute.
 """

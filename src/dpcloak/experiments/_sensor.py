@@ -1,6 +1,6 @@
-"""Shared pieces of the sensor-privacy experiments (seed 000 section 5, thesis chapter 8).
+"""Shared pieces of the sensor-privacy experiments (Gilbert & McMillan section 5, thesis chapter 8).
 
-Set-up of seed 000 section 5: sources at ``i/n``, sensors at ``j/m``, μ = 1/2, one source at 0.5
+Set-up of Gilbert & McMillan section 5: sources at ``i/n``, sensors at ``j/m``, μ = 1/2, one source at 0.5
 when ``k = 1``, otherwise ``k`` distinct uniformly random locations, unit intensities; EMD between
 ℓ1-normalised vectors; Δ2 computed exactly for each trial.
 """
@@ -24,11 +24,11 @@ __all__ = [
     "recover", "sources", "theory_columns",
 ]
 
-#: Diffusion constant of every experiment in seed 000 (section 5).
+#: Diffusion constant of every experiment in Gilbert & McMillan (section 5).
 MU = 0.5
 
 #: Default data-fit radius of Algorithm 1 (:mod:`dpcloak.recovery.radius`): ``"chi2"``, the exact
-#: χ²_m quantile at which ``f0`` is feasible with probability 0.95 — what seed 000's Lemma 6 argues
+#: χ²_m quantile at which ``f0`` is feasible with probability 0.95 — what Gilbert & McMillan's Lemma 6 argues
 #: ``σ√m`` achieves. The printed ``σ√m`` (``"paper"``) is below the noise norm about half the time;
 #: Figure 1 runs both. Sweeps record the policy in a ``radius_policy`` column; infeasible trials are
 #: flagged and kept (the solver then returns the least-ℓ1 point of smallest attainable residual).
@@ -44,7 +44,7 @@ def heat_model(n: int, m: int, t: float) -> tuple[HeatKernel1D, float]:
 
 def sources(n: int, k: int, rng: np.random.Generator) -> NDArray[np.float64]:
     """``f0``: a unit source at 0.5 if ``k = 1`` (index ``n/2 − 1``: location ``(n/2)/n``), else ``k``
-    distinct uniformly random locations with unit intensity (seed 000 section 5)."""
+    distinct uniformly random locations with unit intensity (Gilbert & McMillan section 5)."""
     f0 = np.zeros(n)
     if k == 1:
         f0[n // 2 - 1] = 1.0
@@ -89,7 +89,7 @@ def recover(
 
     When the estimate is identically zero (the zero vector is feasible whenever ``‖ỹ‖₂ ≤ radius``,
     which happens with probability up to about 1/2 when the signal is small against the noise), the
-    normalised estimate of seed 000 is undefined. The analyst then knows nothing, so the errors
+    normalised estimate of Gilbert & McMillan is undefined. The analyst then knows nothing, so the errors
     are measured against the uniform distribution (the uninformed guess) and the trial is flagged
     ``zero_estimate`` — kept and counted in the report, never dropped.
     """

@@ -1,4 +1,4 @@
-"""Farokhi & Sandberg (seed 004): Figure 1, Figure 2, Example 4, Laplace vs optimal Gaussian (§5), Problem 2.
+"""Farokhi & Sandberg: Figure 1, Figure 2, Example 4, Laplace vs optimal Gaussian (§5), Problem 2.
 
 Ids: ``fisher-fig1``, ``fisher-fig2``, ``fisher-example4``, ``fisher-laplace-gaussian``,
 ``fisher-problem2``. Every claim is computed from the rows; the paper's printed formulas are
@@ -66,16 +66,25 @@ def _fig1_surface(rows: Sequence[Row], weight: str) -> tuple[np.ndarray, np.ndar
 
 
 def fig1_plot(rows: Sequence[Row]) -> Figure:
-    fig, axes = plotting.new_figure(2, ncols=1, size=(6.0, 3.4),
-                                    titles=["p(x) ∝ exp(−x²)", "p(x) ∝ exp(−x)"])
-    for ax, weight in zip(axes, _WEIGHTS, strict=True):
-        xs, surface = _fig1_surface(rows, weight)
-        if xs.size == 0:
-            continue
-        mesh = ax.pcolormesh(_FIG1_W, xs, surface, shading="auto", cmap="viridis")
-        fig.colorbar(mesh, ax=ax, label="γ*(w|x)")
-        ax.set_xlabel("w")
-        ax.set_ylabel("x")
+    from matplotlib.colors import Normalize
+
+    surfaces = {weight: _fig1_surface(rows, weight) for weight in _WEIGHTS}
+    present = [w for w, (xs, _) in surfaces.items() if xs.size]
+    fig, axes = plotting.new_figure(len(present), ncols=1, size=(6.0, 3.4),
+                                    titles=[f"p(x) ∝ {w.replace('^2', '²').replace('-', '−')}" for w in present])
+    # one colour scale for both panels, which are compared
+    norm = Normalize(vmin=0.0, vmax=max(float(surfaces[w][1].max()) for w in present))
+    mesh = None
+    for ax, weight in zip(axes, present, strict=True):
+        xs, surface = surfaces[weight]
+        # cells reach halfway to the neighbouring samples and stop at the sampled range (no extrapolated area)
+        w_edges = np.clip(_edges(_FIG1_W, log=False), _FIG1_W[0], _FIG1_W[-1])
+        x_edges = np.clip(_edges(xs, log=False), xs[0], xs[-1])
+        mesh = ax.pcolormesh(w_edges, x_edges, surface, shading="flat", cmap="viridis", norm=norm)
+        ax.set_xlabel("w (noise value, W = [0, 1])")
+        ax.set_ylabel("x (private value)")
+    if mesh is not None:
+        fig.colorbar(mesh, ax=axes, label="density γ*(w|x) (per unit of w)")
     return fig
 
 
@@ -114,7 +123,7 @@ def _fig1_sweep(quick: bool) -> list[dict[str, Any]]:
 
 FIG1 = Experiment(
     id="fisher-fig1", title="Corollary 4's weighted policy γ*(w|x) (Figure 1) and its Problem 2 cost",
-    source="Farokhi & Sandberg (seed 004), Corollary 4, Figure 1", trial=fig1_trial, sweep=_fig1_sweep(False),
+    source="Farokhi & Sandberg, Corollary 4, Figure 1", trial=fig1_trial, sweep=_fig1_sweep(False),
     quick_sweep=_fig1_sweep(True), plot=fig1_plot, claims=fig1_claims, trials=1, quick_trials=1,
     notes="""\
 Corollary 4's density c(x)·exp(−(p'/p)(w + x))·cos²(π(w − 1/2)) on W = [0, 1], evaluated on a 41-point
@@ -178,16 +187,20 @@ def fig2_plot(rows: Sequence[Row]) -> Figure:
         i, j = int(np.searchsorted(dlt, r["delta"])), int(np.searchsorted(eps, r["epsilon"]))
         grid[i, j] = float(r["cond16_published"])
         exact[i, j] = float(r["exact_private"])
-    ax.pcolormesh(_edges(eps, log=False), _edges(dlt, log=True), grid, shading="flat", cmap="Greys_r",
-                  vmin=-0.6, vmax=1.0)
+    from matplotlib.colors import BoundaryNorm, ListedColormap
+
+    mesh = ax.pcolormesh(_edges(eps, log=False), _edges(dlt, log=True), grid, shading="flat",
+                         cmap=ListedColormap(["0.55", "white"]), norm=BoundaryNorm([-0.5, 0.5, 1.5], 2))
+    bar = fig.colorbar(mesh, ax=ax, ticks=[0, 1], shrink=0.5, label="condition (16) as printed")
+    bar.ax.set_yticklabels(["fails", "holds"])
     if eps.size > 1 and dlt.size > 1:
         ax.contour(eps, dlt, exact, levels=[0.5], colors="tab:red", linewidths=1.2)
-    ax.axhline(0.5, ls="--", color="k", lw=1)
+        ax.plot([], [], color="tab:red", lw=1.2, label="exact (ε, δ)-DP boundary of the Gaussian (Balle & Wang)")
+    ax.axhline(0.5, ls="--", color="k", lw=1, label="δ = 1/2 (Proposition 4 needs δ ≤ 1/2)")
     ax.set_yscale("log")
-    ax.set_xlabel("ε")
-    ax.set_ylabel("δ")
-    ax.text(0.02, 0.02, "white: (16) holds; grey: fails; red: exact (ε, δ)-DP boundary; dashed: δ = 1/2",
-            transform=ax.transAxes, fontsize=7)
+    ax.set_xlabel("ε (privacy budget)")
+    ax.set_ylabel("δ (privacy failure probability)")
+    plotting.figure_legend(fig, ncols=1)
     return fig
 
 
@@ -210,7 +223,7 @@ def fig2_claims(rows: Sequence[Row]) -> list[Claim]:
 
 FIG2 = Experiment(
     id="fisher-fig2", title="Region where condition (16) certifies the optimal Gaussian as (ε, δ)-DP (Figure 2)",
-    source="Farokhi & Sandberg (seed 004), Proposition 4, Figure 2", trial=fig2_trial, sweep=_fig2_sweep(False),
+    source="Farokhi & Sandberg, Proposition 4, Figure 2", trial=fig2_trial, sweep=_fig2_sweep(False),
     quick_sweep=_fig2_sweep(True), plot=fig2_plot, claims=fig2_claims, trials=1, quick_trials=1,
     notes="""\
 Grid of ε ∈ [0.1, 10] (linear) × δ ∈ [1e−12, 0.9] (log) with ϑ/((x̄ − x̲)max|cᵢ|) = 1, realised by
@@ -261,15 +274,15 @@ def example4_plot(rows: Sequence[Row]) -> Figure:
         ax.plot(c.x, c.mean, "x", ms=7, label="Example 4 closed form (printed)")
         r = plotting.summarise(rows, "T", corr)
         ax.plot(r.x, r.mean, "s--", ms=3, label="corrected Σ (½ ×)")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
-        ax.set_xlabel("T")
+        ax.set_xlabel("T (horizon, time steps)")
     m = plotting.summarise(rows, "T", "mc_error")
-    axes[1].errorbar(m.x, m.mean, yerr=m.half, fmt="none", ecolor="k", capsize=2, label="Monte Carlo (least squares)")
-    axes[0].set_ylabel("Q")
-    axes[1].set_ylabel("E‖x̂₀ − x₀‖²")
+    axes[1].errorbar(m.x, m.mean, yerr=plotting.clipped_interval(m, (0.0, None)), fmt="none", ecolor="k", capsize=2,
+                     label="Monte Carlo (least squares), 95 % CI")
     for ax in axes:
-        ax.legend(fontsize=7)
+        plotting.log_axes(ax)
+    axes[0].set_ylabel("Q = Tr(ΨᵀΨΣ) (squared output units)")
+    axes[1].set_ylabel("E‖x̂₀ − x₀‖² (squared state units)")
+    plotting.figure_legend(fig)
     return fig
 
 
@@ -304,7 +317,7 @@ def example4_claims(rows: Sequence[Row]) -> list[Claim]:
 
 EXAMPLE4 = Experiment(
     id="fisher-example4", title="Trajectory noise for a vehicle (Example 4): Q and estimation error vs T",
-    source="Farokhi & Sandberg (seed 004), Theorem 4, Example 4", trial=example4_trial, sweep=_example4_sweep(False),
+    source="Farokhi & Sandberg, Theorem 4, Example 4", trial=example4_trial, sweep=_example4_sweep(False),
     quick_sweep=_example4_sweep(True), plot=example4_plot, claims=example4_claims, trials=1, quick_trials=1,
     notes="""\
 A = [[1, 1], [0, 1]], C = [1, 0], ϱ = 1, x₀ = (2, 0.5). The mechanism computes Q = Tr(ΨᵀΨΣ) and the
@@ -366,15 +379,13 @@ def laplace_gaussian_plot(rows: Sequence[Row]) -> Figure:
                        ("gaussian_epsilon", "Gaussian ε at δ = 1e−5 (exact)")):
         s = plotting.summarise(rows, "theta", key)
         axes[2].plot(s.x, s.mean, "o-", ms=3, label=label)
-    for ax in axes:
-        ax.set_xscale("log")
-        ax.set_xlabel("ϑ = Q")
-        ax.legend(fontsize=7)
-    axes[0].set_yscale("log")
-    axes[2].set_yscale("log")
-    axes[0].set_ylabel("noise Fisher information")
-    axes[1].set_ylabel("bound ratio")
-    axes[2].set_ylabel("ε")
+    for ax, logy in zip(axes, (True, False, True), strict=True):
+        plotting.log_axes(ax, y=logy)
+        ax.set_xlabel("ϑ = Q (noise variance)")
+        plotting.legend_below(ax)
+    axes[0].set_ylabel("Fisher information (1/w²)")
+    axes[1].set_ylabel("bound ratio (Gaussian / Laplace)")
+    axes[2].set_ylabel("ε (privacy budget)")
     return fig
 
 
@@ -404,7 +415,7 @@ def laplace_gaussian_claims(rows: Sequence[Row]) -> list[Claim]:
 
 LAPLACE_GAUSSIAN = Experiment(
     id="fisher-laplace-gaussian", title="Laplace (Prop. 3) vs optimal Gaussian (Cor. 6) at equal quality Q (§5)",
-    source="Farokhi & Sandberg (seed 004), Section 5, Propositions 3–4", trial=laplace_gaussian_trial,
+    source="Farokhi & Sandberg, Section 5, Propositions 3–4", trial=laplace_gaussian_trial,
     sweep=vary("theta", [0.01, 0.03, 0.1, 0.3, 1.0, 3.0, 10.0], panel="theta", n_mc=200000),
     quick_sweep=vary("theta", [0.1, 1.0], panel="theta", n_mc=20000), plot=laplace_gaussian_plot,
     claims=laplace_gaussian_claims, trials=1, quick_trials=1,
@@ -430,15 +441,16 @@ def problem2_trial(params: Mapping[str, Any], rng: np.random.Generator) -> dict[
 
 def problem2_plot(rows: Sequence[Row]) -> Figure:
     fig, axes = plotting.new_figure(2, titles=["(a) distance to the cos² density", "(b) optimal Fisher information"])
-    plotting.errorbar(axes[0], rows, "n_points", "relative_l2_error", label="relative ℓ2")
-    plotting.errorbar(axes[0], rows, "n_points", "max_abs_error", label="max abs")
-    axes[0].set_xscale("log")
-    axes[0].set_yscale("log")
-    axes[0].legend(fontsize=7)
-    plotting.errorbar(axes[1], rows, "n_points", "fisher_information", label="convex program")
+    plotting.errorbar(axes[0], rows, "n_points", "relative_l2_error", label="relative ℓ2 distance (no unit)")
+    plotting.errorbar(axes[0], rows, "n_points", "max_abs_error", label="max |difference| (density units)")
+    plotting.log_axes(axes[0])
+    axes[0].set_ylabel("distance to cos² density")
+    plotting.errorbar(axes[1], rows, "n_points", "fisher_information", label="convex program optimum")
     axes[1].axhline(4 * math.pi**2, ls="--", color="k", label="4π² (Corollary 1)")
-    axes[1].set_xscale("log")
-    axes[1].legend(fontsize=7)
+    plotting.log_axes(axes[1], y=False)
+    axes[1].set_ylabel("Fisher information (1/w²)")
+    for ax in axes:
+        plotting.legend_below(ax)
     return fig
 
 
@@ -462,7 +474,7 @@ def problem2_claims(rows: Sequence[Row]) -> list[Claim]:
 
 PROBLEM2 = Experiment(
     id="fisher-problem2", title="Problem 2 as a discretised convex program converges to the cos² density",
-    source="Farokhi & Sandberg (seed 004), Problem 2, Corollaries 1–2", trial=problem2_trial,
+    source="Farokhi & Sandberg, Problem 2, Corollaries 1–2", trial=problem2_trial,
     sweep=vary("n_points", [10, 20, 40, 80, 160, 320], panel="N"),
     quick_sweep=vary("n_points", [10, 20], panel="N"), plot=problem2_plot, claims=problem2_claims,
     trials=1, quick_trials=1,

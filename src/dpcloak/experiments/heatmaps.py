@@ -1,4 +1,4 @@
-"""Ghazi et al. (seed 003), "Differentially Private Heatmaps": Figures 1, 2 + 4–7, 3, 10–11.
+"""Ghazi et al., "Differentially Private Heatmaps": Figures 1, 2 + 4–7, 3, 10–11.
 
 Ids: ``heatmaps-fig1`` (SIM, CC, KL, EMD vs ε), ``heatmaps-fig2`` (vs number of users and vs Δ at
 ε = 10 and ε = 1: Figure 2 is its EMD panels, Figures 4–7 the other metrics), ``heatmaps-fig3``
@@ -101,6 +101,20 @@ def metrics_trial(params: Mapping[str, Any], rng: np.random.Generator) -> dict[s
 
 
 # --------------------------------------------------------------------------------------------- plots
+#: Axis labels of the metrics (EMD on the unit square with the ℓ1 ground metric; KL in nats).
+METRIC_LABELS = {"sim": "SIM (in [0, 1], higher is better)", "cc": "CC (in [−1, 1], higher is better)",
+                 "kl": "KL (nats, lower is better)", "emd": "EMD (unit square, lower is better)"}
+_X_LABELS = {"epsilon": "ε (privacy budget)", "n": "n (users)", "resolution": "Δ (grid cells per side)"}
+_LEGEND_TITLE = "method: mean ± 95 % CI over trials, clipped to the metric's range"
+
+
+def _style_metric_axes(ax: Any, x: str, metric: str, *, logx: bool) -> None:
+    if logx:
+        plotting.log_axes(ax, y=False)
+    ax.set_xlabel(_X_LABELS.get(x, plotting.label_of(x)))
+    ax.set_ylabel(METRIC_LABELS[metric])
+
+
 def _metric_panels(rows: Sequence[Row], x: str, groups: Sequence[tuple[str, dict[str, Any]]], *,
                    logx: bool = False) -> Figure:
     titles = [f"{label}: {m.upper()}" for label, _ in groups for m in METRICS]
@@ -111,11 +125,9 @@ def _metric_panels(rows: Sequence[Row], x: str, groups: Sequence[tuple[str, dict
             ax = axes[k]
             for name in METHODS:
                 plotting.errorbar(ax, rows, x, f"{metric}_{name}", label=name, **where)
-            ax.set_ylabel(metric.upper())
-            if logx:
-                ax.set_xscale("log")
+            _style_metric_axes(ax, x, metric, logx=logx)
             k += 1
-    axes[0].legend(fontsize=7)
+    plotting.figure_legend(fig, ncols=len(METHODS), title=_LEGEND_TITLE)
     return fig
 
 
@@ -181,7 +193,7 @@ def _fig1_claims(rows: Sequence[Row]) -> list[Claim]:
 _FIG1 = Experiment(
     id="heatmaps-fig1",
     title="Private heatmaps: SIM, CC, KL, EMD vs ε (ours vs baseline vs thresholded)",
-    source="Ghazi et al. (seed 003), Figure 1 (§4.1); Figure 8 setting on other data",
+    source="Ghazi et al., Figure 1 (§4.1); Figure 8 setting on other data",
     trial=metrics_trial,
     sweep=(vary("epsilon", _EPSILONS, panel="synthetic", dataset="synthetic", n=200, resolution=256)
            + vary("epsilon", _EPSILONS, panel="ais", dataset="ais", n=200, resolution=256)),
@@ -211,9 +223,15 @@ def _fig2_sweep() -> list[dict[str, Any]]:
     return pts
 
 
+def _fig2_title(panel: str, metric: str) -> str:
+    """``"res-synthetic-eps10"`` → ``"synthetic, ε = 10: SIM vs Δ"``."""
+    kind, dataset, eps = panel.split("-", 2)
+    return f"{dataset}, ε = {eps.removeprefix('eps')}: {metric.upper()} vs {'n' if kind == 'users' else 'Δ'}"
+
+
 def _fig2_plot(rows: Sequence[Row]) -> Figure:
     panels = sorted({r["panel"] for r in rows})
-    titles = [f"{p}: {m.upper()}" for p in panels for m in METRICS]
+    titles = [_fig2_title(p, m) for p in panels for m in METRICS]
     fig, axes = plotting.new_figure(len(titles), ncols=4, titles=titles)
     k = 0
     for p in panels:
@@ -221,11 +239,9 @@ def _fig2_plot(rows: Sequence[Row]) -> Figure:
         for metric in METRICS:
             for name in METHODS:
                 plotting.errorbar(axes[k], rows, x, f"{metric}_{name}", label=name, panel=p)
-            axes[k].set_ylabel(metric.upper())
-            if x == "resolution":
-                axes[k].set_xscale("log", base=2)
+            _style_metric_axes(axes[k], x, metric, logx=x == "resolution")
             k += 1
-    axes[0].legend(fontsize=7)
+    plotting.figure_legend(fig, ncols=len(METHODS), title=_LEGEND_TITLE)
     return fig
 
 
@@ -251,7 +267,7 @@ def _fig2_claims(rows: Sequence[Row]) -> list[Claim]:
 _FIG2 = Experiment(
     id="heatmaps-fig2",
     title="Private heatmaps vs number of users and vs resolution (ε = 10 and ε = 1), all metrics",
-    source="Ghazi et al. (seed 003), Figure 2 (EMD) and Figures 4–7 (all metrics)",
+    source="Ghazi et al., Figure 2 (EMD) and Figures 4–7 (all metrics)",
     trial=metrics_trial,
     sweep=_fig2_sweep(),
     quick_sweep=(vary("n", [20, 60], panel="users-synthetic-eps10", dataset="synthetic", epsilon=10.0, resolution=64)
@@ -291,14 +307,27 @@ def _fig3_plot(rows: Sequence[Row]) -> Figure:
         panels = {f"{r['dataset']} ε={r['epsilon']:g}: true": agg.normalized}
         panels.update({name: rel[name].aggregate for name in _FIG3_METHODS})
         figs.append(panels)
-    fig = Figure(figsize=(3.0 * 4, 3.0 * len(figs)), layout="constrained")
+    from matplotlib.colors import LogNorm
+
+    fig = Figure(figsize=(3.0 * 4 + 0.8, 3.2 * len(figs)), layout="constrained")
     axes = fig.subplots(len(figs), 4, squeeze=False)
     for row_axes, panels in zip(axes, figs, strict=True):
-        for ax, (title, arr) in zip(row_axes, panels.items(), strict=True):
-            ax.imshow(render(arr, sigma=DEFAULT_SIGMA), origin="lower", cmap="inferno", extent=(0, 1, 0, 1))
+        images = [render(arr, sigma=DEFAULT_SIGMA) for arr in panels.values()]
+        # One colour scale per row, set by the true heatmap: equal colours mean equal mass in every panel.
+        # Logarithmic over three decades below the truth's peak, so that the baseline's noise spread thinly
+        # over every cell stays visible next to concentrated peaks; values outside saturate (the arrows).
+        top = float(images[0].max()) or 1.0
+        norm = LogNorm(vmin=top * 1e-3, vmax=top, clip=False)
+        for ax, title, image in zip(row_axes, panels, images, strict=True):
+            shown = ax.imshow(np.clip(image, top * 1e-4, None), origin="lower", cmap="inferno", norm=norm,
+                              extent=(0, 1, 0, 1))
             ax.set_title(title, fontsize=9)
-            ax.set_xticks([])
-            ax.set_yticks([])
+            ax.set_xticks([0, 0.5, 1])
+            ax.set_yticks([0, 0.5, 1])
+            ax.set_xlabel("x (unit square)", fontsize=8)
+            ax.set_ylabel("y (unit square)", fontsize=8)
+        fig.colorbar(shown, ax=list(row_axes), extend="both", shrink=0.9,
+                     label=f"share of all points per cell\n(rendered, σ = {DEFAULT_SIGMA}; log scale)")
     return fig
 
 
@@ -314,7 +343,7 @@ def _fig3_claims(rows: Sequence[Row]) -> list[Claim]:
 _FIG3 = Experiment(
     id="heatmaps-fig3",
     title="Private heatmaps: visual panel (true, baseline, top 0.01 %, ours) at ε = 1 and ε = 5",
-    source="Ghazi et al. (seed 003), Figure 3",
+    source="Ghazi et al., Figure 3",
     trial=fig3_trial,
     sweep=(vary("epsilon", [1.0, 5.0], dataset="synthetic", n=200, resolution=256)
            + vary("epsilon", [1.0, 5.0], dataset="ais", n=200, resolution=256)),
@@ -345,11 +374,14 @@ def _sparsity_plot(rows: Sequence[Row]) -> Figure:
             idx = np.clip(np.searchsorted(edges, xs, side="right") - 1, 0, edges.size - 2)
             cx = [xs[idx == b].mean() for b in np.unique(idx)]
             cy = [plotting.mean_ci(ys[idx == b]) for b in np.unique(idx)]
-            ax.errorbar(cx, [c[0] for c in cy], yerr=[c[1] for c in cy], marker="o", markersize=3, capsize=3,
-                        label=name)
-        ax.set_xlabel("sparsity (fraction of non-empty cells, bucketed)")
-        ax.set_ylabel(metric.upper())
-    axes[0].legend(fontsize=7)
+            s = plotting.Summary(np.asarray(cx), np.asarray([c[0] for c in cy]), np.asarray([c[1] for c in cy]),
+                                 np.asarray([int(np.sum(idx == b)) for b in np.unique(idx)]))
+            ax.errorbar(s.x, s.mean, yerr=plotting.clipped_interval(s, plotting.RANGES[metric]), marker="o",
+                        markersize=3, capsize=3, label=name)
+        ax.set_xlabel("sparsity (fraction of non-empty cells)")
+        ax.set_ylabel(METRIC_LABELS[metric])
+    plotting.figure_legend(fig, ncols=len(METHODS),
+                           title="method: mean ± 95 % CI per sparsity bucket (≤ 6 equal-count buckets of trials)")
     return fig
 
 
@@ -377,7 +409,7 @@ def _sparsity_claims(rows: Sequence[Row]) -> list[Claim]:
 _FIG10 = Experiment(
     id="heatmaps-fig10",
     title="Private heatmaps vs synthetic sparsity (20 Gaussians, more points per user)",
-    source="Ghazi et al. (seed 003), Figure 10 (Appendix E.3)",
+    source="Ghazi et al., Figure 10 (Appendix E.3)",
     trial=metrics_trial,
     sweep=vary("points", _FIG10_POINTS, dataset="synthetic", components=20, n=200, epsilon=1.0, resolution=256),
     quick_sweep=vary("points", [2, 20], dataset="synthetic", components=20, n=40, epsilon=1.0, resolution=64),
@@ -392,7 +424,7 @@ _FIG10 = Experiment(
 _FIG11 = Experiment(
     id="heatmaps-fig11",
     title="Private heatmaps vs sparsity and number of Gaussians (5, 10, 20, 80)",
-    source="Ghazi et al. (seed 003), Figure 11 (Appendix E.3)",
+    source="Ghazi et al., Figure 11 (Appendix E.3)",
     trial=metrics_trial,
     sweep=[{"dataset": "synthetic", "components": c, "points": p, "spread_hi": s, "n": 200, "epsilon": 1.0,
             "resolution": 256} for c, p, s in _FIG11_MIX],
@@ -438,18 +470,17 @@ def _fig12_plot(rows: Sequence[Row]) -> Figure:
     fig, axes = plotting.new_figure(1 + len(METRICS), ncols=5,
                                     titles=["communication (Fig. 12)"] + [f"{m.upper()} (Fig. 13)" for m in METRICS])
     shuffled = [r for r in rows if r["B"] > 0]
-    plotting.errorbar(axes[0], shuffled, "B", "bits_per_user")
-    axes[0].set_xscale("log", base=2)
-    axes[0].set_yscale("log")
-    axes[0].set_ylabel("bits per user")
+    plotting.errorbar(axes[0], shuffled, "B", "bits_per_user", label="shuffle protocol")
+    plotting.log_axes(axes[0])
+    axes[0].set_ylabel("communication (bits per user)")
     for ax, metric in zip(axes[1:], METRICS, strict=True):
-        plotting.errorbar(ax, shuffled, "B", f"{metric}_shuffle", label="shuffle")
+        plotting.errorbar(ax, shuffled, "B", f"{metric}_shuffle", label="shuffle protocol")
         central = plotting.summarise([r for r in rows if r["B"] == 0], "B", f"{metric}_shuffle")
         if central.mean.size:
-            ax.axhline(central.mean[0], color="k", linestyle="--", label="central (B = ∞)")
-        ax.set_xscale("log", base=2)
-        ax.set_ylabel(metric.upper())
-    axes[1].legend(fontsize=7)
+            ax.axhline(central.mean[0], color="k", linestyle="--", label="central mechanism (B = ∞)")
+        plotting.log_axes(ax, y=False)
+        ax.set_ylabel(METRIC_LABELS[metric])
+    plotting.figure_legend(fig, title="mean ± 95 % CI over trials, clipped to the metric's range")
     return fig
 
 
@@ -470,7 +501,7 @@ def _fig12_claims(rows: Sequence[Row]) -> list[Claim]:
 _FIG12 = Experiment(
     id="heatmaps-fig12",
     title="Shuffle-model heatmaps: communication per user and utility vs the scaling factor B",
-    source="Ghazi et al. (seed 003), Appendix F, Figures 12–13",
+    source="Ghazi et al., Appendix F, Figures 12–13",
     trial=shuffle_trial,
     sweep=vary("B", [*_B_VALUES, 0], dataset="synthetic", n=50, epsilon=5.0, delta=1e-5, resolution=128),
     quick_sweep=vary("B", [4, 64, 0], dataset="synthetic", n=20, epsilon=5.0, delta=1e-5, resolution=16),
@@ -518,13 +549,12 @@ def _wrule_plot(rows: Sequence[Row]) -> Figure:
         for key, label, style in (("emd_rule", "rule (public n̂)", {"color": "k", "linewidth": 2.5, "zorder": 5}),
                                   ("emd_top1%", "top-1 % Laplace", {"color": "0.5", "linestyle": "--"})):
             s = plotting.summarise(rows, "epsilon", key, panel=panel)
-            ax.errorbar(s.x, s.mean, yerr=s.half, marker="s", markersize=4, capsize=3, label=label, **style)
-        ax.set_xlabel("epsilon")
-        ax.set_xscale("log")
-        ax.set_yscale("log")
+            ax.errorbar(s.x, s.mean, yerr=plotting.clipped_interval(s, plotting.RANGES["emd"]), marker="s",
+                        markersize=4, capsize=3, label=label, **style)
+        plotting.log_axes(ax)
+        ax.set_xlabel(_X_LABELS["epsilon"])
         ax.set_ylabel("EMD (unit square)")
-        ax.set_xticks(s.x, [f"{v:g}" for v in s.x])
-    axes[0].legend(fontsize=7)
+    plotting.figure_legend(fig, ncols=4, title="mean EMD ± 95 % CI over trials, clipped at 0")
     return fig
 
 
@@ -549,7 +579,7 @@ def _wrule_claims(rows: Sequence[Row]) -> list[Claim]:
 _WRULE = Experiment(
     id="heatmaps-wrule",
     title="Choosing w from public quantities: the rule vs every fixed w, and top-1 % Laplace",
-    source="Ghazi et al. (seed 003), Figure 1 setting; rule of dpcloak.heatmaps.parameters",
+    source="Ghazi et al., Figure 1 setting; rule of dpcloak.heatmaps.parameters",
     trial=wrule_trial,
     sweep=(vary("epsilon", _EPSILONS, panel="synthetic", dataset="synthetic", n=200, resolution=256)
            + vary("epsilon", _EPSILONS, panel="ais", dataset="ais", n=200, resolution=256)),
@@ -559,8 +589,9 @@ _WRULE = Experiment(
     trials=12,
     quick_trials=1,
     notes=_NOTES_DATA + " The rule reads ε, Δ and a public estimate n̂ of the number of users (here the sample "
-    "size, fixed by the design); its constants were calibrated on synthetic data only (n ∈ {200, 1000}), so the "
-    "AIS panel is an out-of-sample check. When the rule's w is one of the fixed w, its EMD is that release's "
+    "size, fixed by the design); its constants were calibrated on synthetic data only (three mixtures, seed stream "
+    "of docs/figures/make_heatmaps_wrule.py --split calibration), so the AIS panel is an out-of-sample check. "
+    "When the rule's w is one of the fixed w, its EMD is that release's "
     "(paired, same noise). 'Best fixed w' is the minimum over six noisy means, biased low. EMD on the unit "
     "square (multiply by the extent's side for metres).",
 )

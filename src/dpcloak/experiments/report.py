@@ -14,7 +14,7 @@ from dpcloak.experiments.registry import Experiment, Row
 if TYPE_CHECKING:
     from dpcloak.experiments.runner import RunResult
 
-__all__ = ["STANDARD_COLUMNS", "columns"]
+__all__ = ["STANDARD_COLUMNS", "columns", "quick_caption", "write_outputs"]
 
 #: Columns every data.csv has, empty where a quantity does not apply (e.g. EMD in a Δ2-only figure).
 STANDARD_COLUMNS = ("delta2", "sigma", "emd", "solve_time")
@@ -115,11 +115,62 @@ def write_report(experiment: Experiment, result: RunResult, path: Path) -> None:
     path.write_text("\n".join(lines))
 
 
+def quick_caption(experiment: Experiment, trials: int) -> str:
+    """The line a quick run's figure carries: what was run, and that it is too small to judge.
+
+    Statistical experiments (several trials per point in the paper's sweep) are too small to judge
+    on a quick sweep; deterministic ones are judged on fewer points.
+
+    Examples
+    --------
+    >>> from dpcloak.experiments import get_experiment
+    >>> caption = quick_caption(get_experiment("sensor-fig2"), 2)
+    >>> caption.startswith("Quick sweep (2 points × 2 trials): too small to judge")
+    True
+    """
+    points = len(experiment.quick_sweep)
+    size = f"{points} point{'s' if points > 1 else ''} × {trials} trial{'s' if trials > 1 else ''}"
+    if experiment.trials > 1:
+        return (f"Quick sweep ({size}): too small to judge the paper's claims; "
+                f"run without --quick for {len(experiment.sweep)} points × {experiment.trials} trials")
+    return f"Quick sweep ({size}): fewer points than the paper's {len(experiment.sweep)}; run without --quick for all"
+
+
 def write_outputs(experiment: Experiment, result: RunResult) -> None:
-    """Create the output folder and write ``data.csv``, ``figure.png`` and ``report.md``."""
+    """Create the output folder and write ``data.csv``, ``figure.png`` and ``report.md``.
+
+    Examples
+    --------
+    :func:`~dpcloak.experiments.run_experiment` calls it; here a finished run of a toy experiment
+    (see :class:`~dpcloak.experiments.Experiment`) is written again to another folder:
+
+    >>> import dataclasses, tempfile
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import matplotlib.pyplot as plt
+    >>> from dpcloak.experiments import Experiment, run_experiment, vary
+    >>> def plot(rows):
+    ...     fig, ax = plt.subplots()
+    ...     ax.plot([r["x"] for r in rows], [r["value"] for r in rows], "o")
+    ...     return fig
+    >>> toy = Experiment(id="toy", title="Toy", source="a doctest", trial=lambda p, rng: {"value": 2 * p["x"]},
+    ...                  sweep=vary("x", [1, 2]), quick_sweep=vary("x", [1]), plot=plot, claims=lambda rows: [],
+    ...                  trials=1)
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> run = run_experiment(toy, workers=1, out=Path(tmp.name) / "first", progress=False)
+    >>> again = dataclasses.replace(run, out_dir=Path(tmp.name) / "again")
+    >>> write_outputs(toy, again)
+    >>> sorted(p.name for p in again.out_dir.iterdir())
+    ['data.csv', 'figure.png', 'report.md']
+    >>> again.files[2].read_text().splitlines()[0]
+    '# toy: Toy'
+    >>> plt.close("all"); tmp.cleanup()
+    """
     data, figure_path, report = result.files
     result.out_dir.mkdir(parents=True, exist_ok=True)
     write_csv(result.rows, data)
     figure = experiment.plot(list(result.rows))
+    if result.quick:
+        figure.suptitle(quick_caption(experiment, result.trials), fontsize=9, color="tab:red")
     figure.savefig(figure_path, dpi=90)
     write_report(experiment, result, report)

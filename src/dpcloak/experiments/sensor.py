@@ -1,4 +1,4 @@
-"""Gilbert & McMillan (seed 000), section 5: Figures 1–5 reproduced, with theory overlays.
+"""Gilbert & McMillan, section 5: Figures 1–5 reproduced, with theory overlays.
 
 Ids: ``sensor-fig1`` … ``sensor-fig5``. Set-up and helpers in :mod:`dpcloak.experiments._sensor`.
 """
@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from dpcloak.experiments import plotting
 from dpcloak.experiments._sensor import (
@@ -33,13 +34,17 @@ __all__ = [
 ]
 
 
+#: EMD between distributions on [0, 1] lies in [0, 1]: confidence bars are clipped to it.
+EMD_RANGE = (0.0, 1.0)
+
+
 # ------------------------------------------------------------------------------------------- trials
 def _policy(params: Mapping[str, Any]) -> str:
     return str(params.get("radius_policy", RADIUS_POLICY))
 
 
 def noisy_trial(params: Mapping[str, Any], rng: np.random.Generator) -> dict[str, Any]:
-    """Algorithm 1 on ``ỹ = A f0 + N(0, σ² I)`` (seed 000 section 4); params n, m, T, sigma, k."""
+    """Algorithm 1 on ``ỹ = A f0 + N(0, σ² I)`` (Gilbert & McMillan section 4); params n, m, T, sigma, k."""
     n, m, T, sigma = int(params["n"]), int(params["m"]), float(params["T"]), float(params["sigma"])
     model, delta2 = heat_model(n, m, T / MU)
     f0 = sources(n, int(params["k"]), rng)
@@ -58,7 +63,7 @@ def profile_trial(params: Mapping[str, Any], rng: np.random.Generator) -> dict[s
 
 
 def private_trial(params: Mapping[str, Any], rng: np.random.Generator) -> dict[str, Any]:
-    """Algorithm 1 on the locally private readings (seed 000 Proposition 4 / Corollary 9).
+    """Algorithm 1 on the locally private readings (Gilbert & McMillan Proposition 4 / Corollary 9).
 
     Each sensor adds Gaussian noise calibrated to the exact Δ2 of the heat kernel with the given
     ``calibration`` (``"paper"``: σ = 2 ln(1.25/δ) Δ2/ε as printed; ``"analytic"``: Balle & Wang),
@@ -87,11 +92,11 @@ def profile_panel(ax: Any, rows: Sequence[Row], title: str, **where: Any) -> Non
     grid = np.arange(1, n + 1) / n
     f0 = placed_sources(n, [float(v) for v in str(row["locations"]).split()])
     x = parse_estimate(row["estimate"], n)
-    ax.plot(grid, f0 / f0.sum(), "r-", label="f0")
-    ax.plot(grid, x / max(x.sum(), 1e-300), "b--", label="f̂")
+    ax.plot(grid, f0 / f0.sum(), "r-", label="true sources $f_0$")
+    ax.plot(grid, x / max(x.sum(), 1e-300), "b--", label=r"estimate $\hat f$ (Algorithm 1)")
     ax.set_title(f"{title}\ntrial {row['trial']}: EMD = {row['emd']:.3g}", fontsize=9)
-    ax.set_xlabel("location")
-    ax.legend(fontsize=7)
+    ax.set_xlabel("location (units of the interval [0, 1])")
+    ax.set_ylabel("share of the total intensity")
 
 
 def _mean(rows: Sequence[Row], key: str, **where: Any) -> tuple[float, float, int]:
@@ -148,7 +153,7 @@ _FIG1_POINTS = [dict(n=100, m=50, T=0.5, sigma=0.5, locations="0.5", radius_poli
 
 
 def fig1_plot(rows: Sequence[Row]) -> Figure:
-    fig, axes = plotting.new_figure(3, titles=["", "", "errors over trials (normalised f0, f̂)"])
+    fig, axes = plotting.new_figure(3, titles=["", "", r"errors over trials (normalised $f_0$, $\hat f$)"])
     profile_panel(axes[0], rows, "Fig. 1, radius σ√m (paper)", radius_policy="paper")
     profile_panel(axes[1], rows, "Fig. 1, radius χ²₀.₉₅ (dpcloak default)", radius_policy="chi2")
     data, labels = [], []
@@ -159,6 +164,9 @@ def fig1_plot(rows: Sequence[Row]) -> Figure:
             labels.append(f"{name}\n{policy}")
     axes[2].boxplot(data)
     axes[2].set_xticks(range(1, len(labels) + 1), labels, fontsize=7)
+    axes[2].set_xlabel("distance and radius policy")
+    axes[2].set_ylabel("distance (EMD in units of [0, 1])")
+    plotting.figure_legend(fig, axes[:2])
     return fig
 
 
@@ -210,10 +218,11 @@ def fig2_plot(rows: Sequence[Row]) -> Figure:
     fig, axes = plotting.new_figure(3, titles=["", "", "(c) EMD vs separation of the two sources"])
     profile_panel(axes[0], rows, "(a) close: sources 0.45, 0.55", separation=0.1)
     profile_panel(axes[1], rows, "(b) far: sources 0.25, 0.75", separation=0.5)
-    plotting.errorbar(axes[2], rows, "separation", "emd", label="mean EMD, 95 % CI")
+    plotting.errorbar(axes[2], rows, "separation", "emd", label="mean EMD, 95 % CI (clipped to [0, 1])",
+                      bounds=EMD_RANGE)
     root = np.sqrt(2 * _FIG2_DEFAULTS["T"])
-    axes[2].axvline(root, color="grey", lw=0.8, label="√(2T): Thm 8 assumption 3 needs more")
-    axes[2].legend(fontsize=7)
+    axes[2].axvline(root, color="grey", lw=0.8, label="√(2T): Thm 8 assumption 3 needs more separation")
+    plotting.figure_legend(fig)
     return fig
 
 
@@ -258,11 +267,14 @@ def fig3_plot(rows: Sequence[Row]) -> Figure:
     titles = ["(a) EMD vs n", "(b) EMD vs m", "(c) EMD vs T (σ = 0.2)", "(d) EMD vs σ", "(e) EMD vs k"]
     fig, axes = plotting.new_figure(5, titles=titles)
     for ax, (panel, name) in zip(axes, _FIG3_PANELS, strict=True):
-        plotting.errorbar(ax, rows, name, "emd", label="Algorithm 1, mean ± 95 % CI", panel=panel)
+        plotting.errorbar(ax, rows, name, "emd", label="Algorithm 1, mean ± 95 % CI (clipped to [0, 1])",
+                          bounds=EMD_RANGE, panel=panel)
         overlay_theory(ax, rows, name, "Thm 8", panel=panel)
         if name != "k":
             plotting.log_axes(ax)
-        ax.legend(fontsize=7)
+        else:
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    plotting.figure_legend(fig)
     return fig
 
 
@@ -338,10 +350,11 @@ def fig4_plot(rows: Sequence[Row]) -> Figure:
     for ax, (panel, name) in zip(axes, _FIG4_PANELS, strict=True):
         for calibration in CALIBRATIONS:
             label = "paper σ = 2ln(1.25/δ)Δ2/ε" if calibration == "paper" else "analytic Gaussian (Balle–Wang)"
-            plotting.errorbar(ax, rows, name, "emd", label=label, panel=panel, calibration=calibration)
+            plotting.errorbar(ax, rows, name, "emd", label=label, bounds=EMD_RANGE, panel=panel,
+                              calibration=calibration)
         overlay_theory(ax, rows, name, "Cor. 9", panel=panel, calibration="paper")
         plotting.log_axes(ax)
-        ax.legend(fontsize=7)
+    plotting.figure_legend(fig, title="mean EMD ± 95 % CI (clipped to [0, 1]) by noise calibration; theory overlays")
     return fig
 
 
@@ -402,7 +415,7 @@ fall below it."""
 
 FIG1 = Experiment(
     id="sensor-fig1", title="One recovery: n=100, m=50, T=0.5, σ=0.5 (EMD close, ℓ1/ℓ2 not)",
-    source="Gilbert & McMillan (seed 000), Figure 1", trial=profile_trial,
+    source="Gilbert & McMillan, Figure 1", trial=profile_trial,
     sweep=_FIG1_POINTS, quick_sweep=_FIG1_POINTS, plot=fig1_plot, claims=fig1_claims, quick_trials=2,
     notes="""\
 One unit source at 0.5; T = μt = 0.5 (t = 1). Run with the printed radius σ√m and with the exact χ²_m
@@ -410,7 +423,7 @@ One unit source at 0.5; T = μt = 0.5 (t = 1). Run with the printed radius σ√
 )
 FIG2 = Experiment(
     id="sensor-fig2", title="Two sources close together vs far apart (T=0.05, σ=0.1), EMD vs separation",
-    source="Gilbert & McMillan (seed 000), Figure 2", trial=profile_trial,
+    source="Gilbert & McMillan, Figure 2", trial=profile_trial,
     sweep=_fig2_points([0.04, 0.1, 0.2, 0.3, 0.4, 0.5, 0.7]), quick_sweep=_fig2_points([0.1, 0.5]),
     plot=fig2_plot, claims=fig2_claims,
     notes="""The paper does not give the source positions: close = 0.45 and 0.55 (separation 0.1 < √(2T) ≈ 0.32),
@@ -420,12 +433,12 @@ within d/4 of the midpoint of two sources at distance d.""",
 )
 FIG3 = Experiment(
     id="sensor-fig3", title="Noisy recovery: EMD vs n, m, T, σ and k",
-    source="Gilbert & McMillan (seed 000), Figure 3 / Theorem 8, Table 2", trial=noisy_trial, sweep=fig3_sweep(),
+    source="Gilbert & McMillan, Figure 3 / Theorem 8, Table 2", trial=noisy_trial, sweep=fig3_sweep(),
     quick_sweep=fig3_sweep(quick=True), plot=fig3_plot, claims=fig3_claims, quick_trials=2, notes=FIG3_NOTES,
 )
 FIG4 = Experiment(
     id="sensor-fig4", title="Private recovery: EMD vs n, m, t, ε, δ (paper and analytic calibration)",
-    source="Gilbert & McMillan (seed 000), Figure 4 / Corollary 9, Table 1", trial=private_trial,
+    source="Gilbert & McMillan, Figure 4 / Corollary 9, Table 1", trial=private_trial,
     sweep=fig4_sweep(), quick_sweep=fig4_sweep(quick=True), plot=fig4_plot, claims=fig4_claims, quick_trials=1,
     notes=FIG4_NOTES,
 )
@@ -458,9 +471,11 @@ def fig5_sweep(quick: bool = False) -> list[dict[str, Any]]:
 
 
 def fig5_plot(rows: Sequence[Row]) -> Figure:
-    fig, axes = plotting.new_figure(3, titles=["(a) Δ2 vs m (n = 500, t = 0.1)", "(b) Δ2 vs n (m = 500, t = 0.1)",
-                                               "(c) Δ2 vs t (n = 1000, m = 500)"])
+    fig, axes = plotting.new_figure(3)
     for ax, (panel, x, predicted) in zip(axes, _FIG5_PANELS, strict=True):
+        first = plotting.select(rows, panel=panel)[:1]
+        fixed = ", ".join(f"{k} = {first[0][k]:g}" for k in ("n", "m", "t") if k != x and first)
+        ax.set_title(f"({panel}) Δ2 vs {x} ({fixed})", fontsize=10)
         s = plotting.errorbar(ax, rows, x, "delta2", label="exact Δ2", panel=panel)
         for key, style, label in (("bound_published", "--", "Prop. 4 bound (printed)"),
                                   ("bound_proved", ":", "proved bound (dpcloak)")):
@@ -468,9 +483,9 @@ def fig5_plot(rows: Sequence[Row]) -> Figure:
             ax.plot(b.x, b.mean, style, label=label)
         slope = plotting.loglog_slope(s.x, s.mean)
         ax.plot(s.x, s.mean[-1] * (s.x / s.x[-1]) ** predicted, color="grey", lw=0.8,
-                label=f"slope {predicted:g} (Prop. 4); fit {slope:.2f}")
+                label=f"({panel}) slope {predicted:g} (Prop. 4); fitted {slope:.2f}")
         plotting.log_axes(ax)
-        ax.legend(fontsize=7)
+    plotting.figure_legend(fig)
     return fig
 
 
@@ -509,7 +524,7 @@ stays above the exact value (checked at every point), and dpcloak's proved bound
 
 FIG5 = Experiment(
     id="sensor-fig5", title="Exact sensitivity Δ2 vs m, n and t with fitted exponents",
-    source="Gilbert & McMillan (seed 000), Figure 5 / Proposition 4", trial=fig5_trial, sweep=fig5_sweep(),
+    source="Gilbert & McMillan, Figure 5 / Proposition 4", trial=fig5_trial, sweep=fig5_sweep(),
     quick_sweep=fig5_sweep(quick=True), plot=fig5_plot, claims=fig5_claims, trials=1, quick_trials=1, notes=FIG5_NOTES,
 )
 

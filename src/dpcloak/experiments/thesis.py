@@ -1,6 +1,6 @@
-"""McMillan's thesis (seed 002), chapter 8: Figures 8.1–8.3 and Table 8.2.
+"""McMillan's thesis, chapter 8: Figures 8.1–8.3 and Table 8.2.
 
-Ids: ``thesis-fig8.1``, ``thesis-fig8.2`` (the thesis's copy of seed 000 Figure 5),
+Ids: ``thesis-fig8.1``, ``thesis-fig8.2`` (the thesis's copy of Gilbert & McMillan Figure 5),
 ``thesis-fig8.3``, ``thesis-table8.2``.
 """
 
@@ -14,6 +14,7 @@ from typing import Any
 import networkx as nx
 import numpy as np
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from dpcloak.experiments import plotting
 from dpcloak.experiments._sensor import RADIUS_POLICY, parse_estimate, recover
@@ -33,8 +34,14 @@ _FIG81_POINT = dict(n=100, m=50, T=0.05, sigma=0.1, locations="0.24 0.76", radiu
 def fig81_plot(rows: Sequence[Row]) -> Figure:
     fig, axes = plotting.new_figure(2, titles=["", "EMD over trials"])
     profile_panel(axes[0], rows, "Fig. 8.1: unit peaks at 0.24 and 0.76, T=0.05, σ=0.1")
-    axes[1].boxplot([[r["emd"] for r in plotting.ok_rows(rows)]])
-    axes[1].set_xticks([1], ["EMD"])
+    emd = [r["emd"] for r in plotting.ok_rows(rows)]
+    axes[1].boxplot([emd], widths=0.5)
+    axes[1].plot(np.ones(len(emd)), emd, "o", ms=3, color="tab:blue", alpha=0.6, label="one trial")
+    axes[1].set_xticks([1], [f"{len(emd)} trials"])
+    axes[1].set_xlim(0.5, 1.5)
+    axes[1].set_xlabel("all trials of this run")
+    axes[1].set_ylabel(plotting.label_of("emd"))
+    plotting.figure_legend(fig)
     return fig
 
 
@@ -52,7 +59,7 @@ def fig81_claims(rows: Sequence[Row]) -> list[Claim]:
 
 FIG81 = Experiment(
     id="thesis-fig8.1", title="Two unit peaks at 0.24 and 0.76 (n=100, m=50, T=0.05, σ=0.1)",
-    source="McMillan thesis (seed 002), Figure 8.1", trial=profile_trial, sweep=[_FIG81_POINT],
+    source="McMillan's thesis, Figure 8.1", trial=profile_trial, sweep=[_FIG81_POINT],
     quick_sweep=[_FIG81_POINT], plot=fig81_plot, claims=fig81_claims, quick_trials=2,
     notes="The caption's \"unit peaks 0.76 and 0.24\" is read as unit sources at locations 0.24 and 0.76.",
 )
@@ -114,24 +121,41 @@ def fig83_sweep(quick: bool = False) -> list[dict[str, Any]]:
 
 def fig83_plot(rows: Sequence[Row]) -> Figure:
     fig, axes = plotting.new_figure(2, titles=["(a) τ=2, ε=4, δ=0.1 (paper σ)", "(b) communities reading vs ε"])
-    labels, src, other = [], [], []
-    for reading in READINGS:
+    readings = [r for r in READINGS if plotting.select(rows, panel="a", reading=r)]  # quick runs have one
+    src, other = [], []
+    for reading in readings:
         chosen = plotting.select(rows, panel="a", reading=reading)
-        labels.append(reading)
-        src.append(plotting.mean_ci([r["mass_source_community"] for r in chosen]))
-        other.append(plotting.mean_ci([r["mass_other_community"] for r in chosen]))
-    pos = np.arange(len(labels))
-    axes[0].bar(pos - 0.2, [m for m, _ in src], 0.4, yerr=[h for _, h in src], capsize=3, label="source's block")
-    axes[0].bar(pos + 0.2, [m for m, _ in other], 0.4, yerr=[h for _, h in other], capsize=3, label="other block")
-    axes[0].set_xticks(pos, labels)
-    axes[0].set_ylabel("recovered mass (mean, 95 % CI)")
-    axes[0].legend(fontsize=7)
-    for key, label in (("mass_source_community", "source's community"), ("mass_other_community", "other community")):
+        src.append(plotting.Summary(np.zeros(1), *_mean_half_count(chosen, "mass_source_community")))
+        other.append(plotting.Summary(np.zeros(1), *_mean_half_count(chosen, "mass_other_community")))
+    pos = np.arange(len(readings))
+    for offset, summaries, label, colour in ((-0.2, src, "source's block", "tab:blue"),
+                                             (0.2, other, "other block", "tab:orange")):
+        means = [float(s.mean[0]) for s in summaries]
+        bars = axes[0].bar(pos + offset, means, 0.4, color=colour, label=label,
+                           yerr=np.hstack([plotting.clipped_interval(s, (0.0, None)) for s in summaries]), capsize=3)
+        axes[0].bar_label(bars, [f"{m:.2f}" for m in means], fontsize=7, padding=2)
+    ticks = []
+    for reading in readings:
+        chosen = plotting.select(rows, panel="a", reading=reading)
+        zero = sum(1 for r in chosen if r["zero_estimate"])
+        ticks.append(f"{reading} reading\n{len(chosen)} trial{'s' if len(chosen) > 1 else ''}, "
+                     f"$\\hat f = 0$ in {zero}")
+    axes[0].set_xticks(pos, ticks)
+    axes[0].set_xlim(-0.7, len(readings) - 0.3)
+    axes[0].set_ylim(0.0, max(1.0, 1.15 * max([float(s.mean[0] + s.half[0]) for s in src + other] + [0.0])))
+    axes[0].set_xlabel("caption's block probabilities")
+    axes[0].set_ylabel("recovered mass (mean)")
+    for key, label in (("mass_source_community", "source's block"), ("mass_other_community", "other block")):
         plotting.errorbar(axes[1], rows, "epsilon", key, label=label, panel="b")
     plotting.log_axes(axes[1], y=False)
-    axes[1].set_ylabel("recovered mass")
-    axes[1].legend(fontsize=7)
+    axes[1].set_ylabel("recovered mass (mean)")
+    plotting.figure_legend(fig, title="mean ± 95 % CI, clipped at 0 (mass is never negative)")
     return fig
+
+
+def _mean_half_count(rows: Sequence[Row], key: str) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    mean, half = plotting.mean_ci([r[key] for r in rows])
+    return np.array([mean]), np.array([half]), np.array([len(rows)])
 
 
 def _majority(rows: Sequence[Row]) -> int:
@@ -179,7 +203,7 @@ def fig83_claims(rows: Sequence[Row]) -> list[Claim]:
 
 FIG83 = Experiment(
     id="thesis-fig8.3", title="Graph diffusion on a 2-block SBM (n=500, τ=2, ε=4, δ=0.1): mass per community",
-    source="McMillan thesis (seed 002), Figure 8.3", trial=fig83_trial, sweep=fig83_sweep(),
+    source="McMillan's thesis, Figure 8.3", trial=fig83_trial, sweep=fig83_sweep(),
     quick_sweep=fig83_sweep(quick=True), plot=fig83_plot, claims=fig83_claims, quick_trials=1,
     notes="""\
 Graph: networkx stochastic block model, two blocks of 250 nodes, seed 0, the same graph in every
@@ -227,10 +251,12 @@ def table82_plot(rows: Sequence[Row]) -> Figure:
             for key, marker in (("published", "x"), ("corrected", "+")):
                 c = plotting.summarise(rows, "n", key, graph=graph, tau=tau)
                 ax.plot(c.x, c.mean, marker, color=colour, ls="none", ms=7,
-                        label=f"Table 8.2 as printed, τ={tau:g}" if key == "published" else None)
+                        label=f"{'Table 8.2 as printed' if key == 'published' else 'corrected closed form'}, τ={tau:g}")
         plotting.log_axes(ax, x=False)
-        ax.set_ylabel("Δ2(A_G)")
-        ax.legend(fontsize=7, title="+ corrected closed form", title_fontsize=7)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_xlabel("n (nodes)")
+        ax.set_ylabel("Δ2 of exp(−τL) (reading units)")
+    plotting.figure_legend(fig)
     return fig
 
 
@@ -253,7 +279,7 @@ def table82_claims(rows: Sequence[Row]) -> list[Claim]:
 
 TABLE82 = Experiment(
     id="thesis-table8.2", title="Δ2 of graph diffusion: Table 8.2's closed forms vs exact (complete, star)",
-    source="McMillan thesis (seed 002), Table 8.2", trial=table82_trial, sweep=table82_sweep(),
+    source="McMillan's thesis, Table 8.2", trial=table82_trial, sweep=table82_sweep(),
     quick_sweep=table82_sweep(quick=True), plot=table82_plot, claims=table82_claims, trials=1, quick_trials=1,
     notes="""\
 Exact Δ2 = max over edges (i, j) of ‖(A_G)_i − (A_G)_j‖₂ with A_G = exp(−τL) from the Laplacian's
@@ -264,7 +290,7 @@ formula counts once instead of n − 2 times (it is exact for n = 3). For the co
 τn ≤ 16 is swept: beyond it Δ2 falls below the eigendecomposition's relative accuracy.""",
 )
 
-FIG82 = dataclasses.replace(FIG5, id="thesis-fig8.2", source="McMillan thesis (seed 002), Figure 8.2 / Proposition 8.5",
-                            title="Exact Δ2 vs m, n and t (the thesis's copy of seed 000 Figure 5)")
+FIG82 = dataclasses.replace(FIG5, id="thesis-fig8.2", source="McMillan's thesis, Figure 8.2 / Proposition 8.5",
+                            title="Exact Δ2 vs m, n and t (the thesis's copy of Gilbert & McMillan Figure 5)")
 
 EXPERIMENTS = (FIG81, FIG82, FIG83, TABLE82)

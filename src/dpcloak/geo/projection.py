@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dpcloak._validation import check_choice
+from dpcloak._validation import check_choice, check_real
 from dpcloak.errors import InvalidParameterError, MissingExtraError
 
 __all__ = ["WGS84_A", "WGS84_F", "LocalProjection", "projection_for", "check_lonlat"]
@@ -193,6 +193,8 @@ class LocalProjection:
     _y0: float = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        for name in ("lon0", "lat0"):
+            check_real(name, getattr(self, name))  # named as the caller gave it (check_lonlat says lon/lat)
         lo, la = check_lonlat(self.lon0, self.lat0)
         if lo.ndim != 0:
             raise InvalidParameterError(f"lon0 and lat0 must be single numbers, got arrays of shape {lo.shape}")

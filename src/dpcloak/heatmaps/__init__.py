@@ -1,4 +1,4 @@
-"""Differentially private heatmaps (Ghazi et al., seed 003): pyramid, hierarchical Laplace, RECONSTRUCT.
+"""Differentially private heatmaps (Ghazi et al.): pyramid, hierarchical Laplace, RECONSTRUCT.
 
 points (user, x, y) ─bound_users─▶ UserAggregate s = Σ p_i ─hierarchical_laplace─▶ NoisyPyramid
     ─reconstruct─▶ ŝ ─normalize─▶ â ─render─▶ H^σ_â.   ``private_heatmap`` runs the whole chain.

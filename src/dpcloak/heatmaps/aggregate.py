@@ -10,15 +10,21 @@ cells are all kept by the top-w descent); Z then sums over the measured levels q
 ε_i still add up to ε. ``start_level=0`` gives the algorithm exactly as analysed in Theorem 3.1.
 The default γ = 1/√2 minimises the second error term of the proof (footnote 5).
 
-Noise: ``noise="float"`` or ``noise="secure"``
-----------------------------------------------
-``"float"`` (the default, for experiments and simulation) draws textbook Laplace noise as IEEE
-doubles with numpy (:class:`~dpcloak.privacy.LaplaceMechanism`); results and seeds are those of
-earlier releases. Its low-order bits can leak the input (Mironov, CCS 2012), so it is **not** the
-setting for deployment.
+Noise: ``noise="secure"`` (default) or ``noise="float"``
+--------------------------------------------------------
+Every release path, these building blocks included (:func:`hierarchical_laplace`,
+:func:`~dpcloak.heatmaps.baselines.laplace_cells`, :func:`~dpcloak.heatmaps.dense.dense_aggregate`),
+defaults to ``"secure"`` and refuses a seed or Generator with it unless ``simulation=True``
+(:func:`~dpcloak.heatmaps.release.release_randomness`), as the front ends do.
 
-``"secure"`` (**meant for deployment**, with ``rng=None``: a ChaCha20 stream under a fresh key from the
-OS CSPRNG per level; a seed or Generator makes it reproducible and not cryptographically secure) draws
+``"float"`` (an explicit opt-in, for experiments and simulation) draws textbook Laplace noise as IEEE
+doubles with numpy (:class:`~dpcloak.privacy.LaplaceMechanism`); its guarantee is labelled as holding
+for idealised real-valued noise only. Its low-order bits can leak the input (Mironov, CCS 2012), so
+it is **not** the setting for deployment.
+
+``"secure"`` (the default; with ``rng=None``: a ChaCha20 stream under a fresh key from the OS CSPRNG
+per level; a seed or Generator, allowed only with ``simulation=True``, makes it reproducible and not
+cryptographically secure) draws
 each level's noise as exact discrete Laplace on the grid g = 2^-K, K = :data:`FIXED_POINT_BITS` = 36,
 with :func:`~dpcloak.privacy.discrete.discrete_laplace_noise` (integer arithmetic only). Why this grid
 and why it keeps ε_i-DP per level:
@@ -58,6 +64,7 @@ from dpcloak._validation import check_choice, check_int, check_real
 from dpcloak.errors import InvalidParameterError
 from dpcloak.heatmaps.data import FIXED_POINT_BITS, UserAggregate
 from dpcloak.heatmaps.pyramid import pyramid_levels
+from dpcloak.heatmaps.release import NOISES, release_randomness
 from dpcloak.privacy.discrete import discrete_laplace_noise, laplace_grid_scale
 from dpcloak.privacy.mechanisms import LaplaceMechanism, PrivacyGuarantee
 
@@ -85,32 +92,35 @@ USER_NEIGHBOURING = (
 )
 
 
-NOISES = ("float", "secure")
-"""Noise kinds: ``"float"`` (numpy Laplace, experiments) and ``"secure"`` (exact discrete Laplace, deployment)."""
-
 _GRID = 2.0**-FIXED_POINT_BITS  # the fixed-point unit: every level sum is an integer multiple of it
 
 
-def noise_randomness(rng: RngLike, noise: str) -> RngLike:
-    """The randomness to hand to :func:`laplace_level` for a whole release (checks ``noise``).
+def noise_randomness(rng: RngLike, noise: str, *, simulation: bool = False) -> RngLike:
+    """The randomness to hand to :func:`laplace_level` for a whole release (checks ``noise`` and ``rng``).
 
-    ``"float"``: a numpy Generator (``as_generator(rng)``, as before). ``"secure"``: ``None`` stays
-    ``None`` (the OS CSPRNG keys a ChaCha20 stream per level), a seed becomes one Generator shared by
-    all levels.
+    ``"float"``: a numpy Generator (``as_generator(rng)``). ``"secure"``: ``None`` stays ``None`` (the
+    OS CSPRNG keys a ChaCha20 stream per level); a seed or Generator is refused unless
+    ``simulation=True`` (:func:`~dpcloak.heatmaps.release.release_randomness`), and then becomes one
+    Generator shared by all levels.
 
     Examples
     --------
     >>> import numpy as np
     >>> noise_randomness(None, "secure") is None  # the OS CSPRNG keys each level
     True
-    >>> isinstance(noise_randomness(0, "secure"), np.random.Generator)
+    >>> isinstance(noise_randomness(0, "secure", simulation=True), np.random.Generator)  # reproducible, not private
     True
+    >>> noise_randomness(0, "secure")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    dpcloak.errors.InvalidParameterError: rng must be None for a release with noise='secure' ...
     >>> noise_randomness(0, "exact")
     Traceback (most recent call last):
         ...
     dpcloak.errors.InvalidParameterError: noise must be one of 'float', 'secure', got 'exact'
     """
     kind = check_choice("noise", noise, NOISES)
+    release_randomness(rng, kind, simulation=simulation)
     return None if kind == "secure" and rng is None else as_generator(rng)
 
 
@@ -412,7 +422,7 @@ class NoisyPyramid:
                 f"ε_i = γ^|i−q| ε/Z (γ={self.budget.gamma:.6g}, q={self.budget.q})"
                 + ("" if self.noise == "secure" else f" [{FLOAT_CAVEAT}]")
             ),
-            source="seed 003 Algorithm 1 and Theorem 3.1 (basic composition over levels)",
+            source="Ghazi et al. Algorithm 1 and Theorem 3.1 (basic composition over levels)",
         )
 
 
@@ -446,7 +456,8 @@ def hierarchical_laplace(
     gamma: float = 2**-0.5,
     start_level: int | None = None,
     rng: RngLike = None,
-    noise: str = "float",
+    noise: str = "secure",
+    simulation: bool = False,
 ) -> NoisyPyramid:
     """Algorithm 1 (Ghazi et al.): per-level Laplace noise on the pyramid of the bounded aggregate.
 
@@ -464,11 +475,13 @@ def hierarchical_laplace(
         First measured level (default q, as in the paper's experiments).
     rng : Generator, int or None
         Randomness. With ``noise="secure"``, ``None`` (the default) means the OS CSPRNG (a ChaCha20
-        stream under a fresh OS key); a seed or Generator makes the release reproducible (tests, experiments).
-    noise : {"float", "secure"}
-        ``"float"`` (default): numpy Laplace noise, for experiments and simulation (bit-identical to
-        earlier releases). ``"secure"``: exact discrete Laplace on the 2^-36 grid, **the setting for
-        deployment** (module docstring); pure Python, about Σ_i 4^i exact draws.
+        stream under a fresh OS key); a seed or Generator is refused unless ``simulation=True``.
+    noise : {"secure", "float"}
+        ``"secure"`` (default): exact discrete Laplace on the 2^-36 grid (module docstring).
+        ``"float"``: numpy Laplace noise, an explicit opt-in for experiments and simulation; its
+        guarantee holds for idealised real-valued noise only.
+    simulation : bool
+        Allow a seed or Generator with ``noise="secure"`` (reproducible, hence not a private release).
 
     Returns
     -------
@@ -492,7 +505,7 @@ def hierarchical_laplace(
     """
     agg = check_aggregate(aggregate)
     budget = level_budget(epsilon, depth=agg.depth, w=w, gamma=gamma, start_level=start_level)
-    source = noise_randomness(rng, noise)
+    source = noise_randomness(rng, noise, simulation=simulation)
     exact = pyramid_levels(agg.fixed, start_level=budget.levels[0])
     released = [laplace_level(level_sums, epsilon=eps_i, noise=noise, rng=source)
                 for level_sums, eps_i in zip(exact, budget.epsilons, strict=True)]

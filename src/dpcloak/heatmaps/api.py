@@ -236,7 +236,8 @@ def heatmap_from_aggregate(
     t0 = time.perf_counter()
     if meth == "pyramid":
         width, rule = _choose_w(w, epsilon, agg.resolution, population)
-        noisy = hierarchical_laplace(agg, epsilon=epsilon, w=width, gamma=gamma, rng=gen, noise=noise)
+        noisy = hierarchical_laplace(agg, epsilon=epsilon, w=width, gamma=gamma, rng=gen, noise=noise,
+                                     simulation=simulation)
         t1 = time.perf_counter()
         rec = reconstruct(noisy, w=width)
         estimate, privacy, layers = rec.estimate, noisy.guarantee(), rec.layers()
@@ -245,7 +246,7 @@ def heatmap_from_aggregate(
                                       level_epsilons=noisy.budget.epsilons)
         details.update(lp_variables=rec.n_variables, lp_objective=rec.objective)
     elif meth == "laplace":
-        rel = laplace_cells(agg, epsilon=epsilon, top_percent=top_percent, rng=gen, noise=noise)
+        rel = laplace_cells(agg, epsilon=epsilon, top_percent=top_percent, rng=gen, noise=noise, simulation=simulation)
         t1 = time.perf_counter()
         estimate, privacy = rel.estimate, rel.guarantee()
         layers = ((1, estimate),)
@@ -254,7 +255,8 @@ def heatmap_from_aggregate(
     else:
         from dpcloak.heatmaps.dense import dense_aggregate
 
-        dense = dense_aggregate(agg, epsilon=epsilon, population=population, rng=gen, noise=noise)
+        dense = dense_aggregate(agg, epsilon=epsilon, population=population, rng=gen, noise=noise,
+                                simulation=simulation)
         t1 = time.perf_counter()
         estimate, privacy = dense.estimate, dense.guarantee()
         layers = ((agg.resolution // dense.coarse_resolution, estimate),)

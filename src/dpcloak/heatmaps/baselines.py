@@ -55,7 +55,7 @@ class BaselineRelease(UserLaplaceRelease):
     kept: int
     noise: str = "float"
 
-    _source = "seed 003 §4 baseline; Lemma 2.2"
+    _source = "Ghazi et al. §4 baseline; Lemma 2.2"
 
     def _noise_on(self) -> str:
         return "every cell [LXD+19]"
@@ -67,7 +67,8 @@ def laplace_cells(
     epsilon: float,
     top_percent: float | None = None,
     rng: RngLike = None,
-    noise: str = "float",
+    noise: str = "secure",
+    simulation: bool = False,
 ) -> BaselineRelease:
     """Laplace on every cell with negatives zeroed ([LXD+19]), optionally keeping the top t % of cells.
 
@@ -80,10 +81,13 @@ def laplace_cells(
     top_percent : float or None
         t ∈ (0, 100]: keep the ⌈tΔ²/100⌉ largest noisy cells.
     rng : Generator, int or None
-        Randomness (with ``noise="secure"``, ``None`` means the OS CSPRNG :mod:`secrets`).
-    noise : {"float", "secure"}
-        ``"float"`` (default, experiments): numpy Laplace. ``"secure"`` (**for deployment**): exact
-        discrete Laplace on the 2^-36 grid, about Δ² pure-Python draws.
+        Randomness (with ``noise="secure"``, ``None`` means the OS CSPRNG; a seed or Generator is
+        refused unless ``simulation=True``).
+    noise : {"secure", "float"}
+        ``"secure"`` (default): exact discrete Laplace on the 2^-36 grid. ``"float"``: numpy Laplace,
+        an explicit opt-in for experiments; its guarantee holds for idealised real-valued noise only.
+    simulation : bool
+        Allow a seed or Generator with ``noise="secure"`` (reproducible, hence not a private release).
 
     Privacy guarantee
     -----------------
@@ -105,7 +109,7 @@ def laplace_cells(
     if top_percent is not None:
         t = check_real("top_percent", top_percent, low=0.0, high=100.0, high_inclusive=True)
         kept = min(cells, max(1, math.ceil(t / 100.0 * cells)))
-    level = laplace_level(agg.fixed, epsilon=eps, noise=noise, rng=noise_randomness(rng, noise))
+    level = laplace_level(agg.fixed, epsilon=eps, noise=noise, rng=noise_randomness(rng, noise, simulation=simulation))
     noisy = np.maximum(level.values, 0.0)
     if kept < cells:
         flat = noisy.ravel()

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dpcloak._validation import check_array, check_int
+from dpcloak._validation import check_array, check_int, check_memory
 from dpcloak.errors import InvalidParameterError
 
 __all__ = [
@@ -43,6 +43,7 @@ __all__ = [
     "user_codes",
     "check_user_ids",
     "fixed_point_weights",
+    "accumulate_cells",
 ]
 
 FIXED_POINT_BITS = 36
@@ -117,6 +118,26 @@ def _snap_unchecked(x: NDArray[np.float64], y: NDArray[np.float64], ell: int) ->
     col = np.minimum((x * delta).astype(np.int64), delta - 1)
     row = np.minimum((y * delta).astype(np.int64), delta - 1)
     return row * delta + col
+
+
+_CHUNK = 1 << 18
+"""Points per block in :func:`accumulate_cells` (small temporaries that stay in cache)."""
+
+
+def accumulate_cells(
+    out: NDArray[np.int64], x: NDArray[np.float64], y: NDArray[np.float64], ell: int, weights: NDArray[np.int64],
+    codes: NDArray[np.int64] | None = None,
+) -> None:
+    """``out[cell of (x, y)] += weight`` for every point, exactly in int64, block by block.
+
+    ``x``, ``y`` must already be checked to lie in [0, 1). The weight of point k is ``weights[k]``, or
+    ``weights[codes[k]]`` when ``codes`` (per-point user codes) is given. Blocks of :data:`_CHUNK` points
+    keep every temporary small, so memory stays O(Δ² + block) above the inputs.
+    """
+    for i in range(0, x.size, _CHUNK):
+        sl = slice(i, i + _CHUNK)
+        w = weights[sl] if codes is None else weights[codes[sl]]
+        np.add.at(out, _snap_unchecked(x[sl], y[sl], ell), w)
 
 
 def _id_kind(value: Any) -> str:
@@ -336,14 +357,15 @@ def bound_users(users: ArrayLike, x: ArrayLike, y: ArrayLike, *, resolution: int
     [[0.5, 0.0], [0.0, 1.5]]
     """
     ell = check_resolution(resolution)
+    check_memory(f"resolution={resolution} (a {resolution}x{resolution} grid, held about 4 times)",
+                 4 * 8 * 4**ell, hint="use a smaller resolution")
     xa, ya = _coordinates(x, y)
-    cells = _snap_unchecked(xa, ya, ell)
     codes, counts = user_codes(users, xa.size)
     n_users = int(np.count_nonzero(counts))
     _check_user_count(n_users)
     delta = 1 << ell
     fixed = np.zeros(delta * delta, dtype=np.int64)
-    np.add.at(fixed, cells, fixed_point_weights(counts)[codes])
+    accumulate_cells(fixed, xa, ya, ell, fixed_point_weights(counts), codes)
     return _make_aggregate(fixed.reshape(delta, delta), delta, n_users, int(xa.size))
 
 

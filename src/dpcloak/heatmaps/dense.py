@@ -77,7 +77,7 @@ class DenseRelease:
 
     >>> from dpcloak.heatmaps import bound_users
     >>> agg = bound_users([0, 1, 2], [0.1, 0.6, 0.9], [0.1, 0.6, 0.9], resolution=4)
-    >>> release = dense_aggregate(agg, epsilon=1.0, rng=0)  # noise="float": simulation
+    >>> release = dense_aggregate(agg, epsilon=1.0)  # exact noise from the OS CSPRNG
     >>> isinstance(release, DenseRelease), release.estimate.shape, release.guarantee().epsilon
     (True, (4, 4), 1.0)
     """
@@ -101,7 +101,7 @@ class DenseRelease:
             grid = f"Δ* from the public population estimate {self.population:g}"
         return user_level_guarantee(
             self.epsilon, mechanism=f"{grid}; {cells}, EMD projection",
-            source="seed 003 Appendix D, Theorem D.1 (basic composition of the count and the cells)",
+            source="Ghazi et al. Appendix D, Theorem D.1 (basic composition of the count and the cells)",
         )
 
 
@@ -163,7 +163,8 @@ def dense_aggregate(
     population: float | None = None,
     count_share: float = 0.1,
     rng: RngLike = None,
-    noise: str = "float",
+    noise: str = "secure",
+    simulation: bool = False,
 ) -> DenseRelease:
     """Appendix D: coarsen to Δ* ≈ √(ε n̂), Laplace on every coarse cell, project back in EMD norm.
 
@@ -179,10 +180,13 @@ def dense_aggregate(
     count_share : float
         Share of ε for the noisy count when ``population`` is ``None`` (0 < share < 1).
     rng : Generator, int or None
-        Randomness (from the front end's checks; ``None`` with ``"secure"`` means the OS CSPRNG).
-    noise : {"float", "secure"}
-        IEEE-double Laplace (simulation, the building block's default) or exact discrete Laplace on
-        the 2^-36 grid (what the release front ends use by default).
+        Randomness (``None`` with ``"secure"`` means the OS CSPRNG; a seed or Generator is refused
+        with ``"secure"`` unless ``simulation=True``).
+    noise : {"secure", "float"}
+        ``"secure"`` (default): exact discrete Laplace on the 2^-36 grid. ``"float"``: IEEE-double
+        Laplace, an explicit opt-in for simulation; its guarantee holds for idealised real-valued noise only.
+    simulation : bool
+        Allow a seed or Generator with ``noise="secure"`` (reproducible, hence not a private release).
 
     Privacy guarantee
     -----------------
@@ -199,15 +203,17 @@ def dense_aggregate(
 
     >>> from dpcloak.heatmaps import bound_users
     >>> agg = bound_users([0, 1, 2], [0.1, 0.6, 0.9], [0.1, 0.6, 0.9], resolution=4)
-    >>> release = dense_aggregate(agg, epsilon=1.0, rng=0)
-    >>> round(release.count_epsilon, 12), round(release.cell_epsilon, 12)
-    (0.1, 0.9)
-    >>> dense_aggregate(agg, epsilon=1.0, population=3, rng=0).count_epsilon  # public estimate: all ε on cells
+    >>> release = dense_aggregate(agg, epsilon=1.0)
+    >>> round(release.count_epsilon, 12), round(release.cell_epsilon, 12), release.noise
+    (0.1, 0.9, 'secure')
+    >>> dense_aggregate(agg, epsilon=1.0, population=3).count_epsilon  # public estimate: all ε on cells
     0.0
+    >>> dense_aggregate(agg, epsilon=1.0, rng=0, simulation=True).noise  # a seed only for simulations
+    'secure'
     """
     agg = check_aggregate(aggregate)
     eps = check_real("epsilon", epsilon, low=0.0)
-    source = noise_randomness(rng, noise)
+    source = noise_randomness(rng, noise, simulation=simulation)
     if population is not None:
         n_hat = check_real("population", population, low=0.0)
         eps_count, eps_cells = 0.0, eps

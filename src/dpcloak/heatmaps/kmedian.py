@@ -197,7 +197,7 @@ def private_coreset(
     p = _points("points", points)
     release_randomness(rng, noise, simulation=simulation)
     agg = bound_users(np.arange(p.shape[0]), p[:, 0], p[:, 1], resolution=resolution)
-    noisy = hierarchical_laplace(agg, epsilon=epsilon, w=w, gamma=gamma, rng=rng, noise=noise)
+    noisy = hierarchical_laplace(agg, epsilon=epsilon, w=w, gamma=gamma, rng=rng, noise=noise, simulation=simulation)
     rec = reconstruct(noisy, w=w)
     keep = rec.region_masses > 0
     side = np.left_shift(1, rec.region_levels[keep]).astype(float)

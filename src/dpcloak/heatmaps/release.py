@@ -20,9 +20,11 @@ from typing import ClassVar
 from dpcloak._rng import RngLike
 from dpcloak._validation import check_choice
 from dpcloak.errors import InvalidParameterError
-from dpcloak.heatmaps.aggregate import NOISES
 
 __all__ = ["CuratorDiagnostics", "NOT_PRIVATE", "release_randomness"]
+
+NOISES = ("float", "secure")
+"""Noise kinds: ``"float"`` (numpy Laplace, experiments) and ``"secure"`` (exact discrete Laplace, deployment)."""
 
 NOT_PRIVATE = "NOT private: curator-side diagnostics computed from the exact input; never publish them"
 

@@ -65,7 +65,7 @@ def render(p: ArrayLike, *, sigma: float) -> NDArray[np.float64]:
     if arr.shape[0] != arr.shape[1]:
         raise InvalidParameterError(f"p must be a square Δ × Δ array, got shape {arr.shape}")
     sig = check_real("sigma", sigma, low=0.0, low_inclusive=True)
-    if sig == 0.0:
+    if sig * arr.shape[0] < 1e-3:  # neighbour weights exp(-1/(2 (σΔ)²)) underflow to 0: H^σ is p itself
         return arr.copy()
     k = _gram(arr.shape[0], sig)
     z = k.sum(axis=0)

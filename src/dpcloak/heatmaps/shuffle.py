@@ -208,7 +208,7 @@ def shuffle_pyramid(
         kind="(ε, δ)-DP", epsilon=budget.epsilon, delta=dlt, neighbouring=USER_NEIGHBOURING + ", shuffle model",
         sensitivity=float(b), norm="l1",
         mechanism=f"shuffle model [BBGN20]: Pólya-difference noise, DLap(e^(-ε_i/B)), B={b}, q={q}, r={r}",
-        source="seed 003 Appendix F; Balle, Bell, Gascón & Nissim 2020, Corollary 6 and Lemma 5.2",
+        source="Ghazi et al. Appendix F; Balle, Bell, Gascón & Nissim 2020, Corollary 6 and Lemma 5.2",
     )
     pyramid = NoisyPyramid(levels=tuple(levels), budget=budget, scales=tuple(1.0 / e for e in budget.epsilons),
                            resolution=1 << ell, privacy=privacy)

@@ -2,7 +2,7 @@
 
 :func:`emd`, :func:`emd_plan` and :func:`emd_norm` work on any domain (see
 :mod:`dpcloak.metrics.earth_mover` for the solvers and units); :mod:`dpcloak.metrics.heatmap`
-holds SIM, Pearson CC, KL divergence and EMD on 2-D heatmaps (seed 003, section 4).
+holds SIM, Pearson CC, KL divergence and EMD on 2-D heatmaps (Ghazi et al., section 4).
 :func:`as_distribution` is the one rule for the empty (all-zero) answer, used by both flows.
 """
 

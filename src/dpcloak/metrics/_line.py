@@ -1,4 +1,4 @@
-"""EMD on a line through cumulative sums (seed 000, Definition 7 on the points ``i/n``)."""
+"""EMD on a line through cumulative sums (Gilbert & McMillan, Definition 7 on the points ``i/n``)."""
 
 from __future__ import annotations
 

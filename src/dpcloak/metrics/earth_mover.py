@@ -1,11 +1,11 @@
 r"""Exact Earth Mover's Distance on lines, floor grids, graphs and explicit ground costs.
 
-Definition (seed 000, Definition 7, after Rubner et al. 2000; seed 003, section 2.1): for
+Definition (Gilbert & McMillan, Definition 7, after Rubner et al. 2000; Ghazi et al., section 2.1): for
 non-negative ``p, q`` of equal mass on the locations of a finite metric space ``(Ω, d)``,
 
 .. math:: \mathrm{EMD}(p, q) = \min_{\gamma \ge 0,\ \gamma 1 = p,\ \gamma^T 1 = q} \sum_{x, y} \gamma(x, y)\, d(x, y).
 
-Seed 000 (section 5) compares ``f₀/‖f₀‖₁`` with ``f̂/‖f̂‖₁``; :func:`emd` does the same by default.
+Gilbert & McMillan (section 5) compares ``f₀/‖f₀‖₁`` with ``f̂/‖f̂‖₁``; :func:`emd` does the same by default.
 
 Solvers (all exact up to floating-point rounding):
 
@@ -19,9 +19,11 @@ Solvers (all exact up to floating-point rounding):
   path holds the dense ``(n, n)`` cost matrix, so it suits up to a few thousand locations.
 
 The edge-based solver is a network simplex compiled with numba (``dpcloak.metrics._simplex``);
-on grids it starts from the lifted optimal tree of the 2 x 2-coarsened problem (``_grid``).
-Measured on this project's 2-core machine (``benchmarks/bench_emd.py``): a 256 x 256 grid of
-i.i.d. noise (the hardest case) takes about 2 s, smooth heatmaps well under 0.2 s.
+on grids it starts from the lifted optimal tree of the 2 x 2-coarsened problem (``_grid``). On
+grids whose supplies look like independent noise (the hardest case for the simplex) a certified
+cost-scaling push-relabel solver with the same multiscale start replaces it (``_costscale``).
+Measured on this project's loaded 2-core machine (``benchmarks/bench_scale_emd.py``), CPU time:
+i.i.d. noise 256 x 256 about 0.6 s and 512 x 512 about 4 s; smooth heatmaps 0.15 s and 0.9 s.
 """
 
 from __future__ import annotations
@@ -153,7 +155,7 @@ def emd(
         :class:`~dpcloak.domains.GraphDomain` (connected) or an explicit non-negative ``(n, n)``
         ground-cost matrix.
     normalize : bool, default True
-        Scale ``p`` and ``q`` to unit mass first (seed 000, section 5: ``EMD(f₀/‖f₀‖₁, f̂/‖f̂‖₁)``).
+        Scale ``p`` and ``q`` to unit mass first (Gilbert & McMillan, section 5: ``EMD(f₀/‖f₀‖₁, f̂/‖f̂‖₁)``).
         With ``False`` the masses must agree to a relative ``1e-9`` and the result is the
         unnormalised transport cost; for unequal masses use :func:`emd_norm`.
     empty : {"uniform", "raise"}, default "uniform"
@@ -249,7 +251,7 @@ def _default_penalty(space: Space) -> float:
 
 
 def emd_norm(w: ArrayLike, domain: Domain | ArrayLike, *, penalty: float | None = None) -> float:
-    r"""The EMD norm of a signed vector (seed 003, section 2.1).
+    r"""The EMD norm of a signed vector (Ghazi et al., section 2.1).
 
     .. math:: \|w\|_{EMD} = \min_{p, q \ge 0,\ r:\ p - q + r = w,\ \|p\|_1 = \|q\|_1}
               \mathrm{EMD}(p, q) + \alpha \|r\|_1 ,
@@ -282,7 +284,7 @@ def emd_norm(w: ArrayLike, domain: Domain | ArrayLike, *, penalty: float | None 
     Notes
     -----
     Any imbalance must be absorbed by ``r``, so ``‖w‖_EMD ≥ α |Σ w|``; for ``w = s − ŝ`` this
-    gives ``|‖s‖₁ − ‖ŝ‖₁| ≤ ‖s − ŝ‖_EMD / α``. The proof of seed 003's Lemma 2.1 prints this
+    gives ``|‖s‖₁ − ‖ŝ‖₁| ≤ ‖s − ŝ‖_EMD / α``. The proof of Ghazi et al.'s Lemma 2.1 prints this
     step as "≥ ζ"; the inequality that holds is "≤ ζ/α" (the proof uses "≤ ζ"). For ``w ≥ 0``
     nothing can be matched, so ``‖w‖_EMD = α‖w‖₁``: with ``α = 2`` the proof's ``‖ŝ‖_EMD`` is
     ``2‖ŝ‖₁``, not ``‖ŝ‖₁``. The two slips compensate: ``‖ŝ/n − â‖_EMD = α|‖ŝ‖₁ − n|/n ≤ ζ/n``, so

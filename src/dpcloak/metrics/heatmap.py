@@ -1,4 +1,4 @@
-r"""Heatmap metrics of seed 003 (Ghazi et al., section 4 "Metrics"): SIM, Pearson CC, KL and EMD.
+r"""Heatmap metrics of Ghazi et al. (section 4 "Metrics"): SIM, Pearson CC, KL and EMD.
 
 The paper defers to Bylinskii et al. (BJO+19, "What do different evaluation metrics tell us about
 saliency models?") for the definitions; these follow that paper's reference (MIT saliency
@@ -10,7 +10,7 @@ of the same shape, and every metric except CC first scales each map to unit tota
 * :func:`kl_divergence` ``Σ h log(ε + h / (ĥ + ε))`` in nats, ``ε = 2.220446049250313e-16``
   (double-precision machine epsilon, MATLAB's ``eps`` in the benchmark code) — lower is better.
 * :func:`emd` — exact EMD with the L1 ground metric on the Δ x Δ grid of points of ``[0, 1)²``
-  (seed 003, section 2.1), i.e. adjacent cells are ``1/Δ`` apart and the largest possible
+  (Ghazi et al., section 2.1), i.e. adjacent cells are ``1/Δ`` apart and the largest possible
   value is ``2 (1 − 1/Δ)`` — lower is better.
 
 An all-zero map (the empty answer of a private release) is read as the uniform map, dpcloak's one
@@ -53,7 +53,7 @@ def _unit(x: NDArray[np.float64]) -> NDArray[np.float64]:
 def similarity(h: ArrayLike, h_hat: ArrayLike) -> float:
     """SIM: histogram intersection ``Σ min(h/‖h‖₁, ĥ/‖ĥ‖₁)``, in [0, 1] (1 iff the maps agree).
 
-    Equals ``1 − TV`` (seed 003, Corollary B.5).
+    Equals ``1 − TV`` (Ghazi et al., Corollary B.5).
 
     Examples
     --------
@@ -111,7 +111,7 @@ def kl_divergence(h: ArrayLike, h_hat: ArrayLike, *, eps: float = KL_EPS) -> flo
 
 
 def emd(h: ArrayLike, h_hat: ArrayLike, *, extent: tuple[float, float] = (1.0, 1.0)) -> float:
-    """Exact EMD between the unit-mass maps with the L1 ground metric (seed 003, section 2.1).
+    """Exact EMD between the unit-mass maps with the L1 ground metric (Ghazi et al., section 2.1).
 
     Cells are the points of ``[0, 1)²`` (``extent`` changes the physical size), so for a Δ x Δ
     map adjacent cells are ``1/Δ`` apart; the value is in those units. Computed by

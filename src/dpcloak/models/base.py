@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.sparse.linalg import LinearOperator
 
 from dpcloak._validation import check_array, check_vector
 from dpcloak.domains.base import Domain
 from dpcloak.errors import InvalidParameterError
+
+if TYPE_CHECKING:
+    from scipy.sparse.linalg import LinearOperator
 
 __all__ = ["LinearModel", "DenseModel"]
 
@@ -112,6 +114,8 @@ class LinearModel(ABC):
 
     def aslinearoperator(self) -> LinearOperator:
         """The model as a :class:`scipy.sparse.linalg.LinearOperator`."""
+        from scipy.sparse.linalg import LinearOperator
+
         return LinearOperator(self.shape, matvec=self._matvec, rmatvec=self._rmatvec, dtype=float)
 
     def __repr__(self) -> str:

@@ -1,4 +1,4 @@
-"""Heat-kernel forward models: seed 000 section 2.1 (1-D) and its 2-D floor-plan analogue."""
+"""Heat-kernel forward models: Gilbert & McMillan section 2.1 (1-D) and its 2-D floor-plan analogue."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
-from dpcloak._validation import check_array, check_choice, check_int, check_real
+from dpcloak._validation import check_array, check_choice, check_int, check_memory, check_real
 from dpcloak.domains.grid import Grid
 from dpcloak.domains.line import Line
 from dpcloak.domains.sites import Sites
@@ -26,7 +26,7 @@ __all__ = [
 
 
 def gaussian_kernel_1d(diff: NDArray[np.float64], T: float) -> NDArray[np.float64]:
-    """The 1-D heat kernel ``g(x) = exp(−x²/(4T)) / √(4πT)`` (seed 000, section 2.1).
+    """The 1-D heat kernel ``g(x) = exp(−x²/(4T)) / √(4πT)`` (Gilbert & McMillan, section 2.1).
 
     Examples
     --------
@@ -71,7 +71,7 @@ def _axis_kernel(
 
 
 class HeatKernel1D(DenseModel):
-    """The 1-D heat-kernel matrix of seed 000: ``A[j, i] = g(i/n − j/m)`` with ``T = μ t``.
+    """The 1-D heat-kernel matrix of Gilbert & McMillan: ``A[j, i] = g(i/n − j/m)`` with ``T = μ t``.
 
     Examples
     --------
@@ -100,7 +100,7 @@ class HeatKernel1D(DenseModel):
 
 
 def heat_kernel_1d(n: int, m: int, t: float, *, mu: float = 0.5) -> HeatKernel1D:
-    """The paper's 1-D heat-diffusion matrix (seed 000, section 2.1).
+    """The paper's 1-D heat-diffusion matrix (Gilbert & McMillan, section 2.1).
 
     Sources sit at ``i/n`` (``i = 1..n``), sensors at ``j/m`` (``j = 1..m``) and the readings are
     ``y = A f`` with ``A[j, i] = g(i/n − j/m)``, ``g(x) = exp(−x²/(4T))/√(4πT)``, ``T = μ t``
@@ -121,9 +121,12 @@ def heat_kernel_1d(n: int, m: int, t: float, *, mu: float = 0.5) -> HeatKernel1D
     >>> A.shape
     (50, 100)
     """
+    n, m = check_int("n", n, minimum=1), check_int("m", m, minimum=1)
+    check_memory(f"the dense {m}x{n} heat kernel (m={m} sensors, n={n} sources)", 3 * 8 * m * n,
+                 hint="use fewer sources or sensors")  # the matrix and two temporaries of its size
     return HeatKernel1D(
-        n=check_int("n", n, minimum=1),
-        m=check_int("m", m, minimum=1),
+        n=n,
+        m=m,
         t=check_real("t", t, low=0.0),
         mu=check_real("mu", mu, low=0.0),
     )

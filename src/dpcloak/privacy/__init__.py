@@ -1,27 +1,32 @@
 """Privacy: sensitivities, mechanisms, per-sensor privatisation, accounting, Fisher-information noise."""
 
-from dpcloak.privacy.accounting import (
-    PrivacyReport,
-    PrivacySpent,
-    ReadingAccountant,
-    composed_epsilon,
-    dp_event,
-    privacy_report,
-    privacy_spent,
-    zcdp_epsilon,
-)
-from dpcloak.privacy.discrete import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
-from dpcloak.privacy.local import KeyedPrivatizer, KeyedRelease, SensorPrivatizer
-from dpcloak.privacy.mechanisms import (
-    GaussianMechanism,
-    LaplaceMechanism,
-    Mechanism,
-    PrivacyGuarantee,
-    QuantileNoise,
-    gaussian_delta,
-    gaussian_epsilon,
-)
-from dpcloak.privacy.sensitivity import condition_number, l2_sensitivity
+from typing import TYPE_CHECKING
+
+from dpcloak._lazy import lazy_exports
+
+if TYPE_CHECKING:
+    from dpcloak.privacy.accounting import (
+        PrivacyReport,
+        PrivacySpent,
+        ReadingAccountant,
+        composed_epsilon,
+        dp_event,
+        privacy_report,
+        privacy_spent,
+        zcdp_epsilon,
+    )
+    from dpcloak.privacy.discrete import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
+    from dpcloak.privacy.local import KeyedPrivatizer, KeyedRelease, SensorPrivatizer
+    from dpcloak.privacy.mechanisms import (
+        GaussianMechanism,
+        LaplaceMechanism,
+        Mechanism,
+        PrivacyGuarantee,
+        QuantileNoise,
+        gaussian_delta,
+        gaussian_epsilon,
+    )
+    from dpcloak.privacy.sensitivity import condition_number, l2_sensitivity
 
 __all__ = [
     "l2_sensitivity",
@@ -47,3 +52,28 @@ __all__ = [
     "zcdp_epsilon",
     "dp_event",
 ]
+
+__getattr__, __dir__ = lazy_exports(__name__, {
+    "PrivacyReport": "dpcloak.privacy.accounting",
+    "PrivacySpent": "dpcloak.privacy.accounting",
+    "ReadingAccountant": "dpcloak.privacy.accounting",
+    "composed_epsilon": "dpcloak.privacy.accounting",
+    "dp_event": "dpcloak.privacy.accounting",
+    "privacy_report": "dpcloak.privacy.accounting",
+    "privacy_spent": "dpcloak.privacy.accounting",
+    "zcdp_epsilon": "dpcloak.privacy.accounting",
+    "DiscreteGaussianMechanism": "dpcloak.privacy.discrete",
+    "DiscreteLaplaceMechanism": "dpcloak.privacy.discrete",
+    "KeyedPrivatizer": "dpcloak.privacy.local",
+    "KeyedRelease": "dpcloak.privacy.local",
+    "SensorPrivatizer": "dpcloak.privacy.local",
+    "GaussianMechanism": "dpcloak.privacy.mechanisms",
+    "LaplaceMechanism": "dpcloak.privacy.mechanisms",
+    "Mechanism": "dpcloak.privacy.mechanisms",
+    "PrivacyGuarantee": "dpcloak.privacy.mechanisms",
+    "QuantileNoise": "dpcloak.privacy.mechanisms",
+    "gaussian_delta": "dpcloak.privacy.mechanisms",
+    "gaussian_epsilon": "dpcloak.privacy.mechanisms",
+    "condition_number": "dpcloak.privacy.sensitivity",
+    "l2_sensitivity": "dpcloak.privacy.sensitivity",
+})

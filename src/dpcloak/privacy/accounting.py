@@ -34,11 +34,11 @@ The closed forms are O(1) in k: ``readings=10**12`` costs the same as one readin
 grows with k for Laplace events (149 MB and 6 s at k = 1000, 1 GB at k = 10 000 measured), so
 ``"pld"`` refuses more than :data:`PLD_MAX_SELF_COMPOSITIONS` non-Gaussian readings up front.
 
-Event-level vs. pattern-level privacy (seed 001, slides "Continual Monitoring" and
+Event-level vs. pattern-level privacy (Gilbert & McMillan's slides, slides "Continual Monitoring" and
 "Individual vs. Event Level Privacy")
 ------------------------------------------------------------------------------------------------
 The neighbouring relation of one release protects one *event*: a change of the source vector at
-one time (seed 001's "Mary had a party on Friday night"). What must be composed depends on what
+one time (Gilbert & McMillan's slides' "Mary had a party on Friday night"). What must be composed depends on what
 the secret is:
 
 * **Event-level privacy** protects a single event. The releases it meaningfully affects are those
@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from os import PathLike
 from typing import Any
 
@@ -76,6 +77,7 @@ __all__ = [
     "PrivacyReport",
     "ReadingAccountant",
     "dp_event",
+    "distinct_digits",
     "composed_epsilon",
     "privacy_spent",
     "privacy_report",
@@ -262,6 +264,32 @@ def _zcdp_epsilon(rho: float, delta: float) -> float:
     return math.nextafter(max(eps, 0.0), math.inf)
 
 
+def _float_at_least(exact: Fraction) -> float:
+    """The smallest float ≥ ``exact``: a stated ε never rounds below the exact composition, nor above it needlessly."""
+    nearest = float(exact)
+    return nearest if Fraction(nearest) >= exact else math.nextafter(nearest, math.inf)
+
+
+def distinct_digits(spent: float, budget: float) -> tuple[str, str]:
+    """``spent`` and ``budget`` printed with the fewest significant digits (≥ 6) that tell them apart.
+
+    A refusal must not read "would spend epsilon=1, over the budget epsilon=1" when the total exceeds
+    the budget by one ulp.
+
+    Examples
+    --------
+    >>> distinct_digits(1.0000000000000002, 1.0)
+    ('1.0000000000000002', '1')
+    >>> distinct_digits(1.2, 1.0)
+    ('1.2', '1')
+    """
+    for digits in range(6, 18):
+        a, b = f"{spent:.{digits}g}", f"{budget:.{digits}g}"
+        if a != b or spent == budget:
+            return a, b
+    return repr(spent), repr(budget)
+
+
 @dataclass(frozen=True)
 class _ClosedForm:
     """The per-release parameter of a closed-form composition: μ = Δ/σ, ρ, or ε."""
@@ -281,7 +309,7 @@ class _ClosedForm:
             return gaussian_epsilon(delta=delta, sigma=self.sigma, sensitivity=sens)
         if self.kind == "zcdp":
             return _zcdp_epsilon(k * self.value, delta)
-        return math.nextafter(k * self.value, math.inf)
+        return _float_at_least(k * Fraction(self.value))
 
     @property
     def method(self) -> str:
@@ -432,7 +460,7 @@ def privacy_report(mechanism: Any, *, releases: int, window: int = 1, delta: flo
 
 
 def advanced_composition(*, epsilon: float, delta: float, k: int, delta_prime: float) -> tuple[float, float]:
-    r"""Advanced composition (thesis Theorem 2.6; seed 001 slides): k-fold (ε, δ)-DP is
+    r"""Advanced composition (thesis Theorem 2.6; Gilbert & McMillan's slides slides): k-fold (ε, δ)-DP is
     :math:`(\sqrt{2k\ln(1/\delta')}\,\varepsilon + k\varepsilon(e^\varepsilon - 1),\ k\delta + \delta')`-DP.
 
     A generic upper bound for comparison; :func:`privacy_spent` is tighter for the mechanisms here.
@@ -556,10 +584,11 @@ class ReadingAccountant:
         def admit(total: int) -> PrivacySpent:
             after = self.spent_after(total)
             if self.epsilon_budget is not None and not after.epsilon <= self.epsilon_budget:
+                spent, budget = distinct_digits(after.epsilon, self.epsilon_budget)
                 raise BudgetExceededError(
-                    f"releasing {n} more reading(s) would spend epsilon={after.epsilon:.6g} at "
+                    f"releasing {n} more reading(s) would spend epsilon={spent} at "
                     f"delta={self.delta_budget:g} after {total} releases, over the budget "
-                    f"epsilon={self.epsilon_budget:g} ({total - n} releases already charged)"
+                    f"epsilon={budget} ({total - n} releases already charged)"
                 )
             return after
 

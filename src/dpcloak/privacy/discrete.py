@@ -26,7 +26,7 @@ arithmetic on 64-bit words); the one-draw-at-a-time samplers serve the discrete 
 sources such as the keyed stream (:meth:`~_GridMechanism.sample_noise`).
 
 **Meant for deployment:** :class:`DiscreteGaussianMechanism` (the local Gaussian mechanism of
-seed 000 / seed 002) and :class:`DiscreteLaplaceMechanism`, called with ``rng=None`` (the default:
+Gilbert & McMillan / McMillan's thesis) and :class:`DiscreteLaplaceMechanism`, called with ``rng=None`` (the default:
 the OS CSPRNG). Passing ``rng`` (a seed or ``numpy.random.Generator``) makes the draws
 reproducible for tests and experiments and is *not* cryptographically secure.
 
@@ -119,6 +119,10 @@ MAX_GRID_INDEX = 2**52
 
 MAX_GRID_SCALE = 2**56
 """Largest noise scale (discrete Laplace b, discrete Gaussian σ) in grid steps."""
+
+MIN_LAPLACE_SCALE = Fraction(1, 2**20)
+"""Smallest discrete Laplace scale b in grid steps: below it the exact sampler's tables grow without bound
+(b = 2⁻²⁰ already gives noise 0 except with probability ~e^(-10⁶))."""
 
 _SCALE_BITS = 57  # numerators of the sampled discrete Laplace scale stay below 2**57 (room for 64-bit products)
 
@@ -334,10 +338,11 @@ def _resolution(resolution: float | None, sensitivity: float) -> float:
     return check_real("resolution", resolution, low=0.0)
 
 
-def _check_grid_scale(scale_steps: float, what: str) -> None:
+def _check_grid_scale(scale_steps: float | Fraction, what: str) -> None:
     if not scale_steps <= MAX_GRID_SCALE:
+        shown = float(scale_steps) if scale_steps < 10**300 else math.inf
         raise InvalidParameterError(
-            f"the noise {what} would be {scale_steps:.6g} grid steps, above the supported 2^56 (indices would not be "
+            f"the noise {what} would be {shown:.6g} grid steps, above the supported 2^56 (indices would not be "
             "exact doubles); use a coarser resolution or a larger epsilon/delta"
         )
 
@@ -506,7 +511,7 @@ class DiscreteLaplaceMechanism(_GridMechanism):
         """ε-DP (δ = 0)."""
         return self._guarantee(
             mechanism=f"exact discrete Laplace on grid {self.resolution:.6g}, scale {self.scale_value:.6g}",
-            source="Canonne, Kamath & Steinke 2020, Algorithm 2; seed 003 Lemma 2.2",
+            source="Canonne, Kamath & Steinke 2020, Algorithm 2; Ghazi et al. Lemma 2.2",
         )
 
 
@@ -547,7 +552,12 @@ def laplace_grid_scale(*, epsilon: float, grid_sensitivity: int) -> Fraction:
     """
     eps = check_real("epsilon", epsilon, low=0.0)
     exact = Fraction(check_int("grid_sensitivity", grid_sensitivity, minimum=1)) / Fraction(eps)
-    _check_grid_scale(float(exact), f"scale b for epsilon={eps:g}")
+    _check_grid_scale(exact, f"scale b for epsilon={eps:g}")
+    if exact < MIN_LAPLACE_SCALE:
+        raise InvalidParameterError(
+            f"epsilon={eps:g} is too large: the noise scale b would be {float(exact):.3g} grid steps, below the "
+            "supported 2^-20 (the noise would be 0 anyway); use a smaller epsilon"
+        )
     return sampler_scale(exact)
 
 
@@ -633,7 +643,7 @@ def gaussian_rdp_epsilon(*, noise_multiplier: float, delta: float) -> float:
 class DiscreteGaussianMechanism(_GridMechanism):
     r"""(ε, δ)-DP with exact discrete Gaussian noise on the grid ``resolution · ℤ`` (deployment sampler).
 
-    The floating-point-safe version of seed 000's local Gaussian mechanism (Lemma 3 / Prop. 4).
+    The floating-point-safe version of Gilbert & McMillan's local Gaussian mechanism (Lemma 3 / Prop. 4).
 
     Parameters
     ----------

@@ -122,10 +122,24 @@ class BudgetLedger:
         ``check`` runs under the lock with the total the ledger would hold; its return value is
         returned once the new total is on disk.
         """
+        def add(current: int) -> tuple[int, T]:
+            return current + count, check(current + count)
+
+        return self.advance(add)
+
+    def advance(self, step: Callable[[int], tuple[int, T]]) -> T:
+        """Replace the count by ``step(current)[0]`` durably (never lower), returning ``step(current)[1]``.
+
+        ``step`` runs under the lock; if it raises, nothing changes. A new count below the current one
+        is refused: a ledger only ever grows.
+        """
         with self._locked():
-            total = self._read() + count
-            result = check(total)
-            self._write(total)
+            current = self._read()
+            total, result = step(current)
+            if isinstance(total, bool) or not isinstance(total, int) or total < current:
+                raise InvalidParameterError(f"a ledger count only grows: {current} cannot become {total!r}")
+            if total != current:
+                self._write(total)
             return result
 
     def __repr__(self) -> str:

@@ -1,9 +1,9 @@
 r"""Per-sensor (local) privatisation: each sensor adds noise to its own reading before it leaves.
 
-The privacy boundary is the sensor (seed 000 §3, seed 002 §7.1): sensor ``j`` holds
+The privacy boundary is the sensor (Gilbert & McMillan §3, McMillan's thesis §7.1): sensor ``j`` holds
 :math:`y_j = (Mf_0)_j` and sends :math:`\tilde y_j = y_j + Z_j` with independent noise. The
 vector :math:`\tilde y` is then (ε, δ)-DP with respect to neighbouring source vectors as soon as the
-mechanism is calibrated to the ℓ2 sensitivity Δ2(M) of the *whole* vector of readings (seed 002,
+mechanism is calibrated to the ℓ2 sensitivity Δ2(M) of the *whole* vector of readings (McMillan's thesis,
 Proposition 7.1). No sensor needs to know the others' readings.
 
 Secure by default
@@ -25,7 +25,7 @@ Simulations and experiments opt out explicitly with ``SensorPrivatizer(..., simu
 ``from_model(..., noise="float")``): any mechanism, any ``rng`` (seed, Generator), and a guarantee
 that says it describes idealised real-valued noise.
 
-Keyed backdoor (seed 002, §7.2, Corollary 7.5)
+Keyed backdoor (McMillan's thesis, §7.2, Corollary 7.5)
 ----------------------------------------------
 :class:`KeyedPrivatizer` replaces the randomness by a cryptographic pseudo-random stream so that a
 trusted holder of the key can remove the noise while everybody else sees private data:
@@ -96,7 +96,7 @@ def model_neighbouring(alpha: float, *, unit: str = "neighbour steps", spacing: 
                        spacing_unit: str = "domain units") -> str:
     """The neighbouring relation of a model-based release, in the units the user works in.
 
-    Seed 002 Definition 6.2: source vectors are α-neighbours when their earth mover's distance is at
+    McMillan's thesis Definition 6.2: source vectors are α-neighbours when their earth mover's distance is at
     most α — the total of (source mass moved × distance moved). :func:`~dpcloak.privacy.l2_sensitivity`
     measures that distance in *neighbour steps* (one step = to an adjacent location), so α = 1 is seed
     000's Definition 2 (one unit of source moved to the next location).
@@ -110,7 +110,7 @@ def model_neighbouring(alpha: float, *, unit: str = "neighbour steps", spacing: 
         ``"m"`` (metres) or ``"hops"`` (graph edges).
     spacing : float, optional
         For ``unit="neighbour steps"``: the length of one step in ``spacing_unit`` (e.g. the grid
-        spacing 1/n of seed 000's line), so that the relation can also be read in coordinates.
+        spacing 1/n of Gilbert & McMillan's line), so that the relation can also be read in coordinates.
     spacing_unit : str
         Unit of ``spacing``.
 
@@ -131,7 +131,7 @@ def model_neighbouring(alpha: float, *, unit: str = "neighbour steps", spacing: 
     if spacing is not None:
         h = check_real("spacing", spacing, low=0.0)
         text += f"; one step = {h:g} {spacing_unit}, so EMD <= {a * h:g} {spacing_unit}"
-    return text + "); seed 002 Def. 6.2"
+    return text + "); McMillan's thesis Def. 6.2"
 
 
 @runtime_checkable
@@ -518,7 +518,7 @@ class KeyedRelease:
 class KeyedPrivatizer(_Accounted):
     """Per-sensor privatisation with keyed pseudo-random exact noise and a backdoor for the key holder.
 
-    Seed 002 §7.2 (Corollary 7.5): the noise is a deterministic function of a secret key, the sensor
+    McMillan's thesis §7.2 (Corollary 7.5): the noise is a deterministic function of a secret key, the sensor
     and a public per-release nonce (module docstring), so :meth:`remove_noise` with the same key
     recovers the readings rounded to the grid.
 
@@ -535,7 +535,7 @@ class KeyedPrivatizer(_Accounted):
 
     Privacy guarantee
     -----------------
-    Computational DP (SIM-CDP, seed 002 Definition 7.4; Mironov, Pandey, Reingold & Vadhan 2009)
+    Computational DP (SIM-CDP, McMillan's thesis Definition 7.4; Mironov, Pandey, Reingold & Vadhan 2009)
     against adversaries without the key who cannot distinguish ChaCha20/HMAC-SHA256 from random: each
     release is the mechanism's exact integer-noise release (the integers driving the exact sampler
     are uniform by rejection and never truncated), fresh 128-bit nonces make noise reuse negligible
@@ -652,7 +652,7 @@ class KeyedPrivatizer(_Accounted):
             kind=f"{g.kind.replace('-DP', '')}-SIM-CDP (computational, keyed ChaCha20 noise)",
             mechanism=f"{g.mechanism}; exact integer sampler driven by a keyed ChaCha20 stream, fresh 128-bit nonce "
                       "per release",
-            source="seed 002 §7.2, Definition 7.4 and Corollary 7.5 (Mironov et al. 2009); " + g.source,
+            source="McMillan's thesis §7.2, Definition 7.4 and Corollary 7.5 (Mironov et al. 2009); " + g.source,
         )
 
     def __repr__(self) -> str:

@@ -10,8 +10,8 @@ not (ε, δ)-DP (e.g. Farokhi–Sandberg bounded noise with a Fisher-information
 Gaussian calibrations (``calibration=``)
 ----------------------------------------
 ``"paper"``
-    :math:`\sigma = 2\ln(1.25/\delta)\,\Delta_2/\varepsilon`, exactly as seed 000 (Lemma 3,
-    Proposition 4) and seed 002 (Lemma 2.8, Proposition 7.1) print it. Dwork & Roth's Theorem A.1
+    :math:`\sigma = 2\ln(1.25/\delta)\,\Delta_2/\varepsilon`, exactly as Gilbert & McMillan (Lemma 3,
+    Proposition 4) and McMillan's thesis (Lemma 2.8, Proposition 7.1) print it. Dwork & Roth's Theorem A.1
     has the square root, :math:`\sqrt{2\ln(1.25/\delta)}`; the paper's version drops it, which adds
     *more* noise whenever :math:`\ln(1.25/\delta) > 1/2` (δ < 0.758) — private but loose. The paper
     states it for every ε > 0; for large ε and δ it overspends — e.g. at (ε, δ) = (5, 0.7), (10, 0.5),
@@ -403,6 +403,11 @@ def _analytic_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
         hi += math.log(2.0)
     while over(math.exp(lo)) <= 0.0:
         lo -= math.log(2.0)
+    if math.isnan(over(math.exp(lo))) or math.isnan(over(math.exp(hi))):  # the profile overflows double precision
+        raise InvalidParameterError(
+            f"epsilon={epsilon:g}, delta={delta:g}: outside the range where the analytic Gaussian calibration can be "
+            "computed in double precision; use a smaller epsilon"
+        )
     root = float(optimize.brentq(lambda ls: over(math.exp(ls)), lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps))
     sigma = math.exp(root)
     while over(sigma) > 0.0:  # the re-check in GaussianMechanism applies exactly this test
@@ -413,7 +418,7 @@ def _analytic_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
 class GaussianMechanism(AdditiveMechanism):
     r"""Add i.i.d. :math:`N(0, \sigma^2)` noise to each coordinate: the local Gaussian mechanism.
 
-    Seed 000 Lemma 3 / Proposition 4 and seed 002 Lemma 2.8 / Proposition 7.1: each sensor adds
+    Gilbert & McMillan Lemma 3 / Proposition 4 and McMillan's thesis Lemma 2.8 / Proposition 7.1: each sensor adds
     Gaussian noise to its own reading; with σ calibrated to the ℓ2 sensitivity Δ2 of the vector of
     all readings between neighbouring source vectors, the vector of noisy readings is (ε, δ)-DP.
 
@@ -524,7 +529,8 @@ class GaussianMechanism(AdditiveMechanism):
         source = {
             "analytic": "Balle & Wang 2018, Theorem 8 (exact profile), smallest sigma",
             "classic": "Dwork & Roth 2014, Theorem A.1 (epsilon < 1)",
-            "paper": "seed 000 Lemma 3 / Prop. 4; seed 002 Lemma 2.8 (sigma = 2 ln(1.25/delta) Delta2 / epsilon)",
+            "paper": ("Gilbert & McMillan Lemma 3 / Prop. 4; McMillan's thesis Lemma 2.8 "
+                      "(sigma = 2 ln(1.25/delta) Delta2 / epsilon)"),
         }[self.calibration]
         return self._guarantee(
             mechanism=f"Gaussian N(0, sigma^2), sigma={self.sigma:.6g}, {self.calibration} calibration; {FLOAT_CAVEAT}",
@@ -535,7 +541,7 @@ class GaussianMechanism(AdditiveMechanism):
 class LaplaceMechanism(AdditiveMechanism):
     r"""Add i.i.d. Laplace noise of scale :math:`b = \Delta_1/\varepsilon` to each coordinate.
 
-    Seed 003 (Ghazi et al.), Definition 2.2 and Lemma 2.2 ([DMNS06]): with ℓ1 sensitivity Δ1 the
+    Ghazi et al., Definition 2.2 and Lemma 2.2 ([DMNS06]): with ℓ1 sensitivity Δ1 the
     Laplace mechanism with parameter Δ1/ε is ε-DP.
 
     Parameters
@@ -604,6 +610,6 @@ class LaplaceMechanism(AdditiveMechanism):
     def guarantee(self) -> PrivacyGuarantee:
         """ε-DP (δ = 0) of the idealised real-valued mechanism."""
         return self._guarantee(mechanism=f"Laplace Lap(b), b={self.scale:.6g}; {FLOAT_CAVEAT}",
-                               source="seed 003 Lemma 2.2 (Dwork, McSherry, Nissim & Smith 2006); "
+                               source="Ghazi et al. Lemma 2.2 (Dwork, McSherry, Nissim & Smith 2006); "
                                       "floating-point caveat: Mironov 2012")
 

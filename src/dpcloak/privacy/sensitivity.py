@@ -2,14 +2,14 @@ r"""ℓ2 sensitivity of a forward model and the published bounds on it.
 
 Two families of neighbouring relations, each with its unit stated:
 
-**The thesis's α-neighbours** (seed 002, Definition 6.2): two source vectors are neighbours when
+**The thesis's α-neighbours** (McMillan's thesis, Definition 6.2): two source vectors are neighbours when
 their EMD is at most α. Proposition 7.1 then gives
 
 .. math:: \Delta_2(M) = \alpha \max_{(i, j)\ \text{neighbours}} \|M_i - M_j\|_2 / \ell(i, j),
 
 computed here exactly (no bound) over every neighbouring pair of the model's domain
 (:func:`l2_sensitivity`). α counts neighbour *steps* (``unit="steps"``): one unit of mass moved
-to an adjacent location is α = 1, which is seed 000's Definition 2 (swap two adjacent entries of
+to an adjacent location is α = 1, which is Gilbert & McMillan's Definition 2 (swap two adjacent entries of
 ``f ∈ [0, 1]^n``) and so Proposition 4's Δ2(A). On a domain whose pairs have lengths (a graph
 with edge ``length`` in metres, :class:`~dpcloak.domains.Sites`) α must come with its unit:
 ``unit="m"`` divides each pair by its length ``ℓ(i, j)`` (the triangle inequality along shortest
@@ -34,19 +34,23 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from dpcloak._lazy import is_instance
 from dpcloak._validation import check_choice, check_int, check_real
 from dpcloak.bound import Bound
-from dpcloak.domains import Domain, GraphDomain, Sites
-from dpcloak.domains.sites import closest_pair
+from dpcloak.domains.base import Domain
+from dpcloak.domains.sites import Sites, closest_pair
 from dpcloak.errors import InvalidParameterError
 from dpcloak.models.base import LinearModel
-from dpcloak.models.graph import GraphDiffusion
 from dpcloak.models.matrix import matrix_model
+
+if TYPE_CHECKING:
+    from dpcloak.domains.graph import GraphDomain
+    from dpcloak.models.graph import GraphDiffusion
 
 __all__ = [
     "ALPHA_UNITS",
@@ -75,8 +79,12 @@ def _as_model(model: LinearModel | ArrayLike) -> LinearModel:
     return model if isinstance(model, LinearModel) else matrix_model(model)
 
 
+def _is_graph(domain: Domain) -> TypeGuard[GraphDomain]:
+    return is_instance(domain, "dpcloak.domains.graph", "GraphDomain")
+
+
 def _has_lengths(domain: Domain) -> bool:
-    return isinstance(domain, Sites) or (isinstance(domain, GraphDomain) and domain.has_lengths)
+    return isinstance(domain, Sites) or (_is_graph(domain) and domain.has_lengths)
 
 
 def _steps(domain: Domain, unit: str | None) -> NDArray[np.float64]:
@@ -87,8 +95,8 @@ def _steps(domain: Domain, unit: str | None) -> NDArray[np.float64]:
         if unit is None:
             raise InvalidParameterError(
                 f"alpha needs its unit on a {type(domain).__name__} whose pairs have lengths: unit='m' (alpha in the "
-                "lengths' unit, e.g. metres)" + (" or unit='hops' (every edge one step)" if isinstance(
-                    domain, GraphDomain) else "")
+                "lengths' unit, e.g. metres)" + (" or unit='hops' (every edge one step)" if _is_graph(
+                    domain) else "")
             )
         if unit == "m":
             return domain.neighbour_steps()
@@ -115,8 +123,8 @@ def _pair_ratios(model: LinearModel, unit: str | None) -> tuple[np.ndarray, np.n
 def l2_sensitivity(model: LinearModel | ArrayLike, *, alpha: float = 1.0, unit: str | None = None) -> float:
     r"""Exact ℓ2 sensitivity ``Δ2 = α max_{(i,j) neighbours} ‖M_i − M_j‖₂ / ℓ(i, j)`` (thesis α-neighbours).
 
-    Source: thesis Proposition 7.1 (seed 002); for a :class:`~dpcloak.domains.Line` with α = 1
-    this is seed 000 Proposition 4's ``Δ2(A) = max_i ‖A_i − A_{i+1}‖₂``.
+    Source: McMillan's thesis, Proposition 7.1; for a :class:`~dpcloak.domains.Line` with α = 1
+    this is Gilbert & McMillan Proposition 4's ``Δ2(A) = max_i ‖A_i − A_{i+1}‖₂``.
 
     Parameters
     ----------
@@ -176,7 +184,7 @@ def condition_number(model: LinearModel | ArrayLike) -> float:
 
 
 def heat1d_bound_published(n: int, m: int, t: float, *, mu: float = 0.5) -> Bound:
-    r"""Seed 000 Proposition 4's upper bound with the constant of its Appendix A proof, as printed.
+    r"""Gilbert & McMillan Proposition 4's upper bound with the constant of its Appendix A proof, as printed.
 
     .. math:: \Delta_2(A) \le \sqrt{m/(4\pi T)}\,\max\{1 - e^{-3/(4nT)},\ 1 - e^{-2/(4nT)}\}.
 
@@ -210,7 +218,7 @@ def heat1d_bound_published(n: int, m: int, t: float, *, mu: float = 0.5) -> Boun
     return Bound(
         value,
         "upper",
-        "seed 000 Proposition 4 / Appendix A (as printed)",
+        "Gilbert & McMillan Proposition 4 / Appendix A (as printed)",
         True,
         "the proof drops the sign of an exponent; verified numerically, not proved",
     )
@@ -233,7 +241,7 @@ def heat1d_bound(n: int, m: int, t: float, *, mu: float = 0.5, alpha: float = 1.
     >>> from dpcloak.privacy import l2_sensitivity
     >>> b = heat1d_bound(20, 10, 0.1)
     >>> round(b.value, 4), b.source
-    (0.3826, 'seed 000 Proposition 4 (corrected, dpcloak)')
+    (0.3826, 'Gilbert & McMillan Proposition 4 (corrected, dpcloak)')
     >>> exact = l2_sensitivity(heat_kernel_1d(20, 10, 0.1))
     >>> bool(exact <= b.value)
     True
@@ -244,14 +252,14 @@ def heat1d_bound(n: int, m: int, t: float, *, mu: float = 0.5, alpha: float = 1.
     exponent = (2 + 1 / n) / (4 * n * T)
     appendix = math.sqrt(m / (4 * math.pi * T)) * math.expm1(exponent) if exponent < 700 else math.inf
     mean_value = math.sqrt(m) / (n * T * math.sqrt(8 * math.pi * math.e))
-    return Bound(alpha * min(appendix, mean_value), "upper", "seed 000 Proposition 4 (corrected, dpcloak)")
+    return Bound(alpha * min(appendix, mean_value), "upper", "Gilbert & McMillan Proposition 4 (corrected, dpcloak)")
 
 
 def condition_lower_bound(model: LinearModel | ArrayLike, *, alpha: float = 1.0, variant: str = "thesis") -> Bound:
     r"""Lower bound on ``Δ2`` of ``M/‖M‖₂`` from its condition number.
 
-    ``variant="thesis"``: seed 002 Lemma 7.2, ``Δ2(M) ≥ α / κ₂(M)`` for ``‖M‖₂ = 1``.
-    ``variant="paper"``: seed 000 Lemma 5, ``Δ2(M) ≥ 1 / (κ₂(M) √n)`` (α = 1).
+    ``variant="thesis"``: McMillan's thesis Lemma 7.2, ``Δ2(M) ≥ α / κ₂(M)`` for ``‖M‖₂ = 1``.
+    ``variant="paper"``: Gilbert & McMillan Lemma 5, ``Δ2(M) ≥ 1 / (κ₂(M) √n)`` (α = 1).
 
     Both proofs build a matrix with a duplicated column and use that it has rank below
     ``min(m, n)``; that holds only when ``n ≤ m`` (with ``n > m``, e.g. ``M = [1, 1]/√2`` has
@@ -278,7 +286,7 @@ def condition_lower_bound(model: LinearModel | ArrayLike, *, alpha: float = 1.0,
     m, n = model.shape
     kappa = condition_number(model)
     value = alpha / kappa if variant == "thesis" else 1.0 / (kappa * math.sqrt(n))
-    source = "seed 002 Lemma 7.2" if variant == "thesis" else "seed 000 Lemma 5"
+    source = "McMillan's thesis Lemma 7.2" if variant == "thesis" else "Gilbert & McMillan Lemma 5"
     if n > m:
         return Bound(
             value, "lower", source, False, f"needs n <= m (a duplicated column lowers the rank), got n={n} > m={m}"
@@ -303,7 +311,7 @@ def graph_spectral_bound(model: GraphDiffusion, *, alpha: float = 1.0, unit: str
     >>> round(b.value, 4), bool(l2_sensitivity(model) <= b.value)
     (0.9228, True)
     """
-    if not isinstance(model, GraphDiffusion):
+    if not is_instance(model, "dpcloak.models.graph", "GraphDiffusion"):
         raise InvalidParameterError(f"model must be a GraphDiffusion, got {type(model).__name__}")
     alpha = check_real("alpha", alpha, low=0.0)
     if model.eigenvectors is None or model.eigenvalues is None:
@@ -316,7 +324,7 @@ def graph_spectral_bound(model: GraphDiffusion, *, alpha: float = 1.0, unit: str
     sums = np.array([np.abs(U[i] - U[j]) @ weights for i, j in pairs])
     steps = _steps(model.domain, unit)
     tail = math.sqrt(2 * model.shape[0]) * model.truncation_error
-    return Bound(alpha * float((sums / steps).max() + tail), "upper", "seed 002 Lemma 8.9")
+    return Bound(alpha * float((sums / steps).max() + tail), "upper", "McMillan's thesis Lemma 8.9")
 
 
 def complete_graph_delta2_published(n: int, tau: float) -> float:
@@ -476,7 +484,7 @@ class Relation:
 
 
 def _hop_distances(domain: Domain) -> NDArray[np.float64]:
-    if isinstance(domain, GraphDomain):
+    if _is_graph(domain):
         return domain.hop_distances()
     if isinstance(domain, Sites):
         raise InvalidParameterError("a hop relation needs a graph or grid; Sites have no edges, use unit='m'")

@@ -1,6 +1,6 @@
 """Recovery of sources from (privatized) readings: basis pursuit denoising and Bregman iteration.
 
-Paper bounds (seed 000 Theorems 8 and 10, Corollary 9; seed 002 Theorem 8.6) live in
+Paper bounds (Gilbert & McMillan Theorems 8 and 10, Corollary 9; McMillan's thesis Theorem 8.6) live in
 :mod:`dpcloak.recovery.bounds`; the CVXPY reference path in :mod:`dpcloak.recovery.reference`.
 """
 

@@ -306,20 +306,24 @@ def solve_box_quadratic(
     w_scale = float(np.linalg.norm(w))
     eye = np.eye(k)
 
+    def conj_value(w: NDArray[np.float64]) -> float:
+        """``h*(w)`` alone (the line search needs no derivatives)."""
+        return float(w @ w) / (2.0 * gamma) if not constrained else rho * float(np.linalg.norm(w))  # type: ignore[operator]
+
     def conj(w: NDArray[np.float64]) -> tuple[float, NDArray[np.float64], NDArray[np.float64]]:
         """``h*(w)``, its gradient and Hessian."""
         if not constrained:
-            return float(w @ w) / (2.0 * gamma), w / gamma, eye / gamma
+            return conj_value(w), w / gamma, eye / gamma
         nw = float(np.linalg.norm(w))
         wh = w / nw
-        return rho * nw, rho * wh, (rho / nw) * (eye - np.outer(wh, wh))  # type: ignore[operator]
+        return conj_value(w), rho * wh, (rho / nw) * (eye - np.outer(wh, wh))  # type: ignore[operator]
 
     def dual(w: NDArray[np.float64], mu: float) -> tuple[float, NDArray[np.float64], NDArray[np.float64]]:
         a = c + G.tdot(w)
         if not np.all(finite) and np.any(a[~finite] <= 0):
             return -math.inf, a, a
         x, xp, psi = _barrier_point(a, lo, width, finite, mu)
-        return float(np.sum(psi)) - float(w @ z) - conj(w)[0], x, xp
+        return float(np.sum(psi)) - float(w @ z) - conj_value(w), x, xp
 
     def objective(x: NDArray[np.float64]) -> float:
         if constrained:

@@ -1,7 +1,7 @@
 """EMD error bounds for basis pursuit denoising with the 1-D heat kernel (seeds 000 and 002).
 
 Every function returns a :class:`dpcloak.bound.Bound`. The papers state these results with
-``O(·)`` / ``Ω(·)``: the hidden constants are **not specified** (seed 000 Appendices B–C only bound
+``O(·)`` / ``Ω(·)``: the hidden constants are **not specified** (Gilbert & McMillan Appendices B–C only bound
 them by further ``Ω``'s), so each ``value`` is the bracketed expression with constant 1 — the
 *shape* of the bound, good for comparing trends against experiments, not a certified number. Each
 ``reason`` says so. Assumptions are checked at the given parameters; when one fails the bound has
@@ -25,7 +25,7 @@ _UNSPECIFIED = "O(·) constant not specified by the paper; value is the bracket 
 
 
 def _common(m: int, t: float, mu: float, k: int, A: float, separation: float | None) -> tuple[float, list[str]]:
-    """``T`` and the failed assumptions among 1–3 of seed 000 Theorem 8."""
+    """``T`` and the failed assumptions among 1–3 of Gilbert & McMillan Theorem 8."""
     T = mu * t
     failed = []
     if not m * math.sqrt(T / 2.0) > 1.0:
@@ -53,7 +53,7 @@ def _validate(m: int, t: float, mu: float, k: int, A: float, separation: float |
 
 def theorem8_bound(*, m: int, t: float, sigma: float, k: int, A: float, separation: float | None = None,
                    mu: float = 0.5) -> Bound:
-    """Seed 000 Theorem 8: EMD upper bound for Algorithm 1 with Gaussian noise of level σ.
+    """Gilbert & McMillan Theorem 8: EMD upper bound for Algorithm 1 with Gaussian noise of level σ.
 
     .. math::
 
@@ -77,7 +77,7 @@ def theorem8_bound(*, m: int, t: float, sigma: float, k: int, A: float, separati
     sigma = check_real("sigma", sigma, low=0.0, low_inclusive=True)
     T, failed = _common(m, t, mu, k, A, sep)
     return _upper_bound(
-        T, m, k, A, noise=2.0 * sigma, failed=failed, source="seed 000 Theorem 8",
+        T, m, k, A, noise=2.0 * sigma, failed=failed, source="Gilbert & McMillan Theorem 8",
         c_failure="assumption 4 (√T(2σ + k e^(−A²/4T)/√(2π)) ≤ c < 1) fails: it equals {c:.4g}",
     )
 
@@ -105,7 +105,7 @@ def _bracket(T: float, m: int, k: int, B: float, c: float) -> float:
 
 def corollary9_bound(*, n: int, m: int, t: float, epsilon: float, delta: float, k: int, A: float,
                      separation: float | None = None, mu: float = 0.5) -> Bound:
-    """Seed 000 Corollary 9: Theorem 8 with the noise of the locally private mechanism.
+    """Gilbert & McMillan Corollary 9: Theorem 8 with the noise of the locally private mechanism.
 
     As published, ``2σ`` is replaced by ``2√m log(1/δ) / (ε n T^{1.5})`` (Proposition 4's
     sensitivity ``O(√m/(nT^{1.5}))`` times a Gaussian-mechanism factor). Note: the Gaussian
@@ -138,7 +138,7 @@ def corollary9_bound(*, n: int, m: int, t: float, epsilon: float, delta: float, 
         failed.append(f"assumption (ii) k√T ≤ √π fails: k√T = {k * math.sqrt(T):.4g}")
     noise = 2.0 * math.sqrt(m) * math.log(1.0 / delta) / (epsilon * n * T**1.5)
     return _upper_bound(
-        T, m, k, A, noise=noise, failed=failed, source="seed 000 Corollary 9",
+        T, m, k, A, noise=noise, failed=failed, source="Gilbert & McMillan Corollary 9",
         c_failure="the factor 1/(1 − c) needs c = √T·(noise + k e^(−A²/4T)/√(2π)) < 1; c = {c:.4g}",
         detail=f"√m/(nT) = {ratio:.4g}; ",
     )
@@ -150,7 +150,7 @@ THEOREM10_CONSTANT = 0.125 - 1.0 / (64.0 * math.log(2.0))
 
 def theorem10_lower_bound(*, m: int, t: float, sigma: float, mu: float = 0.5, C: float | None = None,
                           lipschitz: float | None = None, n: int | None = None) -> Bound:
-    r"""Seed 000 Theorem 10 (thesis Theorem 8.7): minimax lower bound on the expected EMD.
+    r"""Gilbert & McMillan Theorem 10 (thesis Theorem 8.7): minimax lower bound on the expected EMD.
 
     ``inf_f̂ sup_f₀ E[EMD(f₀, f̂)] = Ω(min{1/2, T^{1.5} σ / √m})``, returned with the constant of the
     corrected proof below: ``a (1/8 − 1/(64 ln 2)) ≈ 0.1025 a``. The printed proof (Appendix C; thesis
@@ -220,7 +220,8 @@ def theorem10_lower_bound(*, m: int, t: float, sigma: float, mu: float = 0.5, C:
     mu = check_real("mu", mu, low=0.0)
     sigma = check_real("sigma", sigma, low=0.0)
     T = mu * t
-    source = "seed 000 Theorem 10 / thesis Theorem 8.7 (constant re-derived: a(1/8 − 1/(64 ln 2)), printed 3a/4)"
+    source = ("Gilbert & McMillan Theorem 10 / thesis Theorem 8.7 (constant re-derived: a(1/8 − 1/(64 ln 2)), "
+              "printed 3a/4)")
     if lipschitz is not None:
         L = check_real("lipschitz", lipschitz, low=0.0)
         a = min(0.5, sigma / L)
@@ -245,7 +246,7 @@ def theorem10_lower_bound(*, m: int, t: float, sigma: float, mu: float = 0.5, C:
 
 def theorem86_bound(*, m: int, t: float, sigma: float, k: int, A: float, separation: float | None = None,
                     mu: float = 0.5) -> Bound:
-    """Thesis (seed 002) Theorem 8.6: the alternative EMD upper bound, assumptions 1–3 only.
+    """McMillan's thesis, Theorem 8.6: the alternative EMD upper bound, assumptions 1–3 only.
 
     .. math::
 
@@ -266,7 +267,7 @@ def theorem86_bound(*, m: int, t: float, sigma: float, k: int, A: float, separat
     m, t, mu, k, A, sep = _validate(m, t, mu, k, A, separation)
     sigma = check_real("sigma", sigma, low=0.0, low_inclusive=True)
     T, failed = _common(m, t, mu, k, A, sep)
-    source = "seed 002 Theorem 8.6"
+    source = "McMillan's thesis Theorem 8.6"
     if failed:
         return Bound(value=math.nan, kind="upper", source=source, applies=False, reason="; ".join(failed))
     C = min(float(k), math.sqrt(T) * (sigma + k * math.exp(-(A**2) / (4.0 * T))))

@@ -1,4 +1,4 @@
-r"""Basis pursuit denoising: seed 000 Algorithm 1 (thesis Algorithm 1, section 8.1).
+r"""Basis pursuit denoising: Gilbert & McMillan Algorithm 1 (thesis Algorithm 1, section 8.1).
 
 .. math::
 
@@ -128,7 +128,7 @@ def bpdn(
     cvxpy_solver: str = "CLARABEL",
     warm_start: Recovery | None = None,
 ) -> Recovery:
-    """Recover sources from noisy readings by basis pursuit denoising (seed 000 Algorithm 1).
+    """Recover sources from noisy readings by basis pursuit denoising (Gilbert & McMillan Algorithm 1).
 
     Solves ``min ‖f‖₁ s.t. ‖M f − ỹ‖₂ ≤ r, lower ≤ f ≤ upper``.
 
@@ -147,7 +147,7 @@ def bpdn(
         Box on the sources (the papers' ``[0, 1]^n``); scalars or length-``n`` arrays, ``lower ≥ 0``
         finite, ``upper`` may be ``None``/``inf``.
     radius_policy : {"chi2", "lemma6", "paper"}, default "chi2"
-        See :func:`dpcloak.recovery.radius.choose_radius`. ``"paper"`` is seed 000's ``σ√m``.
+        See :func:`dpcloak.recovery.radius.choose_radius`. ``"paper"`` is Gilbert & McMillan's ``σ√m``.
     failure_probability : float, default 0.05
         Probability that the true sources fall outside the ball (``"chi2"``, ``"lemma6"``).
     solver : {"ipm", "cvxpy"}, default "ipm"

@@ -1,4 +1,4 @@
-r"""Bregman iteration for basis pursuit denoising (thesis, seed 002, section 8.1.2, Algorithm 2).
+r"""Bregman iteration for basis pursuit denoising (McMillan's thesis, section 8.1.2, Algorithm 2).
 
 With ``J(f) = ‖f‖₁`` (plus the indicator of the box) and ``H(f) = ‖M f − ỹ‖₂``, Algorithm 2 in its
 "add back the residual" form reads
@@ -96,7 +96,7 @@ def bregman(
     tol: float = 1e-10,
     rank_rtol: float = DEFAULT_RTOL,
 ) -> BregmanResult:
-    """Bregman iteration for BPDN (seed 002 Algorithm 2, BPDN form).
+    """Bregman iteration for BPDN (McMillan's thesis Algorithm 2, BPDN form).
 
     Parameters
     ----------

@@ -1,6 +1,6 @@
 """Radius policies for the data-fit ball of basis pursuit denoising.
 
-Algorithm 1 of seed 000 constrains ``‖M f − ỹ‖₂ ≤ σ√m`` so that the true sources ``f₀`` are
+Algorithm 1 of Gilbert & McMillan constrains ``‖M f − ỹ‖₂ ≤ σ√m`` so that the true sources ``f₀`` are
 feasible "with high probability" (Lemma 6). For Gaussian noise ``ν ~ N(0, σ² I_m)``,
 ``‖ν‖₂²/σ²`` is χ² with ``m`` degrees of freedom, whose median is ≈ ``m − 2/3``: the paper's radius
 σ√m excludes ``f₀`` in about half of the draws, and with a low-rank, box-constrained model the
@@ -19,8 +19,8 @@ from dpcloak.errors import InvalidParameterError
 
 __all__ = ["RADIUS_POLICIES", "RadiusChoice", "choose_radius"]
 
-#: ``"paper"``: σ√m (seed 000 Algorithm 1). ``"chi2"``: the exact χ²_m quantile,
-#: ``P(‖ν‖ > r) = failure_probability``. ``"lemma6"``: the Hsu–Kakade–Zhang tail bound of seed 000
+#: ``"paper"``: σ√m (Gilbert & McMillan Algorithm 1). ``"chi2"``: the exact χ²_m quantile,
+#: ``P(‖ν‖ > r) = failure_probability``. ``"lemma6"``: the Hsu–Kakade–Zhang tail bound of Gilbert & McMillan
 #: Lemma 6, ``r² = σ²(m + 2√(m τ) + 2τ)`` with ``τ = log(1/failure_probability)`` (conservative).
 RADIUS_POLICIES = ("chi2", "lemma6", "paper")
 
@@ -63,9 +63,9 @@ def choose_radius(
 
         * ``"chi2"`` — ``r = σ √(F⁻¹_{χ²_m}(1 − β))``: the true sources are feasible with
           probability exactly ``1 − β``;
-        * ``"lemma6"`` — ``r = σ √(m + 2√(m log(1/β)) + 2 log(1/β))`` (seed 000 Lemma 6, Hsu et
+        * ``"lemma6"`` — ``r = σ √(m + 2√(m log(1/β)) + 2 log(1/β))`` (Gilbert & McMillan Lemma 6, Hsu et
           al. 2012): probability at least ``1 − β``, slightly larger than ``"chi2"``;
-        * ``"paper"`` — ``r = σ√m`` (seed 000 Algorithm 1): feasible only about half the time.
+        * ``"paper"`` — ``r = σ√m`` (Gilbert & McMillan Algorithm 1): feasible only about half the time.
     failure_probability : float, default 0.05
         ``β`` in (0, 1) for ``"chi2"`` and ``"lemma6"``.
 

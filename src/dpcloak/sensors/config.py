@@ -25,6 +25,7 @@ import hashlib
 import json
 import math
 import tomllib
+from os import PathLike
 from pathlib import Path
 from typing import Any
 
@@ -111,8 +112,10 @@ def _get(section: dict[str, Any], table: str, key: str) -> Any:
     return section[key]
 
 
-def network_from_dict(data: dict[str, Any]) -> SensorNetwork:
+def network_from_dict(data: dict[str, Any], *, ledger: str | PathLike[str] | None = None) -> SensorNetwork:
     """Rebuild a network from :func:`network_to_dict`'s data; refuses a stated Δ2 or σ that does not match.
+
+    ``ledger``: the budget ledger file (see :class:`~dpcloak.sensors.SensorNetwork`).
 
     Examples
     --------
@@ -160,7 +163,7 @@ def network_from_dict(data: dict[str, Any]) -> SensorNetwork:
         model=spec.kind, diffusion=spec.diffusion, sources=spec.sources, graph=spec.graph, k=spec.k,
         spacing=spec.spacing, margin=spec.margin, room=spec.room, reading_range=(_get(readings, "readings", "low"),
                                                                  readings.get("high")),
-        resolution=privacy.get("resolution"),
+        resolution=privacy.get("resolution"), ledger=ledger,
     )
     derived = data.get("derived", {})
     for key, value in (("delta2", network.delta2), ("sigma", network.sigma), ("n_sensors", network.n_sensors),
@@ -237,8 +240,8 @@ def save_network(network: SensorNetwork, path: str | Path) -> Path:
     return file
 
 
-def load_network(path: str | Path) -> SensorNetwork:
-    """Read a configuration written by :func:`save_network`.
+def load_network(path: str | Path, *, ledger: str | PathLike[str] | None = None) -> SensorNetwork:
+    """Read a configuration written by :func:`save_network` (``ledger``: see :func:`network_from_dict`).
 
     Examples
     --------
@@ -261,7 +264,7 @@ def load_network(path: str | Path) -> SensorNetwork:
         data = tomllib.loads(text) if suffix == ".toml" else json.loads(text)
     except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
         raise InvalidParameterError(f"{file} is not valid {suffix[1:].upper()}: {exc}") from None
-    return network_from_dict(data)
+    return network_from_dict(data, ledger=ledger)
 
 
 def fingerprint(network: SensorNetwork) -> str:

@@ -1,12 +1,13 @@
 r"""One object for a sensor network's privacy flow: model, relation, mechanism, budget and recovery.
 
-The flow of seed 000 / thesis Part III (``f → M f → each sensor adds noise → recover f̂``) with
+The flow of Gilbert & McMillan / thesis Part III (``f → M f → each sensor adds noise → recover f̂``) with
 every public choice held in one place, serialisable (:mod:`dpcloak.sensors.config`), so that the
 configuration file alone determines the privacy guarantee.
 """
 
 from __future__ import annotations
 
+from os import PathLike
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +18,9 @@ from dpcloak._rng import RngLike
 from dpcloak._validation import check_int, check_probability, check_real
 from dpcloak.errors import BudgetExceededError, InvalidParameterError
 from dpcloak.models import LinearModel
-from dpcloak.privacy.accounting import PrivacyReport, PrivacySpent, privacy_report, privacy_spent
+from dpcloak.privacy.accounting import PrivacyReport, PrivacySpent, distinct_digits, privacy_report, privacy_spent
 from dpcloak.privacy.discrete import DiscreteGaussianMechanism, RandBelow, secure_randbelow
+from dpcloak.privacy.ledger import BudgetLedger
 from dpcloak.privacy.sensitivity import Relation, relation_sensitivity
 from dpcloak.sensors.layout import SensorLayout, layout_from_coordinates
 from dpcloak.sensors.result import NetworkRecovery, recover_sources
@@ -62,6 +64,12 @@ class SensorNetwork:
     layout, spec : optional
         How the model was built from coordinates (set by :meth:`from_coordinates`; needed to
         serialise).
+    ledger : str or os.PathLike, optional
+        A :class:`~dpcloak.privacy.ledger.BudgetLedger` file that keeps the release count across
+        objects, processes and restarts (written before each release). It holds the largest count of
+        any sensor, and every sensor is taken to have released at least that many readings (it may
+        overcount a sensor that skipped periods, never undercount). Default: the count lives in this
+        object only, and a network rebuilt from its configuration starts again at zero.
 
     Attributes
     ----------
@@ -133,6 +141,15 @@ class SensorNetwork:
     True
     >>> again.releases, net.releases  # the largest count of any sensor (simulations count too)
     (0, 3)
+
+    Outside a deployment, a ledger file keeps the count across objects and restarts (written before
+    each release):
+
+    >>> ledger = Path(tmp.name) / "budget.json"
+    >>> first = SensorNetwork.load(Path(tmp.name) / "network.toml", ledger=ledger)
+    >>> _ = first.privatize([10.0, 20.0, 30.0, 5.0])
+    >>> SensorNetwork.load(Path(tmp.name) / "network.toml", ledger=ledger).releases
+    1
     >>> tmp.cleanup()
     """
 
@@ -148,6 +165,7 @@ class SensorNetwork:
         resolution: float | None = None,
         layout: SensorLayout | None = None,
         spec: ModelSpec | None = None,
+        ledger: str | PathLike[str] | None = None,
     ) -> None:
         if not isinstance(model, LinearModel):
             raise InvalidParameterError(f"model must be a LinearModel, got {type(model).__name__}")
@@ -176,11 +194,16 @@ class SensorNetwork:
         self._resolution_given = resolution
         one = self.guarantee(1)
         if not one.epsilon <= self.budget[0]:
+            spent, allowed = distinct_digits(one.epsilon, self.budget[0])
             raise InvalidParameterError(
-                f"one release already spends epsilon={one.epsilon:.6g} at delta={self.budget[1]:g}, over the budget "
-                f"epsilon={self.budget[0]:g}"
+                f"one release already spends epsilon={spent} at delta={self.budget[1]:g}, over the budget "
+                f"epsilon={allowed}"
             )
         self._released = np.zeros(self.n_sensors, dtype=np.int64)
+        self._ledger = None if ledger is None else BudgetLedger(ledger, fingerprint=(
+            f"SensorNetwork n_sensors={self.n_sensors}; relation={relation.describe()}; delta2={self.delta2!r}; "
+            f"epsilon={self.epsilon!r}; delta={self.delta!r}; sigma={self.sigma!r}; resolution={self.resolution!r}; "
+            f"accountant={ACCOUNTANT}; budget={self.budget!r}"))
         self._dense: NDArray[np.float64] | None = None
 
     # --- construction -------------------------------------------------------------------------
@@ -208,6 +231,7 @@ class SensorNetwork:
         merge_within: float = 1.0,
         reading_range: tuple[float, float | None] = (0.0, None),
         resolution: float | None = None,
+        ledger: str | PathLike[str] | None = None,
     ) -> SensorNetwork:
         """A network from sensor coordinates (see :mod:`dpcloak.sensors.spec` for the models).
 
@@ -216,7 +240,7 @@ class SensorNetwork:
         sensors : SensorLayout or array_like of shape (m, 2)
             A layout (:func:`~dpcloak.sensors.read_sensors_csv`), or coordinates: ``(x, y)`` metres,
             or ``(lon, lat)`` degrees with ``lonlat=True`` (projected by :mod:`dpcloak.geo`).
-        relation, epsilon, delta, budget, reading_range, resolution
+        relation, epsilon, delta, budget, reading_range, resolution, ledger
             As in the constructor.
         model : {"graph", "heat", "heat-walls"}
         diffusion : float
@@ -235,7 +259,8 @@ class SensorNetwork:
         spec = ModelSpec(kind=model, diffusion=diffusion, graph=graph, k=k, sources=sources, spacing=spacing,
                          margin=margin, room=room)
         return cls(build_model(layout.positions, spec), relation=relation, epsilon=epsilon, delta=delta,
-                   budget=budget, reading_range=reading_range, resolution=resolution, layout=layout, spec=spec)
+                   budget=budget, reading_range=reading_range, resolution=resolution, layout=layout, spec=spec,
+                   ledger=ledger)
 
     # --- description --------------------------------------------------------------------------
     @property
@@ -294,12 +319,13 @@ class SensorNetwork:
     @property
     def releases(self) -> int:
         """Releases charged so far: the largest number of readings any one sensor has released."""
-        return int(self._released.max())
+        return int(self.sensor_releases.max())
 
     @property
     def sensor_releases(self) -> NDArray[np.int64]:
-        """Readings released per sensor."""
-        return self._released.copy()
+        """Readings released per sensor (with a ledger, at least the ledger's count for every sensor)."""
+        floor = 0 if self._ledger is None else self._ledger.readings
+        return np.maximum(self._released, floor)
 
     def spent(self) -> PrivacySpent:
         """The composed guarantee of the releases so far."""
@@ -330,16 +356,23 @@ class SensorNetwork:
         return lo
 
     def _charge(self, extra: NDArray[np.int64]) -> None:
-        after = self._released + extra
-        worst = int(after.max())
-        spent = self.guarantee(worst)
-        if not spent.epsilon <= self.budget[0]:
-            raise BudgetExceededError(
-                f"releasing would bring a sensor to {worst} readings, spending epsilon={spent.epsilon:.6g} at "
-                f"delta={self.budget[1]:g}, over the budget epsilon={self.budget[0]:g} (at most "
-                f"{self.max_releases()} releases per sensor; {self.releases} already made); nothing was released"
-            )
-        self._released = after
+        """Charge ``extra`` readings per sensor before anything is sampled (write-ahead with a ledger)."""
+        def admit(floor: int) -> tuple[int, NDArray[np.int64]]:
+            before = np.maximum(self._released, floor)
+            after = before + extra
+            worst = int(after.max())
+            spent = self.guarantee(worst)
+            if not spent.epsilon <= self.budget[0]:
+                used, allowed = distinct_digits(spent.epsilon, self.budget[0])
+                raise BudgetExceededError(
+                    f"releasing would bring a sensor to {worst} readings, spending epsilon={used} at "
+                    f"delta={self.budget[1]:g}, over the budget epsilon={allowed} (at most "
+                    f"{self.max_releases()} releases per sensor; {int(before.max())} already made); nothing was "
+                    "released"
+                )
+            return worst, after
+
+        self._released = admit(0)[1] if self._ledger is None else self._ledger.advance(admit)
 
     # --- release ------------------------------------------------------------------------------
     def _clip(self, values: NDArray[np.float64]) -> NDArray[np.float64]:
@@ -448,11 +481,11 @@ class SensorNetwork:
         return network_to_dict(self)
 
     @classmethod
-    def from_dict(cls, data: dict[str, Any]) -> SensorNetwork:
+    def from_dict(cls, data: dict[str, Any], *, ledger: str | PathLike[str] | None = None) -> SensorNetwork:
         """Rebuild a network from :meth:`to_dict` (refuses a stated Δ2 or σ that does not match)."""
         from dpcloak.sensors.config import network_from_dict
 
-        return network_from_dict(data)
+        return network_from_dict(data, ledger=ledger)
 
     def save(self, path: str | Path) -> Path:
         """Write the configuration as TOML (``.toml``) or JSON (``.json``); returns the path."""
@@ -461,11 +494,11 @@ class SensorNetwork:
         return save_network(self, path)
 
     @classmethod
-    def load(cls, path: str | Path) -> SensorNetwork:
-        """Read a configuration written by :meth:`save`."""
+    def load(cls, path: str | Path, *, ledger: str | PathLike[str] | None = None) -> SensorNetwork:
+        """Read a configuration written by :meth:`save` (``ledger``: as in the constructor)."""
         from dpcloak.sensors.config import load_network
 
-        return load_network(path)
+        return load_network(path, ledger=ledger)
 
     def fingerprint(self) -> str:
         """Hex SHA-256 of the canonical JSON of the privacy-determining configuration."""

@@ -9,7 +9,7 @@ Readings are in **people** (counts). Three physical models, each with one diffus
     diffusion`` (thesis §8.3). Sources are the sites; ``M`` is column-stochastic, so one person at a
     site is spread over the sites as one person in total.
 ``"heat"``
-    The free-space 2-D heat kernel (seed 000 §2.1 in the plane) with ``T = diffusion``, scaled by
+    The free-space 2-D heat kernel (Gilbert & McMillan §2.1 in the plane) with ``T = diffusion``, scaled by
     ``4πT``: ``M[s, c] = exp(−d²/(4T))``, so a person standing at a sensor counts 1 there and one
     at distance ``d`` counts ``exp(−d²/4T)``.
 ``"heat-walls"``

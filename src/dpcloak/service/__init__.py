@@ -1,10 +1,10 @@
-"""The deployed system (seed 000 §1, flow 5): sensor nodes, an untrusted collector, recovery over time.
+"""The deployed system (Gilbert & McMillan §1, flow 5): sensor nodes, an untrusted collector, recovery over time.
 
 Modules: :mod:`~dpcloak.service.config` (the deployment and its keys), :mod:`~dpcloak.service.auth`
 (report MACs), :mod:`~dpcloak.service.node` and :mod:`~dpcloak.service.ledger` (the sensor side),
-:mod:`~dpcloak.service.collector`, :mod:`~dpcloak.service.app`, :mod:`~dpcloak.service.store`,
-:mod:`~dpcloak.service.windows` (the collector side), :mod:`~dpcloak.service.demo`. The web stack
-comes with the ``service`` extra: ``pip install "dpcloak[service]"``.
+:mod:`~dpcloak.service.collector`, :mod:`~dpcloak.service.app`, :mod:`~dpcloak.service.http_ingest`
+(the ingest hot path), :mod:`~dpcloak.service.store`, :mod:`~dpcloak.service.windows` (the collector
+side), :mod:`~dpcloak.service.demo`. The web stack comes with the ``service`` extra: ``pip install "dpcloak[service]"``.
 """
 
 from __future__ import annotations

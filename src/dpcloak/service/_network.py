@@ -9,12 +9,8 @@ from numpy.typing import NDArray
 
 from dpcloak.sensors import NetworkRecovery, Relation, SensorNetwork
 
-__all__ = ["TAIL_SIGMAS", "value_bounds", "grid_step", "on_grid", "recover_window", "source_positions",
+__all__ = ["value_bounds", "grid_step", "on_grid", "recover_window", "source_positions",
            "sensor_positions", "floor_plan_network"]
-
-TAIL_SIGMAS = 40.0
-"""A genuine report lies within this many σ of the reading range (P(|Z| > 40σ) < e⁻⁸⁰⁰ for Gaussian noise)."""
-
 
 def grid_step(network: SensorNetwork) -> float:
     """The mechanism's grid step g: every genuine report is an integer multiple of it."""
@@ -22,11 +18,12 @@ def grid_step(network: SensorNetwork) -> float:
 
 
 def value_bounds(network: SensorNetwork) -> tuple[float, float]:
-    """The interval a genuine private reading can fall in: the reading range widened by ``TAIL_SIGMAS`` σ
-    (no upper limit when the readings have none)."""
-    lo, hi = network.reading_range
-    high = math.inf if hi is None else float(hi) + TAIL_SIGMAS * network.sigma
-    return (float(lo) - TAIL_SIGMAS * network.sigma, high)
+    """The interval a genuine private reading falls in except with probability ≤ 2⁻⁶⁴: the reading range
+    widened by the exact discrete-Gaussian tail bound (:mod:`dpcloak.service.poisoning`; no upper limit when
+    the readings have none)."""
+    from dpcloak.service.poisoning import acceptance_interval
+
+    return acceptance_interval(network)
 
 
 def on_grid(network: SensorNetwork, value: float) -> bool:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import Depends, FastAPI, Request
+from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -26,30 +27,28 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from dpcloak import __version__
 from dpcloak.service import views
 from dpcloak.service.collector import Collector, Overloaded
+from dpcloak.service.http_ingest import (
+    BATCH_PATH,
+    MAX_BODY_BYTES,
+    REPORT_PATH,
+    IngestEndpoints,
+    malformed,
+    retry_after_header,
+)
 from dpcloak.service.ingest import BatchIn, ReportError, ReportIn
 
-__all__ = ["create_app"]
+__all__ = ["create_app", "CollectorApp"]
 
 log = logging.getLogger("dpcloak.service")
 ASSETS = Path(__file__).parent / "assets"
 _BEARER = HTTPBearer(auto_error=False)
-
-
-def _field(loc: tuple[Any, ...]) -> str:
-    """``("body", "reports", 3, "mac")`` → ``reports[3].mac``; the body itself → ``body``."""
-    out = ""
-    for part in loc[1:] if loc and loc[0] == "body" else loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "body"
+WindowIndex = Annotated[int, PathParam(ge=0, le=2**62, description="Window index (as in reports).")]
+"""A window in a URL: the range of ``ReportIn.window`` (a larger integer would not fit the database's BIGINT)."""
 
 
 def _error(status: int, code: str, message: str, field: str | None = None,
            headers: dict[str, str] | None = None) -> JSONResponse:
     return JSONResponse(ReportError(status, code, message, field).body(), status_code=status, headers=headers)
-
-
-MAX_BODY_BYTES = 1 << 20
-"""Largest request body accepted (a batch of 1,000 reports is about 400 kB)."""
 
 
 class BodyLimit:
@@ -80,7 +79,51 @@ class BodyLimit:
         await self.app(scope, limited, send)
 
 
-def create_app(collector: Collector, *, analyst_token: str) -> FastAPI:
+class CollectorApp(FastAPI):
+    """FastAPI application whose two sensor ingest endpoints are answered before the framework's layers.
+
+    ``POST /api/v1/reports`` and ``/api/v1/reports/batch`` go straight to :class:`IngestEndpoints`
+    (same models, same checks, same answers as the documented routes; :mod:`dpcloak.service.http_ingest`);
+    every other request goes through FastAPI as usual.
+
+    Examples
+    --------
+    :func:`create_app` builds one and attaches the collector's ingest endpoints:
+
+    >>> from dpcloak.service.config import Deployment
+    >>> from dpcloak.service.store import Store, sqlite_url
+    >>> from dpcloak.service.collector import Collector
+    >>> from dpcloak.service.http_ingest import IngestEndpoints
+    >>> from dpcloak.sensors import Relation, SensorNetwork
+    >>> from dpcloak.sensors.config import network_to_dict
+    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
+    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
+    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
+    ...                         start=0.0, period_windows=10)
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> store = Store(sqlite_url(Path(tmp.name) / "collector.db"))
+    >>> app = create_app(Collector(deployment, store, master_key=bytes(32)), analyst_token="t0ken")
+    >>> isinstance(app, CollectorApp), isinstance(app.ingest, IngestEndpoints)
+    (True, True)
+    >>> [app.ingest.handles({"type": "http", "method": "POST", "path": p})
+    ...  for p in ("/api/v1/reports", "/api/v1/reports/batch", "/api/v1/health")]
+    [True, True, False]
+    >>> store.dispose()
+    >>> tmp.cleanup()
+    """
+
+    ingest: IngestEndpoints | None = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if self.ingest is not None and self.ingest.handles(scope):
+            await self.ingest(scope, receive, send)
+            return
+        await super().__call__(scope, receive, send)
+
+
+def create_app(collector: Collector, *, analyst_token: str) -> CollectorApp:
     """The FastAPI application serving ``collector``.
 
     Examples
@@ -118,15 +161,15 @@ def create_app(collector: Collector, *, analyst_token: str) -> FastAPI:
         finally:
             await collector.stop()
 
-    app = FastAPI(title="dpcloak collector", version=__version__, lifespan=lifespan,
+    app = CollectorApp(title="dpcloak collector", version=__version__, lifespan=lifespan,
                   description="Collects differentially private sensor reports, recovers maps per window.")
     dep = collector.deployment
+    endpoints = IngestEndpoints(collector)
 
     @app.exception_handler(RequestValidationError)
     async def _malformed(_: Request, exc: RequestValidationError) -> JSONResponse:
-        first = exc.errors()[0] if exc.errors() else {"loc": ("body",), "msg": "malformed body"}
-        field = _field(tuple(first.get("loc", ("body",))))
-        return _error(422, "malformed", f"{field}: {first.get('msg', 'invalid')}", field)
+        err = malformed(exc.errors())
+        return _error(err.status, err.code, err.message, err.field)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
@@ -149,21 +192,21 @@ def create_app(collector: Collector, *, analyst_token: str) -> FastAPI:
             raise StarletteHTTPException(401, "the analyst token is required (Authorization: Bearer <token>)",
                                          headers={"WWW-Authenticate": "Bearer"})
 
-    @app.post("/api/v1/reports", status_code=201, tags=["sensors"],
+    @app.post(REPORT_PATH, status_code=201, tags=["sensors"],
               responses={200: {"description": "Duplicate of a stored report: acknowledged, nothing stored"},
-                         401: {}, 403: {}, 404: {}, 409: {}, 422: {}})
+                         401: {}, 403: {}, 404: {}, 409: {}, 422: {},
+                         429: {"description": "This sensor's flood limit: retry after Retry-After seconds"}})
     async def post_report(report: ReportIn) -> JSONResponse:
         """Store one signed report (201), or acknowledge a retry of a stored one (200)."""
-        status, body = (await collector.ingest([report]))[0]
-        return JSONResponse(body, status_code=status)
+        status, body = await endpoints.report(report)
+        return JSONResponse(body, status_code=status, headers=retry_after_header(body))
 
-    @app.post("/api/v1/reports/batch", tags=["sensors"])
-    async def post_batch(batch: BatchIn) -> dict[str, Any]:
+    @app.post(BATCH_PATH, tags=["sensors"],
+              responses={429: {"description": "A sensor's flood limit refused a report: Retry-After seconds"}})
+    async def post_batch(batch: BatchIn) -> JSONResponse:
         """Store up to 1000 signed reports forwarded by a gateway; one outcome per report, in order."""
-        outcomes = await collector.ingest(batch.reports)
-        return {"results": [{"http_status": s, **b} for s, b in outcomes],
-                "stored": sum(s == 201 for s, _ in outcomes), "duplicates": sum(s == 200 for s, _ in outcomes),
-                "rejected": sum(s >= 400 for s, _ in outcomes)}
+        body = (await endpoints.batch(batch))[1]
+        return JSONResponse(body, headers=retry_after_header(body))
 
     @app.get("/api/v1/health", tags=["public"])
     async def health() -> dict[str, Any]:
@@ -188,7 +231,7 @@ def create_app(collector: Collector, *, analyst_token: str) -> FastAPI:
         return {"windows": [r.as_dict(with_map=False) for r in records]}
 
     @app.get("/api/v1/windows/{window}", tags=["analyst"], dependencies=[Depends(analyst)])
-    async def get_window(window: int) -> JSONResponse:
+    async def get_window(window: WindowIndex) -> JSONResponse:
         """One closed window with its recovered map."""
         records = await collector.run_in_reader(lambda: list(collector.store.windows(dep.deployment_id,
                                                                                      window=window)))
@@ -197,10 +240,8 @@ def create_app(collector: Collector, *, analyst_token: str) -> FastAPI:
         return JSONResponse(records[0].as_dict())
 
     @app.post("/api/v1/windows/{window}/close", tags=["analyst"], dependencies=[Depends(analyst)])
-    async def close(window: int) -> JSONResponse:
+    async def close(window: WindowIndex) -> JSONResponse:
         """Close a window now and recover it from the reports that arrived."""
-        if window < 0:
-            return _error(422, "out_of_range", f"window must be >= 0, got {window}", "window")
         record = await collector.close_window(window)
         if record is None:
             return _error(404, "not_found", f"no sensor reported for window {window}", "window")
@@ -227,4 +268,5 @@ def create_app(collector: Collector, *, analyst_token: str) -> FastAPI:
 
     app.mount("/dashboard", StaticFiles(directory=ASSETS, html=True), name="dashboard")
     app.add_middleware(BodyLimit)
+    app.ingest = endpoints
     return app

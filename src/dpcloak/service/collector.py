@@ -18,8 +18,9 @@ from typing import Any
 
 from dpcloak.service.config import Deployment, sensor_key
 from dpcloak.service.ingest import ReportError, ReportIn, Verifier
+from dpcloak.service.limits import BURST, REPORTS_PER_WINDOW, SensorRateLimit
 from dpcloak.service.store import Store, WindowRecord
-from dpcloak.service.windows import close_in_worker, start_worker
+from dpcloak.service.windows import close_in_worker, start_worker, worker_ready
 from dpcloak.service.writer import GroupWriter
 
 __all__ = ["Collector", "Outcome", "Overloaded"]
@@ -65,6 +66,12 @@ class Collector:
         Seconds between checks for windows whose grace period is over.
     max_pending : int, default 20000
         Rows allowed to wait for the database before new reports get 503 (back-pressure).
+    warm_recovery : bool, default False
+        Start the recovery process (imports, dense model) at :meth:`start` rather than at the first
+        window close (the server does; in-process tests that never close a window do not pay for it).
+    flood_rate, flood_burst : float, int, optional
+        Per-sensor flood limit (:mod:`dpcloak.service.limits`): authenticated reports per second
+        (default ``REPORTS_PER_WINDOW / window_seconds``) and burst (default ``BURST``); over it, 429.
 
     Examples
     --------
@@ -107,15 +114,20 @@ class Collector:
 
     def __init__(self, deployment: Deployment, store: Store, *, master_key: bytes,
                  clock: Callable[[], float] = time.time, close_interval: float = 0.25,
-                 max_pending: int = 20_000) -> None:
+                 max_pending: int = 20_000, warm_recovery: bool = False, flood_rate: float | None = None,
+                 flood_burst: int = BURST) -> None:
         self.deployment = deployment
         self.store = store
         self.clock = clock
         self.close_interval = close_interval
         self.max_pending = max_pending
+        self.warm_recovery = warm_recovery
         keys = [sensor_key(master_key, deployment_id=deployment.deployment_id, sensor=j)
                 for j in range(deployment.n_sensors)]
         self.verifier = Verifier(deployment, sensor_keys=keys)
+        self._full = len(keys)  # reports that fill a window
+        self.limiter = SensorRateLimit(deployment.n_sensors, burst=flood_burst,
+                                       rate=flood_rate or REPORTS_PER_WINDOW / deployment.window_seconds)
         self.writer = GroupWriter(store)
         self._recovery_process = ProcessPoolExecutor(
             max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=start_worker,
@@ -137,6 +149,8 @@ class Collector:
         self.counts = self.store.report_counts(self.deployment.deployment_id)
         self.closed = set(self.store.closed_windows(self.deployment.deployment_id))
         self.writer.start()
+        if self.warm_recovery:
+            self._recovery_process.submit(worker_ready)
         self._task = asyncio.get_running_loop().create_task(self._closer())
 
     async def stop(self) -> None:
@@ -169,11 +183,20 @@ class Collector:
         outcomes: list[Outcome | None] = [None] * len(reports)
         rows: list[dict[str, Any]] = []
         accepted: list[int] = []
+        late: list[int] = []  # reports for a closed window: a retry of a stored one is still a duplicate (200)
         for i, r in enumerate(reports):
             try:
                 self.verifier.check(r, now=now, closed=r.window in self.closed or r.window in self._closing)
             except ReportError as exc:
                 outcomes[i] = (exc.status, exc.body())
+                if exc.code == "window_closed":
+                    late.append(i)
+                continue
+            wait = self.limiter.take(r.sensor)  # authenticated: charge this sensor's flood allowance
+            if wait:
+                after = self.limiter.retry_after(wait)
+                outcomes[i] = (429, {**ReportError(429, "rate_limited", f"sensor {r.sensor} sends too fast; "
+                                                   f"retry after {after} s", "sensor").body(), "retry_after": after})
                 continue
             accepted.append(i)
             rows.append({"deployment_id": r.deployment, "sensor_id": r.sensor, "window": r.window,
@@ -191,11 +214,13 @@ class Collector:
                     conflicts.append(i)
             if conflicts:
                 await self._resolve_conflicts(reports, conflicts, outcomes)
+        if late:
+            await self._acknowledge_retries(reports, late, outcomes)
         return [o for o in outcomes if o is not None]
 
     def _count(self, window: int) -> None:
-        self.counts[window] = self.counts.get(window, 0) + 1
-        if self.counts[window] >= self.deployment.n_sensors:
+        count = self.counts[window] = self.counts.get(window, 0) + 1
+        if count >= self._full:
             self._wake.set()
 
     async def _resolve_conflicts(self, reports: list[ReportIn], conflicts: list[int],
@@ -219,6 +244,17 @@ class Collector:
                 which = f" (report id {other.report_id})" if other is not None else ""
                 outcomes[i] = (409, ReportError(409, "replay", f"sensor {r.sensor} already reported for window "
                                                 f"{r.window}{which}", "window").body())
+
+    async def _acknowledge_retries(self, reports: list[ReportIn], late: list[int],
+                                   outcomes: list[Outcome | None]) -> None:
+        """A retry of a stored report whose acknowledgement was lost (crash) is 200 even once its window closed."""
+        found = await self.run_in_reader(lambda: self.store.find_reports(
+            self.deployment.deployment_id, report_ids=[reports[i].report_id for i in late]))
+        by_id = {s.report_id: s for s in found}
+        for i in late:
+            r, same = reports[i], by_id.get(reports[i].report_id)
+            if same is not None and (same.sensor_id, same.window, same.value) == (r.sensor, r.window, r.value):
+                outcomes[i] = (200, {"status": "duplicate", "report_id": r.report_id})
 
     # --- windows ---------------------------------------------------------------------------------------------
 

@@ -134,7 +134,7 @@ class Deployment:
     neighbouring count histories the squared sensitivities summed over the period are at most
     ``releases_per_period · Δ2²`` (every coordinate appears at most that often), and the period's
     releases are ``network.guarantee(releases_per_period)`` — within the budget (pattern-level
-    privacy within a period, seed 001 "Continual Monitoring"). Periods compose (ε and δ add up).
+    privacy within a period, Gilbert & McMillan's slides "Continual Monitoring"). Periods compose (ε and δ add up).
 
     Examples
     --------

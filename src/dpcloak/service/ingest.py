@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel, ConfigDict, Field
 
 from dpcloak.service import _network
-from dpcloak.service.auth import verify_report
+from dpcloak.service.auth import KeyedVerifier
 from dpcloak.service.config import Deployment
 
 __all__ = ["ReportIn", "BatchIn", "ReportError", "Verifier"]
@@ -185,6 +185,7 @@ class Verifier:
         self.deployment = deployment
         self.network = deployment.sensor_network
         self.keys = sensor_keys
+        self._macs = KeyedVerifier(sensor_keys)
         self.low, self.high = _network.value_bounds(self.network)
 
     def check(self, report: ReportIn, *, now: float, closed: bool) -> None:
@@ -200,9 +201,9 @@ class Verifier:
             if sensor >= len(self.keys):
                 raise ReportError(422, "out_of_range", f"{name} must be a sensor id in [0, {len(self.keys) - 1}], "
                                   f"got {sensor}", name)
-        if not verify_report(self.keys[report.key_id], report.mac, deployment_id=report.deployment,
-                             fingerprint=report.fingerprint, sensor=report.sensor, window=report.window,
-                             report_id=report.report_id, value=report.value):
+        if not self._macs.verify(report.key_id, report.mac, deployment_id=report.deployment,
+                                 fingerprint=report.fingerprint, sensor=report.sensor, window=report.window,
+                                 report_id=report.report_id, value=report.value):
             raise ReportError(401, "unauthenticated", f"the MAC does not verify under the key of sensor "
                               f"{report.key_id}", "mac")
         if report.key_id != report.sensor:

@@ -1,9 +1,10 @@
 """The collector's tables (SQLAlchemy Core), the single source of the schema.
 
 ``reports`` is unique on (deployment, sensor, window) — one reading per sensor per window — and on
-(deployment, report id), the idempotency key a sensor reuses on every retry. ``windows`` holds one
-row per closed window: the recovered map and what it was computed from. The Alembic migration
-``0001`` creates exactly these tables (a test compares the two).
+(deployment, report id), the idempotency key a sensor reuses on every retry; it is indexed on
+(deployment, window, sensor), so closing a window reads only that window's rows (and the period's).
+``windows`` holds one row per closed window: the recovered map and what it was computed from. The Alembic migration
+``0001`` creates the tables, ``0002`` adds the window index; a test compares the result with these.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from sqlalchemy import (
     Column,
     Float,
     ForeignKey,
+    Index,
     Integer,
     MetaData,
     String,
@@ -23,7 +25,10 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-__all__ = ["metadata", "deployments", "sensors", "reports", "windows"]
+__all__ = ["metadata", "deployments", "sensors", "reports", "windows", "WINDOW_INDEX"]
+
+WINDOW_INDEX = "ix_reports_window_sensor"
+"""The index on reports (deployment, window, sensor) that closing a window reads through."""
 
 metadata = MetaData()
 
@@ -56,6 +61,8 @@ reports = Table(
     Column("received_at", Float, nullable=False),
     UniqueConstraint("deployment_id", "sensor_id", "window", name="uq_reports_sensor_window"),
     UniqueConstraint("deployment_id", "report_id", name="uq_reports_report_id"),
+    # what closing a window reads: its reports, and per-sensor counts over a range of windows (migration 0002)
+    Index(WINDOW_INDEX, "deployment_id", "window", "sensor_id"),
 )
 
 windows = Table(

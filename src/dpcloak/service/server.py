@@ -15,8 +15,10 @@ __all__ = ["build_app", "serve", "dashboard_url"]
 DEFAULT_DB = "collector.db"
 
 
-def build_app(directory: Path, *, db_url: str | None = None, close_interval: float = 0.25) -> Any:
-    """The ASGI app of the deployment in ``directory`` (SQLite ``collector.db`` there unless ``db_url``).
+def build_app(directory: Path, *, db_url: str | None = None, close_interval: float = 0.25,
+              max_pending: int = 20_000) -> Any:
+    """The ASGI app of the deployment in ``directory`` (SQLite ``collector.db`` there unless ``db_url``;
+    ``max_pending``: back-pressure limit of :class:`~dpcloak.service.collector.Collector`).
 
     Examples
     --------
@@ -33,15 +35,18 @@ def build_app(directory: Path, *, db_url: str | None = None, close_interval: flo
     >>> tmp = tempfile.TemporaryDirectory()
     >>> directory = Path(tmp.name)
     >>> _ = write_deployment(directory, deployment)
-    >>> app = build_app(directory)
+    >>> app = build_app(directory, max_pending=500)
     >>> "/api/v1/reports" in {r.path for r in app.routes}
     True
+    >>> app.ingest.collector.max_pending, app.ingest.collector.warm_recovery
+    (500, True)
     >>> tmp.cleanup()
     """
     deployment = load_deployment(directory)
     key = load_master_key(directory)
     store = Store(db_url or sqlite_url(Path(directory) / DEFAULT_DB))
-    collector = Collector(deployment, store, master_key=key, close_interval=close_interval)
+    collector = Collector(deployment, store, master_key=key, close_interval=close_interval, warm_recovery=True,
+                          max_pending=max_pending)
     return create_app(collector, analyst_token=analyst_token(key, deployment_id=deployment.deployment_id))
 
 

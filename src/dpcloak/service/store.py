@@ -181,8 +181,8 @@ class Store:
             event.listen(self.engine, "connect", _sqlite_pragmas)
         self._insert = (sqlite.insert if self.dialect == "sqlite" else postgresql.insert)
 
-    def migrate(self) -> None:
-        """Bring the schema to the newest Alembic revision."""
+    def migrate(self, revision: str = "head") -> None:
+        """Bring the schema to ``revision`` (default: the newest Alembic revision)."""
         from alembic import command
         from alembic.config import Config
 
@@ -191,7 +191,7 @@ class Store:
         try:
             with self.engine.begin() as conn:
                 cfg.attributes["connection"] = conn
-                command.upgrade(cfg, "head")
+                command.upgrade(cfg, revision)
         except OperationalError as exc:
             raise InvalidParameterError(f"cannot reach or migrate the database {self.engine.url!r}: "
                                         f"{exc.orig}") from None
@@ -276,13 +276,22 @@ class Store:
         with self.engine.connect() as conn:
             return {int(s): (int(w), float(t), int(n or 0)) for s, w, t, n in conn.execute(stmt)}
 
-    def max_reports_per_sensor(self, deployment_id: str, *, first_window: int, last_window: int) -> int:
-        """The largest number of reports one sensor stored in windows ``first_window … last_window``."""
-        per_sensor = (select(func.count().label("n")).where(
+    def reports_per_sensor(self, deployment_id: str, *, first_window: int, last_window: int) -> dict[int, int]:
+        """Number of reports each sensor stored in windows ``first_window … last_window`` (sensors with none left out).
+
+        Reads only the rows of those windows, through the (deployment, window, sensor) index. The
+        grouping key is ``sensor_id + 0`` on purpose: grouping by the bare column, SQLite (without table
+        statistics) prefers the unique (deployment, sensor, window) index, which yields the groups in
+        order, and scans every report of the deployment.
+        """
+        if last_window < first_window:
+            return {}
+        key = (reports.c.sensor_id + 0).label("sensor")
+        stmt = (select(key, func.count()).where(
             (reports.c.deployment_id == deployment_id) & (reports.c.window >= first_window)
-            & (reports.c.window <= last_window)).group_by(reports.c.sensor_id).subquery())
+            & (reports.c.window <= last_window)).group_by(key))
         with self.engine.connect() as conn:
-            return int(conn.execute(select(func.coalesce(func.max(per_sensor.c.n), 0))).scalar_one())
+            return {int(s): int(n) for s, n in conn.execute(stmt)}
 
     # --- windows -----------------------------------------------------------------------------------------------
 

@@ -1,4 +1,4 @@
-"""The cos² density of seed 004 (Corollaries 1–3, 5): sampler, closed forms, guarantee.
+"""The cos² density of Farokhi & Sandberg (Corollaries 1–3, 5): sampler, closed forms, guarantee.
 
 Oracles: an independent CDF (cumulative quadrature of the density written out here), scipy's KS
 test with a fixed seed, adaptive quadrature for Fisher information and Q, Monte Carlo.

@@ -1,4 +1,4 @@
-"""Problem 2 as a convex program (CVXPY) and Corollary 4's weighted policy (seed 004, Figure 1).
+"""Problem 2 as a convex program (CVXPY) and Corollary 4's weighted policy (Farokhi & Sandberg, Figure 1).
 
 Oracles: the cos² density of Corollary 1 (the convex program must approach it), the closed-form
 tilted integral for c(x), and Problem 2's cost evaluated from its definition by quadrature and

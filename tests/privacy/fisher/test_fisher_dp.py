@@ -1,4 +1,4 @@
-"""The DP view of seed 004 (§5): Propositions 3–4, condition (16), Example 2's bound, 1 + κ.
+"""The DP view of Farokhi & Sandberg (§5): Propositions 3–4, condition (16), Example 2's bound, 1 + κ.
 
 Oracles: the Laplace privacy loss evaluated on a grid of outputs, the exact Gaussian privacy
 profile (Balle & Wang, :func:`dpcloak.privacy.mechanisms.gaussian_delta`), Monte Carlo of the

@@ -1,4 +1,4 @@
-"""Corollary 6 (Gaussian optimum) and Theorem 4 / Example 4 (trajectory noise) of seed 004.
+"""Corollary 6 (Gaussian optimum) and Theorem 4 / Example 4 (trajectory noise) of Farokhi & Sandberg.
 
 Oracles: direct numerical minimisation of Problem 3's cost over covariances (scipy.optimize),
 Example 4's printed closed forms, Monte Carlo of the least-squares smoother, quadrature.

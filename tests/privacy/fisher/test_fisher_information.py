@@ -1,4 +1,4 @@
-"""Numerical Fisher information, Cramér–Rao bound and Q (seed 004, §2–3).
+"""Numerical Fisher information, Cramér–Rao bound and Q (Farokhi & Sandberg, §2–3).
 
 Oracles: closed-form Fisher information of the Gaussian (1/σ²) and Laplace (1/b²) location
 families, and hand-computed matrix algebra.
@@ -72,3 +72,16 @@ def test_bad_supports_raise():
         quality_1d(gauss(1.0), low=2.0, high=-1.0)
     with pytest.raises(InvalidParameterError):
         product_fisher_information([])
+
+
+def test_fisher_information_checks_its_matrix_at_construction() -> None:
+    """A plain list is accepted as an array (and then works in a query); a non-square, non-finite or
+    non-numeric matrix is refused with a one-line error naming it, not an AttributeError later."""
+    J = FisherInformation(matrix=[[4.0, 0.0], [0.0, 1.0]], error_estimate=0.0, source="closed form")
+    summed = query_fisher_information(J, [[1.0, 1.0], [0.0, 1.0]]).matrix
+    np.testing.assert_array_equal(summed, [[4.0, 4.0], [4.0, 5.0]])
+    for bad, message in (([[1.0, 2.0, 3.0]], "square"), ([[float("nan")]], "finite"), ("abc", "array of numbers")):
+        with pytest.raises(InvalidParameterError, match=f"matrix must .*{message}"):
+            FisherInformation(matrix=bad, error_estimate=0.0, source="x")  # type: ignore[arg-type]
+    with pytest.raises(InvalidParameterError, match="error_estimate"):
+        FisherInformation(matrix=[[1.0]], error_estimate=-1.0, source="x")  # type: ignore[arg-type]

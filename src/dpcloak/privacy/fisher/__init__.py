@@ -1,8 +1,8 @@
-"""Farokhi–Sandberg optimal additive noise (seed 004) with Fisher-information (Cramér–Rao) guarantees.
+"""Farokhi–Sandberg optimal additive noise (Farokhi & Sandberg) with Fisher-information (Cramér–Rao) guarantees.
 
 These mechanisms minimise the Fisher information an observer gets about the private value; their
 guarantee is a lower bound on the error of any *unbiased* estimator — **not** differential privacy.
-:mod:`dpcloak.privacy.fisher.dp` relates them to DP (Propositions 3–4 of seed 004).
+:mod:`dpcloak.privacy.fisher.dp` relates them to DP (Propositions 3–4 of Farokhi & Sandberg).
 """
 
 from dpcloak.privacy.fisher.bounded import (

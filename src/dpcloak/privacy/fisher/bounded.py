@@ -1,4 +1,4 @@
-r"""The optimal bounded noise of seed 004: the cos² density of Corollaries 1, 3 and 5.
+r"""The optimal bounded noise of Farokhi & Sandberg: the cos² density of Corollaries 1, 3 and 5.
 
 On a support :math:`[\underline w, \bar w]` of width :math:`L = \bar w - \underline w` and centre
 :math:`c = (\bar w + \underline w)/2`, the density minimising the Fisher information (Problem 2) is
@@ -187,7 +187,7 @@ def _unit_quantile(u: NDArray[np.float64]) -> NDArray[np.float64]:
 
 
 class BoundedOptimalNoise:
-    r"""Additive noise with the Fisher-information-minimising density on a bounded support (seed 004).
+    r"""Additive noise with the Fisher-information-minimising density on a bounded support (Farokhi & Sandberg).
 
     Parameters
     ----------
@@ -198,7 +198,7 @@ class BoundedOptimalNoise:
     Notes
     -----
     Density :math:`\gamma(w) = \prod_i \frac{2}{L_i}\cos^2(\pi(w_i - c_i)/L_i)` on the box
-    (Corollaries 1, 3, 5 of seed 004). Samples are drawn by the inverse CDF: for a uniform ``u`` the
+    (Corollaries 1, 3, 5 of Farokhi & Sandberg). Samples are drawn by the inverse CDF: for a uniform ``u`` the
     equation :math:`t - \sin t = 2\pi u` is solved to ~1e-13 relative accuracy by a clamped Newton
     iteration (vectorised), and ``w = low + L t/(2π)``.
 
@@ -304,7 +304,7 @@ class BoundedOptimalNoise:
         """Closed-form noise Fisher information ``diag(4π²/L_i²)`` (m × m; 1 × 1 for scalar bounds)."""
         j = 4.0 * math.pi**2 / np.atleast_1d(self.width) ** 2
         return FisherInformation(matrix=np.diag(j), error_estimate=0.0,
-                                 source="seed 004, Corollary 2 (i) (closed form 4 pi^2 / L^2 per coordinate)")
+                                 source="Farokhi & Sandberg, Corollary 2 (i) (closed form 4 pi^2 / L^2 per coordinate)")
 
     def cramer_rao_bound(self, query: ArrayLike | None = None) -> Bound:
         """Proposition 1 for ``y = x + w`` (``query=None``, one privatized coordinate per noise coordinate)
@@ -319,9 +319,9 @@ class BoundedOptimalNoise:
 
     def guarantee(self) -> FisherGuarantee:
         """The Fisher-information guarantee of one response (labelled: NOT differential privacy)."""
-        return fisher_guarantee(self, source="seed 004 (Farokhi & Sandberg), Corollaries 1-3 and Proposition 1")
+        return fisher_guarantee(self, source="Farokhi & Sandberg, Corollaries 1-3 and Proposition 1")
 
     def __repr__(self) -> str:
         lo = self.low.tolist()
         hi = self.high.tolist()
-        return f"BoundedOptimalNoise(low={lo}, high={hi}) [cos^2 density, seed 004 Cor. 1]"
+        return f"BoundedOptimalNoise(low={lo}, high={hi}) [cos^2 density, Farokhi & Sandberg Cor. 1]"

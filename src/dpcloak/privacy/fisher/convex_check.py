@@ -1,4 +1,4 @@
-r"""Problem 2 of seed 004 solved directly as a finite-dimensional convex program.
+r"""Problem 2 of Farokhi & Sandberg solved directly as a finite-dimensional convex program.
 
 An independent check of Corollaries 1/3: discretise a density on ``[low, high]`` by its values
 :math:`\gamma_i` at ``n_points`` interior grid points (spacing ``h``, :math:`\gamma_0 = \gamma_{N+1} = 0`

@@ -1,4 +1,4 @@
-r"""The differential-privacy view of seed 004 (§5): Propositions 3–4, condition (16) and the 1 + κ factor.
+r"""The differential-privacy view of Farokhi & Sandberg (§5): Propositions 3–4, condition (16) and the 1 + κ factor.
 
 Setting: Example 2's weighted average :math:`f(x) = Cx`, :math:`C \in \mathbb R^{1\times n}`, over
 databases :math:`x \in [\underline x, \bar x]^n`; neighbours differ in one entry, so the

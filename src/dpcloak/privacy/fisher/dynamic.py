@@ -1,4 +1,4 @@
-r"""Theorem 4 of seed 004: optimal noise for a whole trajectory of a linear time-invariant system.
+r"""Theorem 4 of Farokhi & Sandberg: optimal noise for a whole trajectory of a linear time-invariant system.
 
 The private value is the initial state :math:`x_0` of :math:`x[k+1] = Ax[k]`; the responses
 :math:`y[k] = Cx[k] + w[k]`, :math:`k = 0..T`, stack into :math:`y_T = \Psi_T x_0 + w_T` with
@@ -148,7 +148,7 @@ def example4_error_published(*, horizon: int, rho: float) -> float:
 
 
 class DynamicOptimalNoise:
-    r"""Theorem 4 (seed 004): trajectory noise ``w_T = Ψ_T z`` protecting the initial state of an LTI system.
+    r"""Theorem 4 (Farokhi & Sandberg): trajectory noise ``w_T = Ψ_T z`` protecting the initial state of an LTI system.
 
     Parameters
     ----------
@@ -261,7 +261,7 @@ class DynamicOptimalNoise:
     def fisher_information(self) -> FisherInformation:
         """Fisher information about ``x₀``: ``Σ⁻¹`` (the trajectory is ``Ψ_T (x₀ + z)``)."""
         return FisherInformation(matrix=np.asarray(np.linalg.inv(self.covariance), dtype=float), error_estimate=0.0,
-                                 source="seed 004, Theorem 4: y_T = Psi_T (x0 + z), I = Sigma^-1")
+                                 source="Farokhi & Sandberg, Theorem 4: y_T = Psi_T (x0 + z), I = Sigma^-1")
 
     def cramer_rao_bound(self) -> Bound:
         """Proposition 1 for ``x₀``: ``Tr Σ`` (Example 4's estimation error)."""
@@ -279,10 +279,10 @@ class DynamicOptimalNoise:
         """The Fisher-information guarantee for the initial state (labelled: NOT differential privacy)."""
         return fisher_guarantee(
             self,
-            source="seed 004 (Farokhi & Sandberg), Theorem 4 and Proposition 1",
+            source="Farokhi & Sandberg, Theorem 4 and Proposition 1",
             neighbouring="none (no neighbouring relation: the bound holds at every initial state)",
         )
 
     def __repr__(self) -> str:
         return (f"DynamicOptimalNoise(n={self.n}, m={self.m}, horizon={self.horizon}, rho={self.rho:g}, "
-                f"convention={self.convention!r}) [seed 004 Thm 4]")
+                f"convention={self.convention!r}) [Farokhi & Sandberg Thm 4]")

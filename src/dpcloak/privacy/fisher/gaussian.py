@@ -1,4 +1,4 @@
-r"""Corollary 6 of seed 004: the optimal unbounded noise is Gaussian.
+r"""Corollary 6 of Farokhi & Sandberg: the optimal unbounded noise is Gaussian.
 
 For :math:`\mathcal W = \mathbb R^m`, a linear query :math:`f(x) = Cx` with full row rank ``C`` and a
 constant weight, the minimiser of Problem 3 (:math:`\mathcal J + \varrho\mathcal Q`) and of Problem 4
@@ -103,7 +103,7 @@ def problem3_objective(covariance: ArrayLike, *, query: ArrayLike, rho: float) -
 
 
 class GaussianOptimalNoise:
-    r"""Gaussian noise of Corollary 6 (seed 004) for the query ``y = Cx + w``.
+    r"""Gaussian noise of Corollary 6 (Farokhi & Sandberg) for the query ``y = Cx + w``.
 
     Parameters
     ----------
@@ -192,7 +192,7 @@ class GaussianOptimalNoise:
     def query_fisher_information(self) -> FisherInformation:
         """Fisher information about ``x``: ``Cᵀ Σ⁻¹ C`` (n × n)."""
         return FisherInformation(matrix=self.query.T @ np.linalg.solve(self.covariance, self.query),
-                                 error_estimate=0.0, source="C^T Sigma^-1 C (seed 004, Section 3)")
+                                 error_estimate=0.0, source="C^T Sigma^-1 C (Farokhi & Sandberg, Section 3)")
 
     def cramer_rao_bound(self) -> Bound:
         """Proposition 1 for the released values ``Cx``: ``Tr Σ``."""
@@ -210,8 +210,8 @@ class GaussianOptimalNoise:
 
     def guarantee(self) -> FisherGuarantee:
         """The Fisher-information guarantee (labelled: NOT differential privacy)."""
-        return fisher_guarantee(self, source="seed 004 (Farokhi & Sandberg), Corollary 6 and Proposition 1")
+        return fisher_guarantee(self, source="Farokhi & Sandberg, Corollary 6 and Proposition 1")
 
     def __repr__(self) -> str:
         how = f"rho={self.rho:g}, convention={self.convention!r}" if self.rho is not None else f"theta={self.theta:g}"
-        return f"GaussianOptimalNoise(m={self.m}, {how}) [seed 004 Cor. 6]"
+        return f"GaussianOptimalNoise(m={self.m}, {how}) [Farokhi & Sandberg Cor. 6]"

@@ -1,8 +1,8 @@
 r"""Fisher information of additive noise, the Cramér–Rao bound and the quality measure Q.
 
-Seed 004 (Farokhi & Sandberg) measures privacy by the Fisher information of the response
+Farokhi & Sandberg measures privacy by the Fisher information of the response
 :math:`y = f(x) + w` about the private :math:`x`. For noise with density γ independent of ``x``
-and a linear query :math:`f(x) = Cx` (seed 004, §3, display before Theorem 1)
+and a linear query :math:`f(x) = Cx` (Farokhi & Sandberg, §3, display before Theorem 1)
 
 .. math:: \mathcal I = C^\top J C, \qquad
           J = \int_{\mathcal W} \frac{\nabla\gamma(w)\,\nabla\gamma(w)^\top}{\gamma(w)}\,dw ,
@@ -49,7 +49,7 @@ Density = Callable[[float], float]
 
 NOT_DP_NOTE = (
     "NOT differential privacy: a Cramér–Rao lower bound on the mean-squared error of any unbiased "
-    "estimator of the private value (seed 004, Proposition 1); it says nothing about biased estimators "
+    "estimator of the private value (Farokhi & Sandberg, Proposition 1); it says nothing about biased estimators "
     "with prior knowledge, nor about (epsilon, delta)"
 )
 
@@ -81,9 +81,19 @@ class FisherInformation:
     error_estimate: float
     source: str
 
+    def __post_init__(self) -> None:
+        matrix = check_array("matrix", self.matrix, ndim=2)
+        if matrix.shape[0] != matrix.shape[1]:
+            raise InvalidParameterError(f"matrix must be square (k × k), got shape {matrix.shape}")
+        object.__setattr__(self, "matrix", matrix)
+        object.__setattr__(self, "error_estimate", check_real("error_estimate", self.error_estimate, low=0.0,
+                                                              low_inclusive=True))
+        if not isinstance(self.source, str):
+            raise InvalidParameterError(f"source must be a string, got {type(self.source).__name__}")
+
     @property
     def trace(self) -> float:
-        """``Tr(I)``, the privacy measure minimised in Problem 2 of seed 004."""
+        """``Tr(I)``, the privacy measure minimised in Problem 2 of Farokhi & Sandberg."""
         return float(np.trace(self.matrix))
 
 
@@ -99,7 +109,7 @@ class FisherGuarantee(PrivacyGuarantee):
     ----------
     cramer_rao_bound : float
         :math:`\operatorname{Tr}(\mathcal I^{-1})`: no unbiased estimator of the privatized value
-        has a smaller expected squared error (seed 004, Proposition 1).
+        has a smaller expected squared error (Farokhi & Sandberg, Proposition 1).
     quality : float
         :math:`\mathcal Q = \mathbb E\|w\|^2`, the expected squared distortion of the response.
     is_differential_privacy : bool
@@ -169,9 +179,9 @@ def fisher_guarantee(
     Examples
     --------
     >>> from dpcloak.privacy.fisher import BoundedOptimalNoise
-    >>> g = fisher_guarantee(BoundedOptimalNoise(low=-1.0, high=1.0), source="seed 003 Theorem 1")
+    >>> g = fisher_guarantee(BoundedOptimalNoise(low=-1.0, high=1.0), source="Farokhi & Sandberg, Corollary 1")
     >>> g.source, g.fisher_information > 0
-    ('seed 003 Theorem 1', True)
+    ('Farokhi & Sandberg, Corollary 1', True)
     """
     return FisherGuarantee(
         kind="Fisher information / Cramér–Rao (not differential privacy)",
@@ -237,7 +247,7 @@ def fisher_information_1d(
     -------
     FisherInformation
         A 1×1 matrix. Points where γ vanishes contribute 0 (the integrand's limit for the
-        densities of seed 004, which satisfy Assumption 2).
+        densities of Farokhi & Sandberg, which satisfy Assumption 2).
 
     Examples
     --------
@@ -271,7 +281,7 @@ def fisher_information_1d(
 
 def quality_1d(pdf: Density, *, low: float = -math.inf, high: float = math.inf,
                points: Sequence[float] = ()) -> float:
-    r"""Second moment :math:`\int w^2\gamma(w)\,dw` of a 1-D density (seed 004's Q for m = 1), by quadrature.
+    r"""Second moment :math:`\int w^2\gamma(w)\,dw` of a 1-D density (Farokhi & Sandberg's Q for m = 1), by quadrature.
 
     Examples
     --------
@@ -304,7 +314,7 @@ def product_fisher_information(parts: Sequence[FisherInformation]) -> FisherInfo
 
 
 def query_fisher_information(noise: FisherInformation, query: ArrayLike) -> FisherInformation:
-    r"""Fisher information about ``x`` of ``y = Cx + w``: :math:`\mathcal I = C^\top J C` (seed 004, §3).
+    r"""Fisher information about ``x`` of ``y = Cx + w``: :math:`\mathcal I = C^\top J C` (Farokhi & Sandberg, §3).
 
     Parameters
     ----------
@@ -336,7 +346,7 @@ def query_fisher_information(noise: FisherInformation, query: ArrayLike) -> Fish
 
 
 def cramer_rao_bound(information: FisherInformation | ArrayLike, *, rtol: float = 1e-10) -> Bound:
-    r"""Proposition 1 of seed 004: :math:`\mathbb E\|x-\hat x(y)\|_2^2 \ge \operatorname{Tr}(\mathcal I^{-1})`.
+    r"""Farokhi & Sandberg, Prop. 1: :math:`\mathbb E\|x-\hat x(y)\|_2^2 \ge \operatorname{Tr}(\mathcal I^{-1})`.
 
     Valid for every unbiased estimator :math:`\hat x`. When :math:`\mathcal I` is singular (e.g. a
     scalar query of a vector, m < n) no unbiased estimator exists and the returned bound has
@@ -361,7 +371,7 @@ def cramer_rao_bound(information: FisherInformation | ArrayLike, *, rtol: float 
     if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
         raise InvalidParameterError(f"information must be a square matrix, got shape {matrix.shape}")
     eig = np.linalg.eigvalsh(0.5 * (matrix + matrix.T))
-    source = "seed 004, Proposition 1 (Cramér–Rao): E||x - x_hat||^2 >= Tr(I^-1) for unbiased x_hat"
+    source = "Farokhi & Sandberg, Proposition 1 (Cramér–Rao): E||x - x_hat||^2 >= Tr(I^-1) for unbiased x_hat"
     if eig[-1] <= 0.0 or eig[0] <= rtol * eig[-1]:
         return Bound(value=math.nan, kind="lower", source=source, applies=False,
                      reason="the Fisher information is singular: no unbiased estimator of x exists")

@@ -1,4 +1,4 @@
-r"""Corollary 4 of seed 004: the x-dependent density for a non-uniform weight p(x), and Problem 2's cost.
+r"""Corollary 4 of Farokhi & Sandberg: the x-dependent density for a non-uniform weight p(x), and Problem 2's cost.
 
 For :math:`n = m = 1`, :math:`f(x) = x` and :math:`\mathcal W = [\underline w, \bar w]`, Corollary 4
 prints
@@ -77,7 +77,7 @@ def tilted_cos2_integral(*, tilt: float, low: float, high: float) -> float:
 
 
 class WeightedOptimalNoise:
-    r"""Corollary 4's printed policy γ*(w|x) for a weight p(x) on a bounded support (seed 004, Figure 1).
+    r"""Corollary 4's printed policy γ*(w|x) for a weight p(x) on a bounded support (Farokhi & Sandberg, Figure 1).
 
     Parameters
     ----------

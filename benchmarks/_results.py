@@ -1,0 +1,59 @@
+"""Shared helpers of the size-ladder benchmarks: peak RSS, log-log slope, results JSON.
+
+Schema of ``benchmarks/results/<bench>.json`` (read by ``readme_table.py``)::
+
+    {kernel, peer, unit, rows: [{size, n, ours_s, peer_s, peer_finished, ratio, peak_rss_mb}],
+     slope, load_avg, date}
+
+``ratio`` is ``peer_s / ours_s`` (a lower bound, the peer's time limit over ours, when the peer did
+not finish); ``slope`` the least-squares slope of ``log ours_s`` against ``log n``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import json
+import math
+import os
+import resource
+import sys
+from pathlib import Path
+
+RESULTS = Path(__file__).resolve().parent / "results"
+
+
+def peak_rss_mb() -> float:
+    """Peak resident set size of this process in MiB (Linux reports KiB, macOS bytes)."""
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / 2**20 if sys.platform == "darwin" else peak / 2**10
+
+
+def slope(ns: list[int], times: list[float]) -> float:
+    """Least-squares slope of ``log t`` against ``log n`` (NaN with fewer than two sizes)."""
+    pts = [(math.log(n), math.log(t)) for n, t in zip(ns, times, strict=True) if t > 0]
+    if len(pts) < 2:
+        return math.nan
+    mx = sum(x for x, _ in pts) / len(pts)
+    my = sum(y for _, y in pts) / len(pts)
+    sxx = sum((x - mx) ** 2 for x, _ in pts)
+    return sum((x - mx) * (y - my) for x, y in pts) / sxx
+
+
+def row(size: str, n: int, ours_s: float, peer_s: float | None, limit: float, peak_rss: float) -> dict:
+    """One result row; an unfinished peer counts with its time limit (the ratio is then a lower bound)."""
+    finished = peer_s is not None
+    ratio = (peer_s if finished else limit) / ours_s
+    return {"size": size, "n": n, "ours_s": round(ours_s, 4), "peer_s": None if peer_s is None else round(peer_s, 4),
+            "peer_finished": finished, "ratio": round(ratio, 2), "peak_rss_mb": round(peak_rss, 1)}
+
+
+def write(bench: str, kernel: str, peer: str, unit: str, rows: list[dict]) -> Path:
+    """Write ``results/<bench>.json`` and print the log-log slope; returns the path."""
+    s = slope([r["n"] for r in rows], [r["ours_s"] for r in rows])
+    doc = {"kernel": kernel, "peer": peer, "unit": unit, "rows": rows, "slope": None if math.isnan(s) else round(s, 2),
+           "load_avg": round(os.getloadavg()[0], 2), "date": datetime.date.today().isoformat()}
+    RESULTS.mkdir(exist_ok=True)
+    path = RESULTS / f"{bench}.json"
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+    print(f"log-log slope of our time over n: {s:.2f}; load average {doc['load_avg']}; wrote {path.name}")
+    return path

@@ -1,0 +1,158 @@
+"""The sensor ingest endpoints at the ASGI level: one body read, one JSON parse, the collector, one answer.
+
+``POST /api/v1/reports`` and ``POST /api/v1/reports/batch`` are the collector's hot path (every
+reading of every sensor). :class:`IngestEndpoints` answers them directly from the ASGI scope: it
+reads the body under the size limit (413), parses and validates it in one step with the same
+pydantic models the OpenAPI schema is generated from (``model_validate_json``: 422 naming the
+field), runs :meth:`Collector.ingest` (authentication, replay, window and range checks, group
+commit; acknowledged only after the commit) and sends the JSON answer. The FastAPI routes of the
+same paths (:mod:`dpcloak.service.app`) document the endpoints and share :meth:`IngestEndpoints.report`
+and :meth:`IngestEndpoints.batch`; what is skipped is only the framework's per-request machinery
+(routing, dependency resolution, telemetry and middleware layers), which cost more than the checks.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from dpcloak.service.collector import Collector, Overloaded
+from dpcloak.service.ingest import BatchIn, ReportError, ReportIn
+
+__all__ = ["REPORT_PATH", "BATCH_PATH", "MAX_BODY_BYTES", "IngestEndpoints", "error_field", "malformed",
+           "retry_after_header"]
+
+log = logging.getLogger("dpcloak.service")
+
+REPORT_PATH = "/api/v1/reports"
+BATCH_PATH = "/api/v1/reports/batch"
+MAX_BODY_BYTES = 1 << 20
+"""Largest request body accepted (a batch of 1,000 reports is about 400 kB)."""
+
+Answer = tuple[int, dict[str, Any], dict[str, str] | None]
+"""HTTP status, JSON body and extra headers."""
+
+
+def error_field(loc: Sequence[Any]) -> str:
+    """``("body", "reports", 3, "mac")`` → ``reports[3].mac``; the body itself → ``body``."""
+    out = ""
+    for part in loc[1:] if loc and loc[0] == "body" else loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "body"
+
+
+def malformed(errors: Sequence[Any]) -> ReportError:
+    """The 422 of a body that does not validate: the first error, naming its field."""
+    first = errors[0] if errors else {"loc": ("body",), "msg": "malformed body"}
+    field = error_field(tuple(first.get("loc", ("body",))))
+    return ReportError(422, "malformed", f"{field}: {first.get('msg', 'invalid')}", field)
+
+
+def retry_after_header(body: dict[str, Any]) -> dict[str, str] | None:
+    """``Retry-After`` (the longest asked for) when a sensor's flood limit refused a report in this answer.
+
+    ``body`` is one report's outcome or a batch's ``{"results": [...]}``; no header when nothing was limited.
+
+    Examples
+    --------
+    >>> retry_after_header({"results": [{"http_status": 201}, {"http_status": 429, "retry_after": 3}]})
+    {'Retry-After': '3'}
+    >>> retry_after_header({"http_status": 201}) is None
+    True
+    """
+    outcomes = body.get("results", [body])
+    waits = [int(o["retry_after"]) for o in outcomes if "retry_after" in o]
+    return {"Retry-After": str(max(waits))} if waits else None
+
+
+def encode(body: dict[str, Any]) -> bytes:
+    """JSON bytes as Starlette's ``JSONResponse`` renders them."""
+    return json.dumps(body, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")).encode()
+
+
+class IngestEndpoints:
+    """The two sensor endpoints of one collector, as an ASGI handler and as plain coroutines."""
+
+    def __init__(self, collector: Collector) -> None:
+        self.collector = collector
+        self._routes: dict[str, tuple[type[BaseModel], Callable[[Any], Awaitable[tuple[int, dict[str, Any]]]]]] = {
+            REPORT_PATH: (ReportIn, self.report), BATCH_PATH: (BatchIn, self.batch)}
+
+    def handles(self, scope: dict[str, Any]) -> bool:
+        """Whether this is a request for one of the two endpoints."""
+        return scope["type"] == "http" and scope["method"] == "POST" and scope["path"] in self._routes
+
+    async def report(self, report: ReportIn) -> tuple[int, dict[str, Any]]:
+        """Store one signed report (201), or acknowledge a retry of a stored one (200); else its error."""
+        return (await self.collector.ingest([report]))[0]
+
+    async def batch(self, batch: BatchIn) -> tuple[int, dict[str, Any]]:
+        """One outcome per report, in order, with the totals."""
+        outcomes = await self.collector.ingest(batch.reports)
+        return 200, {"results": [{"http_status": s, **b} for s, b in outcomes],
+                     "stored": sum(s == 201 for s, _ in outcomes), "duplicates": sum(s == 200 for s, _ in outcomes),
+                     "rejected": sum(s >= 400 for s, _ in outcomes)}
+
+    async def answer(self, path: str, body: bytes) -> Answer:
+        """Parse, validate and ingest one request body."""
+        model, endpoint = self._routes[path]
+        try:
+            parsed = model.model_validate_json(body)
+        except ValidationError as exc:
+            err = malformed(exc.errors(include_url=False, include_input=False))
+            return err.status, err.body(), None
+        try:
+            status, out = await endpoint(parsed)
+        except Overloaded as exc:
+            return (503, ReportError(503, "overloaded", f"the collector is saturated; retry after {exc.retry_after} s"
+                                     ).body(), {"Retry-After": str(exc.retry_after)})
+        return status, out, retry_after_header(out)
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        body = await _read_body(scope, receive)
+        if body is None:  # the client went away
+            return
+        if isinstance(body, ReportError):
+            status, out, headers = body.status, body.body(), None
+        else:
+            try:
+                status, out, headers = await self.answer(scope["path"], body)
+            except Exception as exc:  # never a traceback in a response; nothing was acknowledged
+                log.error("internal error: %s: %s", type(exc).__name__, exc)
+                status, out, headers = 500, ReportError(500, "internal", "internal error (logged on the collector)"
+                                                        ).body(), None
+        data = encode(out)
+        raw = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
+        raw += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
+        await send({"type": "http.response.start", "status": status, "headers": raw})
+        await send({"type": "http.response.body", "body": data})
+
+
+_TOO_LARGE = ReportError(413, "too_large", f"request body must be at most {MAX_BODY_BYTES} bytes", "body")
+
+
+async def _read_body(scope: dict[str, Any], receive: Any) -> bytes | ReportError | None:
+    """The request body, or the 413 error (declared or streamed size over the limit), or ``None`` on disconnect."""
+    declared = b"0"
+    for name, value in scope.get("headers") or ():
+        if name == b"content-length":
+            declared = value
+    if not declared.isdigit() or int(declared) > MAX_BODY_BYTES:
+        return _TOO_LARGE
+    chunks: list[bytes] = []
+    seen = 0
+    while True:
+        message = await receive()
+        if message["type"] == "http.disconnect":
+            return None
+        chunk = message.get("body", b"")
+        seen += len(chunk)
+        if seen > MAX_BODY_BYTES:
+            return _TOO_LARGE
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return chunks[0] if len(chunks) == 1 else b"".join(chunks)
