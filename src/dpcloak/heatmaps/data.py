@@ -133,6 +133,21 @@ def accumulate_cells(
     ``x``, ``y`` must already be checked to lie in [0, 1). The weight of point k is ``weights[k]``, or
     ``weights[codes[k]]`` when ``codes`` (per-point user codes) is given. Blocks of :data:`_CHUNK` points
     keep every temporary small, so memory stays O(Δ² + block) above the inputs.
+
+    Examples
+    --------
+    Level ``ell = 1`` is a 2 × 2 grid, flattened row by row (row = y cell, column = x cell):
+
+    >>> import numpy as np
+    >>> out = np.zeros(4, dtype=np.int64)
+    >>> x, y = np.array([0.1, 0.2, 0.9, 0.6]), np.array([0.1, 0.3, 0.1, 0.8])
+    >>> accumulate_cells(out, x, y, 1, np.array([5, 5, 7, 1]))
+    >>> out.reshape(2, 2).tolist()
+    [[10, 7], [0, 1]]
+    >>> out[:] = 0  # per-user weights: points 0 and 3 belong to user 0, points 1 and 2 to user 1
+    >>> accumulate_cells(out, x, y, 1, np.array([3, 4]), codes=np.array([0, 1, 1, 0]))
+    >>> out.reshape(2, 2).tolist()
+    [[7, 4], [0, 3]]
     """
     for i in range(0, x.size, _CHUNK):
         sl = slice(i, i + _CHUNK)

@@ -57,7 +57,15 @@ _SNR_REFERENCE = 250.0
 
 
 def ladder(w: float) -> int:
-    """The step of 50 · 2^(k/2) (k ≥ 0, rounded to tens) nearest to ``w`` ≥ 50 in log scale."""
+    """The step of 50 · 2^(k/2) (k ≥ 0, rounded to tens) nearest to ``w`` ≥ 50 in log scale.
+
+    Examples
+    --------
+    >>> [ladder(w) for w in (50, 55, 60, 100, 112, 130)]  # steps 50, 50·√2 ≈ 70, 100, 140, ...
+    [50, 50, 70, 100, 100, 140]
+    >>> ladder(60) == 70  # 60 is nearer 50·√2 ≈ 70.7 than 50 on a log scale
+    True
+    """
     k = max(0, round(2.0 * math.log2(w / _W_FLOOR)))
     return round(_W_FLOOR * 2.0 ** (k / 2) / 10.0) * 10
 
@@ -72,7 +80,7 @@ class PyramidParameters:
 
     >>> p = pyramid_parameters(epsilon=1.0, resolution=64, population=10_000)
     >>> isinstance(p, PyramidParameters), p.w, p.start_level, p.gamma
-    (True, 112, 3, 0.7071067811865476)
+    (True, 280, 4, 0.7071067811865476)
     """
 
     w: int
@@ -101,10 +109,13 @@ def pyramid_parameters(*, epsilon: float, resolution: int, population: float) ->
     Examples
     --------
     >>> p = pyramid_parameters(epsilon=1.0, resolution=64, population=10_000)
-    >>> p.w, p.start_level, p.gamma
-    (112, 3, 0.7071067811865476)
+    >>> p.w, p.start_level, p.gamma  # ε n̂ = 10⁴: 50·√40 ≈ 316, whose nearest step is 280
+    (280, 4, 0.7071067811865476)
     >>> p.rule
-    'w = clip(round(50·√(ε n̂/2000)), 50, 4096) with public n̂ = 10000'
+    'ε n̂ = 10000: w = ladder(max(50, 50·√(ε n̂/250))), at most 4096, with public n̂ = 10000'
+    >>> low = pyramid_parameters(epsilon=0.1, resolution=64, population=200)  # ε n̂ = 20 < 50: coarse start
+    >>> low.w, low.start_level
+    (400, 4)
     >>> pyramid_parameters(epsilon=1.0, resolution=64, population=10_000_000).w > p.w  # more users: more cells
     True
     """

@@ -80,6 +80,21 @@ class KeyedVerifier:
 
     HMAC keying (hashing the padded key) is done once per key here; verifying a report then copies
     the keyed state and hashes only the report's message (about half the cost of :func:`verify_report`).
+
+    Examples
+    --------
+    >>> fields = dict(deployment_id="abc123", fingerprint="f1", window=7, report_id="r-1", value=3.5)
+    >>> keys = [bytes([j]) * 32 for j in range(3)]
+    >>> verifier = KeyedVerifier(keys)
+    >>> mac = sign_report(keys[1], sensor=1, **fields)
+    >>> len(verifier), verifier.verify(1, mac, sensor=1, **fields)
+    (3, True)
+    >>> verifier.verify(2, mac, sensor=1, **fields)  # another sensor's key
+    False
+    >>> verifier.verify(1, mac, sensor=1, **{**fields, "value": 3.6})  # another value
+    False
+    >>> verifier.verify(1, mac, sensor=1, **fields) == verify_report(keys[1], mac, sensor=1, **fields)
+    True
     """
 
     def __init__(self, keys: list[bytes]) -> None:

@@ -38,7 +38,13 @@ Answer = tuple[int, dict[str, Any], dict[str, str] | None]
 
 
 def error_field(loc: Sequence[Any]) -> str:
-    """``("body", "reports", 3, "mac")`` → ``reports[3].mac``; the body itself → ``body``."""
+    """``("body", "reports", 3, "mac")`` → ``reports[3].mac``; the body itself → ``body``.
+
+    Examples
+    --------
+    >>> error_field(("body", "reports", 3, "mac")), error_field(("body",)), error_field(("body", "value"))
+    ('reports[3].mac', 'body', 'value')
+    """
     out = ""
     for part in loc[1:] if loc and loc[0] == "body" else loc:
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
@@ -46,7 +52,17 @@ def error_field(loc: Sequence[Any]) -> str:
 
 
 def malformed(errors: Sequence[Any]) -> ReportError:
-    """The 422 of a body that does not validate: the first error, naming its field."""
+    """The 422 of a body that does not validate: the first error, naming its field.
+
+    Examples
+    --------
+    >>> err = malformed([{"loc": ("body", "reports", 0, "value"), "msg": "Input should be a valid number"},
+    ...                  {"loc": ("body", "reports", 1, "mac"), "msg": "Field required"}])
+    >>> err.status, err.body()
+    (422, {'error': 'malformed', 'message': 'reports[0].value: Input should be a valid number', 'field': 'reports[0].value'})
+    >>> malformed([]).message
+    'body: malformed body'
+    """
     first = errors[0] if errors else {"loc": ("body",), "msg": "malformed body"}
     field = error_field(tuple(first.get("loc", ("body",))))
     return ReportError(422, "malformed", f"{field}: {first.get('msg', 'invalid')}", field)
@@ -75,7 +91,47 @@ def encode(body: dict[str, Any]) -> bytes:
 
 
 class IngestEndpoints:
-    """The two sensor endpoints of one collector, as an ASGI handler and as plain coroutines."""
+    """The two sensor endpoints of one collector, as an ASGI handler and as plain coroutines.
+
+    Examples
+    --------
+    One sensor's signed report sent twice, then a body that does not validate:
+
+    >>> import asyncio, json, tempfile
+    >>> from pathlib import Path
+    >>> from dpcloak.sensors import Relation, SensorNetwork
+    >>> from dpcloak.sensors.config import network_to_dict
+    >>> from dpcloak.service.config import Deployment, load_credential, write_deployment
+    >>> from dpcloak.service.node import SensorNode
+    >>> from dpcloak.service.store import Store, sqlite_url
+    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
+    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
+    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
+    ...                         start=0.0, period_windows=10)
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> directory = Path(tmp.name)
+    >>> _ = write_deployment(directory, deployment, master_key=bytes(32))
+    >>> node = SensorNode(deployment=deployment, credential=load_credential(directory / "sensors" / "sensor-0.json"),
+    ...                   ledger=directory / "ledger-0.db", url="http://127.0.0.1:9", clock=lambda: 30.0)
+    >>> body = json.dumps(node.report_body(node.release(12.0))).encode()
+    >>> store = Store(sqlite_url(directory / "collector.db"))
+    >>> collector = Collector(deployment, store, master_key=bytes(32), clock=lambda: 30.0)
+    >>> endpoints = IngestEndpoints(collector)
+    >>> async def session():
+    ...     await collector.start()
+    ...     try:
+    ...         first = await endpoints.answer(REPORT_PATH, body)
+    ...         again = await endpoints.answer(REPORT_PATH, body)
+    ...         bad = await endpoints.answer(REPORT_PATH, b'{"sensor_id": 0}')
+    ...     finally:
+    ...         await collector.stop()
+    ...     return first[0], again[0], bad[0], bad[1]["error"]
+    >>> asyncio.run(session())  # stored, acknowledged retry, malformed
+    (201, 200, 422, 'malformed')
+    >>> store.report_counts("abc123")
+    {0: 1}
+    >>> node.close(); store.dispose(); tmp.cleanup()
+    """
 
     def __init__(self, collector: Collector) -> None:
         self.collector = collector

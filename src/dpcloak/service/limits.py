@@ -39,6 +39,28 @@ class SensorRateLimit:
         Bucket capacity (reports at once), ≥ 1.
     clock : callable, default time.monotonic
         Seconds, monotonic.
+
+    Examples
+    --------
+    Two reports at once, then one every 10 s (a manual clock stands in for time):
+
+    >>> now = [0.0]
+    >>> limit = SensorRateLimit(2, rate=0.1, burst=2, clock=lambda: now[0])
+    >>> [limit.take(0) for _ in range(3)]  # the third would come 10 s too early
+    [0.0, 0.0, 10.0]
+    >>> limit.take(1)  # each sensor has its own bucket
+    0.0
+    >>> now[0] = 4.0
+    >>> wait = limit.take(0)
+    >>> round(wait, 6), SensorRateLimit.retry_after(wait)
+    (6.0, 6)
+    >>> now[0] = 10.0
+    >>> limit.take(0)
+    0.0
+    >>> SensorRateLimit(2, rate=0.0, burst=2)
+    Traceback (most recent call last):
+        ...
+    dpcloak.errors.InvalidParameterError: rate must be a finite number > 0, got 0.0
     """
 
     def __init__(self, n_sensors: int, *, rate: float, burst: int,
