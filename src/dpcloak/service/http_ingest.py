@@ -58,8 +58,8 @@ def malformed(errors: Sequence[Any]) -> ReportError:
     --------
     >>> err = malformed([{"loc": ("body", "reports", 0, "value"), "msg": "Input should be a valid number"},
     ...                  {"loc": ("body", "reports", 1, "mac"), "msg": "Field required"}])
-    >>> err.status, err.body()
-    (422, {'error': 'malformed', 'message': 'reports[0].value: Input should be a valid number', 'field': 'reports[0].value'})
+    >>> err.status, err.field, err.message
+    (422, 'reports[0].value', 'reports[0].value: Input should be a valid number')
     >>> malformed([]).message
     'body: malformed body'
     """

@@ -53,7 +53,20 @@ def _log_normaliser(s2: float) -> float:
 
 
 def log_tail(sigma2: Fraction | float, cells: int) -> float:
-    """Natural log of :math:`P(|Y| > \\text{cells})` for the discrete Gaussian with variance parameter ``sigma2``."""
+    """Natural log of :math:`P(|Y| > \\text{cells})` for the discrete Gaussian with variance parameter ``sigma2``.
+
+    Examples
+    --------
+    Against a direct summation of the mass function (σ² = 1: the mass beyond ±40 is negligible):
+
+    >>> ys = range(-40, 41)
+    >>> mass = [math.exp(-y * y / 2) for y in ys]
+    >>> brute = math.fsum(m for y, m in zip(ys, mass) if abs(y) > 2) / math.fsum(mass)
+    >>> math.isclose(math.exp(log_tail(1.0, 2)), brute, rel_tol=1e-12), round(brute, 6)
+    (True, 0.009134)
+    >>> log_tail(1.0, -1)  # P(|Y| > −1) = 1
+    0.0
+    """
     s2 = float(sigma2)
     if not (math.isfinite(s2) and s2 > 0):
         raise InvalidParameterError(f"sigma2 must be a finite number > 0, got {sigma2!r}")
@@ -71,7 +84,16 @@ def log_tail(sigma2: Fraction | float, cells: int) -> float:
 
 
 def tail_cells(sigma2: Fraction | float, target: float = FALSE_REJECTION) -> int:
-    """The smallest integer T ≥ 0 with :math:`P(|Y| > T) ≤` ``target``."""
+    """The smallest integer T ≥ 0 with :math:`P(|Y| > T) ≤` ``target``.
+
+    Examples
+    --------
+    >>> t = tail_cells(1.0, 0.05)
+    >>> t, math.exp(log_tail(1.0, t)) <= 0.05 < math.exp(log_tail(1.0, t - 1))
+    (2, True)
+    >>> tail_cells(1.0), tail_cells(100.0)  # the default target 2⁻⁶⁴; T grows like σ
+    (9, 92)
+    """
     if not 0.0 < target < 1.0:
         raise InvalidParameterError(f"target must be in (0, 1), got {target!r}")
     log_target = math.log(target)
@@ -90,7 +112,20 @@ def tail_cells(sigma2: Fraction | float, target: float = FALSE_REJECTION) -> int
 
 
 def acceptance_cells(network: SensorNetwork, target: float = FALSE_REJECTION) -> tuple[int | None, int | None]:
-    """The grid indices ``(n_lo − T, n_hi + T)`` the collector accepts (``None``: no upper end)."""
+    """The grid indices ``(n_lo − T, n_hi + T)`` the collector accepts (``None``: no upper end).
+
+    Examples
+    --------
+    Readings in [0, 50] on the grid 0.5·ℤ (``n_lo = 0``, ``n_hi = 100``), σ ≈ 7.16 (σ² ≈ 205 grid units²):
+
+    >>> from dpcloak.sensors import Relation, SensorNetwork
+    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
+    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0,
+    ...                                      reading_range=(0.0, 50.0), resolution=0.5)
+    >>> t = tail_cells(net.mechanism.sigma2)
+    >>> t, acceptance_cells(net)
+    (131, (-131, 231))
+    """
     mech = network.mechanism
     t = tail_cells(mech.sigma2, target)
     lo, hi = network.reading_range
@@ -100,18 +135,58 @@ def acceptance_cells(network: SensorNetwork, target: float = FALSE_REJECTION) ->
 
 
 def acceptance_interval(network: SensorNetwork, target: float = FALSE_REJECTION) -> tuple[float, float]:
-    """The values the collector accepts, in reading units (``inf`` upper end when the range has none)."""
+    """The values the collector accepts, in reading units (``inf`` upper end when the range has none).
+
+    Examples
+    --------
+    >>> from dpcloak.sensors import Relation, SensorNetwork
+    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
+    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0,
+    ...                                      reading_range=(0.0, 50.0), resolution=0.5)
+    >>> acceptance_interval(net)  # the grid cells of acceptance_cells times 0.5
+    (-65.5, 115.5)
+    >>> open_ended = SensorNetwork.from_coordinates(  # the default reading range (0, None): no upper limit
+    ...     sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0), epsilon=1.0, delta=1e-6,
+    ...     budget=(10.0, 1e-5), diffusion=2000.0, resolution=0.5)
+    >>> acceptance_interval(open_ended)
+    (-65.5, inf)
+    """
     low, high = acceptance_cells(network, target)
     g = float(network.resolution)
     return (float(low) * g if low is not None else -math.inf, math.inf if high is None else float(high) * g)
 
 
 def false_rejection_probability(network: SensorNetwork, target: float = FALSE_REJECTION) -> float:
-    """:math:`P(|Y| > T)` for the network's noise and the T the collector uses (module docstring)."""
+    """:math:`P(|Y| > T)` for the network's noise and the T the collector uses (module docstring).
+
+    Examples
+    --------
+    >>> from dpcloak.sensors import Relation, SensorNetwork
+    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
+    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0,
+    ...                                      reading_range=(0.0, 50.0), resolution=0.5)
+    >>> p = false_rejection_probability(net)
+    >>> 0 < p <= FALSE_REJECTION, p == math.exp(log_tail(net.mechanism.sigma2, tail_cells(net.mechanism.sigma2)))
+    (True, True)
+    >>> false_rejection_probability(net, target=1e-6) <= 1e-6
+    True
+    """
     return math.exp(log_tail(network.mechanism.sigma2, tail_cells(network.mechanism.sigma2, target)))
 
 
 def influence_bound(network: SensorNetwork, target: float = FALSE_REJECTION) -> float:
-    """Largest difference between two values the collector accepts from one sensor (``inf`` without ``hi``)."""
+    """Largest difference between two values the collector accepts from one sensor (``inf`` without ``hi``).
+
+    Examples
+    --------
+    D = g (n_hi − n_lo + 2T) = 0.5 · (100 + 2 · 131):
+
+    >>> from dpcloak.sensors import Relation, SensorNetwork
+    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
+    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0,
+    ...                                      reading_range=(0.0, 50.0), resolution=0.5)
+    >>> influence_bound(net)
+    181.0
+    """
     low, high = acceptance_interval(network, target)
     return high - low
