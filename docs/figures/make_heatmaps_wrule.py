@@ -85,11 +85,12 @@ CALIBRATION_DESIGN = {("synthetic", 200): (2.0, 5.0, 10.0), ("ais", 200): (2.0, 
 below, its values (400 under ε n̂ = 50, then 50) were within 3 % of the best fixed w at seed streams 1 and 2."""
 
 
-def sweep(split: str, trials: int, resolution: int, out: Path, shard: tuple[int, int] = (0, 1)) -> list[dict]:
-    """Run (or resume, from ``out``'s JSON lines) every cell of the split's design (trials t ≡ k mod m)."""
+def sweep(split: str, trials: int, resolution: int, out: Path, shard: tuple[int, int] = (0, 1),
+          prior: list[dict] | None = None) -> list[dict]:
+    """Run (or resume, from ``out``'s and ``prior`` rows) every cell of the split's design (trials t ≡ k mod m)."""
     design = (CALIBRATION_DESIGN if split == "calibration"
               else {("synthetic", 200): EPSILONS, ("ais", 200): EPSILONS})
-    done = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
+    done = (prior or []) + ([json.loads(line) for line in out.read_text().splitlines()] if out.exists() else [])
     have = {(r["dataset"], r["n"], r["epsilon"], r["trial"]) for r in done}
     ais = load_ais()[0] if any(d == "ais" for d, _ in design) else None
     root = np.random.SeedSequence(SPLIT_SEED[split])
@@ -145,20 +146,23 @@ def summary(rows: list[dict], boot: int = 2000, seed: int = 0) -> list[dict]:
 
 
 def calibration_report(rows: list[dict]) -> None:
-    """Per ε n̂: each w's mean EMD over the best w of the grid, per family, and the worst family (minimax)."""
+    """Per ε n̂: each w's mean EMD (over all rows that released it) over the best w's, per family, and the
+    worst family (minimax). The rule of :mod:`dpcloak.heatmaps.parameters` is a monotone fit to the minimax w."""
     by_s: dict[float, dict[str, list[dict]]] = {}
     for r in rows:
         by_s.setdefault(r["epsilon"] * r["n"], {}).setdefault(f"{r['dataset']}/{r['n']}", []).append(r)
+    grid = CALIBRATION_W
     for s in sorted(by_s):
-        print(f"ε n̂ = {s:g}:  w   " + "  ".join(f"{w:5d}" for w in CALIBRATION_W))
-        worst = np.ones(len(CALIBRATION_W))
+        print(f"ε n̂ = {s:g}: w = " + "  ".join(f"{w:5d}" for w in grid))
+        worst = np.full(len(grid), np.nan)
         for fam, sel in sorted(by_s[s].items()):
-            means = np.array([np.mean([r[f"w{w}"] for r in sel]) for w in CALIBRATION_W])
-            ratio = means / means.min()
-            worst = np.maximum(worst, ratio)
-            print(f"  {fam:22s} ({len(sel):2d})  " + "  ".join(f"{v:5.2f}" for v in ratio))
-        print(f"  {'worst family':27s}  " + "  ".join(f"{v:5.2f}" for v in worst)
-              + f"   minimax w = {CALIBRATION_W[int(worst.argmin())]}")
+            means = np.array([np.mean([r[f"w{w}"] for r in sel if f"w{w}" in r] or [np.nan]) for w in grid])
+            ratio = means / np.nanmin(means)
+            worst = np.fmax(worst, ratio)
+            counts = "/".join(str(sum(f"w{w}" in r for r in sel)) for w in (50, 60))  # trials: all seeds / seed 3
+            print(f"  {fam:22s} ({counts:>5s})  " + "  ".join(f"{v:5.2f}" for v in ratio))
+        print(f"  {'worst family':30s}  " + "  ".join(f"{v:5.2f}" for v in worst)
+              + f"   minimax w = {grid[int(np.nanargmin(worst))]}")
 
 
 def _paired_ci(diff: np.ndarray, gen: np.random.Generator, boot: int) -> list[float]:
@@ -235,6 +239,9 @@ def main() -> None:
     ap.add_argument("--resolution", type=int, default=256)
     ap.add_argument("--quick", action="store_true", help="2 trials at Δ = 64 into a temporary file (smoke run)")
     ap.add_argument("--rows", type=Path, help="JSON-lines file of trials (resumed if it exists)")
+    ap.add_argument("--pool", type=Path, nargs="*", default=[],
+                    help="calibration: also pool these row files (the rule was fitted on seed streams 1–3: the "
+                    "calibration and evaluation rows of the previous rule, written by this script at commit 3aabe80)")
     ap.add_argument("--shard", default="0/1", help="k/m: run only trials t ≡ k (mod m), for parallel runs")
     ap.add_argument("--out", type=Path, default=HERE / "heatmaps-wrule.png")
     args = ap.parse_args()
@@ -246,14 +253,15 @@ def main() -> None:
     k, m = (int(v) for v in args.shard.split("/"))
     prefix = f"heatmaps-wrule-{args.split}-seed{SPLIT_SEED[args.split]}"
     rows_path = args.rows or Path(f"/tmp/{prefix}.{k}of{m}.jsonl")
-    rows = sweep(args.split, args.trials, args.resolution, rows_path, (k, m))
+    prior = [] if args.rows or m > 1 else [  # the rows of sharded runs count as done
+        json.loads(line) for f in sorted(Path("/tmp").glob(f"{prefix}.*of*.jsonl")) if f != rows_path
+        for line in f.read_text().splitlines()]
+    rows = sweep(args.split, args.trials, args.resolution, rows_path, (k, m), prior)
     if m > 1:
         return
-    if not args.rows:  # also the rows of sharded runs
-        rows += [json.loads(line) for f in sorted(Path("/tmp").glob(f"{prefix}.*of*.jsonl")) if f != rows_path
-                 for line in f.read_text().splitlines()]
     if args.split == "calibration":
-        calibration_report(rows)
+        pooled = rows + [json.loads(line) for f in args.pool for line in f.read_text().splitlines()]
+        calibration_report([r for r in pooled if r["n"] == 200])
         return
     summ = summary(rows)
     for r in summ:
