@@ -36,7 +36,8 @@ def table(results: Path = RESULTS) -> str:
     for path in sorted(results.glob("*.json")):
         doc = json.loads(path.read_text())
         slope = "n/a" if doc["slope"] is None else f"{doc['slope']:.2f}"
-        kernel = f"{doc['kernel']} (slope {slope}, load {doc['load_avg']:.1f}, {doc['date']})"
+        load = doc["load_avg"][0] if isinstance(doc["load_avg"], list) else doc["load_avg"]  # 1-min average
+        kernel = f"{doc['kernel']} (slope {slope}, load {load:.1f}, {doc['date']})"
         for i, r in enumerate(doc["rows"]):
             finished = r["peer_finished"]
             peer_s = _seconds(r["peer_s"]) if finished else f"> {r['ratio'] * r['ours_s']:.2g}"

@@ -36,8 +36,18 @@ from dpcloak.metrics import heatmap as hm
 HERE = Path(__file__).resolve().parent
 EPSILONS = (0.1, 0.5, 1.0, 2.0, 5.0, 10.0)
 FIXED_W = (10, 20, 50, 100, 200, 400)
-W_GRID = (10, 20, 30, 50, 70, 100, 140, 200, 400)
-SPLIT_SEED = {"calibration": 1, "evaluation": 2}
+CALIBRATION_W = (20, 50, 60, 70, 80, 100, 120, 140, 200)
+EVALUATION_EXTRA_W = {1.0: (60, 70), 2.0: (60, 70, 80), 5.0: (60, 70, 80), 10.0: (120, 140)}
+"""w values (besides the fixed ones) released in the evaluation, fixed before the rule was: every w the
+candidate rules could pick at that ε, so the evaluation rows need not be looked at to choose the rule."""
+SPLIT_SEED = {"calibration": 3, "evaluation": 4}
+"""Seed streams 1 and 2 were the calibration and evaluation of the previous (ladder) rule; not reused."""
+
+
+def w_grid(split: str, eps: float) -> tuple[int, ...]:
+    if split == "calibration":
+        return CALIBRATION_W
+    return tuple(sorted(set(FIXED_W) | set(EVALUATION_EXTRA_W.get(eps, ()))))
 
 
 SYNTHETIC = {  # (components, points per user, per-axis sd range) of the synthetic families
@@ -53,36 +63,47 @@ def _data(dataset: str, n: int, rng: np.random.Generator, ais: object | None):
     return gaussian_mixture_points(n_users=n, n_components=k, points_per_user=m, spread=spread, rng=rng)
 
 
-def trial(dataset: str, n: int, eps: float, resolution: int, rng: np.random.Generator, ais: object | None) -> dict:
-    """EMD at every w of the grid and of top-1 % Laplace on one freshly drawn data set."""
+def trial(split: str, dataset: str, n: int, eps: float, resolution: int, rng: np.random.Generator,
+          ais: object | None) -> dict:
+    """EMD at every w of the split's grid (and, in the evaluation, of top-1 % Laplace) on one fresh data set."""
     ps = _data(dataset, n, rng, ais)
     agg = bound_users(ps.users, ps.x, ps.y, resolution=resolution)
     row: dict = {"dataset": dataset, "n": n, "epsilon": eps, "resolution": resolution}
-    for w in W_GRID:
+    for w in w_grid(split, eps):
         rel = heatmap_from_aggregate(agg, epsilon=eps, w=w, rng=rng, noise="float")
         row[f"w{w}"] = hm.emd(agg.normalized, rel.aggregate, extent=(1.0, 1.0))
+    if split == "calibration":
+        return row
     top = heatmap_from_aggregate(agg, method="laplace", top_percent=1.0, epsilon=eps, rng=rng, noise="float")
     row["top1"] = hm.emd(agg.normalized, top.aggregate, extent=(1.0, 1.0))
     return row
 
 
-def sweep(split: str, trials: int, resolution: int, out: Path) -> list[dict]:
-    """Run (or resume, from ``out``'s JSON lines) every cell of the split's design."""
-    design = ([("synthetic", 200), ("synthetic", 1000), ("synthetic-spread", 200)] if split == "calibration"
-              else [("synthetic", 200), ("ais", 200)])
-    done = [json.loads(line) for line in out.read_text().splitlines()] if out.exists() else []
+CALIBRATION_DESIGN = {("synthetic", 200): (2.0, 5.0, 10.0), ("ais", 200): (2.0, 5.0, 10.0),
+                      ("synthetic-spread", 200): (2.0, 5.0, 10.0)}
+"""Calibration cells: ε n̂ = 400 to 2000, where the previous (ladder) rule was off or near the 10 % margin;
+below, its values (400 under ε n̂ = 50, then 50) were within 3 % of the best fixed w at seed streams 1 and 2."""
+
+
+def sweep(split: str, trials: int, resolution: int, out: Path, shard: tuple[int, int] = (0, 1),
+          prior: list[dict] | None = None) -> list[dict]:
+    """Run (or resume, from ``out``'s and ``prior`` rows) every cell of the split's design (trials t ≡ k mod m)."""
+    design = (CALIBRATION_DESIGN if split == "calibration"
+              else {("synthetic", 200): EPSILONS, ("ais", 200): EPSILONS})
+    done = (prior or []) + ([json.loads(line) for line in out.read_text().splitlines()] if out.exists() else [])
     have = {(r["dataset"], r["n"], r["epsilon"], r["trial"]) for r in done}
     ais = load_ais()[0] if any(d == "ais" for d, _ in design) else None
     root = np.random.SeedSequence(SPLIT_SEED[split])
     with out.open("a") as fh:
-        for t in range(trials):
-            for k, (dataset, n) in enumerate(design):
-                for j, eps in enumerate(EPSILONS):
+        for t in range(shard[0], trials, shard[1]):
+            for k, ((dataset, n), epsilons) in enumerate(design.items()):
+                for eps in epsilons:
+                    j = EPSILONS.index(eps)
                     if (dataset, n, eps, t) in have:
                         continue
                     rng = np.random.default_rng(np.random.SeedSequence(root.entropy, spawn_key=(k, j, t)))
                     t0 = time.perf_counter()
-                    row = trial(dataset, n, eps, resolution, rng, ais) | {"trial": t}
+                    row = trial(split, dataset, n, eps, resolution, rng, ais) | {"trial": t}
                     row["seconds"] = time.perf_counter() - t0
                     fh.write(json.dumps(row) + "\n")
                     fh.flush()
@@ -101,8 +122,8 @@ def summary(rows: list[dict], boot: int = 2000, seed: int = 0) -> list[dict]:
     for key in sorted({(r["dataset"], r["n"], r["epsilon"]) for r in rows}):
         sel = [r for r in rows if (r["dataset"], r["n"], r["epsilon"]) == key]
         w = rule_w(key[2], key[1], sel[0]["resolution"])
-        if w not in W_GRID:
-            raise SystemExit(f"rule's w = {w} is not on the evaluated grid {W_GRID}")
+        if f"w{w}" not in sel[0]:
+            raise SystemExit(f"rule's w = {w} was not released at {key}")
         fixed = np.array([[r[f"w{v}"] for v in FIXED_W] for r in sel])
         rule = np.array([r[f"w{w}"] for r in sel])
         top = np.array([r["top1"] for r in sel])
@@ -122,6 +143,26 @@ def summary(rows: list[dict], boot: int = 2000, seed: int = 0) -> list[dict]:
             "emd_top1_sem": float(top.std(ddof=1) / np.sqrt(len(sel))),
         })
     return out
+
+
+def calibration_report(rows: list[dict]) -> None:
+    """Per ε n̂: each w's mean EMD (over all rows that released it) over the best w's, per family, and the
+    worst family (minimax). The rule of :mod:`dpcloak.heatmaps.parameters` is a monotone fit to the minimax w."""
+    by_s: dict[float, dict[str, list[dict]]] = {}
+    for r in rows:
+        by_s.setdefault(r["epsilon"] * r["n"], {}).setdefault(f"{r['dataset']}/{r['n']}", []).append(r)
+    grid = CALIBRATION_W
+    for s in sorted(by_s):
+        print(f"ε n̂ = {s:g}: w = " + "  ".join(f"{w:5d}" for w in grid))
+        worst = np.full(len(grid), np.nan)
+        for fam, sel in sorted(by_s[s].items()):
+            means = np.array([np.mean([r[f"w{w}"] for r in sel if f"w{w}" in r] or [np.nan]) for w in grid])
+            ratio = means / np.nanmin(means)
+            worst = np.fmax(worst, ratio)
+            counts = "/".join(str(sum(f"w{w}" in r for r in sel)) for w in (50, 60))  # trials: all seeds / seed 3
+            print(f"  {fam:22s} ({counts:>5s})  " + "  ".join(f"{v:5.2f}" for v in ratio))
+        print(f"  {'worst family':30s}  " + "  ".join(f"{v:5.2f}" for v in worst)
+              + f"   minimax w = {grid[int(np.nanargmin(worst))]}")
 
 
 def _paired_ci(diff: np.ndarray, gen: np.random.Generator, boot: int) -> list[float]:
@@ -198,6 +239,10 @@ def main() -> None:
     ap.add_argument("--resolution", type=int, default=256)
     ap.add_argument("--quick", action="store_true", help="2 trials at Δ = 64 into a temporary file (smoke run)")
     ap.add_argument("--rows", type=Path, help="JSON-lines file of trials (resumed if it exists)")
+    ap.add_argument("--pool", type=Path, nargs="*", default=[],
+                    help="calibration: also pool these row files (the rule was fitted on seed streams 1–3: the "
+                    "calibration and evaluation rows of the previous rule, written by this script at commit 3aabe80)")
+    ap.add_argument("--shard", default="0/1", help="k/m: run only trials t ≡ k (mod m), for parallel runs")
     ap.add_argument("--out", type=Path, default=HERE / "heatmaps-wrule.png")
     args = ap.parse_args()
     if args.quick:
@@ -205,10 +250,19 @@ def main() -> None:
 
         tmp = Path(tempfile.mkdtemp())
         args.trials, args.resolution, args.rows, args.out = 2, 64, tmp / "rows.jsonl", tmp / "wrule.png"
-    rows_path = args.rows or Path(f"/tmp/heatmaps-wrule-{args.split}.jsonl")
-    rows = sweep(args.split, args.trials, args.resolution, rows_path)
+    k, m = (int(v) for v in args.shard.split("/"))
+    prefix = f"heatmaps-wrule-{args.split}-seed{SPLIT_SEED[args.split]}"
+    rows_path = args.rows or Path(f"/tmp/{prefix}.{k}of{m}.jsonl")
+    prior = [] if args.rows or m > 1 else [  # the rows of sharded runs count as done
+        json.loads(line) for f in sorted(Path("/tmp").glob(f"{prefix}.*of*.jsonl")) if f != rows_path
+        for line in f.read_text().splitlines()]
+    rows = sweep(args.split, args.trials, args.resolution, rows_path, (k, m), prior)
+    if m > 1:
+        return
     if args.split == "calibration":
-        rows = [r for r in rows if rule_w(r["epsilon"], r["n"], r["resolution"]) in W_GRID]
+        pooled = rows + [json.loads(line) for f in args.pool for line in f.read_text().splitlines()]
+        calibration_report([r for r in pooled if r["n"] == 200])
+        return
     summ = summary(rows)
     for r in summ:
         lo, hi = r["ratio_ci95"]

@@ -48,7 +48,7 @@ def test_shuffle_experiment(tmp_path):
 def test_w_rule_experiment(tmp_path):
     res = _run("heatmaps-wrule", tmp_path)
     for r in res.rows:
-        # Oracle: the rule by hand with n̂ = n = 50, Δ = 64: ε = 1: ε n̂ = 50, 50·√(50/250) = 22 → floor 50;
-        # ε = 10: 50·√(500/250) = 70.7 → ladder step 70.
-        assert r["w_rule"] == {1.0: 50, 10.0: 70}[r["epsilon"]] and r["emd"] == r["emd_rule"]
+        # Oracle: the rule by hand with n̂ = n = 50, Δ = 64: ε = 1: ε n̂ = 50, 80·0.05^0.6 = 13 → floor 50;
+        # ε = 10: 80·0.5^0.6 = 52.8 → 50.
+        assert r["w_rule"] == {1.0: 50, 10.0: 50}[r["epsilon"]] and r["emd"] == r["emd_rule"]
         assert all(0.0 <= r[k] <= 2.0 for k in r if k.startswith("emd_"))

@@ -11,14 +11,16 @@ from dpcloak.heatmaps.parameters import PAPER_W, pyramid_parameters
 @pytest.mark.parametrize(
     ("epsilon", "population", "resolution", "w", "start"),
     [
-        (1.0, 200, 256, 50, 2),  # 50·√(200/250) = 44.7 → floor 50; 4² ≤ 50 < 4³
-        (2.0, 200, 256, 70, 3),  # 50·√1.6 = 63.2; 2·log₂(1.265) = 0.68 → k = 1: 50·√2 = 70.7 → 70
-        (5.0, 1000, 256, 200, 3),  # 50·√20 = 223.6; 2·log₂(4.47) = 4.32 → k = 4: 200
+        (1.0, 200, 256, 50, 2),  # 80·0.2^0.6 = 30.5 → floor 50; 4² ≤ 50 < 4³
+        (2.0, 200, 256, 50, 2),  # 80·0.4^0.6 = 46.2 → floor 50
+        (5.0, 200, 256, 80, 3),  # ε n̂ = 1000: 80
+        (10.0, 200, 256, 120, 3),  # 80·2^0.6 = 121.3 → 120
+        (5.0, 1000, 256, 210, 3),  # 80·5^0.6 = 210.1 → 210
         (0.1, 200, 256, 400, 4),  # ε n̂ = 20 < 50: low-signal branch, start at the 16 × 16 level
         (0.1, 200, 4, 16, 2),  # low-signal branch capped at 4^ℓ = 16 cells
-        (1000.0, 1036, 256, 3200, 5),  # 50·√4144 = 3218.7; 2·log₂(64.4) = 12.02 → k = 12: 3200
+        (1000.0, 1036, 256, 4096, 6),  # 80·1036^0.6 = 5157 → capped at 4096 (LP size)
         (1000.0, 1036, 16, 256, 4),  # capped at 4^ℓ = 256 cells
-        (1e6, 1e6, 1024, 4096, 6),  # capped at 4096 (LP size)
+        (1e6, 1e6, 1024, 4096, 6),  # capped at 4096
     ],
 )
 def test_rule_values_worked_by_hand(epsilon, population, resolution, w, start):
@@ -33,7 +35,7 @@ def test_rule_reads_public_inputs_only():
     x, y = rng.random(128), rng.random(128)
     a = private_heatmap(np.arange(128), x, y, epsilon=2.0, resolution=32, population=5000)
     b = private_heatmap(np.arange(127), x[:127], y[:127], epsilon=2.0, resolution=32, population=5000)
-    assert a.parameters["w"] == b.parameters["w"] == 280  # 50·√(10⁴/250) = 316; 2·log₂(6.32) = 5.3 → 282.8 → 280
+    assert a.parameters["w"] == b.parameters["w"] == 320  # 80·(10⁴/1000)^0.6 = 318.5 → 320
     assert a.public_summary() == b.public_summary()
     plain = private_heatmap(np.arange(128), x, y, epsilon=2.0, resolution=32)
     assert plain.parameters["w"] == PAPER_W and "no public population" in plain.parameters["w_rule"]
@@ -41,16 +43,14 @@ def test_rule_reads_public_inputs_only():
     assert given.parameters["w"] == 7
 
 
-def test_ladder_is_nearest_in_log_scale():
-    from dpcloak.heatmaps.parameters import ladder
-
-    steps = [round(50 * 2 ** (k / 2) / 10) * 10 for k in range(16)]
-    assert steps[:8] == [50, 70, 100, 140, 200, 280, 400, 570]
-    rng = np.random.default_rng(1)
-    for w in 50 * np.exp(rng.uniform(0, 4, 200)):
-        exact = [50 * 2 ** (k / 2) for k in range(16)]  # oracle: nearest unrounded step by |log ratio|
-        k = int(np.argmin([abs(np.log(w / e)) for e in exact]))
-        assert ladder(w) == steps[k]
+def test_rule_is_monotone_and_on_tens():
+    # Oracle: the formula in floating point, independently of the module's constants.
+    ws = []
+    for s in np.geomspace(50, 1e5, 300):
+        w = pyramid_parameters(epsilon=s / 100, resolution=1024, population=100).w
+        assert w % 10 == 0 and abs(w - max(50.0, 80.0 * (s / 1000) ** 0.6)) <= 5.0 + 1e-9
+        ws.append(w)
+    assert ws == sorted(ws)
 
 
 def test_rule_refuses_bad_inputs():

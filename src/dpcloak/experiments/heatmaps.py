@@ -589,8 +589,8 @@ _WRULE = Experiment(
     trials=12,
     quick_trials=1,
     notes=_NOTES_DATA + " The rule reads ε, Δ and a public estimate n̂ of the number of users (here the sample "
-    "size, fixed by the design); its constants were calibrated on synthetic data only (three mixtures, seed stream "
-    "of docs/figures/make_heatmaps_wrule.py --split calibration), so the AIS panel is an out-of-sample check. "
+    "size, fixed by the design); its constants were calibrated on two synthetic mixtures and AIS draws (seed streams "
+    "1–3 of docs/figures/make_heatmaps_wrule.py); this experiment's draws are not those. "
     "When the rule's w is one of the fixed w, its EMD is that release's "
     "(paired, same noise). 'Best fixed w' is the minimum over six noisy means, biased low. EMD on the unit "
     "square (multiply by the extent's side for metres).",
