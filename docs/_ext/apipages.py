@@ -194,6 +194,16 @@ def write_pages(app: Any, config: Any) -> None:
             stale.unlink()
 
 
+def third_party_docstring(app: Any, what: str, name: str, obj: Any, options: Any, lines: list[str]) -> None:
+    """A method a dpcloak class inherits from a third-party base (e.g. ``FastAPI.__init__`` on
+    ``CollectorApp``) is listed with a pointer to its origin, not with the base's own docstring (not
+    written in this project's reStructuredText and not ours to document)."""
+    module = getattr(obj, "__module__", None) or ""
+    if what == "method" and name.startswith("dpcloak.") and module and module.split(".")[0] != "dpcloak":
+        lines[:] = [f"Inherited from ``{module}.{getattr(obj, '__qualname__', name.rsplit('.', 1)[-1])}``."]
+
+
 def setup(app: Any) -> dict[str, bool]:
     app.connect("config-inited", write_pages)
+    app.connect("autodoc-process-docstring", third_party_docstring, priority=50)  # before numpydoc (500)
     return {"parallel_read_safe": True}
