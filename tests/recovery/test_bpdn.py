@@ -187,3 +187,21 @@ def test_warm_start_along_a_sigma_sweep_reaches_the_same_optimum_faster(paper_mo
         warm_steps += warm.n_iter
         prev = warm
     assert warm_steps < cold_steps
+
+
+def test_barrier_point_of_a_far_trial_point_does_not_overflow():
+    """A line-search trial far out (|a| ~ 1e200) must not overflow a² (pytest turns the warning into an
+    error; a random bootstrap draw hit it once). Oracle: the exact root of a s² − (a d + 2μ) s + μ d = 0 in
+    (0, d) tends to the nearer bound, μ/|a| away from it."""
+    import warnings
+
+    from dpcloak.recovery._ipm import _barrier_point
+
+    a = np.array([1e200, -1e200, 3.0])
+    lo, width = np.zeros(3), np.ones(3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        for finite in (np.ones(3, bool), np.array([True, True, False])):
+            x, xp, psi = _barrier_point(a, lo, np.where(finite, width, np.inf), finite, 1e-3)
+            assert np.all(np.isfinite(x)) and np.all(np.isfinite(xp))
+            assert x[0] == pytest.approx(1e-3 / 1e200, rel=1e-12) and x[1] == pytest.approx(1.0, abs=1e-15)

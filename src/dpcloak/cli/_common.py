@@ -236,8 +236,13 @@ def progress_bar(enabled: bool, label: str) -> Iterator[Callable[[int, int, str]
                   TextColumn("{task.description}"), console=err_console, transient=True) as bar:
         task = bar.add_task("", total=None)
 
+        shown = [""]
+
         def update(done: int, total: int, step: str) -> None:
             bar.update(task, completed=done, total=total, description=step)
+            if step != shown[0]:  # a new step is drawn at once, however fast it is over
+                shown[0] = step
+                bar.refresh()
 
         yield update
 

@@ -210,7 +210,7 @@ def _barrier_point(
     overflowing reciprocal squares.
     """
     if np.all(finite):  # the common unit box: no infinite branch to mask
-        root = np.sqrt((a * width) ** 2 + 4.0 * mu * mu)
+        root = np.hypot(a * width, 2.0 * mu)  # √(a²d² + 4μ²) without overflowing the square
         near = (2.0 * mu) * width / (np.abs(a) * width + 2.0 * mu + root)  # distance to the nearer bound
         far = width - near
         pos = a >= 0
@@ -220,7 +220,7 @@ def _barrier_point(
         psi = a * x - mu * np.log(so)
         return x, xp, psi
     d = np.where(finite, width, 1.0)
-    root = np.sqrt((a * d) ** 2 + 4.0 * mu * mu)
+    root = np.hypot(a * d, 2.0 * mu)
     pos = a >= 0
     near = 2.0 * mu * d / (np.abs(a) * d + 2.0 * mu + root)  # distance to the nearer bound
     far = d - near
