@@ -203,5 +203,5 @@ def test_barrier_point_of_a_far_trial_point_does_not_overflow():
         warnings.simplefilter("error")
         for finite in (np.ones(3, bool), np.array([True, True, False])):
             x, xp, psi = _barrier_point(a, lo, np.where(finite, width, np.inf), finite, 1e-3)
-            assert np.all(np.isfinite(x)) and np.all(np.isfinite(xp))
+            assert np.all(np.isfinite(x)) and np.all(np.isfinite(xp)) and np.all(np.isfinite(psi))
             assert x[0] == pytest.approx(1e-3 / 1e200, rel=1e-12) and x[1] == pytest.approx(1.0, abs=1e-15)
