@@ -162,11 +162,18 @@ print("sensor 0, window 0: raw count", round(float(network.model.matvec(truths[0
 # What the collector refuses
 # --------------------------
 # Above, sensor 0 resent its first report as if the acknowledgement had been lost: same report id,
-# acknowledged again (``duplicate``), stored once. Once a window is closed and recovered, nothing more
-# enters it; and a forged or altered report does not verify. The answers are JSON with a one-line
-# reason — the collector never returns a traceback.
+# acknowledged again (``duplicate``), stored once. That still holds after the window closed, so a node
+# whose acknowledgement was lost in a crash is not stuck retrying forever. A *new* report for a closed
+# and recovered window is refused, and a forged or altered report does not verify. The answers are JSON
+# with a one-line reason — the collector never returns a traceback. (A wiped ledger is also why the
+# budget lives on the node: the collector cannot count what a node forgot it released.)
 late = nodes[0].deliver(nodes[0].ledger.entry(0))
-print("resent after window 0 closed:", late.http_status, late.body["error"])
+print("resent after window 0 closed:", late.http_status, late.outcome)
+# a second node for sensor 1 with an empty ledger (one whose storage was wiped) sends a new window-0 report
+stray = SensorNode(deployment=deployment, credential=load_credential(site / "sensors" / "sensor-1.json"),
+                   ledger=workdir / "ledger-1-wiped.db", url=url)
+fresh = stray.submit(3.0, window=0)
+print("new report for window 0:", fresh.http_status, fresh.body["error"], "-", fresh.body["message"])
 forged = nodes[1].report_body(nodes[1].ledger.entry(1)) | {"value": 0.0}
 answer = httpx.post(f"{url}/api/v1/reports", json=forged, timeout=10)
 print("altered value:", answer.status_code, answer.json()["error"], "-", answer.json()["message"])
