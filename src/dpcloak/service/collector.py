@@ -19,9 +19,9 @@ from typing import Any
 from dpcloak.service.config import Deployment, sensor_key
 from dpcloak.service.ingest import ReportError, ReportIn, Verifier
 from dpcloak.service.limits import BURST, REPORTS_PER_WINDOW, SensorRateLimit
-from dpcloak.service.store import Store, WindowRecord
+from dpcloak.service.store import Store, StoredReport, WindowRecord
 from dpcloak.service.windows import close_in_worker, start_worker, worker_ready
-from dpcloak.service.writer import GroupWriter
+from dpcloak.service.writer import GroupWriter, Slot
 
 __all__ = ["Collector", "Outcome", "Overloaded"]
 
@@ -32,6 +32,12 @@ RECOVERY_NICENESS = 10
 
 Outcome = tuple[int, dict[str, Any]]
 """HTTP status and JSON body of one report's outcome."""
+
+
+def _same_report(report: ReportIn, stored: StoredReport | None) -> bool:
+    """Whether ``stored`` is this very report (a retry: same id, slot and value)."""
+    return stored is not None and (stored.report_id, stored.sensor_id, stored.window, stored.value) == (
+        report.report_id, report.sensor, report.window, report.value)
 
 
 class Overloaded(Exception):
@@ -206,8 +212,8 @@ class Collector:
             conflicts = []
             for i in accepted:
                 r = reports[i]
-                if r.report_id in new:
-                    new.discard(r.report_id)  # a second copy in the same batch is a duplicate
+                if (r.sensor, r.window) in new:
+                    new.discard((r.sensor, r.window))  # a second copy in the same batch is a duplicate
                     outcomes[i] = (201, {"status": "stored", "report_id": r.report_id})
                     self._count(r.window)
                 else:
@@ -225,22 +231,16 @@ class Collector:
 
     async def _resolve_conflicts(self, reports: list[ReportIn], conflicts: list[int],
                                  outcomes: list[Outcome | None]) -> None:
-        """A report the database refused: an idempotent retry (200) or a replay (409)."""
-        found = await self.run_in_reader(lambda: self.store.find_reports(
-            self.deployment.deployment_id, report_ids=[reports[i].report_id for i in conflicts],
-            sensor_windows=[(reports[i].sensor, reports[i].window) for i in conflicts]))
-        by_id = {s.report_id: s for s in found}
-        by_slot = {(s.sensor_id, s.window): s for s in found}
+        """A report whose (sensor, window) slot is taken: an idempotent retry (200) or a replay (409)."""
+        stored = await self._stored_in_slots(reports, conflicts)
         for i in conflicts:
-            r = reports[i]
-            same = by_id.get(r.report_id)
-            if same is not None and (same.sensor_id, same.window, same.value) == (r.sensor, r.window, r.value):
+            r, other = reports[i], stored.get((reports[i].sensor, reports[i].window))
+            if _same_report(r, other):
                 outcomes[i] = (200, {"status": "duplicate", "report_id": r.report_id})
-            elif same is not None:
+            elif other is not None and other.report_id == r.report_id:
                 outcomes[i] = (409, ReportError(409, "replay", f"report id {r.report_id} was already used for "
                                                 "another report", "report_id").body())
             else:
-                other = by_slot.get((r.sensor, r.window))
                 which = f" (report id {other.report_id})" if other is not None else ""
                 outcomes[i] = (409, ReportError(409, "replay", f"sensor {r.sensor} already reported for window "
                                                 f"{r.window}{which}", "window").body())
@@ -248,13 +248,15 @@ class Collector:
     async def _acknowledge_retries(self, reports: list[ReportIn], late: list[int],
                                    outcomes: list[Outcome | None]) -> None:
         """A retry of a stored report whose acknowledgement was lost (crash) is 200 even once its window closed."""
-        found = await self.run_in_reader(lambda: self.store.find_reports(
-            self.deployment.deployment_id, report_ids=[reports[i].report_id for i in late]))
-        by_id = {s.report_id: s for s in found}
+        stored = await self._stored_in_slots(reports, late)
         for i in late:
-            r, same = reports[i], by_id.get(reports[i].report_id)
-            if same is not None and (same.sensor_id, same.window, same.value) == (r.sensor, r.window, r.value):
-                outcomes[i] = (200, {"status": "duplicate", "report_id": r.report_id})
+            if _same_report(reports[i], stored.get((reports[i].sensor, reports[i].window))):
+                outcomes[i] = (200, {"status": "duplicate", "report_id": reports[i].report_id})
+
+    async def _stored_in_slots(self, reports: list[ReportIn], which: list[int]) -> dict[Slot, StoredReport]:
+        slots = [(reports[i].sensor, reports[i].window) for i in which]
+        found = await self.run_in_reader(self.store.find_reports, self.deployment.deployment_id, slots)
+        return {(s.sensor_id, s.window): s for s in found}
 
     # --- windows ---------------------------------------------------------------------------------------------
 

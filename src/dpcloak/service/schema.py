@@ -1,10 +1,13 @@
 """The collector's tables (SQLAlchemy Core), the single source of the schema.
 
-``reports`` is unique on (deployment, sensor, window) — one reading per sensor per window — and on
-(deployment, report id), the idempotency key a sensor reuses on every retry; it is indexed on
-(deployment, window, sensor), so closing a window reads only that window's rows (and the period's).
-``windows`` holds one row per closed window: the recovered map and what it was computed from. The Alembic migration
-``0001`` creates the tables, ``0002`` adds the window index; a test compares the result with these.
+``reports`` has one unique index, on its slot (deployment, window, sensor): one reading per sensor per
+window. It is appended to in window order (cheap to insert into, whatever the database's size), and
+closing a window reads only that window's rows (and the period's) through it. The report id is the
+idempotency key a sensor reuses on every retry of the report in its slot (the MAC binds a report to its
+slot, so a replay always meets an occupied one). ``windows`` holds one row per closed window: the
+recovered map and what it was computed from. The Alembic migration ``0001`` creates the tables,
+``0002`` adds a window index and ``0003`` replaces the earlier unique keys by the slot index; a test
+compares the result with these.
 """
 
 from __future__ import annotations
@@ -22,13 +25,12 @@ from sqlalchemy import (
     String,
     Table,
     Text,
-    UniqueConstraint,
 )
 
 __all__ = ["metadata", "deployments", "sensors", "reports", "windows", "WINDOW_INDEX"]
 
-WINDOW_INDEX = "ix_reports_window_sensor"
-"""The index on reports (deployment, window, sensor) that closing a window reads through."""
+WINDOW_INDEX = "uq_reports_window_sensor"
+"""The unique index on reports (deployment, window, sensor): the slot key, which closing a window reads through."""
 
 metadata = MetaData()
 
@@ -59,10 +61,8 @@ reports = Table(
     Column("report_id", String(64), nullable=False),
     Column("value", Float, nullable=False),
     Column("received_at", Float, nullable=False),
-    UniqueConstraint("deployment_id", "sensor_id", "window", name="uq_reports_sensor_window"),
-    UniqueConstraint("deployment_id", "report_id", name="uq_reports_report_id"),
-    # what closing a window reads: its reports, and per-sensor counts over a range of windows (migration 0002)
-    Index(WINDOW_INDEX, "deployment_id", "window", "sensor_id"),
+    # the slot key; what closing a window reads: its reports, and per-sensor counts over a range of windows
+    Index(WINDOW_INDEX, "deployment_id", "window", "sensor_id", unique=True),
 )
 
 windows = Table(

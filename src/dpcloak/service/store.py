@@ -3,8 +3,9 @@
 SQLite runs in WAL mode with ``synchronous=FULL``: a commit is on disk (fsynced) when it returns, so
 an acknowledged report survives a crash or power loss. PostgreSQL (``postgresql+psycopg://…``)
 commits durably by default (``synchronous_commit=on``). Reports are inserted with
-``INSERT … ON CONFLICT DO NOTHING RETURNING report_id``: the unique constraints decide, inside the
-database, which rows are new — a retried or replayed report is never stored twice.
+``INSERT … ON CONFLICT DO NOTHING RETURNING sensor_id, window``: the unique (deployment, window, sensor)
+slot index decides, inside the database, which rows are new — a retried or replayed report is never
+stored twice.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event, func, select
+from sqlalchemy import Engine, create_engine, event, func, select, tuple_
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, OperationalError
@@ -153,8 +154,8 @@ class Store:
     >>> store.register(deployment)
     >>> rows = [{"deployment_id": "abc123", "sensor_id": 0, "window": 0, "report_id": "r-0", "value": 3.5,
     ...          "mac": "00", "received_at": 30.0}]
-    >>> store.insert_reports(rows)
-    {'r-0'}
+    >>> store.insert_reports(rows)  # the (sensor, window) slots newly filled
+    {(0, 0)}
     >>> store.report_counts("abc123"), [r.value for r in store.window_reports("abc123", 0)]
     ({0: 1}, [3.5])
     >>> store.dispose()
@@ -224,25 +225,25 @@ class Store:
 
     # --- reports -----------------------------------------------------------------------------------------------
 
-    def insert_reports(self, rows: Sequence[dict[str, Any]]) -> set[str]:
-        """Insert reports in one transaction (one fsync); return the report ids that were new."""
+    def insert_reports(self, rows: Sequence[dict[str, Any]]) -> set[tuple[int, int]]:
+        """Insert reports in one transaction (one fsync); return the (sensor, window) slots they newly filled.
+
+        A row whose slot is already taken stores nothing (the caller tells a retry from a replay).
+        """
         if not rows:
             return set()
-        stmt = self._insert(reports).on_conflict_do_nothing().returning(reports.c.report_id)
+        stmt = self._insert(reports).on_conflict_do_nothing().returning(reports.c.sensor_id, reports.c.window)
         with self.engine.begin() as conn:
-            return {r[0] for r in conn.execute(stmt, list(rows))}
+            return {(r[0], r[1]) for r in conn.execute(stmt, list(rows))}
 
-    def find_reports(self, deployment_id: str, *, report_ids: Sequence[str] = (),
-                     sensor_windows: Sequence[tuple[int, int]] = ()) -> list[StoredReport]:
-        """Stored reports with any of these report ids or (sensor, window) pairs."""
+    def find_reports(self, deployment_id: str, slots: Sequence[tuple[int, int]]) -> list[StoredReport]:
+        """The stored reports in these (sensor, window) slots (read through the slot index)."""
+        keys = sorted({(int(w), int(s)) for s, w in slots})
         out: list[StoredReport] = []
         with self.engine.connect() as conn:
-            if report_ids:
+            for i in range(0, len(keys), 400):  # bounded parameter lists
                 out += self._reports(conn, (reports.c.deployment_id == deployment_id)
-                                     & reports.c.report_id.in_(list(report_ids)))
-            for sensor_id, window in sensor_windows:
-                out += self._reports(conn, (reports.c.deployment_id == deployment_id)
-                                     & (reports.c.sensor_id == sensor_id) & (reports.c.window == window))
+                                     & tuple_(reports.c.window, reports.c.sensor_id).in_(keys[i:i + 400]))
         return out
 
     @staticmethod

@@ -18,14 +18,17 @@ __all__ = ["GroupWriter"]
 
 _MAX_ROWS = 5000
 
+Slot = tuple[int, int]
+"""A report's (sensor, window)."""
+
 
 class GroupWriter:
     """Batches report inserts from concurrent requests into single transactions.
 
     Examples
     --------
-    Concurrent submissions are committed together; each caller gets the ids of its reports that were new
-    (a duplicate report id stores nothing):
+    Concurrent submissions are committed together; each caller gets the (sensor, window) slots its reports
+    newly filled (a report for a taken slot stores nothing):
 
     >>> import asyncio
     >>> from dpcloak.service.config import Deployment
@@ -52,7 +55,7 @@ class GroupWriter:
     ...     await writer.stop()
     ...     return first, again
     >>> asyncio.run(main())
-    ({'r-0'}, set())
+    ({(0, 0)}, set())
     >>> store.report_counts("abc123")
     {0: 1}
     >>> store.dispose()
@@ -61,7 +64,7 @@ class GroupWriter:
 
     def __init__(self, store: Store) -> None:
         self.store = store
-        self._queue: asyncio.Queue[tuple[list[dict[str, Any]], asyncio.Future[set[str]]]] = asyncio.Queue()
+        self._queue: asyncio.Queue[tuple[list[dict[str, Any]], asyncio.Future[set[Slot]]]] = asyncio.Queue()
         self._thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dpcloak-writer")
         self._task: asyncio.Task[None] | None = None
         self.pending_rows = 0
@@ -76,13 +79,13 @@ class GroupWriter:
             await asyncio.gather(self._task, return_exceptions=True)
         self._thread.shutdown(wait=True)
 
-    def submit(self, rows: list[dict[str, Any]]) -> asyncio.Future[set[str]]:
-        """Queue rows now (synchronously); once committed, the future gives the report ids these rows stored.
+    def submit(self, rows: list[dict[str, Any]]) -> asyncio.Future[set[Slot]]:
+        """Queue rows now (synchronously); once committed, the future gives the slots these rows filled.
 
-        An id is attributed to the first queued row carrying it, so two concurrent copies of one
-        report get one "stored" and one conflict (answered as a duplicate).
+        A slot is attributed to the first queued row for it, so two concurrent copies of one report
+        get one "stored" and one conflict (answered as a duplicate).
         """
-        fut: asyncio.Future[set[str]] = asyncio.get_running_loop().create_future()
+        fut: asyncio.Future[set[Slot]] = asyncio.get_running_loop().create_future()
         self._queue.put_nowait((rows, fut))
         self.pending_rows += len(rows)
         return fut
@@ -105,8 +108,8 @@ class GroupWriter:
                 continue
             finally:
                 self.pending_rows -= len(rows)
-            for item, fut in batch:  # each new id goes to the first row that carried it (one 201 per stored row)
-                mine = {row["report_id"] for row in item} & new
+            for item, fut in batch:  # each new slot goes to the first row for it (one 201 per stored row)
+                mine = {(row["sensor_id"], row["window"]) for row in item} & new
                 new -= mine
                 if not fut.done():
                     fut.set_result(mine)
