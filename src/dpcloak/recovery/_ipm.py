@@ -101,7 +101,7 @@ def _dual_bound(
 def _polish_candidates(
     G: Rows, z: NDArray[np.float64], c: NDArray[np.float64], lo: NDArray[np.float64],
     hi: NDArray[np.float64], score: NDArray[np.float64], near_hi: NDArray[np.bool_], gamma: float,
-    rho: float | None,
+    rho: float | None, tried: set[bytes],
 ) -> Iterator[NDArray[np.float64]]:
     """Exact KKT solutions on guessed active sets, most plausible first (the caller certifies them).
 
@@ -109,7 +109,8 @@ def _polish_candidates(
     distance to the nearer bound over μ, i.e. slack over barrier multiplier); the ``j`` most free
     are released and the others fixed at their nearer bound, for ``j ≤ min(k, 64)`` in decreasing
     order of the drop ``score_(j) / score_(j+1)`` (a clear gap marks the active set). Candidates
-    outside the box are skipped.
+    outside the box are skipped. ``tried`` holds the active sets solved before in this solve (the
+    problem does not change between rounds, so neither does their solution): each is solved once.
     """
     order = np.argsort(-score)
     top = np.maximum(score[order[: min(G.rank, _MAX_FREE) + 1]], 1e-300)
@@ -117,6 +118,10 @@ def _polish_candidates(
     for j in np.argsort(-ratios)[:_MAX_CANDIDATES] + 1:
         free = np.zeros(score.size, dtype=bool)
         free[order[:j]] = True
+        key = np.packbits(free).tobytes() + np.packbits(~free & near_hi).tobytes()
+        if key in tried:
+            continue
+        tried.add(key)
         x = _solve_active(G, z, c, lo, hi, ~free & ~near_hi, ~free & near_hi, gamma, rho)
         if x is not None and np.all(x >= lo) and np.all(x <= hi):
             yield x
@@ -334,6 +339,7 @@ def solve_box_quadratic(
     steps = 0
     lower = -math.inf
     best: tuple[NDArray[np.float64], float] | None = None
+    tried: set[bytes] = set()  # active sets polished already
     dval, x, xp = dual(w, mu)
     while steps < max_iter:
         # centring: Newton's method on the concave d_μ; the line search starts at twice the last
@@ -391,7 +397,7 @@ def solve_box_quadratic(
             a_now = c + G.tdot(w)
             guesses = ((np.minimum(sl, su) ** 2 / mu, su < sl), (1.0 / np.maximum(np.abs(a_now), 1e-300), a_now < 0))
             for score, near_hi in guesses:
-                for cand in _polish_candidates(G, z, c, lo, hi, score, near_hi, gamma, rho):
+                for cand in _polish_candidates(G, z, c, lo, hi, score, near_hi, gamma, rho, tried):
                     cert = _certify(G, z, c, lo, hi, cand, gamma, rho, tol)
                     if cert is not None:
                         return IpmResult(x=cand, objective=cert[0], lower_bound=cert[1], n_iter=steps,

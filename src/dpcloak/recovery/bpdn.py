@@ -287,7 +287,8 @@ def _solve_ipm(
     rho2 = (max(r - slack, 0.0)) ** 2 - proj.outside_norm**2
     c = np.ones_like(lo)
     attempt = None
-    if rho2 > 0:
+    out_of_reach = closest is not None and closest.residual**2 > rho2 * (1.0 + 1e-9)  # known: no attempt
+    if rho2 > 0 and not out_of_reach:
         attempt = solve_box_quadratic(G, z, c, lo, hi, rho=math.sqrt(rho2), tol=tol, max_iter=max_iter, w0=w0)
         if w0 is not None and not attempt.converged and not attempt.infeasible:
             cold = solve_box_quadratic(G, z, c, lo, hi, rho=math.sqrt(rho2), tol=tol, max_iter=max_iter)
