@@ -372,8 +372,10 @@ def main() -> None:
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
         last_due = schedule[-1][0]
+        cpu0 = time.process_time()
         _run_loop(_drive(port, schedule, stats, connections, deadline=last_due + DRAIN_SECONDS))
         t_end = time.monotonic()
+        client_cpu_share = (time.process_time() - cpu0) / (t_end - min(t0, t_end - 1e-9))
         time.sleep(2.0)  # one more sample; recovery keeps running
         stop.set()
         sampler.join(10)
@@ -404,7 +406,8 @@ def main() -> None:
     acknowledged = int(stats.acked.sum())
     requests = sum(stats.statuses.values())
     offered_requests = sum(len(p) for _, p in schedule)
-    span = stats.last_ack - stats.first_send if math.isfinite(stats.last_ack) else math.nan
+    # from the first window's release to the end of the last window or the last acknowledgement, if later
+    span = max(n_windows * window_seconds, stats.last_ack - stats.first_send if math.isfinite(stats.last_ack) else 0)
     achieved = acknowledged / span if span > 0 else 0.0
     achieved_requests = requests / span if span > 0 else 0.0
     offered_requests_s = offered_requests / (n_windows * window_seconds)
@@ -425,7 +428,8 @@ def main() -> None:
           f"readings acknowledged over {span:.1f} s")
     print(f"request statuses {dict(sorted(stats.statuses.items()))}; report statuses "
           f"{dict(sorted(stats.report_statuses.items()))}; unsent {stats.unsent}, unanswered {stats.unanswered} at "
-          f"the {DRAIN_SECONDS:.0f} s drain limit; reconnects {stats.reconnects}; errors {errors}")
+          f"the {DRAIN_SECONDS:.0f} s drain limit; reconnects {stats.reconnects}; errors {errors}; the load "
+          f"generator used {client_cpu_share:.0%} of a core (on the collector's machine)")
     print(f"ack latency (request sent -> answer) p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {pmax:.1f} ms; "
           f"scheduled -> acknowledged p50 {d50:.1f} ms, p99 {d99:.1f} ms, max {dmax:.1f} ms")
     print(f"database: {int(stored.sum())} reports stored, {lost} acknowledged reports missing, "
@@ -472,7 +476,7 @@ def main() -> None:
         "rss_growth": _finite(growth), "recovery_rss_mb": base[-1][2] if base else None,
         "windows_recovered": recovered, "windows_unrecovered": n_windows - recovered,
         "unrecovered_full_windows_end_of_sending": lag_end_of_sending, "prep_s": prep, "distinct": args.distinct,
-        "schedule_shift_s": overrun, "goals": goals,
+        "schedule_shift_s": overrun, "client_cpu_share": client_cpu_share, "goals": goals,
     }
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text(json.dumps(doc, indent=2, allow_nan=False, default=str) + "\n")
