@@ -321,6 +321,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="a 20 s run")
     parser.add_argument("--json", type=Path, default=None,
                         help="results file (default benchmarks/results/bench_soak_<mode>.json)")
+    parser.add_argument("--workdir", type=Path, default=None,
+                        help="directory for the deployment, database and log, kept afterwards (default: a fresh "
+                             "temporary directory, removed)")
     args = parser.parse_args()
     rate = args.rate if args.rate is not None else default_rate(args.mode)
     seconds = 20.0 if args.quick else args.seconds
@@ -328,7 +331,10 @@ def main() -> None:
     n_windows = max(1, round(seconds / window_seconds))
     connections = CONNECTIONS if args.mode == "single" else SENSORS // BATCH  # batch: one per gateway
     out_path = args.json or RESULTS / f"bench_soak_{args.mode}.json"
-    work = Path(tempfile.mkdtemp(prefix="dpcloak-soak-"))
+    if args.workdir is not None and args.workdir.exists() and any(args.workdir.iterdir()):
+        raise SystemExit(f"bench_soak: --workdir {args.workdir} must be empty or not exist yet")
+    work = args.workdir or Path(tempfile.mkdtemp(prefix="dpcloak-soak-"))
+    work.mkdir(parents=True, exist_ok=True)
     proc: subprocess.Popen[bytes] | None = None
     stop = threading.Event()
     try:
@@ -399,7 +405,8 @@ def main() -> None:
                 proc.wait(timeout=60)
             except subprocess.TimeoutExpired:
                 proc.kill()
-        shutil.rmtree(work, ignore_errors=True)
+        if args.workdir is None:
+            shutil.rmtree(work, ignore_errors=True)
 
     load = os.getloadavg()
     offered = SENSORS * n_windows
