@@ -318,6 +318,8 @@ def main() -> None:
     parser.add_argument("--seconds", type=_positive(float), default=60.0, help="length of the soak (s)")
     parser.add_argument("--warmup", type=float, default=10.0, help="seconds before the RSS baseline")
     parser.add_argument("--distinct", type=_positive(int), default=32, help="windows of privatized readings drawn")
+    parser.add_argument("--drain", type=float, default=DRAIN_SECONDS,
+                        help=f"seconds after the last window's release to wait for answers (at most {DRAIN_SECONDS:g})")
     parser.add_argument("--quick", action="store_true", help="a 20 s run")
     parser.add_argument("--json", type=Path, default=None,
                         help="results file (default benchmarks/results/bench_soak_<mode>.json)")
@@ -325,6 +327,8 @@ def main() -> None:
                         help="directory for the deployment, database and log, kept afterwards (default: a fresh "
                              "temporary directory, removed)")
     args = parser.parse_args()
+    if not 0 <= args.drain <= DRAIN_SECONDS:
+        raise SystemExit(f"bench_soak: --drain must be in [0, {DRAIN_SECONDS:g}] s, got {args.drain:g}")
     rate = args.rate if args.rate is not None else default_rate(args.mode)
     seconds = 20.0 if args.quick else args.seconds
     window_seconds = SENSORS / rate
@@ -379,7 +383,7 @@ def main() -> None:
         sampler.start()
         last_due = schedule[-1][0]
         cpu0 = time.process_time()
-        _run_loop(_drive(port, schedule, stats, connections, deadline=last_due + DRAIN_SECONDS))
+        _run_loop(_drive(port, schedule, stats, connections, deadline=last_due + args.drain))
         t_end = time.monotonic()
         client_cpu_share = (time.process_time() - cpu0) / (t_end - min(t0, t_end - 1e-9))
         time.sleep(2.0)  # one more sample; recovery keeps running
@@ -418,8 +422,10 @@ def main() -> None:
     achieved = acknowledged / span if span > 0 else 0.0
     achieved_requests = requests / span if span > 0 else 0.0
     offered_requests_s = offered_requests / (n_windows * window_seconds)
-    errors = (sum(n for s, n in stats.report_statuses.items() if s not in OK)
-              + sum(n for s, n in stats.statuses.items() if s not in OK) + stats.unsent + stats.unanswered)
+    # every answered report has a status (a refused batch counts for each of its reports); requests never
+    # answered (unsent or still in flight at the drain limit) count once each
+    refused = sum(n for s, n in stats.report_statuses.items() if s not in OK)
+    errors = refused + stats.unsent + stats.unanswered
     p50, p99, pmax = _percentiles(stats.latencies)
     d50, d99, dmax = _percentiles(stats.delays)
     base = [s for s in samples if s[0] >= args.warmup]
@@ -435,8 +441,9 @@ def main() -> None:
           f"readings acknowledged over {span:.1f} s")
     print(f"request statuses {dict(sorted(stats.statuses.items()))}; report statuses "
           f"{dict(sorted(stats.report_statuses.items()))}; unsent {stats.unsent}, unanswered {stats.unanswered} at "
-          f"the {DRAIN_SECONDS:.0f} s drain limit; reconnects {stats.reconnects}; errors {errors}; the load "
-          f"generator used {client_cpu_share:.0%} of a core (on the collector's machine)")
+          f"the {args.drain:g} s drain limit; reconnects {stats.reconnects}; errors {errors} ({refused} reports "
+          f"refused, {stats.unsent + stats.unanswered} requests unanswered); the load generator used "
+          f"{client_cpu_share:.0%} of a core (on the collector's machine)")
     print(f"ack latency (request sent -> answer) p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {pmax:.1f} ms; "
           f"scheduled -> acknowledged p50 {d50:.1f} ms, p99 {d99:.1f} ms, max {dmax:.1f} ms")
     print(f"database: {int(stored.sum())} reports stored, {lost} acknowledged reports missing, "
@@ -474,6 +481,7 @@ def main() -> None:
         "statuses": {str(k): v for k, v in sorted(stats.statuses.items())},
         "report_statuses": {str(k): v for k, v in sorted(stats.report_statuses.items())},
         "unsent": stats.unsent, "unanswered": stats.unanswered, "reconnects": stats.reconnects, "errors": errors,
+        "refused_reports": refused,
         "acknowledged": acknowledged, "stored": int(stored.sum()), "lost_acknowledged": lost,
         "stored_twice": duplicates_stored, "collector_alive": alive,
         "p50_ms": _finite(p50), "p99_ms": _finite(p99), "max_ms": _finite(pmax), "scheduled_p50_ms": _finite(d50),
