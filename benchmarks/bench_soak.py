@@ -174,6 +174,12 @@ def _rss_mb(pid: int) -> float:
     raise ValueError(f"no VmRSS for process {pid}")
 
 
+def _cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of a live process (all its threads), from Linux ``/proc``."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _children(pid: int) -> list[int]:
     """Child processes of ``pid`` (any of its threads), from Linux ``/proc``."""
     out: list[int] = []
@@ -383,10 +389,15 @@ def main() -> None:
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
         last_due = schedule[-1][0]
-        cpu0 = time.process_time()
+        cpu0, server_cpu0 = time.process_time(), _cpu_seconds(proc.pid)
+        recovery_pids = _children(proc.pid)
+        recovery_cpu0 = sum(_cpu_seconds(c) for c in recovery_pids)
         _run_loop(_drive(port, schedule, stats, connections, deadline=last_due + args.drain))
         t_end = time.monotonic()
         client_cpu_share = (time.process_time() - cpu0) / (t_end - min(t0, t_end - 1e-9))
+        server_cpu, recovery_cpu = _cpu_seconds(proc.pid) - server_cpu0, math.nan
+        with contextlib.suppress(OSError):
+            recovery_cpu = sum(_cpu_seconds(c) for c in recovery_pids) - recovery_cpu0
         time.sleep(2.0)  # one more sample; recovery keeps running
         stop.set()
         sampler.join(10)
@@ -428,6 +439,7 @@ def main() -> None:
     refused = sum(n for s, n in stats.report_statuses.items() if s not in OK)
     errors = refused + stats.unsent + stats.unanswered
     p50, p99, pmax = _percentiles(stats.latencies)
+    server_us = 1e6 * server_cpu / acknowledged if acknowledged else math.nan
     d50, d99, dmax = _percentiles(stats.delays)
     base = [s for s in samples if s[0] >= args.warmup]
     growth = (max(s[1] for s in base) - base[0][1]) / base[0][1] if base else math.nan
@@ -445,6 +457,8 @@ def main() -> None:
           f"the {args.drain:g} s drain limit; reconnects {stats.reconnects}; errors {errors} ({refused} reports "
           f"refused, {stats.unsent + stats.unanswered} requests unanswered); the load generator used "
           f"{client_cpu_share:.0%} of a core (on the collector's machine)")
+    print(f"collector CPU while sending: {server_cpu:.1f} s ingest process ({server_us:.0f} us per acknowledged "
+          f"reading, {server_cpu / span:.0%} of a core), {recovery_cpu:.1f} s recovery process")
     print(f"ack latency (request sent -> answer) p50 {p50:.1f} ms, p99 {p99:.1f} ms, max {pmax:.1f} ms; "
           f"scheduled -> acknowledged p50 {d50:.1f} ms, p99 {d99:.1f} ms, max {dmax:.1f} ms")
     print(f"database: {int(stored.sum())} reports stored, {lost} acknowledged reports missing, "
@@ -492,7 +506,8 @@ def main() -> None:
         "rss_growth": _finite(growth), "recovery_rss_mb": base[-1][2] if base else None,
         "windows_recovered": recovered, "windows_unrecovered": n_windows - recovered,
         "unrecovered_full_windows_end_of_sending": lag_end_of_sending, "prep_s": prep, "distinct": args.distinct,
-        "schedule_shift_s": overrun, "client_cpu_share": client_cpu_share, "goals": goals,
+        "schedule_shift_s": overrun, "client_cpu_share": client_cpu_share,
+        "server_cpu_us_per_reading": _finite(server_us), "recovery_cpu_s": _finite(recovery_cpu), "goals": goals,
     }
     out_path.parent.mkdir(parents=True, exist_ok=True)
     out_path.write_text(json.dumps(doc, indent=2, allow_nan=False, default=str) + "\n")
