@@ -11,7 +11,9 @@ per window); the grace period is an hour, so no report is refused as late. Windo
 released all at once at the start of window ``w`` (sensors report in step) and sent over keep-alive
 connections: 64 for single-reading requests (``--mode single``), one per gateway of 100 sensors for
 batches (``--mode batch``). The collector recovers every full window meanwhile, in its low-priority
-recovery process.
+recovery process: with the shortened windows that is up to 18 recoveries per second, far more than a
+real deployment of 1,000 sensors (one per window of a second or more) asks for, so recovery lagging
+behind here is reported, not a goal.
 
 Reports are prepared before the timed run (a sensor's CPU is not the collector's): ``--distinct``
 (default 32) windows of privatized readings are drawn (the exact discrete Gaussian from the OS
@@ -23,13 +25,14 @@ against earlier windows, so the reuse changes nothing it does.) The window numbe
 so the first window is chosen after the estimated preparation time; should preparation overrun, the
 whole schedule is shifted later (a report is never early; the hour of grace covers the delay).
 
-Printed: readings/s and requests/s achieved against those offered; the status of every request and,
-in batches, of every report (anything other than 200/201 is an error); p50/p99/max acknowledgement
+Printed: readings/s and requests/s achieved against those offered (goal: at least 95 %); the status
+of every request and, in batches, of every report (anything other than 200/201 is an error); p50/p99/max acknowledgement
 latency (request sent to answer read) and the p99 delay from the report's scheduled time to its
 acknowledgement (includes the client's queue when the collector falls behind); the collector's RSS
 (main process, sampled every second; growth after a warm-up of ``--warmup`` s must stay below 10 %)
 and its recovery process's RSS; acknowledged reports missing from the database (must be 0); windows
-recovered and how far recovery lags (full windows not yet recovered); the load average. One PASS/FAIL
+recovered and how far recovery lags (full windows not yet recovered); the CPU time of the collector's
+two processes and the load generator's share of a core; the load average. One PASS/FAIL
 line per goal. Results: ``benchmarks/results/bench_soak_<mode>.json`` (``--json`` elsewhere), in the
 results schema: the "peer" is the offered rate, so ``ratio`` is achieved / offered.
 
