@@ -152,8 +152,9 @@ class Collector:
         """Migrate, register the deployment, rebuild the in-memory state, start the writer and the closer."""
         self.store.migrate()
         self.store.register(self.deployment)
-        self.counts = self.store.report_counts(self.deployment.deployment_id)
-        self.closed = set(self.store.closed_windows(self.deployment.deployment_id))
+        dep_id = self.deployment.deployment_id
+        self.counts = self.store.report_counts(dep_id, unclosed=True)
+        self.closed = set(self.store.closed_windows(dep_id, since=self._first_open(self.clock())))
         self.writer.start()
         if self.warm_recovery:
             self._recovery_process.submit(worker_ready)
@@ -225,6 +226,8 @@ class Collector:
         return [o for o in outcomes if o is not None]
 
     def _count(self, window: int) -> None:
+        if window in self.closed:  # committed before the window's closing barrier: already in its recovery
+            return
         count = self.counts[window] = self.counts.get(window, 0) + 1
         if count >= self._full:
             self._wake.set()
@@ -270,15 +273,27 @@ class Collector:
             except Exception:  # keep the collector up; the failure is logged, the window retried next tick
                 log.exception("closing windows failed")
 
-    async def close_due(self) -> None:
-        """Close every window that is full or whose grace period is over."""
-        dep, now = self.deployment, self.clock()
-        due = sorted(w for w, c in self.counts.items() if w not in self.closed
-                     and (c >= dep.n_sensors or now >= dep.window_end(w) + dep.grace_seconds))
-        for w in due:
-            await self.close_window(w)
+    def _first_open(self, now: float) -> int:
+        """The oldest window whose grace period is not over at ``now`` (older ones are refused by the clock)."""
+        dep = self.deployment
+        return max(0, dep.window_at(now - dep.grace_seconds))
 
-    async def close_window(self, window: int) -> WindowRecord | None:
+    async def close_due(self) -> None:
+        """Close every window that is full or whose grace period is over.
+
+        The in-memory state stays bounded over months: a closed window leaves ``counts``, and leaves
+        ``closed`` once its grace period is over (the verifier then refuses it by the clock alone).
+        """
+        dep, now = self.deployment, self.clock()
+        due = sorted(w for w, c in self.counts.items()
+                     if c >= dep.n_sensors or now >= dep.window_end(w) + dep.grace_seconds)
+        for w in due:
+            await self._close(w)
+        first_open = self._first_open(now)
+        if self.closed and min(self.closed) < first_open:
+            self.closed = {w for w in self.closed if w >= first_open}
+
+    async def _close(self, window: int) -> None:
         """Stop accepting reports for ``window``, wait for the pending ones, recover and store it."""
         async with self._close_lock:
             if window not in self.closed:
@@ -288,8 +303,13 @@ class Collector:
                     await asyncio.get_running_loop().run_in_executor(self._recovery_process, close_in_worker,
                                                                      window)
                     self.closed.add(window)
+                    self.counts.pop(window, None)
                 finally:
                     self._closing.discard(window)
+
+    async def close_window(self, window: int) -> WindowRecord | None:
+        """Close ``window`` now (:meth:`close_due` does it when it is due) and read back its record."""
+        await self._close(window)
         records = await self.run_in_reader(lambda: list(self.store.windows(self.deployment.deployment_id,
                                                                            window=window)))
         return records[0] if records else None

@@ -262,10 +262,13 @@ class Store:
         with self.engine.connect() as conn:
             return self._reports(conn, reports.c.deployment_id == deployment_id)
 
-    def report_counts(self, deployment_id: str) -> dict[int, int]:
-        """Number of reports per window."""
-        stmt = (select(reports.c.window, func.count()).where(reports.c.deployment_id == deployment_id)
-                .group_by(reports.c.window))
+    def report_counts(self, deployment_id: str, *, unclosed: bool = False) -> dict[int, int]:
+        """Number of reports per window (only of the windows not closed yet, with ``unclosed``)."""
+        stmt = select(reports.c.window, func.count()).where(reports.c.deployment_id == deployment_id)
+        if unclosed:
+            stmt = stmt.where(reports.c.window.not_in(
+                select(windows.c.window).where(windows.c.deployment_id == deployment_id)))
+        stmt = stmt.group_by(reports.c.window)
         with self.engine.connect() as conn:
             return {int(w): int(c) for w, c in conn.execute(stmt)}
 
@@ -303,9 +306,12 @@ class Store:
         with self.engine.begin() as conn:
             return conn.execute(stmt, row).first() is not None
 
-    def closed_windows(self, deployment_id: str) -> list[int]:
-        """Indices of the closed windows, ascending."""
-        stmt = select(windows.c.window).where(windows.c.deployment_id == deployment_id).order_by(windows.c.window)
+    def closed_windows(self, deployment_id: str, *, since: int | None = None) -> list[int]:
+        """Indices of the closed windows (from window ``since`` on, if given), ascending."""
+        where = windows.c.deployment_id == deployment_id
+        if since is not None:
+            where = where & (windows.c.window >= since)
+        stmt = select(windows.c.window).where(where).order_by(windows.c.window)
         with self.engine.connect() as conn:
             return [int(w) for (w,) in conn.execute(stmt)]
 

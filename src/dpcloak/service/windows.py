@@ -152,6 +152,8 @@ class PeriodReleases:
         dep = self._dep
         period = dep.period_of(window)
         if period != self._period or window <= self._upto:  # a new period, or a window closed out of order
+            if period > self._period:  # earlier periods' windows are never read again: memory stays bounded
+                self._closed = {w for w in self._closed if w >= period * dep.period_windows}
             self._period, self._upto = period, period * dep.period_windows - 1
             self._counts = np.zeros(dep.n_sensors, dtype=np.int64)
         end = self._upto
