@@ -80,7 +80,19 @@ def test_dashboard_in_headless_chromium(tmp_path: Path) -> None:
                     return n; }""")
                 assert coloured > 1000  # cells and sensors drawn
                 assert page.get_attribute("#window-slider", "max") == str(WINDOWS - 1)
+                bar = float(page.get_attribute("#map", "data-scale-metres") or "nan")  # the metre scale bar
+                xs = [float(p[0]) for p in load_deployment(tmp_path).sensor_network.source_positions]
+                width = max(xs) - min(xs)
+                assert width / 12 <= bar <= width / 2 and f"{bar:g}"[0] in "125", (bar, width)
+                lines = page.evaluate("""() => [...document.querySelectorAll('#sensors tbody td:nth-child(2)')]
+                    .map(e => { const r = document.createRange(); r.selectNodeContents(e);
+                                return r.getClientRects().length; })""")
+                assert lines and set(lines) == {1}, lines  # "last seen" fits on one line
                 page.screenshot(path=str(tmp_path / "dashboard.png"), full_page=True)
+                long_one = page.evaluate("""() => { const e = document.querySelector('#sensors tbody td:nth-child(2)');
+                    e.textContent = '86399 s ago (window 1000000)'; const r = document.createRange();
+                    r.selectNodeContents(e); return r.getClientRects().length; }""")
+                assert long_one == 1  # even a day-old sensor in a late window (after the screenshot)
                 page.locator("#window-slider").fill("0")  # moves the slider and fires its input event
                 page.wait_for_function("document.getElementById('map').dataset.window === '0'", timeout=30_000)
                 assert "window 0" in page.inner_text("#window-info")

@@ -85,7 +85,24 @@
       ctx.fill();
       ctx.stroke();
     });
+    drawScaleBar(ctx, X(ext.x0), H - 9, scale, ext.x1 - ext.x0);
     canvas.dataset.window = record ? String(record.window) : "";
+  }
+
+  // A scale bar of a round length (1, 2 or 5 x 10^k m) near a fifth of the map's width, under the map.
+  function drawScaleBar(ctx, x, y, pixelsPerMetre, widthMetres) {
+    const target = widthMetres / 5, p = Math.pow(10, Math.floor(Math.log10(target))), m = target / p;
+    const metres = (m >= 5 ? 5 : m >= 2 ? 2 : 1) * p, len = metres * pixelsPerMetre;
+    ctx.strokeStyle = "#1d2330";
+    ctx.lineWidth = 2;
+    ctx.beginPath();
+    ctx.moveTo(x, y - 4); ctx.lineTo(x, y); ctx.lineTo(x + len, y); ctx.lineTo(x + len, y - 4);
+    ctx.stroke();
+    ctx.fillStyle = "#1d2330";
+    ctx.font = "12px system-ui, sans-serif";
+    ctx.textBaseline = "middle";
+    ctx.fillText(metres.toPrecision(3).replace(/\.?0+$/, "") + " m", x + len + 6, y - 2);
+    ctx.canvas.dataset.scaleMetres = String(metres);
   }
 
   function drawScale() {
