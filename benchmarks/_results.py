@@ -1,4 +1,4 @@
-"""Shared helpers of the size-ladder benchmarks: peak RSS, log-log slope, results JSON.
+"""Shared helpers of the size-ladder benchmarks: peak RSS, worker processes, log-log slope, results JSON.
 
 Schema of ``benchmarks/results/<bench>.json`` (read by ``readme_table.py``)::
 
@@ -16,6 +16,7 @@ import json
 import math
 import os
 import resource
+import subprocess
 import sys
 from pathlib import Path
 
@@ -26,6 +27,17 @@ def peak_rss_mb() -> float:
     """Peak resident set size of this process in MiB (Linux reports KiB, macOS bytes)."""
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return peak / 2**20 if sys.platform == "darwin" else peak / 2**10
+
+
+def spawn_worker(script: str, role: str, kind: str, size: int, timeout: float | None) -> dict | None:
+    """Run ``script --worker role kind size`` in a fresh process; its last stdout line (JSON), or ``None``
+    when it did not finish within ``timeout`` seconds."""
+    cmd = [sys.executable, script, "--worker", role, kind, str(size)]
+    try:
+        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=True)
+    except subprocess.TimeoutExpired:
+        return None
+    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
 
 
 def slope(ns: list[int], times: list[float]) -> float:

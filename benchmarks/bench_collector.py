@@ -31,9 +31,7 @@ import asyncio
 import contextlib
 import json
 import os
-import secrets
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -52,14 +50,12 @@ from dpcloak.service.ingest import BatchIn, ReportIn
 from dpcloak.service.store import Store
 from dpcloak.service.writer import GroupWriter
 
-SENSORS = 1000
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _collector_load as shared
+from _collector_load import SENSORS
+
 CONNECTIONS = 64
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 # --- the minimal endpoint ---------------------------------------------------------------------------------------
@@ -102,27 +98,14 @@ def minimal_app(db_url: str, deployment_dir: str) -> Any:
 
 def make_reports(directory: Path, windows: range) -> list[list[dict[str, Any]]]:
     """Signed, privatized reports of every sensor for each window (what the sensors would send)."""
-    from dpcloak.service.auth import sign_report
-    from dpcloak.service.config import load_master_key, sensor_key
-
     dep = load_deployment(directory)
-    master = load_master_key(directory)
     net = dep.network_for_period(0)
-    keys = [sensor_key(master, deployment_id=dep.deployment_id, sensor=j) for j in range(dep.n_sensors)]
-    f = np.zeros(net.n_sources)
-    f[[5, net.n_sources // 2]] = 30.0  # two crowds of 30 people
-    readings = net.model.matvec(f)
+    keys = shared.sensor_keys(directory, dep)
+    readings = shared.crowd_readings(net)
     out = []
     for w in windows:
-        reports = []
         private = net.privatize(readings)  # every sensor's reading, as each sensor would privatize it
-        for j in range(dep.n_sensors):
-            v = float(private[j])
-            rid = secrets.token_hex(16)
-            mac = sign_report(keys[j], deployment_id=dep.deployment_id, fingerprint=dep.fingerprint, sensor=j,
-                              window=w, report_id=rid, value=v)
-            reports.append({"deployment": dep.deployment_id, "fingerprint": dep.fingerprint, "sensor": j,
-                            "key_id": j, "window": w, "report_id": rid, "value": v, "mac": mac})
+        reports = [shared.report_body(keys[j], dep, j, w, float(private[j])) for j in range(dep.n_sensors)]
         out.append(reports)
     return out
 
@@ -151,15 +134,10 @@ async def _connection(port: int, requests: asyncio.Queue[tuple[bytes, int]], lat
         writer.close()
 
 
-def _request(path: str, body: Any, port: int) -> bytes:
-    data = json.dumps(body, separators=(",", ":")).encode()
-    return (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(data)}\r\n\r\n").encode() + data
-
-
 def drive(port: int, bodies: list[tuple[str, Any, int]], connections: int = CONNECTIONS) -> dict[str, Any]:
     """Send every (path, body, readings) over ``connections`` keep-alive connections; time it."""
-    payloads = [(_request(path, body, port), n) for path, body, n in bodies]
+    payloads = [(shared.post_request(path, json.dumps(body, separators=(",", ":")).encode(), port), n)
+                for path, body, n in bodies]
 
     async def run() -> tuple[float, list[float], dict[int, int]]:
         queue: asyncio.Queue[tuple[bytes, int]] = asyncio.Queue()
@@ -188,21 +166,6 @@ def drive(port: int, bodies: list[tuple[str, Any, int]], connections: int = CONN
 # --- servers ----------------------------------------------------------------------------------------------------
 
 
-def _cpu_seconds(pid: int, *, descendants: bool = True) -> float:
-    """User + system CPU seconds of a live process (all its threads) and, by default, of all its live
-    descendants (the collector's recovery process), from Linux ``/proc``."""
-    tick = os.sysconf("SC_CLK_TCK")
-    total, todo = 0.0, [pid]
-    while todo:
-        p = todo.pop()
-        with contextlib.suppress(OSError, ValueError, IndexError):
-            fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
-            total += (int(fields[11]) + int(fields[12])) / tick
-            for task in Path(f"/proc/{p}/task").iterdir() if descendants else ():
-                todo += [int(c) for c in (task / "children").read_text().split()]
-    return total
-
-
 def _peak_rss_mb(pid: int) -> float:
     with contextlib.suppress(OSError):
         for line in Path(f"/proc/{pid}/status").read_text().splitlines():
@@ -213,7 +176,7 @@ def _peak_rss_mb(pid: int) -> float:
 
 @contextlib.contextmanager
 def server(kind: str, directory: Path, db_path: Path) -> Any:
-    port = _free_port()
+    port = shared.free_port()
     url = f"sqlite:///{db_path}"
     if kind == "collector":
         cmd = [sys.executable, "-m", "dpcloak", "serve", "--deployment", str(directory), "--db", url, "--port",
@@ -248,10 +211,10 @@ def _settle(pid: int, *, timeout: float = 30.0) -> None:
     """Wait (bounded) until the server and its children stop using CPU: start-up work (the collector's recovery
     process imports and builds its model) is not counted in the measurements."""
     deadline = time.monotonic() + timeout
-    before = _cpu_seconds(pid)
+    before = shared.cpu_seconds(pid, descendants=True)
     while time.monotonic() < deadline:
         time.sleep(0.5)
-        now = _cpu_seconds(pid)
+        now = shared.cpu_seconds(pid, descendants=True)
         if now - before < 0.02:
             return
         before = now
@@ -268,21 +231,19 @@ def measure(port: int, proc: subprocess.Popen[bytes], bodies: list[tuple[str, An
             connections: int) -> dict[str, Any]:
     """Drive one workload; add the server process's CPU time per reading (HTTP, checks, storage: its recovery
     process is left out here and counted in the all-in figure)."""
-    cpu0 = _cpu_seconds(proc.pid, descendants=False)
+    cpu0 = shared.cpu_seconds(proc.pid)
     out = drive(port, bodies, connections)
-    out["server_cpu_us_per_reading"] = 1e6 * (_cpu_seconds(proc.pid, descendants=False) - cpu0) / out["readings"]
+    out["server_cpu_us_per_reading"] = 1e6 * (shared.cpu_seconds(proc.pid) - cpu0) / out["readings"]
     return out
 
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
-    from dpcloak.service import _network
     from dpcloak.service.config import Deployment, write_deployment
 
     work = Path(tempfile.mkdtemp(prefix="dpcloak-bench-"))
     try:
         total = args.windows_single + args.windows_batch
-        net = _network.floor_plan_network(width=50.0, height=40.0, sensor_cols=40, sensor_rows=25, epsilon=1.0,
-                                          delta=1e-6, budget=(1e4, 1e-5), spacing=4.0, diffusion=8.0, move=4.0)
+        net = shared.floor_network()
         dep = Deployment.create(network=net, window_seconds=1.0, period_windows=10**6,
                                 start=time.time() - (total + 5), grace_seconds=3600.0)
         write_deployment(work, dep)
@@ -304,7 +265,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             db = work / f"{kind}.db"
             with server(kind, work, db) as (port, proc):
                 start = time.perf_counter()
-                cpu0, main0 = _cpu_seconds(proc.pid), _cpu_seconds(proc.pid, descendants=False)
+                cpu0, main0 = shared.cpu_seconds(proc.pid, descendants=True), shared.cpu_seconds(proc.pid)
                 results[kind + "/single"] = measure(port, proc, single, args.connections)
                 results[kind + "/batch"] = measure(port, proc, batches, args.connections)
                 extra: dict[str, Any] = {"peak_rss_mb": _peak_rss_mb(proc.pid)}
@@ -314,7 +275,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                         time.sleep(0.2)
                     extra["windows_recovered"] = int(_sql(db, "SELECT COUNT(*) FROM windows")[0])
                     extra["all_recovered_s"] = time.perf_counter() - start
-                cpu1, main1 = _cpu_seconds(proc.pid), _cpu_seconds(proc.pid, descendants=False)
+                cpu1, main1 = shared.cpu_seconds(proc.pid, descendants=True), shared.cpu_seconds(proc.pid)
                 extra["server_cpu_s"] = cpu1 - cpu0
                 extra["children_cpu_s"] = (cpu1 - main1) - (cpu0 - main0)  # the collector's: its recovery process
                 extra["stored"] = int(_sql(db, "SELECT COUNT(*) FROM reports")[0])

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -52,15 +51,6 @@ def _peer(kind: str, d: int) -> dict:
     return {"time": time.perf_counter() - t, "value": value, "rss": _results.peak_rss_mb()}
 
 
-def _spawn(role: str, kind: str, d: int, timeout: float | None) -> dict | None:
-    cmd = [sys.executable, __file__, "--worker", role, kind, str(d)]
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=True)
-    except subprocess.TimeoutExpired:
-        return None
-    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="noise, sizes up to 256², peer limit 2 s, no JSON")
@@ -82,9 +72,9 @@ def main() -> None:
               f"{'peak RSS MB':>12}")
         rows = []
         for d in sizes:
-            ours = _spawn("ours", kind, d, None)
+            ours = _results.spawn_worker(__file__, "ours", kind, d, None)
             assert ours is not None
-            peer = _spawn("peer", kind, d, limit)
+            peer = _results.spawn_worker(__file__, "peer", kind, d, limit)
             if peer is None:
                 peer_txt, diff_txt = f"> {limit:g}", "-"
             else:

@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -86,15 +85,6 @@ def _peer(kind: str, size: int) -> dict:
     return {"time": time.perf_counter() - t, "value": value, "rss": _results.peak_rss_mb()}
 
 
-def _spawn(role: str, kind: str, size: int, timeout: float | None) -> dict | None:
-    cmd = [sys.executable, __file__, "--worker", role, kind, str(size)]
-    try:
-        out = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=True)
-    except subprocess.TimeoutExpired:
-        return None
-    return dict(json.loads(out.stdout.strip().splitlines()[-1]))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="grid graph only, up to 141², peer limit 5 s, no JSON")
@@ -115,9 +105,9 @@ def main() -> None:
               f"{'bound':>8} {'peak RSS MB':>12}")
         rows = []
         for size in sizes:
-            ours = _spawn("ours", kind, size, None)
+            ours = _results.spawn_worker(__file__, "ours", kind, size, None)
             assert ours is not None
-            peer = _spawn("peer", kind, size, limit)
+            peer = _results.spawn_worker(__file__, "peer", kind, size, limit)
             if peer is None:
                 peer_txt, diff_txt = f"> {limit:g}", "-"
             else:

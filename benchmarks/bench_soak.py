@@ -51,9 +51,7 @@ import contextlib
 import json
 import math
 import os
-import secrets
 import shutil
-import socket
 import sqlite3
 import statistics
 import subprocess
@@ -68,7 +66,11 @@ from typing import Any
 import httpx
 import numpy as np
 
-SENSORS = 1000
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _collector_load as shared
+from _collector_load import SENSORS
+
 BATCH = 100
 CONNECTIONS = 64
 DRAIN_SECONDS = 60.0
@@ -104,19 +106,10 @@ def _positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
     return parse
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 def _deployment(work: Path, window_seconds: float) -> Any:
-    from dpcloak.service import _network
     from dpcloak.service.config import Deployment, write_deployment
 
-    net = _network.floor_plan_network(width=50.0, height=40.0, sensor_cols=40, sensor_rows=25, epsilon=1.0,
-                                      delta=1e-6, budget=(1e4, 1e-5), spacing=4.0, diffusion=8.0, move=4.0)
-    dep = Deployment.create(network=net, window_seconds=window_seconds, period_windows=10**7,
+    dep = Deployment.create(network=shared.floor_network(), window_seconds=window_seconds, period_windows=10**7,
                             start=time.time() - 5.0, grace_seconds=GRACE_SECONDS)
     write_deployment(work, dep)
     return dep
@@ -125,48 +118,28 @@ def _deployment(work: Path, window_seconds: float) -> Any:
 def _private_pool(dep: Any, distinct: int) -> np.ndarray:
     """``distinct`` windows of every sensor's privatized reading (two crowds of 30 people), shape (distinct, m)."""
     net = dep.network_for_period(0)
-    f = np.zeros(net.n_sources)
-    f[[5, net.n_sources // 2]] = 30.0
-    readings = net.model.matvec(f)
-    return np.asarray(net.privatize(np.tile(readings, (distinct, 1))), dtype=float)
+    return np.asarray(net.privatize(np.tile(shared.crowd_readings(net), (distinct, 1))), dtype=float)
 
 
 class Signer:
     """Signed report bodies (JSON) of every sensor for a window, from a pool of privatized readings."""
 
     def __init__(self, work: Path, dep: Any, pool: np.ndarray) -> None:
-        from dpcloak.service.config import load_master_key, sensor_key
-
-        master = load_master_key(work)
         self.dep, self.pool = dep, [row.tolist() for row in pool]
-        self.keys = [sensor_key(master, deployment_id=dep.deployment_id, sensor=j) for j in range(dep.n_sensors)]
+        self.keys = shared.sensor_keys(work, dep)
 
     def window(self, window: int) -> list[str]:
-        from dpcloak.service.auth import sign_report
-
-        dep_id, fp = self.dep.deployment_id, self.dep.fingerprint
-        out = []
-        for j, v in enumerate(self.pool[window % len(self.pool)]):
-            rid = secrets.token_hex(16)
-            mac = sign_report(self.keys[j], deployment_id=dep_id, fingerprint=fp, sensor=j, window=window,
-                              report_id=rid, value=v)
-            out.append(json.dumps({"deployment": dep_id, "fingerprint": fp, "sensor": j, "key_id": j, "window": window,
-                                   "report_id": rid, "value": v, "mac": mac}, separators=(",", ":")))
-        return out
-
-
-def _request(path: str, body: str, port: int) -> bytes:
-    data = body.encode()
-    return (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(data)}\r\n\r\n").encode() + data
+        return [json.dumps(shared.report_body(self.keys[j], self.dep, j, window, v), separators=(",", ":"))
+                for j, v in enumerate(self.pool[window % len(self.pool)])]
 
 
 def _payloads(bodies: list[str], mode: str, port: int) -> list[tuple[bytes, int, int]]:
     """One window's requests: (bytes, first sensor, reports)."""
     if mode == "single":
-        return [(_request("/api/v1/reports", b, port), j, 1) for j, b in enumerate(bodies)]
-    return [(_request("/api/v1/reports/batch", '{"reports":[' + ",".join(bodies[i:i + BATCH]) + "]}", port), i,
-             len(bodies[i:i + BATCH])) for i in range(0, len(bodies), BATCH)]
+        return [(shared.post_request("/api/v1/reports", b.encode(), port), j, 1) for j, b in enumerate(bodies)]
+    return [(shared.post_request("/api/v1/reports/batch", ('{"reports":[' + ",".join(bodies[i:i + BATCH]) + "]}"
+                                                         ).encode(), port), i, len(bodies[i:i + BATCH]))
+            for i in range(0, len(bodies), BATCH)]
 
 
 def _rss_mb(pid: int) -> float:
@@ -175,22 +148,6 @@ def _rss_mb(pid: int) -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     raise ValueError(f"no VmRSS for process {pid}")
-
-
-def _cpu_seconds(pid: int) -> float:
-    """User + system CPU seconds of a live process (all its threads), from Linux ``/proc``."""
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-
-def _children(pid: int) -> list[int]:
-    """Child processes of ``pid`` (any of its threads), from Linux ``/proc``."""
-    out: list[int] = []
-    with contextlib.suppress(OSError):
-        for task in Path(f"/proc/{pid}/task").iterdir():
-            with contextlib.suppress(OSError):
-                out += [int(c) for c in (task / "children").read_text().split()]
-    return out
 
 
 class Stats:
@@ -353,7 +310,7 @@ def main() -> None:
     stop = threading.Event()
     try:
         dep = _deployment(work, window_seconds)
-        port = _free_port()
+        port = shared.free_port()
         log_path = work / "collector.log"
         with log_path.open("w") as log:  # start the collector now: it comes up while the reports are prepared
             proc = subprocess.Popen([sys.executable, "-m", "dpcloak", "serve", "--deployment", str(work), "--port",
@@ -382,7 +339,7 @@ def main() -> None:
             with contextlib.closing(sqlite3.connect(db_path, timeout=5)) as db:
                 while not stop.is_set():
                     with contextlib.suppress(OSError, ValueError, sqlite3.Error):
-                        kids = sum(_rss_mb(c) for c in _children(proc.pid))
+                        kids = sum(_rss_mb(c) for c in shared.children(proc.pid))
                         recovered = int(db.execute("SELECT COUNT(*) FROM windows WHERE \"window\" >= ?",
                                                    (first,)).fetchone()[0])
                         samples.append((time.monotonic() - t0, _rss_mb(proc.pid), kids, recovered,
@@ -392,15 +349,15 @@ def main() -> None:
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
         last_due = schedule[-1][0]
-        cpu0, server_cpu0 = time.process_time(), _cpu_seconds(proc.pid)
-        recovery_pids = _children(proc.pid)
-        recovery_cpu0 = sum(_cpu_seconds(c) for c in recovery_pids)
+        cpu0, server_cpu0 = time.process_time(), shared.cpu_seconds(proc.pid)
+        recovery_pids = shared.children(proc.pid)
+        recovery_cpu0 = sum(shared.cpu_seconds(c) for c in recovery_pids)
         _run_loop(_drive(port, schedule, stats, connections, deadline=last_due + args.drain))
         t_end = time.monotonic()
         client_cpu_share = (time.process_time() - cpu0) / (t_end - min(t0, t_end - 1e-9))
-        server_cpu, recovery_cpu = _cpu_seconds(proc.pid) - server_cpu0, math.nan
+        server_cpu, recovery_cpu = shared.cpu_seconds(proc.pid) - server_cpu0, math.nan
         with contextlib.suppress(OSError):
-            recovery_cpu = sum(_cpu_seconds(c) for c in recovery_pids) - recovery_cpu0
+            recovery_cpu = sum(shared.cpu_seconds(c) for c in recovery_pids) - recovery_cpu0
         time.sleep(2.0)  # one more sample; recovery keeps running
         stop.set()
         sampler.join(10)
