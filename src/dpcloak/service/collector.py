@@ -19,9 +19,9 @@ from typing import Any
 from dpcloak.service.config import Deployment, sensor_key
 from dpcloak.service.ingest import ReportError, ReportIn, Verifier
 from dpcloak.service.limits import BURST, REPORTS_PER_WINDOW, SensorRateLimit
-from dpcloak.service.store import Store, StoredReport, WindowRecord
+from dpcloak.service.store import Slot, Store, StoredReport, WindowRecord
 from dpcloak.service.windows import close_in_worker, start_worker, worker_ready
-from dpcloak.service.writer import GroupWriter, Slot
+from dpcloak.service.writer import GroupWriter
 
 __all__ = ["Collector", "Outcome", "Overloaded"]
 

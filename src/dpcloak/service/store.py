@@ -29,6 +29,9 @@ from dpcloak.service.schema import deployments, reports, sensors, windows
 
 __all__ = ["Store", "StoredReport", "WindowRecord", "sqlite_url"]
 
+Slot = tuple[int, int]
+"""A report's (sensor, window): the database holds at most one report per slot."""
+
 
 def sqlite_url(path: Path | str) -> str:
     """SQLAlchemy URL of a SQLite database file.
@@ -225,7 +228,7 @@ class Store:
 
     # --- reports -----------------------------------------------------------------------------------------------
 
-    def insert_reports(self, rows: Sequence[dict[str, Any]]) -> set[tuple[int, int]]:
+    def insert_reports(self, rows: Sequence[dict[str, Any]]) -> set[Slot]:
         """Insert reports in one transaction (one fsync); return the (sensor, window) slots they newly filled.
 
         A row whose slot is already taken stores nothing (the caller tells a retry from a replay).
@@ -236,7 +239,7 @@ class Store:
         with self.engine.begin() as conn:
             return {(r[0], r[1]) for r in conn.execute(stmt, list(rows))}
 
-    def find_reports(self, deployment_id: str, slots: Sequence[tuple[int, int]]) -> list[StoredReport]:
+    def find_reports(self, deployment_id: str, slots: Sequence[Slot]) -> list[StoredReport]:
         """The stored reports in these (sensor, window) slots (read through the slot index)."""
         keys = sorted({(int(w), int(s)) for s, w in slots})
         out: list[StoredReport] = []

@@ -12,14 +12,11 @@ import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from dpcloak.service.store import Store
+from dpcloak.service.store import Slot, Store
 
 __all__ = ["GroupWriter"]
 
 _MAX_ROWS = 5000
-
-Slot = tuple[int, int]
-"""A report's (sensor, window)."""
 
 
 class GroupWriter:
