@@ -21,8 +21,9 @@ strictly concave; Newton's method on it needs the ``k × k`` Hessian
 ``G diag(x_μ'(a)) Gᵀ − ∇²h^*(w)`` (``O(n k²)``) and its stationary point gives the barrier
 solution ``x_μ(a)``, which sits exactly on the sphere ``‖Gx − z‖ = ρ`` in the constrained case.
 ``μ`` is decreased geometrically with warm starts (path following). Once the duality gap is small,
-the active set read off ``x_μ`` is used to solve the KKT system exactly (:func:`_solve_active`),
-and a candidate is accepted only with a certificate from the exact (non-smoothed) dual
+the active set read off ``x_μ`` is used to solve the KKT system exactly
+(:func:`dpcloak.recovery._kkt.solve_on_active_set`), and a candidate is accepted only with a
+certificate from the exact (non-smoothed) dual
 
 .. math::
 
@@ -39,12 +40,11 @@ import numpy as np
 import scipy.linalg as sla
 from numpy.typing import NDArray
 
-from dpcloak.recovery.compress import DenseRows, KroneckerRows
+from dpcloak.recovery import _kkt
+from dpcloak.recovery._kkt import Rows
+from dpcloak.recovery.compress import DenseRows
 
 __all__ = ["IpmResult", "solve_box_quadratic"]
-
-#: The compressed operator ``G``, used only through ``dot``/``tdot``/``columns``/``weighted_gram``.
-Rows = DenseRows | KroneckerRows
 
 _SHRINK = 30.0  # μ ← μ / _SHRINK after each centring
 _ARMIJO = 1e-4
@@ -68,34 +68,6 @@ class IpmResult:
     converged: bool
     infeasible: bool = False
     dual: NDArray[np.float64] | None = None
-
-
-def _dual_bound(
-    G: Rows, z: NDArray[np.float64], c: NDArray[np.float64], lo: NDArray[np.float64],
-    hi: NDArray[np.float64], w: NDArray[np.float64], gamma: float, rho: float | None,
-) -> float:
-    """The exact dual bound ``Σ_i min(l_i a_i, u_i a_i) − wᵀz − h*(w)`` (``a = c + Gᵀw``), valid for any ``w``.
-
-    Where ``u_i = ∞`` the term is ``−∞`` unless ``a_i ≥ 0``. An optimal ``w`` leaves ``a_i = 0`` on
-    every free variable, which rounding turns into ``±1e-16``: ``w`` is then shrunk to ``θ w`` with
-    ``θ = min c_i / (c_i − a_i)`` over the offending coordinates (possible when ``c_i > 0``), which
-    makes those ``a_i`` vanish and costs only ``O(1 − θ)`` of the bound.
-    """
-    finite = np.isfinite(hi)
-    a = c + G.tdot(w)
-    bad = (a < 0) & ~finite
-    if np.any(bad):
-        cb = c[bad]
-        if np.any(cb <= 0):
-            return -math.inf
-        theta = float(np.min(cb / (cb - a[bad])))
-        w = theta * w
-        a = c + theta * (a - c)
-        a[~finite] = np.maximum(a[~finite], 0.0)  # the offending coordinates are 0 up to rounding now
-    neg = a < 0
-    box = float(np.sum(np.where(neg, np.where(finite, hi, 0.0) * a, lo * a)))
-    conj = float(w @ w) / (2.0 * gamma) if rho is None else rho * float(np.linalg.norm(w))
-    return box - float(w @ z) - conj
 
 
 def _polish_candidates(
@@ -122,65 +94,9 @@ def _polish_candidates(
         if key in tried:
             continue
         tried.add(key)
-        x = _solve_active(G, z, c, lo, hi, ~free & ~near_hi, ~free & near_hi, gamma, rho)
+        x = _kkt.solve_on_active_set(G, z, c, lo, hi, ~free & ~near_hi, ~free & near_hi, gamma, rho)
         if x is not None and np.all(x >= lo) and np.all(x <= hi):
             yield x
-
-
-def _solve_active(
-    G: Rows, z: NDArray[np.float64], c: NDArray[np.float64], lo: NDArray[np.float64],
-    hi: NDArray[np.float64], at_lo: NDArray[np.bool_], at_hi: NDArray[np.bool_], gamma: float, rho: float | None,
-) -> NDArray[np.float64] | None:
-    free = ~(at_lo | at_hi)
-    x = np.where(at_hi, hi, np.where(free, 0.0, lo)).astype(float)
-    nb = int(np.count_nonzero(free))
-    if nb == 0 or nb > G.rank or np.any(at_hi & ~np.isfinite(hi)):
-        return None
-    GB = G.columns(np.flatnonzero(free))
-    zt = z - G.dot(x)  # x is zero on the free block here
-    Q, R = np.linalg.qr(GB)
-    diag = np.abs(np.diag(R))
-    if diag.min() <= 1e-12 * diag.max():
-        return None
-    qz = Q.T @ zt
-    xi = sla.solve_triangular(R, qz, check_finite=False)
-    resid = zt - Q @ qz
-    outside2 = float(resid @ resid)  # explicit residual: no cancellation in ‖z̃‖² − ‖Qᵀz̃‖²
-    y = sla.solve_triangular(R, c[free], trans="T", check_finite=False)
-    if rho is None:
-        lam = gamma
-    else:
-        room = (rho * (1.0 - 1e-13)) ** 2 - outside2  # land just inside the sphere despite rounding
-        ny = float(np.linalg.norm(y))
-        if room <= 0 or ny == 0:
-            return None
-        lam = ny / math.sqrt(room)
-    x[free] = xi - sla.solve_triangular(R, y, check_finite=False) / lam
-    return x
-
-
-def _certify(
-    G: Rows, z: NDArray[np.float64], c: NDArray[np.float64], lo: NDArray[np.float64],
-    hi: NDArray[np.float64], x: NDArray[np.float64], gamma: float, rho: float | None, tol: float,
-) -> tuple[float, float] | None:
-    """``(objective, lower bound)`` if ``x`` is feasible and provably ``tol``-optimal, else ``None``."""
-    e = G.dot(x) - z
-    ee = float(e @ e)
-    if rho is None:
-        w = gamma * e
-        f = float(c @ x) + 0.5 * gamma * ee
-    else:
-        if ee > rho * rho * (1 + 1e-9):  # radius within 5e-10 relative
-            return None
-        free = (x > lo) & (x < hi)
-        gte = G.tdot(e)
-        den = float(gte[free] @ gte[free])
-        if den <= 0:
-            return None
-        w = (-float(c[free] @ gte[free]) / den) * e
-        f = float(c @ x)
-    lb = _dual_bound(G, z, c, lo, hi, w, gamma, rho)
-    return (f, lb) if f - lb <= tol * max(1.0, abs(f)) else None
 
 
 def _separates(
@@ -379,7 +295,7 @@ def solve_box_quadratic(
             if decrement <= _CENTRED * mu or steps >= max_iter:
                 break
         # certificates at this μ
-        lower = max(lower, _dual_bound(G, z, c, lo, hi, w, gamma, rho))
+        lower = max(lower, _kkt.dual_bound(G, z, c, lo, hi, w, gamma, rho))
         if constrained and _separates(G, z, lo, hi, w, rho):  # type: ignore[arg-type]
             return IpmResult(x=x, objective=math.inf, lower_bound=lower, n_iter=steps, converged=False,
                              infeasible=True, dual=w)
@@ -398,7 +314,7 @@ def solve_box_quadratic(
             guesses = ((np.minimum(sl, su) ** 2 / mu, su < sl), (1.0 / np.maximum(np.abs(a_now), 1e-300), a_now < 0))
             for score, near_hi in guesses:
                 for cand in _polish_candidates(G, z, c, lo, hi, score, near_hi, gamma, rho, tried):
-                    cert = _certify(G, z, c, lo, hi, cand, gamma, rho, tol)
+                    cert = _kkt.certify(G, z, c, lo, hi, cand, gamma, rho, tol)
                     if cert is not None:
                         return IpmResult(x=cand, objective=cert[0], lower_bound=cert[1], n_iter=steps,
                                          converged=True, dual=w)

