@@ -73,7 +73,7 @@ def _upgrade_from_0001(url: str) -> None:
     with store.engine.connect() as conn:
         assert WINDOW_INDEX in {ix["name"] for ix in inspect(conn).get_indexes("reports")}
     assert _schema_diff(store) == []
-    assert [r.sensor_id for r in store.window_reports("d", 3)] == [0, 1]
+    assert store.window_readings("d", 3) == [(0, 0.0), (1, 1.0)]
     assert store.reports_per_sensor("d", first_window=1, last_window=3) == {0: 3, 1: 3, 2: 2}
     assert store.reports_per_sensor("d", first_window=3, last_window=3) == {0: 1, 1: 1}
     assert store.reports_per_sensor("d", first_window=5, last_window=9) == {}
@@ -131,7 +131,7 @@ def test_period_releases_equal_the_count_over_the_period(tmp_path: Path,
         if w + 1 not in closed:  # a late report to the next window, still open (a conflict if it exists)
             put(w + 1, np.array([m - 1]))
         present = np.zeros(m, dtype=bool)
-        present[[r.sensor_id for r in store.window_reports(did, w)]] = True
+        present[[sensor for sensor, _ in store.window_readings(did, w)]] = True
         first = dep.period_of(w) * dep.period_windows
         expected = max(store.reports_per_sensor(did, first_window=first, last_window=w).values())
         assert tracker.releases(w, present) == expected, w

@@ -168,7 +168,7 @@ def recover_sources(
         raise InvalidParameterError(f"private_readings must have shape ({m},), got {y.shape}")
     mask = _present(y, present, m)
     draws = check_int("uncertainty_draws", uncertainty_draws, minimum=0)
-    model = DenseModel(network.dense_model()[mask], domain=network.model.domain)
+    model = network.rows_model(mask)
     p = int(mask.sum())
     sigma = network.sigma
     radius = choose_radius(m=p, sigma=sigma).radius + 0.5 * network.resolution * math.sqrt(p)

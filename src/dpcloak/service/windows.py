@@ -65,15 +65,15 @@ def recover_window_record(deployment: Deployment, store: Store, window: int,
     >>> store.dispose()
     >>> tmp.cleanup()
     """
-    rows = store.window_reports(deployment.deployment_id, window)
+    rows = store.window_readings(deployment.deployment_id, window)
     if not rows:
         return None
     network = deployment.sensor_network
+    sensors, readings = zip(*rows, strict=True)
     values = np.zeros(deployment.n_sensors)
     present = np.zeros(deployment.n_sensors, dtype=bool)
-    for r in rows:
-        values[r.sensor_id] = r.value
-        present[r.sensor_id] = True
+    values[list(sensors)] = readings
+    present[list(sensors)] = True
     result = _network.recover_window(network, values, present, warm_start)
     if releases is None:
         releases = PeriodReleases(deployment, store, closed=())
