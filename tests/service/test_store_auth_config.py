@@ -140,6 +140,65 @@ def test_period_releases_equal_the_count_over_the_period(tmp_path: Path,
     store.dispose()
 
 
+def test_period_releases_read_each_window_about_once_past_empty_windows(
+        tmp_path: Path, deployment_dir: tuple[Path, Deployment]) -> None:
+    """Windows nobody reported for no longer keep the count's range open (``final_below``).
+
+    As the collector does it: windows close in order, the ones older than the grace period (two
+    windows here) take no more reports. Windows 0-4 are empty (sensors switched on late), 20 and 35
+    too, and window 20 gets a late first report while still in grace. Every count equals the oracle
+    (the direct count over the period's rows), and the range reads span at most about two windows
+    per close. The same closes without ``final_below`` reread everything since window 0 each time.
+    """
+    import numpy as np
+
+    from dpcloak.service.windows import PeriodReleases
+
+    dep = dataclasses.replace(deployment_dir[1], period_windows=1000)
+    store = _migrated(sqlite_url(tmp_path / "q.db"))
+    store.register(dep)
+    rng = np.random.default_rng(11)
+    m, did = dep.n_sensors, dep.deployment_id
+
+    def put(window: int, sensors: np.ndarray, tag: str = "") -> None:
+        store.insert_reports([{"deployment_id": did, "sensor_id": int(j), "window": window,
+                               "report_id": f"{window}-{j}{tag}", "value": 0.0, "received_at": 0.0}
+                              for j in sensors])
+
+    for w in range(5, 60):
+        if w not in (20, 35):
+            put(w, rng.choice(m, size=int(rng.integers(1, m)), replace=False))
+    spans: list[int] = []
+    reads = store.reports_per_sensor
+
+    def counting(deployment_id: str, *, first_window: int, last_window: int) -> dict[int, int]:
+        spans.append(max(0, last_window - first_window + 1))
+        return reads(deployment_id, first_window=first_window, last_window=last_window)
+
+    store.reports_per_sensor = counting  # type: ignore[method-assign]
+    results = {}
+    for use_final in (True, False):
+        spans.clear()
+        tracker = PeriodReleases(dep, store, closed=())
+        order = [w for w in range(5, 60) if w not in (20, 35)]
+        order.insert(order.index(22) + 1, 20)  # window 20's late first report: closed after 22
+        latest = 0
+        for w in order:
+            latest = max(latest, w)
+            if use_final and w == 22:
+                put(20, np.array([0]), "late")
+            present = np.zeros(m, dtype=bool)
+            present[[sensor for sensor, _ in store.window_readings(did, w)]] = True
+            expected = max(reads(did, first_window=0, last_window=w).values())
+            final_below = latest - 2 if use_final else None
+            assert tracker.releases(w, present, final_below=final_below) == expected, w
+            tracker.closed(w, present)
+        results[use_final] = sum(spans)
+    assert results[True] <= 2 * 55  # measured: 22 windows in all, against 1,725 without final_below
+    assert results[False] > 10 * 55  # without it: every close rereads from window 0
+    store.dispose()
+
+
 def test_unreachable_database_is_a_clear_error() -> None:
     with pytest.raises(InvalidParameterError, match="must be sqlite or postgresql"):
         Store("mysql://x@127.0.0.1/db")

@@ -287,21 +287,25 @@ class Collector:
         dep, now = self.deployment, self.clock()
         due = sorted(w for w, c in self.counts.items()
                      if c >= dep.n_sensors or now >= dep.window_end(w) + dep.grace_seconds)
-        for w in due:
-            await self._close(w)
         first_open = self._first_open(now)
+        for w in due:
+            await self._close(w, first_open)
         if self.closed and min(self.closed) < first_open:
             self.closed = {w for w in self.closed if w >= first_open}
 
-    async def _close(self, window: int) -> None:
-        """Stop accepting reports for ``window``, wait for the pending ones, recover and store it."""
+    async def _close(self, window: int, first_open: int) -> None:
+        """Stop accepting reports for ``window``, wait for the pending ones, recover and store it.
+
+        ``first_open``: windows before it are past their grace period and take no more reports (the
+        recovery process then counts the period's releases without rereading them).
+        """
         async with self._close_lock:
             if window not in self.closed:
                 self._closing.add(window)
                 try:
                     await self.writer.submit([])  # barrier: every report accepted before this is committed
                     await asyncio.get_running_loop().run_in_executor(self._recovery_process, close_in_worker,
-                                                                     window)
+                                                                     window, first_open)
                     self.closed.add(window)
                     self.counts.pop(window, None)
                 finally:
@@ -309,7 +313,7 @@ class Collector:
 
     async def close_window(self, window: int) -> WindowRecord | None:
         """Close ``window`` now (:meth:`close_due` does it when it is due) and read back its record."""
-        await self._close(window)
+        await self._close(window, self._first_open(self.clock()))
         records = await self.run_in_reader(lambda: list(self.store.windows(self.deployment.deployment_id,
                                                                            window=window)))
         return records[0] if records else None
