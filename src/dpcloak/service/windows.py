@@ -99,16 +99,18 @@ class PeriodReleases:
     """The busiest sensor's number of reports in a budget period up to a window, kept incrementally.
 
     :meth:`releases` equals the largest ``Store.reports_per_sensor`` count over the period's windows
-    ``first … window``, without reading the whole period at every close. A closed (recovered) window
-    takes no more reports (the collector answers 409), so its counts are final: closed windows are
-    added once, in order, to a cached prefix of the period, and only the windows after that prefix are
-    read (through the window index) — normally none, the closing window's own reports being at hand.
-    A window nobody reported for never closes; the caller says which windows take no more reports
-    (``final_below``: the collector's oldest window still in its grace period, older ones are refused
-    by the clock), and the prefix moves past them, read once. Without it such a window kept the range
-    open from it, and every later close read every report since: measured in the 60 s batch soak,
-    41 % of the recovery process's time went to these reads, and it recovered 490 of 2,275 windows.
-    ``closed`` are the windows recovered before (e.g. by an earlier process).
+    ``first … window``, without reading the whole period at every close. The counts of *final*
+    windows are read once and cached: a closed (recovered) window takes no more reports (the
+    collector answers 409), nor does a window past its grace period (``final_below``: the
+    collector's oldest window still in grace; older ones are refused by the clock). The other windows
+    before the closing one — *holes*: nobody has reported for them yet, or they are still open — are
+    read at every close through the window index, which costs what they hold (usually nothing), until
+    they become final. Before, the cached part was only the run of closed windows from the period's
+    first, so one empty window (the sensors switched on late, a night without reports) kept the range
+    open and every later close reread every report since: in the 60 s batch soak that was 41–56 % of
+    the recovery process's time. Closed windows are kept as intervals and pruned once final by the
+    clock, so the state stays small over months. ``closed`` are the windows recovered before (e.g. by
+    an earlier process).
 
     Examples
     --------
@@ -143,54 +145,98 @@ class PeriodReleases:
     1
     >>> releases.releases(13, present=np.array([True, False]), final_below=12)  # 10-11 take no more reports
     1
-    >>> releases._upto  # the prefix moved past them (window 12 may still receive reports)
-    11
     >>> store.dispose()
     >>> tmp.cleanup()
     """
 
     def __init__(self, deployment: Deployment, store: Store, closed: Iterable[int]) -> None:
         self._dep, self._store = deployment, store
-        self._closed = set(closed)
+        self._closed: list[tuple[int, int]] = []  # closed windows, as sorted disjoint intervals
+        for w in sorted(set(closed)):
+            self._add_closed(w)
         self._period = -1
-        self._upto = -1  # the cached prefix is the period's windows first … _upto, all closed
+        self._upto = -1  # windows first … _upto are final (in _counts) or holes
         self._counts = np.zeros(deployment.n_sensors, dtype=np.int64)
+        self._holes: list[tuple[int, int]] = []
 
     def releases(self, window: int, present: NDArray[np.bool_], *, final_below: int | None = None) -> int:
         """The largest number of reports one sensor stored in ``window``'s period up to it (``present``: who
         reported for ``window``). Windows before ``final_below`` take no more reports, closed or not."""
         dep = self._dep
         period = dep.period_of(window)
-        if period != self._period or window <= self._upto:  # a new period, or a window closed out of order
-            if period > self._period:  # earlier periods' windows are never read again: memory stays bounded
-                self._closed = {w for w in self._closed if w >= period * dep.period_windows}
-            self._period, self._upto = period, period * dep.period_windows - 1
+        first = period * dep.period_windows
+        if period != self._period or window <= self._upto:  # a new period, or a hole closed after later windows
+            self._period, self._upto, self._holes = period, first - 1, []
             self._counts = np.zeros(dep.n_sensors, dtype=np.int64)
-        end = self._upto
-        if final_below is not None and min(final_below, window) - 1 > end:
-            end = min(final_below, window) - 1
-            self._closed = {w for w in self._closed if w > end}  # inside the prefix: never looked up again
-        while end + 1 < window and end + 1 in self._closed:
-            end += 1
-            self._closed.discard(end)
-        if end > self._upto:  # closed windows not yet in the prefix (after a start): one range read
-            for sensor, n in self._store.reports_per_sensor(dep.deployment_id, first_window=self._upto + 1,
-                                                            last_window=end).items():
-                self._counts[sensor] += n
-            self._upto = end
+        final = first if final_below is None else max(first, final_below)
+        self._closed = [(a, b) for a, b in self._closed if b >= final or b >= first + dep.period_windows]
+        holes, self._holes = self._holes, []
+        for a, b in holes:  # holes that became final are read once more, into the cache
+            if a < final:
+                self._add_counts(self._counts, a, min(b, final - 1))
+            if b >= final:
+                self._holes.append((max(a, final), b))
+        if window - 1 > self._upto:
+            for a, b, is_final in self._split(self._upto + 1, window - 1, final):
+                if is_final:
+                    self._add_counts(self._counts, a, b)
+                else:
+                    self._holes.append((a, b))
+            self._upto = window - 1
         counts = self._counts + present
-        for sensor, n in self._store.reports_per_sensor(dep.deployment_id, first_window=self._upto + 1,
-                                                        last_window=window - 1).items():
-            counts[sensor] += n
+        for a, b in self._holes:
+            self._add_counts(counts, a, b)
         return int(counts.max())
 
     def closed(self, window: int, present: NDArray[np.bool_]) -> None:
         """Record that ``window`` (with these sensors reporting) is closed: its counts are final."""
-        if window == self._upto + 1 and self._dep.period_of(window) == self._period:
+        self._add_closed(window)
+        if self._dep.period_of(window) != self._period:
+            return
+        if window == self._upto + 1:
             self._counts += present
             self._upto = window
-        elif window > self._upto:
-            self._closed.add(window)
+        elif any(a <= window <= b for a, b in self._holes):  # a hole, closed: final from now on
+            self._counts += present
+            self._holes = [(x, y) for a, b in self._holes for x, y in ((a, min(b, window - 1)), (max(a, window + 1), b))
+                           if x <= y]
+
+    def _add_closed(self, window: int) -> None:
+        out: list[tuple[int, int]] = []
+        lo = hi = window
+        for a, b in self._closed:
+            if b < lo - 1 or a > hi + 1:
+                out.append((a, b))
+            else:
+                lo, hi = min(lo, a), max(hi, b)
+        out.append((lo, hi))
+        self._closed = sorted(out)
+
+    def _split(self, first: int, last: int, final: int) -> list[tuple[int, int, bool]]:
+        """``first … last`` cut into runs of final windows (closed, or before ``final``) and holes."""
+        runs: list[tuple[int, int, bool]] = []
+        at = first
+        if at < final:
+            runs.append((at, min(last, final - 1), True))
+            at = final
+        for a, b in self._closed:
+            if at > last:
+                break
+            if b < at:
+                continue
+            if a > at:
+                runs.append((at, min(a - 1, last), False))
+            if a <= last:
+                runs.append((max(a, at), min(b, last), True))
+            at = b + 1
+        if at <= last:
+            runs.append((at, last, False))
+        return runs
+
+    def _add_counts(self, counts: NDArray[np.int64], first: int, last: int) -> None:
+        for sensor, n in self._store.reports_per_sensor(self._dep.deployment_id, first_window=first,
+                                                        last_window=last).items():
+            counts[sensor] += n
 
 
 class WindowRecovery:
