@@ -20,8 +20,8 @@ recovery process, which the per-reading ratio with recovery uses), and the load 
 endpoint per reading. The load generator is a lean asyncio HTTP/1.1 client (keep-alive connections)
 sharing the machine's cores with the server. Results: ``benchmarks/results/bench_collector.json``.
 
-Run: ``PYTHONPATH=src python benchmarks/bench_collector.py [--quick]`` (about 2 min; ``--quick`` about 30 s
-on an idle 2-core machine).
+Run: ``PYTHONPATH=src python benchmarks/bench_collector.py [--quick]`` (about 20 s; ``--quick`` about 14 s
+on an idle 2-core machine, start-up and report preparation included).
 """
 
 from __future__ import annotations

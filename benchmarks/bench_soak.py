@@ -5,13 +5,13 @@ private report per sensor and window from 1,000 sensors (the deployment and mode
 ``bench_collector.py``: a 50 m x 40 m floor, 40 x 25 people counters, two crowds of 30 people).
 The offered rate is ``--rate`` readings/s, by default the collector's rate measured by
 ``bench_collector.py`` for the same mode (``benchmarks/results/bench_collector.json``: single-reading
-requests, about 5,000/s, or gateway batches of 100, about 18,000 readings/s). It is reached by
+requests, about 7,000–12,000/s, or gateway batches of 100, about 30,000–40,000 readings/s). It is reached by
 shortening the deployment's windows, ``window_seconds = 1000 / rate`` (still one reading per sensor
 per window); the grace period is an hour, so no report is refused as late. Window ``w``'s reports are
 released all at once at the start of window ``w`` (sensors report in step) and sent over keep-alive
 connections: 64 for single-reading requests (``--mode single``), one per gateway of 100 sensors for
 batches (``--mode batch``). The collector recovers every full window meanwhile, in its low-priority
-recovery process: with the shortened windows that is up to 18 recoveries per second, far more than a
+recovery process: with the shortened windows that is 30–40 recoveries per second, far more than a
 real deployment of 1,000 sensors (one per window of a second or more) asks for, so recovery lagging
 behind here is reported, not a goal.
 
@@ -39,7 +39,7 @@ results schema: the "peer" is the offered rate, so ``ratio`` is achieved / offer
 Run: ``PYTHONPATH=src python benchmarks/bench_soak.py [--mode single|batch] [--rate R] [--seconds 60]``;
 ``--quick`` is a 20 s run. Bounded: it stops ``--seconds`` after the first window plus at most 60 s of
 draining (``--drain``; requests still unanswered then are counted, a goal of their own), after preparing the
-reports (about 15 µs each on an idle core: some 16 s for the 60 s batch soak at 18,000 readings/s;
+reports (about 15 µs each on an idle core: some 21 s for the 60 s batch soak at 31,500 readings/s;
 the first window is placed 1.2x the estimated preparation time ahead) and starting the collector.
 """
 
