@@ -365,7 +365,7 @@ def _from_supports(
     plus every round run (the result's ``n_iter`` is that total)."""
     for point in points:
         found, rounds = solve_from_support(G, z, c, lo, hi, rho=rho, free=(point > lo) & (point < hi),
-                                           at_hi=point >= hi, tol=tol)
+                                           at_hi=point >= hi, tol=tol, start=point)
         steps += rounds
         if found is not None:
             return replace(found, n_iter=steps), steps
