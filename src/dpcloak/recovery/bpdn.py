@@ -193,7 +193,7 @@ def bpdn(
     from the warm start's support and, when it is computed anyway (boxes open above), the
     least-residual point's; it changes one variable per exact solve and answers only with the same
     certificate, else the interior-point method runs. On the service's 1,000-sensor windows with
-    8 warm-started bootstrap draws it cut recovery from 33–37 ms to 7–8 ms CPU per window, with
+    8 warm-started bootstrap draws it cut recovery from 33–37 ms to 7 ms CPU per window, with
     the same maps. Whether the ball is within reach is decided by the exact least residual
     in the box (an active-set solve, :mod:`dpcloak.recovery._boxls`). A box open above
     (``upper=None``, e.g. counts of people) is closed at ``2 Σ f_c + max(lower) + 1`` with ``f_c``
