@@ -78,8 +78,8 @@ def solve_from_support(
     """
     free = free.copy()
     at_hi = at_hi & ~free
-    inside = np.where(at_hi, hi, lo) if start is None else np.clip(start, lo, hi)
-    inside = np.where(free, inside, np.where(at_hi, hi, lo))
+    at_bounds = np.where(at_hi, hi, lo)
+    inside = at_bounds if start is None else np.where(free, np.clip(start, lo, hi), at_bounds)
     scale = float(np.max(np.abs(c)))
     norms = np.maximum(G.column_norms(), 1e-300)
     seen: set[bytes] = set()
@@ -97,12 +97,11 @@ def solve_from_support(
             free[j], at_hi[j] = True, False
             continue
         below, above = free & (x < lo), free & (x > hi)
-        e = G.dot(x) - z
-        gte = G.tdot(e)
-        den = float(gte[free] @ gte[free])
-        if den <= 0:
+        gte = G.tdot(G.dot(x) - z)
+        lam = _kkt.sphere_multiplier(c, gte, free)
+        if lam is None:
             return None, rounds
-        a = c - (float(c[free] @ gte[free]) / den) * gte
+        a = c + lam * gte
         wrong = (~free & ~at_hi & (a < -_REDUCED_COST_TOL * scale)) | (at_hi & (a > _REDUCED_COST_TOL * scale))
         if not (np.any(below) or np.any(above) or np.any(wrong)):
             cert = _kkt.certify(G, z, c, lo, hi, x, 0.0, rho, tol)

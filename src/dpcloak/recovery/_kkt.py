@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 
 from dpcloak.recovery.compress import DenseRows, KroneckerRows
 
-__all__ = ["certify", "dual_bound", "solve_on_active_set"]
+__all__ = ["certify", "dual_bound", "solve_on_active_set", "sphere_multiplier"]
 
 #: The compressed operator ``G``, used only through ``dot``/``tdot``/``columns``/``weighted_gram``.
 Rows = DenseRows | KroneckerRows
@@ -90,6 +90,16 @@ def solve_on_active_set(
     return x
 
 
+def sphere_multiplier(c: NDArray[np.float64], gte: NDArray[np.float64], free: NDArray[np.bool_]) -> float | None:
+    """The ``λ`` that makes the reduced costs ``c + λ Gᵀ(Gx − z)`` vanish on ``free`` (least squares), or ``None``.
+
+    ``gte`` is ``Gᵀ(Gx − z)``; at a KKT point of the constrained problem the fit is exact and ``λ`` is
+    the multiplier of the sphere. ``None`` when ``gte`` vanishes on the free variables.
+    """
+    den = float(gte[free] @ gte[free])
+    return -float(c[free] @ gte[free]) / den if den > 0 else None
+
+
 def certify(
     G: Rows, z: NDArray[np.float64], c: NDArray[np.float64], lo: NDArray[np.float64],
     hi: NDArray[np.float64], x: NDArray[np.float64], gamma: float, rho: float | None, tol: float,
@@ -107,12 +117,10 @@ def certify(
     else:
         if ee > rho * rho * (1 + 1e-9):  # radius within 5e-10 relative
             return None
-        free = (x > lo) & (x < hi)
-        gte = G.tdot(e)
-        den = float(gte[free] @ gte[free])
-        if den <= 0:
+        lam = sphere_multiplier(c, G.tdot(e), (x > lo) & (x < hi))
+        if lam is None:
             return None
-        w = (-float(c[free] @ gte[free]) / den) * e
+        w = lam * e
         f = float(c @ x)
     lb = dual_bound(G, z, c, lo, hi, w, gamma, rho)
     return (f, lb, w) if f - lb <= tol * max(1.0, abs(f)) else None

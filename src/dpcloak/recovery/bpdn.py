@@ -308,10 +308,10 @@ def _solve_ipm(
         found, steps = _from_supports(G, z, c, lo, hi, math.sqrt(rho2), tol, guesses, steps)
         if found is not None:
             return _finish(found, True, _ACTIVE)
-    if closest is None and not closed:
-        closest = box_least_squares(G, z, lo, hi)
     hi_barrier = hi
-    if closest is not None and not closed:
+    if not closed:
+        if closest is None:
+            closest = box_least_squares(G, z, lo, hi)
         # An upper bound that no optimum reaches: for lo ≥ 0, f_i ≤ Σ f* ≤ Σ f for any f in the ball,
         # the least-residual point included (it is in every ball that can be reached). The barrier's
         # dual has an interior and its certificate stays finite with it; the optimum is unchanged.

@@ -478,10 +478,18 @@ class SensorNetwork:
         >>> rows = net.rows_model(np.array([True, False, True]))
         >>> rows.shape[0], rows is net.rows_model(np.array([True, False, True]))
         (2, True)
+        >>> net.rows_model(np.array([1, 0, 1]))
+        Traceback (most recent call last):
+            ...
+        dpcloak.errors.InvalidParameterError: present must be a boolean array of shape (3,) ...
         """
-        key = np.packbits(present).tobytes() + present.size.to_bytes(8, "little")
+        mask = np.asarray(present)
+        if mask.dtype != bool or mask.shape != (self.n_sensors,) or not mask.any():
+            raise InvalidParameterError(f"present must be a boolean array of shape ({self.n_sensors},) with at "
+                                        f"least one True, got {mask.dtype} of shape {mask.shape}")
+        key = np.packbits(mask).tobytes()
         if self._rows is None or self._rows[0] != key:
-            self._rows = (key, DenseModel(self.dense_model()[present], domain=self.model.domain))
+            self._rows = (key, DenseModel(self.dense_model()[mask], domain=self.model.domain))
         return self._rows[1]
 
     def recover(

@@ -71,11 +71,11 @@ def recover_window_record(deployment: Deployment, store: Store, window: int,
     if not rows:
         return None
     network = deployment.sensor_network
-    sensors, readings = zip(*rows, strict=True)
+    sensors, readings = (list(column) for column in zip(*rows, strict=True))
     values = np.zeros(deployment.n_sensors)
     present = np.zeros(deployment.n_sensors, dtype=bool)
-    values[list(sensors)] = readings
-    present[list(sensors)] = True
+    values[sensors] = readings
+    present[sensors] = True
     result = _network.recover_window(network, values, present, warm_start)
     if releases is None:
         releases = PeriodReleases(deployment, store, closed=())
