@@ -90,16 +90,11 @@ class CollectorApp(FastAPI):
     --------
     :func:`create_app` builds one and attaches the collector's ingest endpoints:
 
-    >>> from dpcloak.service.config import Deployment
     >>> from dpcloak.service.store import Store, sqlite_url
     >>> from dpcloak.service.collector import Collector
     >>> from dpcloak.service.http_ingest import IngestEndpoints
-    >>> from dpcloak.sensors import Relation, SensorNetwork
-    >>> from dpcloak.sensors.config import network_to_dict
-    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
-    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
-    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
-    ...                         start=0.0, period_windows=10)
+    >>> from dpcloak.service.examples import two_sensor_deployment
+    >>> deployment = two_sensor_deployment()
     >>> import tempfile
     >>> from pathlib import Path
     >>> tmp = tempfile.TemporaryDirectory()
@@ -128,22 +123,11 @@ def create_app(collector: Collector, *, analyst_token: str) -> CollectorApp:
 
     Examples
     --------
-    >>> from dpcloak.service.config import Deployment
-    >>> from dpcloak.service.store import Store, sqlite_url
     >>> from dpcloak.service.collector import Collector
-    >>> from dpcloak.sensors import Relation, SensorNetwork
-    >>> from dpcloak.sensors.config import network_to_dict
-    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
-    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
-    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
-    ...                         start=0.0, period_windows=10)
     >>> import tempfile
-    >>> from pathlib import Path
+    >>> from dpcloak.service.examples import two_sensor_store
     >>> tmp = tempfile.TemporaryDirectory()
-    >>> directory = Path(tmp.name)
-    >>> store = Store(sqlite_url(directory / "collector.db"))
-    >>> store.migrate()
-    >>> store.register(deployment)
+    >>> deployment, store = two_sensor_store(tmp.name)
     >>> app = create_app(Collector(deployment, store, master_key=bytes(32)), analyst_token="t0ken")
     >>> for path in sorted(r.path for r in app.routes if r.path.startswith("/api/v1/reports")):
     ...     print(path)

@@ -83,27 +83,11 @@ class Collector:
     --------
     A collector saturated beyond ``max_pending`` rows refuses before checking or storing anything:
 
-    >>> import asyncio
-    >>> from dpcloak.service.config import Deployment
-    >>> from dpcloak.service.store import Store, sqlite_url
-    >>> from dpcloak.sensors import Relation, SensorNetwork
-    >>> from dpcloak.sensors.config import network_to_dict
-    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
-    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
-    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
-    ...                         start=0.0, period_windows=10)
-    >>> import tempfile
-    >>> from pathlib import Path
+    >>> import asyncio, tempfile
+    >>> from dpcloak.service.examples import two_sensor_node, two_sensor_store
     >>> tmp = tempfile.TemporaryDirectory()
-    >>> directory = Path(tmp.name)
-    >>> store = Store(sqlite_url(directory / "collector.db"))
-    >>> store.migrate()
-    >>> store.register(deployment)
-    >>> from dpcloak.service.node import SensorNode
-    >>> from dpcloak.service.config import load_credential, write_deployment
-    >>> _ = write_deployment(directory, deployment)
-    >>> node = SensorNode(deployment=deployment, credential=load_credential(directory / "sensors" / "sensor-0.json"),
-    ...                   ledger=directory / "ledger-0.db", url="http://127.0.0.1:9", clock=lambda: 30.0)
+    >>> deployment, store = two_sensor_store(tmp.name)
+    >>> _, node = two_sensor_node(tmp.name)
     >>> from dpcloak.service.ingest import ReportIn
     >>> entry = node.release(12.0)  # window 0 (t = 30 s): noisy, signed and recorded in the ledger
     >>> report = ReportIn(**node.report_body(entry))

@@ -138,12 +138,8 @@ class Deployment:
 
     Examples
     --------
-    >>> from dpcloak.sensors import Relation, SensorNetwork
-    >>> from dpcloak.sensors.config import network_to_dict
-    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
-    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
-    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
-    ...                         start=0.0, period_windows=10)
+    >>> from dpcloak.service.examples import two_sensor_deployment
+    >>> deployment = two_sensor_deployment()
     >>> deployment.window_at(125.0), deployment.window_end(2), deployment.period_of(25)
     (2, 180.0, 2)
     >>> eps, delta = deployment.guarantee(1)  # one reading per sensor
@@ -264,12 +260,8 @@ class SensorCredential:
 
     Examples
     --------
-    >>> from dpcloak.sensors import Relation, SensorNetwork
-    >>> from dpcloak.sensors.config import network_to_dict
-    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
-    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
-    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
-    ...                         start=0.0, period_windows=10)
+    >>> from dpcloak.service.examples import two_sensor_deployment
+    >>> deployment = two_sensor_deployment()
     >>> import tempfile
     >>> from pathlib import Path
     >>> tmp = tempfile.TemporaryDirectory()
@@ -302,12 +294,8 @@ def write_deployment(directory: Path, deployment: Deployment, *, master_key: byt
 
     Examples
     --------
-    >>> from dpcloak.sensors import Relation, SensorNetwork
-    >>> from dpcloak.sensors.config import network_to_dict
-    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
-    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
-    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
-    ...                         start=0.0, period_windows=10)
+    >>> from dpcloak.service.examples import two_sensor_deployment
+    >>> deployment = two_sensor_deployment()
     >>> import tempfile
     >>> from pathlib import Path
     >>> tmp = tempfile.TemporaryDirectory()
@@ -356,12 +344,8 @@ def load_deployment(path: Path) -> Deployment:
 
     Examples
     --------
-    >>> from dpcloak.sensors import Relation, SensorNetwork
-    >>> from dpcloak.sensors.config import network_to_dict
-    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
-    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
-    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
-    ...                         start=0.0, period_windows=10)
+    >>> from dpcloak.service.examples import two_sensor_deployment
+    >>> deployment = two_sensor_deployment()
     >>> import tempfile
     >>> from pathlib import Path
     >>> tmp = tempfile.TemporaryDirectory()
@@ -380,12 +364,8 @@ def load_master_key(directory: Path) -> bytes:
 
     Examples
     --------
-    >>> from dpcloak.sensors import Relation, SensorNetwork
-    >>> from dpcloak.sensors.config import network_to_dict
-    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
-    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
-    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
-    ...                         start=0.0, period_windows=10)
+    >>> from dpcloak.service.examples import two_sensor_deployment
+    >>> deployment = two_sensor_deployment()
     >>> import tempfile
     >>> from pathlib import Path
     >>> tmp = tempfile.TemporaryDirectory()
@@ -410,12 +390,8 @@ def load_credential(path: Path) -> SensorCredential:
 
     Examples
     --------
-    >>> from dpcloak.sensors import Relation, SensorNetwork
-    >>> from dpcloak.sensors.config import network_to_dict
-    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
-    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
-    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
-    ...                         start=0.0, period_windows=10)
+    >>> from dpcloak.service.examples import two_sensor_deployment
+    >>> deployment = two_sensor_deployment()
     >>> import tempfile
     >>> from pathlib import Path
     >>> tmp = tempfile.TemporaryDirectory()

@@ -94,15 +94,11 @@ def simulate(directory: Path, *, url: str, stop: threading.Event, windows: int |
     >>> import tempfile
     >>> import threading
     >>> from pathlib import Path
-    >>> from dpcloak.sensors import Relation, SensorNetwork
-    >>> from dpcloak.sensors.config import network_to_dict
-    >>> from dpcloak.service.config import Deployment, write_deployment
-    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
-    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
+    >>> from dpcloak.service.config import write_deployment
+    >>> from dpcloak.service.examples import two_sensor_deployment
     >>> tmp = tempfile.TemporaryDirectory()
     >>> directory = Path(tmp.name)
-    >>> _ = write_deployment(directory, Deployment(deployment_id="abc123", network=network_to_dict(net),
-    ...                                            window_seconds=60.0, start=0.0, period_windows=10))
+    >>> _ = write_deployment(directory, two_sensor_deployment())
     >>> simulate(directory, url="http://127.0.0.1:9", stop=threading.Event(), windows=0)
     0
     >>> sorted(p.name for p in (directory / "ledgers").iterdir())

@@ -99,22 +99,12 @@ class IngestEndpoints:
 
     >>> import asyncio, json, tempfile
     >>> from pathlib import Path
-    >>> from dpcloak.sensors import Relation, SensorNetwork
-    >>> from dpcloak.sensors.config import network_to_dict
-    >>> from dpcloak.service.config import Deployment, load_credential, write_deployment
-    >>> from dpcloak.service.node import SensorNode
+    >>> from dpcloak.service.examples import two_sensor_node
     >>> from dpcloak.service.store import Store, sqlite_url
-    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
-    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
-    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
-    ...                         start=0.0, period_windows=10)
     >>> tmp = tempfile.TemporaryDirectory()
-    >>> directory = Path(tmp.name)
-    >>> _ = write_deployment(directory, deployment, master_key=bytes(32))
-    >>> node = SensorNode(deployment=deployment, credential=load_credential(directory / "sensors" / "sensor-0.json"),
-    ...                   ledger=directory / "ledger-0.db", url="http://127.0.0.1:9", clock=lambda: 30.0)
+    >>> deployment, node = two_sensor_node(tmp.name, master_key=bytes(32))
     >>> body = json.dumps(node.report_body(node.release(12.0))).encode()
-    >>> store = Store(sqlite_url(directory / "collector.db"))
+    >>> store = Store(sqlite_url(Path(tmp.name) / "collector.db"))
     >>> collector = Collector(deployment, store, master_key=bytes(32), clock=lambda: 30.0)
     >>> endpoints = IngestEndpoints(collector)
     >>> async def session():

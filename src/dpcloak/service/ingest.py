@@ -41,22 +41,10 @@ class ReportIn(BaseModel):
 
     Examples
     --------
-    >>> from dpcloak.service.config import Deployment
-    >>> from dpcloak.sensors import Relation, SensorNetwork
-    >>> from dpcloak.sensors.config import network_to_dict
-    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
-    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
-    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
-    ...                         start=0.0, period_windows=10)
     >>> import tempfile
-    >>> from pathlib import Path
+    >>> from dpcloak.service.examples import two_sensor_node
     >>> tmp = tempfile.TemporaryDirectory()
-    >>> directory = Path(tmp.name)
-    >>> from dpcloak.service.node import SensorNode
-    >>> from dpcloak.service.config import load_credential, write_deployment
-    >>> _ = write_deployment(directory, deployment)
-    >>> node = SensorNode(deployment=deployment, credential=load_credential(directory / "sensors" / "sensor-0.json"),
-    ...                   ledger=directory / "ledger-0.db", url="http://127.0.0.1:9", clock=lambda: 30.0)
+    >>> deployment, node = two_sensor_node(tmp.name)
     >>> from dpcloak.service.ingest import ReportIn
     >>> entry = node.release(12.0)  # window 0 (t = 30 s): noisy, signed and recorded in the ledger
     >>> report = ReportIn(**node.report_body(entry))
@@ -90,22 +78,10 @@ class BatchIn(BaseModel):
 
     Examples
     --------
-    >>> from dpcloak.service.config import Deployment
-    >>> from dpcloak.sensors import Relation, SensorNetwork
-    >>> from dpcloak.sensors.config import network_to_dict
-    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
-    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
-    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
-    ...                         start=0.0, period_windows=10)
     >>> import tempfile
-    >>> from pathlib import Path
+    >>> from dpcloak.service.examples import two_sensor_node
     >>> tmp = tempfile.TemporaryDirectory()
-    >>> directory = Path(tmp.name)
-    >>> from dpcloak.service.node import SensorNode
-    >>> from dpcloak.service.config import load_credential, write_deployment
-    >>> _ = write_deployment(directory, deployment)
-    >>> node = SensorNode(deployment=deployment, credential=load_credential(directory / "sensors" / "sensor-0.json"),
-    ...                   ledger=directory / "ledger-0.db", url="http://127.0.0.1:9", clock=lambda: 30.0)
+    >>> deployment, node = two_sensor_node(tmp.name)
     >>> bodies = [node.report_body(node.release(v, window=w)) for w, v in [(0, 3.0), (1, 4.0)]]
     >>> batch = BatchIn(reports=bodies)
     >>> [r.window for r in batch.reports]
@@ -147,28 +123,15 @@ class Verifier:
 
     Examples
     --------
-    >>> from dpcloak.service.config import Deployment
-    >>> from dpcloak.service.config import load_master_key, sensor_key
-    >>> from dpcloak.sensors import Relation, SensorNetwork
-    >>> from dpcloak.sensors.config import network_to_dict
-    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
-    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
-    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
-    ...                         start=0.0, period_windows=10)
+    >>> from dpcloak.service.config import sensor_key
     >>> import tempfile
-    >>> from pathlib import Path
+    >>> from dpcloak.service.examples import two_sensor_node
     >>> tmp = tempfile.TemporaryDirectory()
-    >>> directory = Path(tmp.name)
-    >>> from dpcloak.service.node import SensorNode
-    >>> from dpcloak.service.config import load_credential, write_deployment
-    >>> _ = write_deployment(directory, deployment)
-    >>> node = SensorNode(deployment=deployment, credential=load_credential(directory / "sensors" / "sensor-0.json"),
-    ...                   ledger=directory / "ledger-0.db", url="http://127.0.0.1:9", clock=lambda: 30.0)
+    >>> deployment, node = two_sensor_node(tmp.name, master_key=bytes(32))
     >>> from dpcloak.service.ingest import ReportIn
     >>> entry = node.release(12.0)  # window 0 (t = 30 s): noisy, signed and recorded in the ledger
     >>> report = ReportIn(**node.report_body(entry))
-    >>> master = load_master_key(directory)
-    >>> keys = [sensor_key(master, deployment_id="abc123", sensor=j) for j in range(2)]
+    >>> keys = [sensor_key(bytes(32), deployment_id="abc123", sensor=j) for j in range(2)]
     >>> verifier = Verifier(deployment, sensor_keys=keys)
     >>> verifier.check(report, now=30.0, closed=False) is None  # accepted
     True

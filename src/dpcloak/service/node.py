@@ -95,13 +95,8 @@ class SensorNode:
 
     Examples
     --------
-    >>> from dpcloak.service.config import Deployment
-    >>> from dpcloak.sensors import Relation, SensorNetwork
-    >>> from dpcloak.sensors.config import network_to_dict
-    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
-    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
-    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
-    ...                         start=0.0, period_windows=10)
+    >>> from dpcloak.service.examples import two_sensor_deployment
+    >>> deployment = two_sensor_deployment()
     >>> import tempfile
     >>> from pathlib import Path
     >>> tmp = tempfile.TemporaryDirectory()

@@ -22,14 +22,9 @@ def build_app(directory: Path, *, db_url: str | None = None, close_interval: flo
 
     Examples
     --------
-    >>> from dpcloak.service.config import Deployment
     >>> from dpcloak.service.config import write_deployment
-    >>> from dpcloak.sensors import Relation, SensorNetwork
-    >>> from dpcloak.sensors.config import network_to_dict
-    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
-    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
-    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
-    ...                         start=0.0, period_windows=10)
+    >>> from dpcloak.service.examples import two_sensor_deployment
+    >>> deployment = two_sensor_deployment()
     >>> import tempfile
     >>> from pathlib import Path
     >>> tmp = tempfile.TemporaryDirectory()
@@ -55,14 +50,9 @@ def dashboard_url(directory: Path, *, host: str, port: int) -> str:
 
     Examples
     --------
-    >>> from dpcloak.service.config import Deployment
     >>> from dpcloak.service.config import analyst_token, load_master_key, write_deployment
-    >>> from dpcloak.sensors import Relation, SensorNetwork
-    >>> from dpcloak.sensors.config import network_to_dict
-    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
-    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
-    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
-    ...                         start=0.0, period_windows=10)
+    >>> from dpcloak.service.examples import two_sensor_deployment
+    >>> deployment = two_sensor_deployment()
     >>> import tempfile
     >>> from pathlib import Path
     >>> tmp = tempfile.TemporaryDirectory()
@@ -88,15 +78,10 @@ def serve(app: Any, *, host: str, port: int, log_level: str = "warning") -> None
     ``serve`` blocks until interrupted, so it is run in its own process or thread; the app it serves
     comes from :func:`build_app`:
 
-    >>> from dpcloak.service.config import Deployment
     >>> from dpcloak.service.config import write_deployment
     >>> import inspect
-    >>> from dpcloak.sensors import Relation, SensorNetwork
-    >>> from dpcloak.sensors.config import network_to_dict
-    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
-    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
-    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
-    ...                         start=0.0, period_windows=10)
+    >>> from dpcloak.service.examples import two_sensor_deployment
+    >>> deployment = two_sensor_deployment()
     >>> import tempfile
     >>> from pathlib import Path
     >>> tmp = tempfile.TemporaryDirectory()

@@ -21,13 +21,8 @@ def guarantee_words(deployment: Deployment) -> str:
 
     Examples
     --------
-    >>> from dpcloak.service.config import Deployment
-    >>> from dpcloak.sensors import Relation, SensorNetwork
-    >>> from dpcloak.sensors.config import network_to_dict
-    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
-    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
-    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
-    ...                         start=0.0, period_windows=10)
+    >>> from dpcloak.service.examples import two_sensor_deployment
+    >>> deployment = two_sensor_deployment()
     >>> import textwrap
     >>> print(textwrap.fill(guarantee_words(deployment), 100))
     Every sensor adds exact discrete Gaussian noise (sigma = 4.301 people) to its count before it leaves
@@ -60,13 +55,8 @@ def deployment_view(deployment: Deployment, *, now: float) -> dict[str, Any]:
 
     Examples
     --------
-    >>> from dpcloak.service.config import Deployment
-    >>> from dpcloak.sensors import Relation, SensorNetwork
-    >>> from dpcloak.sensors.config import network_to_dict
-    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
-    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
-    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
-    ...                         start=0.0, period_windows=10)
+    >>> from dpcloak.service.examples import two_sensor_deployment
+    >>> deployment = two_sensor_deployment()
     >>> view = deployment_view(deployment, now=125.0)
     >>> view["deployment_id"], view["n_sensors"], view["window_seconds"], view["current_window"]
     ('abc123', 2, 60.0, 2)
@@ -101,21 +91,10 @@ def sensors_view(deployment: Deployment, store: Store, now: float) -> dict[str, 
 
     Examples
     --------
-    >>> from dpcloak.service.config import Deployment
-    >>> from dpcloak.service.store import Store, sqlite_url
-    >>> from dpcloak.sensors import Relation, SensorNetwork
-    >>> from dpcloak.sensors.config import network_to_dict
-    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
-    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
-    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
-    ...                         start=0.0, period_windows=10)
     >>> import tempfile
-    >>> from pathlib import Path
+    >>> from dpcloak.service.examples import two_sensor_store
     >>> tmp = tempfile.TemporaryDirectory()
-    >>> directory = Path(tmp.name)
-    >>> store = Store(sqlite_url(directory / "collector.db"))
-    >>> store.migrate()
-    >>> store.register(deployment)
+    >>> deployment, store = two_sensor_store(tmp.name)
     >>> _ = store.insert_reports([{"deployment_id": "abc123", "sensor_id": 0, "window": 0, "report_id": "r-0",
     ...                         "value": 10.0, "mac": "00", "received_at": 30.0}])
     >>> view = sensors_view(deployment, store, now=45.0)
@@ -141,25 +120,10 @@ def export_rows(deployment: Deployment, store: Store) -> list[tuple[Any, ...]]:
 
     Examples
     --------
-    >>> from dpcloak.service.config import Deployment
-    >>> from dpcloak.service.store import Store, sqlite_url
-    >>> from dpcloak.sensors import Relation, SensorNetwork
-    >>> from dpcloak.sensors.config import network_to_dict
-    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
-    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
-    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
-    ...                         start=0.0, period_windows=10)
     >>> import tempfile
-    >>> from pathlib import Path
+    >>> from dpcloak.service.examples import two_sensor_store
     >>> tmp = tempfile.TemporaryDirectory()
-    >>> directory = Path(tmp.name)
-    >>> store = Store(sqlite_url(directory / "collector.db"))
-    >>> store.migrate()
-    >>> store.register(deployment)
-    >>> _ = store.insert_reports([{"deployment_id": "abc123", "sensor_id": 0, "window": 0, "report_id": "r-0",
-    ...                         "value": 10.0, "mac": "00", "received_at": 30.0}])
-    >>> from dpcloak.service.windows import WindowRecovery
-    >>> _ = WindowRecovery(deployment, store).close(0)
+    >>> deployment, store = two_sensor_store(tmp.name, reading=10.0)
     >>> rows = export_rows(deployment, store)
     >>> len(rows), len(rows[0]) == len(EXPORT_COLUMNS)
     (2, True)
@@ -180,25 +144,10 @@ def export_csv(deployment: Deployment, store: Store) -> str:
 
     Examples
     --------
-    >>> from dpcloak.service.config import Deployment
-    >>> from dpcloak.service.store import Store, sqlite_url
-    >>> from dpcloak.sensors import Relation, SensorNetwork
-    >>> from dpcloak.sensors.config import network_to_dict
-    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
-    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
-    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
-    ...                         start=0.0, period_windows=10)
     >>> import tempfile
-    >>> from pathlib import Path
+    >>> from dpcloak.service.examples import two_sensor_store
     >>> tmp = tempfile.TemporaryDirectory()
-    >>> directory = Path(tmp.name)
-    >>> store = Store(sqlite_url(directory / "collector.db"))
-    >>> store.migrate()
-    >>> store.register(deployment)
-    >>> _ = store.insert_reports([{"deployment_id": "abc123", "sensor_id": 0, "window": 0, "report_id": "r-0",
-    ...                         "value": 10.0, "mac": "00", "received_at": 30.0}])
-    >>> from dpcloak.service.windows import WindowRecovery
-    >>> _ = WindowRecovery(deployment, store).close(0)
+    >>> deployment, store = two_sensor_store(tmp.name, reading=10.0)
     >>> text = export_csv(deployment, store)
     >>> text.splitlines()[0] == ",".join(EXPORT_COLUMNS), len(text.splitlines())
     (True, 3)
@@ -217,25 +166,10 @@ def export_parquet(deployment: Deployment, store: Store) -> bytes | None:
 
     Examples
     --------
-    >>> from dpcloak.service.config import Deployment
-    >>> from dpcloak.service.store import Store, sqlite_url
-    >>> from dpcloak.sensors import Relation, SensorNetwork
-    >>> from dpcloak.sensors.config import network_to_dict
-    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
-    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
-    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
-    ...                         start=0.0, period_windows=10)
     >>> import tempfile
-    >>> from pathlib import Path
+    >>> from dpcloak.service.examples import two_sensor_store
     >>> tmp = tempfile.TemporaryDirectory()
-    >>> directory = Path(tmp.name)
-    >>> store = Store(sqlite_url(directory / "collector.db"))
-    >>> store.migrate()
-    >>> store.register(deployment)
-    >>> _ = store.insert_reports([{"deployment_id": "abc123", "sensor_id": 0, "window": 0, "report_id": "r-0",
-    ...                         "value": 10.0, "mac": "00", "received_at": 30.0}])
-    >>> from dpcloak.service.windows import WindowRecovery
-    >>> _ = WindowRecovery(deployment, store).close(0)
+    >>> deployment, store = two_sensor_store(tmp.name, reading=10.0)
     >>> import io
     >>> import pandas as pd
     >>> frame = pd.read_parquet(io.BytesIO(export_parquet(deployment, store)))

@@ -42,21 +42,10 @@ def recover_window_record(deployment: Deployment, store: Store, window: int,
 
     Examples
     --------
-    >>> from dpcloak.service.config import Deployment
-    >>> from dpcloak.service.store import Store, sqlite_url
-    >>> from dpcloak.sensors import Relation, SensorNetwork
-    >>> from dpcloak.sensors.config import network_to_dict
-    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
-    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
-    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
-    ...                         start=0.0, period_windows=10)
     >>> import tempfile
-    >>> from pathlib import Path
+    >>> from dpcloak.service.examples import two_sensor_store
     >>> tmp = tempfile.TemporaryDirectory()
-    >>> directory = Path(tmp.name)
-    >>> store = Store(sqlite_url(directory / "collector.db"))
-    >>> store.migrate()
-    >>> store.register(deployment)
+    >>> deployment, store = two_sensor_store(tmp.name)
     >>> recover_window_record(deployment, store, 0) is None  # nobody reported
     True
     >>> _ = store.insert_reports([{"deployment_id": "abc123", "sensor_id": 0, "window": 0, "report_id": "r-0",
@@ -116,21 +105,10 @@ class PeriodReleases:
     --------
     Sensor 0 reports in windows 0 and 1, sensor 1 only in window 1; window 0 is closed:
 
-    >>> from dpcloak.service.config import Deployment
-    >>> from dpcloak.service.store import Store, sqlite_url
-    >>> from dpcloak.sensors import Relation, SensorNetwork
-    >>> from dpcloak.sensors.config import network_to_dict
-    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
-    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
-    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
-    ...                         start=0.0, period_windows=10)
     >>> import tempfile
-    >>> from pathlib import Path
+    >>> from dpcloak.service.examples import two_sensor_store
     >>> tmp = tempfile.TemporaryDirectory()
-    >>> directory = Path(tmp.name)
-    >>> store = Store(sqlite_url(directory / "collector.db"))
-    >>> store.migrate()
-    >>> store.register(deployment)
+    >>> deployment, store = two_sensor_store(tmp.name)
     >>> import numpy as np
     >>> _ = store.insert_reports([{"deployment_id": "abc123", "sensor_id": j, "window": w, "report_id": f"r-{j}-{w}",
     ...                         "value": 5.0, "mac": "00", "received_at": 60.0 * w + 30}
@@ -244,21 +222,10 @@ class WindowRecovery:
 
     Examples
     --------
-    >>> from dpcloak.service.config import Deployment
-    >>> from dpcloak.service.store import Store, sqlite_url
-    >>> from dpcloak.sensors import Relation, SensorNetwork
-    >>> from dpcloak.sensors.config import network_to_dict
-    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
-    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
-    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
-    ...                         start=0.0, period_windows=10)
     >>> import tempfile
-    >>> from pathlib import Path
+    >>> from dpcloak.service.examples import two_sensor_store
     >>> tmp = tempfile.TemporaryDirectory()
-    >>> directory = Path(tmp.name)
-    >>> store = Store(sqlite_url(directory / "collector.db"))
-    >>> store.migrate()
-    >>> store.register(deployment)
+    >>> deployment, store = two_sensor_store(tmp.name)
     >>> _ = store.insert_reports([{"deployment_id": "abc123", "sensor_id": j, "window": w, "report_id": f"r-{j}-{w}",
     ...                         "value": 5.0, "mac": "00", "received_at": 60.0 * w + 30}
     ...                        for j in range(2) for w in range(2)])
@@ -305,21 +272,10 @@ def start_worker(deployment: dict[str, Any], db_url: str, niceness: int) -> None
     --------
     The collector's recovery process, here on a two-sensor deployment whose window 0 has two reports:
 
-    >>> from dpcloak.service.config import Deployment
-    >>> from dpcloak.service.store import Store, sqlite_url
-    >>> from dpcloak.sensors import Relation, SensorNetwork
-    >>> from dpcloak.sensors.config import network_to_dict
-    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
-    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
-    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
-    ...                         start=0.0, period_windows=10)
     >>> import tempfile
-    >>> from pathlib import Path
+    >>> from dpcloak.service.examples import two_sensor_store
     >>> tmp = tempfile.TemporaryDirectory()
-    >>> directory = Path(tmp.name)
-    >>> store = Store(sqlite_url(directory / "collector.db"))
-    >>> store.migrate()
-    >>> store.register(deployment)
+    >>> deployment, store = two_sensor_store(tmp.name)
     >>> _ = store.insert_reports([{"deployment_id": "abc123", "sensor_id": j, "window": 0, "report_id": f"r-{j}",
     ...                         "value": 5.0, "mac": "00", "received_at": 30.0} for j in range(2)])
     >>> import multiprocessing

@@ -28,21 +28,10 @@ class GroupWriter:
     newly filled (a report for a taken slot stores nothing):
 
     >>> import asyncio
-    >>> from dpcloak.service.config import Deployment
-    >>> from dpcloak.service.store import Store, sqlite_url
-    >>> from dpcloak.sensors import Relation, SensorNetwork
-    >>> from dpcloak.sensors.config import network_to_dict
-    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
-    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
-    >>> deployment = Deployment(deployment_id="abc123", network=network_to_dict(net), window_seconds=60.0,
-    ...                         start=0.0, period_windows=10)
     >>> import tempfile
-    >>> from pathlib import Path
+    >>> from dpcloak.service.examples import two_sensor_store
     >>> tmp = tempfile.TemporaryDirectory()
-    >>> directory = Path(tmp.name)
-    >>> store = Store(sqlite_url(directory / "collector.db"))
-    >>> store.migrate()
-    >>> store.register(deployment)
+    >>> deployment, store = two_sensor_store(tmp.name)
     >>> row = {"deployment_id": "abc123", "sensor_id": 0, "window": 0, "report_id": "r-0", "value": 1.0,
     ...        "mac": "00", "received_at": 30.0}
     >>> async def main():
