@@ -19,6 +19,16 @@ def test_sites_metric_and_pairs_are_euclidean():
     np.testing.assert_allclose(sites.neighbour_steps(), d[pairs[:, 0], pairs[:, 1]])
 
 
+def test_sites_distances_are_kept_and_read_only():
+    pos = np.random.default_rng(1).uniform(0, 50, (5, 2))
+    sites = Sites(pos)
+    first = sites.distances()
+    assert sites.distances() is first  # computed once: every EMD of a sensor network reuses it
+    with pytest.raises(ValueError, match="read-only"):
+        first[0, 1] = 0.0
+    np.testing.assert_allclose(first, np.linalg.norm(pos[:, None] - pos[None], axis=2), atol=1e-12)
+
+
 def test_sites_refuse_co_located_points():
     with pytest.raises(InvalidParameterError, match=r"points 0 and 2 are both at \(1.0, 2.0\).*merge"):
         Sites([[1.0, 2.0], [5.0, 5.0], [1.0, 2.0]])

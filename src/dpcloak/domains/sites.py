@@ -85,8 +85,14 @@ class Sites(Domain):
         return np.array(self.positions)
 
     def distances(self) -> NDArray[np.float64]:
-        diff = self.positions[:, None, :] - self.positions[None, :, :]
-        return np.asarray(np.sqrt((diff**2).sum(axis=2)))
+        """The Euclidean distance matrix, computed once and kept (read-only): every EMD on the sites uses it."""
+        cached = self.__dict__.get("_distances")
+        if cached is None:
+            diff = self.positions[:, None, :] - self.positions[None, :, :]
+            cached = np.sqrt((diff**2).sum(axis=2))
+            cached.setflags(write=False)
+            object.__setattr__(self, "_distances", cached)
+        return np.asarray(cached)
 
 
 def as_sites(positions: ArrayLike | Sites) -> Sites:

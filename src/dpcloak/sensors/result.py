@@ -183,8 +183,11 @@ def recover_sources(
         gen = as_generator(rng)
         fitted = model.matvec(rec.x)
         known: dict[bytes, float] = {}  # a draw whose noisy readings fall in the ball recovers the empty map
+        start = rec
         for _ in range(draws):
-            again = _solve(model, fitted + gen.normal(0.0, sigma, p), radius, rec)
+            again = _solve(model, fitted + gen.normal(0.0, sigma, p), radius, start)
+            if again.x.any():  # draws resemble each other more than the estimate, out of reach or not
+                start = again
             key = again.x.tobytes()  # the same map as an earlier draw: the same (deterministic) EMD
             if key not in known:
                 known[key] = emd(rec.x, again.x, domain)
