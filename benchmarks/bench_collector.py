@@ -10,7 +10,12 @@ fresh database file each):
 * **minimal** — one idiomatic FastAPI route taking the same JSON body (the same pydantic models) and
   inserting the same row into the same ``reports`` table (what a user would write who needs only storage).
 
-Workloads: single-reading requests (one report per request) and gateway batches of 100 reports.
+Workloads: single-reading requests (one report per request) and gateway batches of 100 reports. Both
+servers run side by side and take turns: the windows are split into rounds (4; ``--quick`` 2) and in
+each round one server, then the other, gets its share of both workloads, the order alternating, so a
+drift of the machine's speed during the run falls on both alike (run one after the other, the ratio
+moved between 1.4x and 2.1x across three runs). After each of its turns the collector's recovery
+process is let finish before the peer's turn, so the two never compete for the cores.
 Printed: readings/s, requests/s, p50/p99 acknowledgement latency, the server's CPU time per reading
 (with its child processes; less sensitive to other users of the machine than wall time), the
 collector-to-minimal ratio of time per reading (wall and CPU), the all-in CPU ratio including every
@@ -20,7 +25,7 @@ recovery process, which the per-reading ratio with recovery uses), and the load 
 endpoint per reading. The load generator is a lean asyncio HTTP/1.1 client (keep-alive connections)
 sharing the machine's cores with the server. Results: ``benchmarks/results/bench_collector.json``.
 
-Run: ``PYTHONPATH=src python benchmarks/bench_collector.py [--quick]`` (about 20 s; ``--quick`` about 14 s
+Run: ``PYTHONPATH=src python benchmarks/bench_collector.py [--quick]`` (about 22 s; ``--quick`` about 14 s
 on an idle 2-core machine, start-up and report preparation included).
 """
 
@@ -29,6 +34,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import itertools
 import json
 import os
 import shutil
@@ -156,11 +162,22 @@ def drive(port: int, bodies: list[tuple[str, Any, int]], connections: int = CONN
     cpu0 = time.process_time()
     elapsed, latencies, statuses = asyncio.run(run())
     client_cpu = time.process_time() - cpu0
-    readings = sum(n for _, n in payloads)
-    q = statistics.quantiles(latencies, n=100)
-    return {"elapsed": elapsed, "requests": len(payloads), "readings": readings, "req_s": len(payloads) / elapsed,
+    return {"elapsed": elapsed, "requests": len(payloads), "readings": sum(n for _, n in payloads),
+            "latencies": latencies, "statuses": statuses, "client_cpu": client_cpu}
+
+
+def combine(parts: list[dict[str, Any]]) -> dict[str, Any]:
+    """One workload's rounds as one measurement: totals over the rounds, rates and percentiles of all of them."""
+    elapsed, requests, readings = (sum(p[k] for p in parts) for k in ("elapsed", "requests", "readings"))
+    q = statistics.quantiles([x for p in parts for x in p["latencies"]], n=100)
+    statuses: dict[int, int] = {}
+    for p in parts:
+        for status, count in p["statuses"].items():
+            statuses[status] = statuses.get(status, 0) + count
+    return {"elapsed": elapsed, "requests": requests, "readings": readings, "req_s": requests / elapsed,
             "readings_s": readings / elapsed, "p50_ms": 1e3 * q[49], "p99_ms": 1e3 * q[98], "statuses": statuses,
-            "client_cpu_share": client_cpu / elapsed}
+            "client_cpu_share": sum(p["client_cpu"] for p in parts) / elapsed,
+            "server_cpu_us_per_reading": 1e6 * sum(p["server_cpu_s"] for p in parts) / readings}
 
 
 # --- servers ----------------------------------------------------------------------------------------------------
@@ -233,7 +250,7 @@ def measure(port: int, proc: subprocess.Popen[bytes], bodies: list[tuple[str, An
     process is left out here and counted in the all-in figure)."""
     cpu0 = shared.cpu_seconds(proc.pid)
     out = drive(port, bodies, connections)
-    out["server_cpu_us_per_reading"] = 1e6 * (shared.cpu_seconds(proc.pid) - cpu0) / out["readings"]
+    out["server_cpu_s"] = shared.cpu_seconds(proc.pid) - cpu0
     return out
 
 
@@ -257,32 +274,51 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         print(f"recovery of one {net.n_sensors} x {net.n_sources} window (warm-started, one BLAS thread, median of "
               f"5): {1e3 * recovery['cpu_s_draws8']:.0f} ms CPU / {1e3 * recovery['wall_s_draws8']:.0f} ms wall with "
               f"the 8-draw bootstrap uncertainty, {1e3 * recovery['cpu_s_draws0']:.0f} ms CPU without it", flush=True)
-        single = [("/api/v1/reports", r, 1) for window in reports[:args.windows_single] for r in window]
-        batches = [("/api/v1/reports/batch", {"reports": window[i:i + 100]}, 100)
-                   for window in reports[args.windows_single:] for i in range(0, SENSORS, 100)]
+        single = [[("/api/v1/reports", r, 1) for r in window] for window in reports[:args.windows_single]]
+        batches = [[("/api/v1/reports/batch", {"reports": window[i:i + 100]}, 100) for i in range(0, SENSORS, 100)]
+                   for window in reports[args.windows_single:]]
+        workloads = {"single": rounds_of(single, args.rounds), "batch": rounds_of(batches, args.rounds)}
+        parts: dict[str, list[dict[str, Any]]] = {}
         results: dict[str, dict[str, Any]] = {}
-        for kind in ("minimal", "collector"):
-            db = work / f"{kind}.db"
-            with server(kind, work, db) as (port, proc):
-                start = time.perf_counter()
-                cpu0, main0 = shared.cpu_seconds(proc.pid, descendants=True), shared.cpu_seconds(proc.pid)
-                results[kind + "/single"] = measure(port, proc, single, args.connections)
-                results[kind + "/batch"] = measure(port, proc, batches, args.connections)
-                extra: dict[str, Any] = {"peak_rss_mb": _peak_rss_mb(proc.pid)}
-                if kind == "collector":  # every window is full: wait (bounded) until each one is recovered
-                    deadline = time.monotonic() + args.recovery_wait
-                    while _sql(db, "SELECT COUNT(*) FROM windows")[0] < total and time.monotonic() < deadline:
-                        time.sleep(0.2)
-                    extra["windows_recovered"] = int(_sql(db, "SELECT COUNT(*) FROM windows")[0])
-                    extra["all_recovered_s"] = time.perf_counter() - start
-                cpu1, main1 = shared.cpu_seconds(proc.pid, descendants=True), shared.cpu_seconds(proc.pid)
-                extra["server_cpu_s"] = cpu1 - cpu0
-                extra["children_cpu_s"] = (cpu1 - main1) - (cpu0 - main0)  # the collector's: its recovery process
-                extra["stored"] = int(_sql(db, "SELECT COUNT(*) FROM reports")[0])
-                results[kind] = extra
+        with contextlib.ExitStack() as stack:
+            servers = {kind: stack.enter_context(server(kind, work, work / f"{kind}.db"))
+                       for kind in ("minimal", "collector")}
+            cpu0 = {kind: (shared.cpu_seconds(proc.pid, descendants=True), shared.cpu_seconds(proc.pid))
+                    for kind, (_, proc) in servers.items()}
+            for r in range(args.rounds):  # interleaved, the order alternating: drift of the machine hits both alike
+                for kind in ("minimal", "collector")[::1 if r % 2 == 0 else -1]:
+                    port, proc = servers[kind]
+                    for load, chunks in workloads.items():
+                        parts.setdefault(f"{kind}/{load}", []).append(measure(port, proc, chunks[r],
+                                                                              args.connections))
+                    if kind == "collector":  # let its recovery process finish before the peer's turn
+                        _settle(proc.pid)
+            last_request = time.perf_counter()
+            db = work / "collector.db"
+            deadline = time.monotonic() + args.recovery_wait  # every window is full: each one is recovered
+            while _sql(db, "SELECT COUNT(*) FROM windows")[0] < total and time.monotonic() < deadline:
+                time.sleep(0.2)
+            recovered_after = time.perf_counter() - last_request
+            for kind, (_, proc) in servers.items():
+                cpu, main_cpu = shared.cpu_seconds(proc.pid, descendants=True), shared.cpu_seconds(proc.pid)
+                results[kind] = {"peak_rss_mb": _peak_rss_mb(proc.pid), "server_cpu_s": cpu - cpu0[kind][0],
+                                 # the collector's children: its recovery process
+                                 "children_cpu_s": (cpu - main_cpu) - (cpu0[kind][0] - cpu0[kind][1]),
+                                 "stored": int(_sql(work / f"{kind}.db", "SELECT COUNT(*) FROM reports")[0])}
+            results["collector"]["windows_recovered"] = int(_sql(db, "SELECT COUNT(*) FROM windows")[0])
+            results["collector"]["recovered_after_s"] = recovered_after
+        results.update({key: combine(value) for key, value in parts.items()})
         return {"results": results, "total": total, "expected": total * SENSORS, "recovery": recovery}
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def rounds_of(windows: list[list[tuple[str, Any, int]]], rounds: int) -> list[list[tuple[str, Any, int]]]:
+    """The windows' requests in ``rounds`` parts of whole windows, as equal as they divide."""
+    if len(windows) < rounds:
+        raise SystemExit(f"bench_collector: {len(windows)} windows cannot make {rounds} rounds")
+    edges = [len(windows) * r // rounds for r in range(rounds + 1)]
+    return [[body for window in windows[a:b] for body in window] for a, b in itertools.pairwise(edges)]
 
 
 def recovery_cost(dep: Any, reports: list[list[dict[str, Any]]]) -> dict[str, float]:
@@ -322,6 +358,8 @@ def main() -> None:
     parser.add_argument("--windows-batch", type=int, default=None, help="windows sent as gateway batches of 100")
     parser.add_argument("--connections", type=int, default=CONNECTIONS, help="concurrent keep-alive connections")
     parser.add_argument("--recovery-wait", type=float, default=None, help="seconds to wait for the last recoveries")
+    parser.add_argument("--rounds", type=int, default=None,
+                        help="interleaved rounds of each server (default 4, quick 2)")
     parser.add_argument("--json", type=Path, default=Path(__file__).parent / "results" / "bench_collector.json",
                         help="where to write the results")
     parser.add_argument("--serve-minimal", nargs=3, metavar=("DB_URL", "DEPLOYMENT", "PORT"), help=argparse.SUPPRESS)
@@ -333,8 +371,8 @@ def main() -> None:
         uvicorn.run(minimal_app(db_url, dep_dir), host="127.0.0.1", port=int(port), log_level="warning",
                     access_log=False)
         return
-    quick = {"windows_single": 2, "windows_batch": 8, "recovery_wait": 5.0}
-    full = {"windows_single": 8, "windows_batch": 50, "recovery_wait": 40.0}
+    quick = {"windows_single": 2, "windows_batch": 8, "recovery_wait": 5.0, "rounds": 2}
+    full = {"windows_single": 8, "windows_batch": 48, "recovery_wait": 40.0, "rounds": 4}
     for name, value in (quick if args.quick else full).items():
         if getattr(args, name) is None:
             setattr(args, name, value)
@@ -389,7 +427,8 @@ def main() -> None:
     stored_ok = res["minimal"]["stored"] == col["stored"] == out["expected"]
     print(f"rows stored: minimal {res['minimal']['stored']}, collector {col['stored']} (expected {out['expected']}"
           f"{'' if stored_ok else ' -- MISMATCH'}); windows recovered: {col['windows_recovered']} of {total}, the "
-          f"last {col['all_recovered_s']:.1f} s after the first request (recovery runs in a lower-priority process)")
+          f"last {col['recovered_after_s']:.1f} s after the last request (recovery runs in a lower-priority process, "
+          "which each round lets finish before the other server's turn)")
     print(f"goals: single-reading requests/s >= 2000: {res['collector/single']['req_s']:.0f}; batched readings/s "
           f">= 20000: {res['collector/batch']['readings_s']:.0f}; load average {_load()} after the run; "
           f"{time.perf_counter() - began:.0f} s in all")
@@ -402,7 +441,7 @@ def main() -> None:
         "quick": bool(args.quick), "cores": os.cpu_count(), "sensors": SENSORS, "connections": args.connections,
         "windows": total, "windows_recovered": col["windows_recovered"], "all_in_cpu_ratio": all_in,
         "recovery_per_window": out["recovery"], "recovery_cpu_s_per_window_measured": recovery_window_s,
-        "all_recovered_s": col["all_recovered_s"],
+        "recovered_after_s": col["recovered_after_s"], "rounds": args.rounds,
         "stored": {"collector": col["stored"], "minimal": res["minimal"]["stored"], "expected": out["expected"]},
     }, indent=2) + "\n")
     print(f"results written to {args.json}")
