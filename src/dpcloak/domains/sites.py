@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -86,13 +87,14 @@ class Sites(Domain):
 
     def distances(self) -> NDArray[np.float64]:
         """The Euclidean distance matrix, computed once and kept (read-only): every EMD on the sites uses it."""
-        cached = self.__dict__.get("_distances")
-        if cached is None:
-            diff = self.positions[:, None, :] - self.positions[None, :, :]
-            cached = np.sqrt((diff**2).sum(axis=2))
-            cached.setflags(write=False)
-            object.__setattr__(self, "_distances", cached)
-        return np.asarray(cached)
+        return self._distance_matrix
+
+    @cached_property
+    def _distance_matrix(self) -> NDArray[np.float64]:
+        diff = self.positions[:, None, :] - self.positions[None, :, :]
+        matrix = np.sqrt((diff**2).sum(axis=2))
+        matrix.setflags(write=False)
+        return matrix
 
 
 def as_sites(positions: ArrayLike | Sites) -> Sites:
