@@ -8,9 +8,12 @@ one-minute windows.
 
 from __future__ import annotations
 
+from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import Any
 
+from dpcloak._validation import check_real
+from dpcloak.errors import InvalidParameterError
 from dpcloak.sensors import Relation, SensorNetwork
 from dpcloak.sensors.config import network_to_dict
 from dpcloak.service.config import SENSOR_DIR, Deployment, load_credential, write_deployment
@@ -46,7 +49,16 @@ def two_sensor_deployment(**fields: Any) -> Deployment:
     ('abc123', 60.0, 10)
     >>> two_sensor_deployment(grace_seconds=0.0).grace_seconds
     0.0
+    >>> two_sensor_deployment(window=5)
+    Traceback (most recent call last):
+        ...
+    dpcloak.errors.InvalidParameterError: unknown Deployment field(s) window; the fields are ...
     """
+    known = [f.name for f in dataclass_fields(Deployment)]
+    unknown = sorted(set(fields) - set(known))
+    if unknown:
+        raise InvalidParameterError(f"unknown Deployment field(s) {', '.join(unknown)}; the fields are "
+                                    f"{', '.join(known)}")
     values: dict[str, Any] = {"deployment_id": "abc123", "network": network_to_dict(two_sensor_network()),
                               "window_seconds": 60.0, "start": 0.0, "period_windows": 10}
     values.update(fields)
@@ -66,16 +78,21 @@ def two_sensor_store(directory: str | Path, *, reading: float | None = None) -> 
     >>> deployment, store = two_sensor_store(tmp.name, reading=10.0)
     >>> store.window_readings("abc123", 0), [r.window for r in store.windows("abc123")]
     ([(0, 10.0)], [0])
+    >>> two_sensor_store(tmp.name, reading=float("nan"))
+    Traceback (most recent call last):
+        ...
+    dpcloak.errors.InvalidParameterError: reading must be a finite real number, got nan
     >>> store.dispose()
     >>> tmp.cleanup()
     """
+    value = None if reading is None else check_real("reading", reading)
     deployment = two_sensor_deployment()
     store = Store(sqlite_url(Path(directory) / "collector.db"))
     store.migrate()
     store.register(deployment)
-    if reading is not None:
+    if value is not None:
         store.insert_reports([{"deployment_id": deployment.deployment_id, "sensor_id": 0, "window": 0,
-                               "report_id": "r-0", "value": float(reading), "mac": "00", "received_at": 30.0}])
+                               "report_id": "r-0", "value": value, "mac": "00", "received_at": 30.0}])
         WindowRecovery(deployment, store).close(0)
     return deployment, store
 
