@@ -1,5 +1,7 @@
 """Sites (points in metres) and proximity graphs: against scipy/numpy distances and networkx."""
 
+import pickle
+
 import networkx as nx
 import numpy as np
 import pytest
@@ -27,6 +29,9 @@ def test_sites_distances_are_kept_and_read_only():
     with pytest.raises(ValueError, match="read-only"):
         first[0, 1] = 0.0
     np.testing.assert_allclose(first, np.linalg.norm(pos[:, None] - pos[None], axis=2), atol=1e-12)
+    copy = pickle.loads(pickle.dumps(sites))  # pickle restores arrays writeable: the copy must not inherit one
+    assert not copy.distances().flags.writeable
+    np.testing.assert_array_equal(copy.distances(), first)
 
 
 def test_sites_refuse_co_located_points():

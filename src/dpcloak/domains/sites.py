@@ -89,6 +89,10 @@ class Sites(Domain):
         """The Euclidean distance matrix, computed once and kept (read-only): every EMD on the sites uses it."""
         return self._distance_matrix
 
+    def __getstate__(self) -> dict[str, object]:
+        # pickle restores arrays writeable: leave the cache out, the copy computes its own read-only one
+        return {k: v for k, v in self.__dict__.items() if k != "_distance_matrix"}
+
     @cached_property
     def _distance_matrix(self) -> NDArray[np.float64]:
         diff = self.positions[:, None, :] - self.positions[None, :, :]
