@@ -25,7 +25,7 @@ recovery process, which the per-reading ratio with recovery uses), and the load 
 endpoint per reading. The load generator is a lean asyncio HTTP/1.1 client (keep-alive connections)
 sharing the machine's cores with the server. Results: ``benchmarks/results/bench_collector.json``.
 
-Run: ``PYTHONPATH=src python benchmarks/bench_collector.py [--quick]`` (about 22 s; ``--quick`` about 14 s
+Run: ``PYTHONPATH=src python benchmarks/bench_collector.py [--quick]`` (about 24 s; ``--quick`` about 16 s
 on an idle 2-core machine, start-up and report preparation included).
 """
 
@@ -315,8 +315,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
 
 def rounds_of(windows: list[list[tuple[str, Any, int]]], rounds: int) -> list[list[tuple[str, Any, int]]]:
     """The windows' requests in ``rounds`` parts of whole windows, as equal as they divide."""
-    if len(windows) < rounds:
-        raise SystemExit(f"bench_collector: {len(windows)} windows cannot make {rounds} rounds")
+    if not 1 <= rounds <= len(windows):
+        raise SystemExit(f"bench_collector: --rounds must be between 1 and the {len(windows)} windows of each "
+                         f"workload, got {rounds}")
     edges = [len(windows) * r // rounds for r in range(rounds + 1)]
     return [[body for window in windows[a:b] for body in window] for a, b in itertools.pairwise(edges)]
 
