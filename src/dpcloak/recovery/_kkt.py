@@ -62,6 +62,15 @@ def solve_on_active_set(
     G: Rows, z: NDArray[np.float64], c: NDArray[np.float64], lo: NDArray[np.float64],
     hi: NDArray[np.float64], at_lo: NDArray[np.bool_], at_hi: NDArray[np.bool_], gamma: float, rho: float | None,
 ) -> NDArray[np.float64] | None:
+    """The exact KKT point with ``at_lo`` at ``l``, ``at_hi`` at ``u`` and the rest free, or ``None``.
+
+    The free block ``x_B = ξ − R⁻¹R⁻ᵀc_B / λ`` (``G_B = QR``, ``ξ`` its least-squares fit to the data
+    left by the fixed variables): ``λ = γ`` for the penalised problem (``rho=None``), and for the
+    constrained one the ``λ`` that puts ``x`` just inside the sphere ``‖Gx − z‖ = ρ``. ``None`` when no
+    variable is free, more are free than ``G``'s rank, ``G_B`` is numerically rank-deficient, a
+    variable is fixed at an infinite bound, or the free block cannot reach the sphere. The free values
+    may lie outside the box: the callers check (and :func:`certify` decides optimality).
+    """
     free = ~(at_lo | at_hi)
     x = np.where(at_hi, hi, np.where(free, 0.0, lo)).astype(float)
     nb = int(np.count_nonzero(free))
