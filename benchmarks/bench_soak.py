@@ -4,16 +4,17 @@ A real ``dpcloak serve`` process (SQLite WAL, ``synchronous=FULL``) on loopback 
 private report per sensor and window from 1,000 sensors (the deployment and model of
 ``bench_collector.py``: a 50 m x 40 m floor, 40 x 25 people counters, two crowds of 30 people).
 The offered rate is ``--rate`` readings/s, by default the collector's rate measured by
-``bench_collector.py`` for the same mode (``benchmarks/results/bench_collector.json``: single-reading
-requests, about 7,000–12,000/s, or gateway batches of 100, about 30,000–40,000 readings/s). It is reached by
-shortening the deployment's windows, ``window_seconds = 1000 / rate`` (still one reading per sensor
-per window); the grace period is an hour, so no report is refused as late. Window ``w``'s reports are
-released all at once at the start of window ``w`` (sensors report in step) and sent over keep-alive
-connections: 64 for single-reading requests (``--mode single``), one per gateway of 100 sensors for
-batches (``--mode batch``). The collector recovers every full window meanwhile, in its low-priority
-recovery process: with the shortened windows that is 30–40 recoveries per second, far more than a
-real deployment of 1,000 sensors (one per window of a second or more) asks for, so recovery lagging
-behind here is reported, not a goal.
+``bench_collector.py`` for the same mode (``benchmarks/results/bench_collector.json``:
+single-reading requests, 5,200–12,000/s, or gateway batches of 100, 24,800–40,600 readings/s, across
+the runs of 2026-11-23 and 24). It is reached by shortening the deployment's windows,
+``window_seconds = 1000 / rate`` (still one reading per sensor per window); the grace period is an
+hour, so no report is refused as late. Window ``w``'s reports are released all at once at the start
+of window ``w`` (sensors report in step) and sent over keep-alive connections: 64 for single-reading
+requests (``--mode single``), one per gateway of 100 sensors for batches (``--mode batch``). The
+collector recovers every full window meanwhile, in its low-priority recovery process: with the
+shortened windows that is 25–40 recoveries per second, far more than a real deployment of 1,000
+sensors (one per window of a second or more) asks for, so recovery lagging behind here is reported,
+not a goal.
 
 Reports are prepared before the timed run (a sensor's CPU is not the collector's): ``--distinct``
 (default 32) windows of privatized readings are drawn (the exact discrete Gaussian from the OS
