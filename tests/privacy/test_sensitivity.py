@@ -298,3 +298,80 @@ def test_bad_inputs_raise_clear_errors(call, message):
 def test_matrix_model_with_mismatched_domain_is_refused():
     with pytest.raises(InvalidParameterError, match="3 columns but its domain has 4"):
         matrix_model(np.ones((2, 3)), Grid((2, 2)))
+
+
+def _exact_pairs(pos, alpha, tolerance):
+    """Oracle: every pair whose exact distance (rational arithmetic on the float coordinates) is ≤ α (1 + tolerance)."""
+    from fractions import Fraction
+
+    bound = (Fraction(alpha) * (1 + tolerance)) ** 2
+    return {(i, j) for i in range(len(pos)) for j in range(i + 1, len(pos))
+            if sum((Fraction(float(a)) - Fraction(float(b))) ** 2
+                   for a, b in zip(pos[i], pos[j], strict=True)) <= bound}
+
+
+def test_move_relation_keeps_every_pair_at_its_own_distance():
+    """Regression (issue 28, defect 2): a float distance test dropped 3 % of pairs at α = their own np.hypot distance.
+
+    Oracle: brute force over pairs in exact fractions; every pair at exact distance ≤ α is kept, and nothing
+    beyond α (1 + PAIR_TOLERANCE) is added.
+    """
+    from dpcloak.privacy.sensitivity import PAIR_TOLERANCE, _pairs_within
+
+    rng = np.random.default_rng(28)
+    for _ in range(600):
+        pos = rng.uniform(-100, 100, (3, 2)) * 10.0 ** rng.integers(-3, 4)
+        a, b = rng.choice(3, 2, replace=False)
+        for alpha in (float(np.hypot(*(pos[a] - pos[b]))), float(np.linalg.norm(pos[a] - pos[b]))):
+            got = {tuple(p) for p in _pairs_within(Sites(pos), alpha, "m").tolist()}
+            assert _exact_pairs(pos, alpha, 0) <= got <= _exact_pairs(pos, alpha, PAIR_TOLERANCE)
+            assert (min(a, b), max(a, b)) in got
+
+
+def test_three_sensors_on_the_boundary_give_the_full_delta2():
+    """Defect 2's reproduction: α = np.hypot(A − B) must count the move A → B (brute-force Δ2 over pairs)."""
+    rng = np.random.default_rng(7)
+    found = 0
+    for _ in range(400):
+        pos = rng.uniform(0, 100, (3, 2))
+        alpha = float(np.hypot(*(pos[0] - pos[1])))
+        if np.linalg.norm(pos[0] - pos[2]) <= alpha * 1.5 or np.linalg.norm(pos[1] - pos[2]) <= alpha * 1.5:
+            continue  # keep (0, 1) the only pair within α
+        M = rng.uniform(0, 1, (3, 3))
+        got = relation_sensitivity(matrix_model(M, Sites(pos)), Relation.move(alpha))
+        assert got == pytest.approx(float(np.linalg.norm(M[:, 0] - M[:, 1])), rel=1e-12)
+        found += 1
+    assert found > 50
+
+
+def test_two_sensors_on_the_boundary_and_an_alpha_below_every_pair():
+    """A two-site network at α = its distance works; α a hair below admits no pair and is refused naming alpha."""
+    rng = np.random.default_rng(11)
+    for _ in range(200):
+        pos = rng.uniform(-50, 50, (2, 2))
+        M = rng.uniform(0, 1, (2, 2))
+        model = matrix_model(M, Sites(pos))
+        alpha = float(np.hypot(*(pos[0] - pos[1])))
+        assert relation_sensitivity(model, Relation.move(alpha)) == pytest.approx(
+            float(np.linalg.norm(M[:, 0] - M[:, 1])), rel=1e-12)
+        with pytest.raises(InvalidParameterError, match=r"relation alpha=.* is smaller than the smallest distance"):
+            relation_sensitivity(model, Relation.move(alpha * (1 - 1e-12)))
+
+
+def test_graph_lengths_without_positions_round_outward():
+    """Shortest paths summed in floats: a pair at its computed path length is kept (oracle: Fraction path sums)."""
+    from fractions import Fraction
+
+    graph = nx.path_graph(4)
+    lengths = [0.1, 0.2, 0.3]
+    for (u, v), length in zip(graph.edges, lengths, strict=True):
+        graph.edges[u, v]["length"] = length
+    domain = GraphDomain(graph)
+    model = matrix_model(np.eye(4), domain)
+    exact = sum(Fraction(x) for x in lengths)  # nodes 0 and 3
+    alpha = float(exact)  # the nearest double; 0.1 + 0.2 + 0.3 in floats is above it
+    assert alpha < 0.1 + 0.2 + 0.3
+    assert relation_sensitivity(model, Relation.move(alpha)) == pytest.approx(math.sqrt(2))
+    from dpcloak.privacy.sensitivity import _pairs_within
+
+    assert (0, 3) in {tuple(p) for p in _pairs_within(domain, alpha, "m").tolist()}

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import TYPE_CHECKING, Any, TypeGuard
 
 import numpy as np
@@ -54,6 +55,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "ALPHA_UNITS",
+    "PAIR_TOLERANCE",
     "RELATION_KINDS",
     "RELATION_UNITS",
     "Relation",
@@ -422,7 +424,9 @@ class Relation:
     Parameters
     ----------
     kind : {"move", "add-remove", "move-or-add-remove"}
-        ``"move"``: one person moved from location ``i`` to ``j`` with ``d(i, j) ≤ alpha``;
+        ``"move"``: one person moved from location ``i`` to ``j`` with ``d(i, j) ≤ alpha`` (the exact
+        distance, rounded outward by :data:`PAIR_TOLERANCE` so that no pair at its own computed
+        distance is dropped);
         ``"add-remove"``: one person added or removed; ``"move-or-add-remove"``: either.
     alpha : float, optional
         The move radius (> 0) for the move kinds; ``None`` for ``"add-remove"``.
@@ -496,16 +500,55 @@ def _hop_distances(domain: Domain) -> NDArray[np.float64]:
     return np.asarray(shortest_path(adj.tocsr(), directed=False, unweighted=True))
 
 
+#: A move relation's pairs reach this far (relative) beyond α: eight units in the last place, more than any
+#: computed distance (``hypot``, ``norm``, ``sqrt`` of a sum) is off from the exact one, so a pair at its own
+#: computed distance α is never dropped. Only pairs are added by it, which can only raise Δ2.
+PAIR_TOLERANCE = Fraction(1, 2**50)
+#: Relative slack of the floating-point pre-selection of pairs: far above a computed distance's error.
+_PAIR_SLACK = 2.0**-40
+
+
+def _euclidean_within(coords: NDArray[np.float64], pairs: NDArray[np.intp], alpha: float) -> NDArray[np.bool_]:
+    """Which ``pairs`` lie at exact Euclidean distance ≤ ``α (1 + PAIR_TOLERANCE)`` (fractions on float coordinates).
+
+    A computed distance more than the slack away from α decides on its own (its error is a few ulps);
+    the rest, and any non-finite one, are decided by ``Σ (x_i − x_j)² ≤ (α (1 + 2⁻⁵⁰))²`` in exact
+    rational arithmetic.
+    """
+    diff = coords[pairs[:, 0]] - coords[pairs[:, 1]]
+    with np.errstate(over="ignore"):
+        dist = np.sqrt(np.sum(diff * diff, axis=1))
+    keep = dist <= alpha * (1.0 - _PAIR_SLACK)
+    unsure = ~keep & ~(dist > alpha * (1.0 + _PAIR_SLACK) + 1e-300)
+    unsure |= ~np.isfinite(dist)
+    bound = (Fraction(alpha) * (1 + PAIR_TOLERANCE)) ** 2
+    for k in np.flatnonzero(unsure):
+        a, b = coords[pairs[k, 0]].tolist(), coords[pairs[k, 1]].tolist()
+        gap = [Fraction(u) - Fraction(v) for u, v in zip(a, b, strict=True)]
+        keep[k] = sum(g * g for g in gap) <= bound
+    return keep
+
+
 def _pairs_within(domain: Domain, alpha: float, unit: str) -> NDArray[np.intp]:
-    """Location pairs ``i < j`` at distance ≤ α; refuses α below the smallest distance."""
+    """Every location pair ``i < j`` whose exact distance is ≤ α; refuses an α that admits no pair.
+
+    Rounded outward: Euclidean distances (``unit="m"`` with coordinates) are decided exactly on the
+    float coordinates against ``α (1 + PAIR_TOLERANCE)`` (:func:`_euclidean_within`); hop counts are
+    exact integers. Shortest paths in edge ``length`` (a
+    graph without positions) are float sums of at most ``n − 1`` lengths, each addition off by at
+    most ``2⁻⁵³`` relative, so a path whose exact length is ≤ α is computed ≤ ``α (1 + n 2⁻⁵²)``:
+    every pair up to that bound is included (rounded outward: an extra pair can only raise Δ2).
+    """
     coords = domain.coordinates() if unit == "m" else None
+    if domain.size < 2:
+        raise InvalidParameterError("the move relation needs at least 2 source locations")
     if unit == "m" and coords is not None and coords.shape[1] > 1:
         from scipy.spatial import cKDTree
 
-        if domain.size < 2:
-            raise InvalidParameterError("the move relation needs at least 2 source locations")
-        smallest = closest_pair(coords)[2]
-        pairs = np.asarray(cKDTree(coords).query_pairs(r=alpha, output_type="ndarray"), dtype=np.intp)
+        reach = alpha * (1.0 + _PAIR_SLACK) + 1e-300
+        found = np.asarray(cKDTree(coords).query_pairs(r=reach, output_type="ndarray"), dtype=np.intp).reshape(-1, 2)
+        pairs = found[_euclidean_within(coords, found, alpha)]
+        smallest = closest_pair(coords)[2] if len(pairs) == 0 else alpha
     else:
         if unit == "m" and not _has_lengths(domain):
             raise InvalidParameterError(
@@ -513,15 +556,15 @@ def _pairs_within(domain: Domain, alpha: float, unit: str) -> NDArray[np.intp]:
                 "neither (use unit='hops')"
             )
         dist = domain.distances() if unit == "m" else _hop_distances(domain)
-        off = dist[np.triu_indices(domain.size, k=1)]
-        smallest = float(off.min()) if off.size else math.inf
-        i, j = np.nonzero(np.triu(dist <= alpha, k=1))
+        reach = alpha * (1.0 + domain.size * 2.0**-52) if unit == "m" else alpha
+        i, j = np.nonzero(np.triu(dist <= reach, k=1))
         pairs = np.stack([i, j], axis=1).astype(np.intp)
-    if alpha < smallest:
+        smallest = float(dist[np.triu_indices(domain.size, k=1)].min())
+    if len(pairs) == 0:
         raise InvalidParameterError(
             f"relation alpha={alpha:g} {unit} is smaller than the smallest distance between two source locations "
             f"({smallest:.6g} {unit}): no move is possible, so the relation would protect nothing; choose alpha >= "
-            f"{smallest:.6g} {unit} or the add-remove relation"
+            f"{smallest!r} {unit} or the add-remove relation"
         )
     return pairs
 
