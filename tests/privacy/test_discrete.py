@@ -303,3 +303,40 @@ def test_extreme_budgets_are_refused_not_overflowing() -> None:
         DiscreteGaussianMechanism(epsilon=1e-300, delta=1e-300, sensitivity=1.0)
     with pytest.raises(InvalidParameterError, match="grid steps"):
         DiscreteLaplaceMechanism(epsilon=1e-300, sensitivity=1.0)
+
+
+def test_integer_readings_beyond_two_to_the_53_round_exactly() -> None:
+    """Regression (issue 28, defect 7): int64 neighbours 6 apart (Δ = 7.2, g = 8) got indices 2 apart through doubles.
+
+    Oracle: round(Fraction(x, g)) on the integers themselves; every pair stays within the grid sensitivity (1).
+    """
+    mech = DiscreteLaplaceMechanism(epsilon=1.0, sensitivity=7.2, resolution=8.0)
+    assert mech.grid_sensitivity == 1
+    rng = np.random.default_rng(28)
+    x = np.concatenate([2**53 + np.arange(64), rng.integers(2**53, 2**55 - 16, 2000)]).astype(np.int64)
+    for xs in (x, x + 6, x - 6):
+        got = mech.to_grid(xs)
+        assert got.tolist() == [round(Fraction(int(v), 8)) for v in xs]
+    assert np.abs(mech.to_grid(x + 6) - mech.to_grid(x)).max() <= mech.grid_sensitivity
+    shifts = [int(_replayed_shift(mech, np.array(int(v)), np.array(int(v) + 6))) for v in x[:200]]
+    assert max(map(abs, shifts)) <= mech.grid_sensitivity
+    # Python ints of any size and exact rationals round exactly too; beyond 2^52 steps they are refused
+    assert mech.to_grid([2**54 + 5, Fraction(2**54 + 5, 3)]).tolist() == [
+        round(Fraction(2**54 + 5, 8)), round(Fraction(2**54 + 5, 24))]
+    with pytest.raises(InvalidParameterError, match="magnitude"):
+        mech.to_grid([2**55 + 1])
+    with pytest.raises(InvalidParameterError, match="magnitude"):
+        mech.to_grid([10**400])
+
+
+def test_float_mechanisms_refuse_integers_no_double_holds() -> None:
+    """Defect 7's float side: a reading a double would round (2^53 + 1) is refused, not silently moved."""
+    from dpcloak.privacy import GaussianMechanism, LaplaceMechanism
+
+    for mech in (GaussianMechanism(epsilon=1.0, delta=1e-5, sensitivity=1.0),
+                 LaplaceMechanism(epsilon=1.0, sensitivity=1.0)):
+        with pytest.raises(InvalidParameterError, match="exactly representable"):
+            mech.privatize(np.array([2**53 + 1], dtype=np.int64), rng=0)
+        with pytest.raises(InvalidParameterError, match="exactly representable"):
+            mech.privatize([Fraction(1, 3)], rng=0)
+        assert mech.privatize(np.array([3, -(2**20)], dtype=np.int64), rng=0).shape == (2,)  # doubles hold these

@@ -308,3 +308,15 @@ def test_the_bootstrap_uncertainty_is_the_median_emd_over_every_draw():
     assert rec.uncertainty == pytest.approx(float(np.median(spread)), rel=1e-9, abs=1e-9)
     assert rec.uncertainty_90 == pytest.approx(float(np.quantile(spread, 0.9)), rel=1e-9, abs=1e-9)
     assert len({round(s, 9) for s in spread}) < 16  # some draws gave the same map: the shared EMD was used
+
+
+def test_integer_readings_no_double_holds_are_refused_before_charging():
+    """Issue 28, defect 7: an int64 reading of 2^53 + 1 was rounded to a double before the exact grid rounding."""
+    net = _network()
+    big = np.zeros(net.n_sensors, dtype=np.int64)
+    big[0] = 2**53 + 1
+    with pytest.raises(InvalidParameterError, match="exactly representable"):
+        net.privatize(big)
+    with pytest.raises(InvalidParameterError, match="exactly representable"):
+        net.privatize_reading(0, 2**53 + 1)
+    assert net.privatize(np.ones(net.n_sensors, dtype=np.int64)).shape == (net.n_sensors,)  # doubles hold these

@@ -304,15 +304,46 @@ def discrete_gaussian_noise(sigma2: Fraction, size: int, *, rng: RngLike = None)
         return out
 
 
+def _exact_grid_indices(raw: NDArray[Any], g: float, name: str) -> NDArray[np.int64]:
+    """:func:`grid_indices` of integers or rationals, in exact rational arithmetic throughout."""
+    flat = raw.reshape(-1).tolist()
+    try:
+        exact = [Fraction(v) for v in flat]
+    except (TypeError, ValueError, OverflowError):
+        raise InvalidParameterError(f"{name} must be finite numbers (integers, fractions or floats)") from None
+    limit, q = MAX_GRID_INDEX * Fraction(g), Fraction(g)
+    for v, e in zip(flat, exact, strict=True):
+        if abs(e) > limit:
+            raise InvalidParameterError(
+                f"{name} must have magnitude at most {float(limit):.6g} (2^52 grid steps of {g:.6g}) so that grid "
+                f"indices stay exact; got {v!r}"
+            )
+    return np.array([round(e / q) for e in exact], dtype=np.int64).reshape(raw.shape)
+
+
 def grid_indices(values: ArrayLike, resolution: float, *, name: str = "values") -> NDArray[np.int64]:
     """``round(x / resolution)`` (half to even) of the exact rational ``x / resolution``, as int64.
 
     Fast path ``rint(fl(x/g))`` where ``fl(x/g)`` is provably on the same side of every tie as the
-    exact quotient (module docstring); :class:`fractions.Fraction` for the rest. Refuses
+    exact quotient (module docstring); :class:`fractions.Fraction` for the rest. Integers and
+    rationals (int64, Python ints of any size, :class:`~fractions.Fraction`) are rounded in exact
+    rational arithmetic from their own value, never through a double. Refuses
     ``|x| > 2**52 · resolution``.
+
+    Examples
+    --------
+    Two int64 readings 6 apart beyond 2⁵³ (no double holds either) share a cell of width 8; through
+    doubles they landed two cells apart:
+
+    >>> import numpy as np
+    >>> grid_indices(np.array([2**53 + 5, 2**53 + 11], dtype=np.int64), 8.0).tolist()
+    [1125899906842625, 1125899906842625]
     """
-    x = check_values(values, name=name)
     g = float(resolution)
+    raw = values if isinstance(values, np.ndarray) else np.asarray(values)
+    if raw.dtype.kind in "iuO":
+        return _exact_grid_indices(raw, g, name)
+    x = check_values(values, name=name)
     limit = MAX_GRID_INDEX * g  # exact: scaling by a power of two
     too_big = np.abs(x) > limit
     if np.any(too_big):

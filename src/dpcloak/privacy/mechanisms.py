@@ -251,8 +251,36 @@ class AdditiveMechanism(Immutable):
 
 
 def check_values(values: ArrayLike, *, name: str = "values") -> NDArray[np.float64]:
-    """Validate readings to be privatized: a finite float array (scalars allowed, no NaN/inf)."""
-    return check_array(name, values, dtype=float)
+    """Validate readings to be privatized: a finite float array (scalars allowed, no NaN/inf).
+
+    Integers and rationals that no double holds exactly are refused (:func:`check_exact_doubles`).
+    """
+    return check_exact_doubles(values, check_array(name, values, dtype=float), name=name)
+
+
+def check_exact_doubles(
+    values: ArrayLike, doubles: NDArray[np.float64], *, name: str = "values"
+) -> NDArray[np.float64]:
+    """Refuse integers or rationals in ``values`` (int64 beyond 2⁵³, Python ints, fractions) that ``doubles`` rounds.
+
+    Rounding a reading to a double before a mechanism is data-dependent pre-processing that can move
+    neighbours further apart than their sensitivity (int64 readings 6 apart become 8 apart);
+    :func:`dpcloak.privacy.discrete.grid_indices` rounds integers and fractions exactly instead.
+    ``doubles`` is ``values`` converted to float; returned when it is exact (NaN in it is left alone).
+    """
+    raw = values if isinstance(values, np.ndarray) else np.asarray(values)
+    if raw.dtype.kind not in "iuO":
+        return doubles
+    flat, approx = raw.reshape(-1), doubles.reshape(-1)
+    unsure = np.ones(approx.size, dtype=bool) if raw.dtype.kind == "O" else np.abs(approx) >= 2.0**53
+    for exact, near in zip(flat[unsure].tolist(), approx[unsure].tolist(), strict=True):
+        if not isinstance(exact, float) and math.isfinite(near) and Fraction(exact) != Fraction(near):
+            raise InvalidParameterError(
+                f"{name} must be exactly representable as doubles (integers up to 2^53 in magnitude), got "
+                f"{exact!r}, which a double rounds to {near!r}; round it yourself, or use a grid mechanism "
+                "(it rounds integers exactly)"
+            )
+    return doubles
 
 
 def check_magnitude(x: NDArray[np.float64], *, noise_scale: float, name: str = "values") -> NDArray[np.float64]:

@@ -21,6 +21,7 @@ from dpcloak.models import DenseModel, LinearModel
 from dpcloak.privacy.accounting import PrivacyReport, PrivacySpent, distinct_digits, privacy_report, privacy_spent
 from dpcloak.privacy.discrete import DiscreteGaussianMechanism, RandBelow, secure_randbelow
 from dpcloak.privacy.ledger import BudgetLedger
+from dpcloak.privacy.mechanisms import check_exact_doubles
 from dpcloak.privacy.sensitivity import Relation, relation_sensitivity
 from dpcloak.sensors.layout import SensorLayout, layout_from_coordinates
 from dpcloak.sensors.result import NetworkRecovery, recover_sources
@@ -416,8 +417,9 @@ class SensorNetwork:
             )
         try:
             y = np.array(readings, dtype=float)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise InvalidParameterError("readings must be numbers (NaN for a missing reading)") from None
+        check_exact_doubles(readings, y, name="readings")
         if y.ndim not in (1, 2) or y.shape[-1] != self.n_sensors:
             raise InvalidParameterError(f"readings must have shape ({self.n_sensors},) or (k, {self.n_sensors}), "
                                         f"got {y.shape}")
@@ -445,7 +447,7 @@ class SensorNetwork:
         This sensor's share of one (ε, δ)-DP release (class docstring).
         """
         j = check_int("sensor", sensor, minimum=0, maximum=self.n_sensors - 1)
-        x = check_real("value", value)
+        x = float(check_exact_doubles(value, np.array(check_real("value", value)), name="value"))
         cell = int(self.mechanism.to_grid(self._clip(np.array([x])))[0])
         extra = np.zeros(self.n_sensors, dtype=np.int64)
         extra[j] = 1
