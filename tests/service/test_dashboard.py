@@ -1,14 +1,21 @@
 """The dashboard in a real headless Chromium (Debian's, driven by Playwright) against a real collector process.
 
-Checks: no console errors or page errors, the map is drawn (non-background pixels on the canvas),
-the time slider moves between windows. The screenshot is kept as a test artefact in the test's
-temporary directory only (``docs/figures/make_dashboard.py`` runs this test and copies it to the docs).
+Checks, at a phone's (390 x 844) and a desktop's (1400 x 900) viewport: no console errors or page
+errors, nothing wider than the viewport (``document.body.scrollWidth``), the map, legend, slider,
+"follow latest" and the info line visible inside it, the map drawn (non-background pixels), the slider
+moving between windows under one fixed colour scale, each window's total and uncertainty shown (against
+the API's maps summed here). Without a token, and with a wrong one, the page says what to do and takes
+a pasted token. The screenshots are kept as test artefacts in the test's temporary directory only
+(``docs/figures/make_dashboard.py`` runs this test and copies the desktop one to the docs).
 """
 
 from __future__ import annotations
 
+import math
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -17,12 +24,15 @@ from dpcloak.service.config import load_credential, load_deployment
 from dpcloak.service.node import SensorNode
 from dpcloak.service.store import sqlite_url
 
-from .conftest import make_deployment, running_collector
+from .conftest import CollectorProcess, make_deployment, running_collector
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
         "--disable-component-update", "--disable-sync"]
 WINDOWS = 3
+PHONE = {"width": 390, "height": 844}
+DESKTOP = {"width": 1400, "height": 900}
+VISIBLE = ("#map", "#legend", "#scale", "#scale-max", "#window-slider", "#follow", "#window-info", "#window-total")
 
 
 def _send_windows(directory: Path, url: str) -> None:
@@ -31,7 +41,7 @@ def _send_windows(directory: Path, url: str) -> None:
     n_src = net.n_sources
     for w in range(WINDOWS):
         f = np.zeros(n_src)
-        f[(17 + 13 * w) % n_src] = 40.0  # two crowds, in people
+        f[(17 + 13 * w) % n_src] = 40.0 * (w + 1)  # two crowds, in people; the first grows window by window
         f[(70 + 5 * w) % n_src] = 30.0
         readings = net.model.matvec(f)
         for j in range(dep.n_sensors):
@@ -45,61 +55,165 @@ def _send_windows(directory: Path, url: str) -> None:
                 node.close()
 
 
-@pytest.mark.slow
-def test_dashboard_in_headless_chromium(tmp_path: Path) -> None:
+def _round_up_125(x: float) -> float:
+    """The smallest 1, 2 or 5 x 10^k at least x > 0 (by enumeration, not the page's formula)."""
+    candidates = [m * 10.0**k for k in range(-6, 12) for m in (1, 2, 5)]
+    return min(c for c in candidates if c >= x * (1 - 1e-12))
+
+
+def _shown(x: float) -> str:
+    """``x`` to three significant digits, as the page writes numbers (no trailing zeros)."""
+    return f"{float(f'{x:.3g}'):g}"
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, CollectorProcess, list[dict[str, Any]]]]:
+    directory = tmp_path_factory.mktemp("dashboard")
+    make_deployment(directory, sensor_rows=4, sensor_cols=6)
+    with running_collector(directory, sqlite_url(directory / "c.db"), directory / "collector.log") as collector:
+        _send_windows(directory, collector.url)
+        with collector.analyst() as client:
+            for w in range(WINDOWS):  # full windows close by themselves; this waits for them (and closes the last)
+                assert client.post(f"/api/v1/windows/{w}/close").status_code == 200
+            records = [client.get(f"/api/v1/windows/{w}").json() for w in range(WINDOWS)]
+        yield directory, collector, records
+        assert "Traceback" not in collector.log()
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
     playwright = pytest.importorskip("playwright.sync_api", reason="playwright (service extra) is not installed")
     if not Path(CHROMIUM).exists():
         pytest.skip(f"Chromium not found at {CHROMIUM}; .ci/run installs Debian's chromium")
-    make_deployment(tmp_path, sensor_rows=4, sensor_cols=6)
-    with running_collector(tmp_path, sqlite_url(tmp_path / "c.db"), tmp_path / "collector.log") as collector:
-        _send_windows(tmp_path, collector.url)
-        with collector.analyst() as client:
-            last = WINDOWS - 1
-            for w in range(WINDOWS):  # full windows close by themselves; this waits for them (and closes the last)
-                assert client.post(f"/api/v1/windows/{w}/close").status_code == 200
-            assert len(client.get("/api/v1/windows").json()["windows"]) == WINDOWS
-        messages: list[str] = []
-        with playwright.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, timeout=60_000)
-            try:
-                page = browser.new_page(viewport={"width": 1320, "height": 780})
-                page.on("console", lambda m: messages.append(f"{m.type}: {m.text}") if m.type == "error" else None)
-                page.on("pageerror", lambda e: messages.append(f"pageerror: {e}"))
-                page.goto(f"{collector.url}/dashboard/#token={collector.token}", timeout=60_000)
-                page.wait_for_function(f"document.getElementById('map').dataset.window === '{last}'",
-                                       timeout=30_000)
-                assert f"window {last}" in page.inner_text("#window-info")
-                assert "missing" in page.inner_text("#window-info")  # the flagged window says so
-                assert "differentially private" in page.inner_text("#guarantee")
-                assert page.locator("#sensors tbody tr").count() == 24
-                coloured = page.evaluate("""() => {
-                    const c = document.getElementById('map'); const d = c.getContext('2d')
-                        .getImageData(0, 0, c.width, c.height).data;
-                    let n = 0; for (let i = 0; i < d.length; i += 4) {
-                        if (d[i + 3] > 0 && (d[i] < 240 || d[i + 1] < 240 || d[i + 2] < 240)) n++; }
-                    return n; }""")
-                assert coloured > 1000  # cells and sensors drawn
-                assert page.get_attribute("#window-slider", "max") == str(WINDOWS - 1)
-                bar = float(page.get_attribute("#map", "data-scale-metres") or "nan")  # the metre scale bar
-                xs = [float(p[0]) for p in load_deployment(tmp_path).sensor_network.source_positions]
-                width = max(xs) - min(xs)
-                assert width / 12 <= bar <= width / 2 and f"{bar:g}"[0] in "125", (bar, width)
-                lines = page.evaluate("""() => [...document.querySelectorAll('#sensors tbody td:nth-child(2)')]
-                    .map(e => { const r = document.createRange(); r.selectNodeContents(e);
-                                return r.getClientRects().length; })""")
-                assert lines and set(lines) == {1}, lines  # "last seen" fits on one line
-                page.screenshot(path=str(tmp_path / "dashboard.png"), full_page=True)
-                long_one = page.evaluate("""() => { const e = document.querySelector('#sensors tbody td:nth-child(2)');
-                    e.textContent = '86399 s ago (window 1000000)'; const r = document.createRange();
-                    r.selectNodeContents(e); return r.getClientRects().length; }""")
-                assert long_one == 1  # even a day-old sensor in a late window (after the screenshot)
-                page.locator("#window-slider").fill("0")  # moves the slider and fires its input event
-                page.wait_for_function("document.getElementById('map').dataset.window === '0'", timeout=30_000)
-                assert "window 0" in page.inner_text("#window-info")
-                assert not page.is_checked("#follow")
-            finally:
-                browser.close()
-        assert "Traceback" not in collector.log()
+    with playwright.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, timeout=60_000)
+        try:
+            yield b
+        finally:
+            b.close()
+
+
+def _open(browser: Any, viewport: dict[str, int], url: str, messages: list[str]) -> Any:
+    page = browser.new_context(viewport=viewport, device_scale_factor=2 if viewport is PHONE else 1).new_page()
+    page.on("console", lambda m: messages.append(f"{m.type}: {m.text}") if m.type == "error" else None)
+    page.on("pageerror", lambda e: messages.append(f"pageerror: {e}"))
+    page.goto(url, timeout=60_000)
+    return page
+
+
+def _fits(page: Any, viewport: dict[str, int]) -> None:
+    """Nothing scrolls sideways, and every control is visible and inside the viewport's width."""
+    assert page.evaluate("document.body.scrollWidth") <= viewport["width"]
+    assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
+    for selector in VISIBLE:
+        assert page.is_visible(selector), selector
+        box = page.locator(selector).bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= viewport["width"] + 0.5, (selector, box)
+        assert box["width"] > 0 and box["height"] > 0, (selector, box)
+
+
+def _coloured_pixels(page: Any) -> int:
+    return int(page.evaluate("""() => {
+        const c = document.getElementById('map'); const d = c.getContext('2d')
+            .getImageData(0, 0, c.width, c.height).data;
+        let n = 0; for (let i = 0; i < d.length; i += 4) {
+            if (d[i + 3] > 0 && (d[i] < 240 || d[i + 1] < 240 || d[i + 2] < 240)) n++; }
+        return n; }"""))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("viewport", [PHONE, DESKTOP], ids=["phone", "desktop"])
+def test_dashboard_in_headless_chromium(served: tuple[Path, CollectorProcess, list[dict[str, Any]]], browser: Any,
+                                        viewport: dict[str, int]) -> None:
+    directory, collector, records = served
+    messages: list[str] = []
+    last = WINDOWS - 1
+    page = _open(browser, viewport, f"{collector.url}/dashboard/#token={collector.token}", messages)
+    try:
+        page.wait_for_function(f"document.getElementById('map').dataset.window === '{last}'", timeout=30_000)
+        assert "token" not in page.evaluate("window.location.href")  # the fragment left the address and history
+        assert f"window {last}" in page.inner_text("#window-info")
+        assert "missing" in page.inner_text("#window-info")  # the flagged window says so
+        assert "differentially private" in page.inner_text("#guarantee")
+        assert page.locator("#sensors tbody tr").count() == 24
+        _fits(page, viewport)
+        dpr = 2 if viewport is PHONE else 1  # the map's backing store is its CSS box times devicePixelRatio
+        css = page.locator("#map").bounding_box()
+        assert css is not None
+        size = page.evaluate("[document.getElementById('map').width, document.getElementById('map').height]")
+        assert abs(size[0] - dpr * css["width"]) <= 2 * dpr + 1 and abs(size[1] - dpr * css["height"]) <= 2 * dpr + 1
+        assert _coloured_pixels(page) > 1000 * dpr  # cells and sensors drawn
+        assert page.get_attribute("#window-slider", "max") == str(WINDOWS - 1)
+        bar = float(page.get_attribute("#map", "data-scale-metres") or "nan")  # the metre scale bar
+        xs = [float(p[0]) for p in load_deployment(directory).sensor_network.source_positions]
+        width = max(xs) - min(xs)
+        assert width / 12 <= bar <= width / 2 and f"{bar:g}"[0] in "125", (bar, width)
+        # the colour scale: the round number above the largest cell of all windows, the same for every window
+        top = _round_up_125(max(max(r["source_map"]) for r in records))
+        assert float(page.get_attribute("#map", "data-scale-max") or "nan") == pytest.approx(top)
+        assert float(page.inner_text("#scale-max")) == pytest.approx(top)
+        assert f"{_shown(math.fsum(records[last]['source_map']))} people" in page.inner_text("#window-total")
+        assert f"{_shown(records[last]['uncertainty'])} m" in page.inner_text("#window-total")
+        if viewport is DESKTOP:
+            lines = page.evaluate("""() => [...document.querySelectorAll('#sensors tbody td:nth-child(2)')]
+                .map(e => { const r = document.createRange(); r.selectNodeContents(e);
+                            return r.getClientRects().length; })""")
+            assert lines and set(lines) == {1}, lines  # "last seen" fits on one line
+        name = "dashboard.png" if viewport is DESKTOP else "dashboard-phone.png"
+        page.screenshot(path=str(directory / name), full_page=True)
+        page.locator("#window-slider").fill("0")  # moves the slider and fires its input event
+        page.wait_for_function("document.getElementById('map').dataset.window === '0'", timeout=30_000)
+        assert "window 0" in page.inner_text("#window-info")
+        assert not page.is_checked("#follow")
+        assert float(page.get_attribute("#map", "data-scale-max") or "nan") == pytest.approx(top)  # not rescaled
+        assert f"{_shown(math.fsum(records[0]['source_map']))} people" in page.inner_text("#window-total")
+        _fits(page, viewport)
+    finally:
+        page.context.close()
     assert messages == []
-    shot = (tmp_path / "dashboard.png").read_bytes()
-    assert shot[:8] == b"\x89PNG\r\n\x1a\n" and int.from_bytes(shot[16:20], "big") == 1320  # the artefact, full width
+    shot = (directory / name).read_bytes()
+    assert shot[:8] == b"\x89PNG\r\n\x1a\n" and int.from_bytes(shot[16:20], "big") == viewport["width"] * dpr
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("viewport", [PHONE, DESKTOP], ids=["phone", "desktop"])
+def test_token_pages_say_what_to_do(served: tuple[Path, CollectorProcess, list[dict[str, Any]]], browser: Any,
+                                    viewport: dict[str, int]) -> None:
+    directory, collector, _ = served
+    messages: list[str] = []
+    page = _open(browser, viewport, f"{collector.url}/dashboard/", messages)  # no token at all
+    try:
+        page.wait_for_selector("#token-panel:not([hidden])", timeout=30_000)
+        text = page.inner_text("#token-panel")
+        assert "needs the analyst token" in text and "analyst.token" in text and "paste" in text
+        assert "loading" not in page.inner_text("body") and "401" not in page.inner_text("body")
+        assert not page.is_visible("#map")
+        assert page.evaluate("document.body.scrollWidth") <= viewport["width"]
+        page.fill("#token-input", "not-the-token")  # a wrong one: told so, asked again
+        page.click("#token-submit")
+        page.wait_for_function("document.getElementById('token-title').textContent.includes('not valid')",
+                               timeout=30_000)
+        assert "this token is not valid for this deployment" in page.inner_text("#token-panel").lower()
+        assert "token is required" not in page.inner_text("body")
+        assert page.evaluate("sessionStorage.length") == 0  # a refused token is not kept
+        page.screenshot(path=str(directory / f"token-{viewport['width']}.png"), full_page=True)
+        page.fill("#token-input", f"  {collector.token}\n")  # pasted with stray white space
+        page.click("#token-submit")
+        page.wait_for_function(f"document.getElementById('map').dataset.window === '{WINDOWS - 1}'",
+                               timeout=30_000)
+        assert page.is_hidden("#token-panel")
+        assert collector.token not in page.evaluate("window.location.href")
+        _fits(page, viewport)
+        page.reload()  # the token lives in this tab's session storage: a reload needs no new paste
+        page.wait_for_function(f"document.getElementById('map').dataset.window === '{WINDOWS - 1}'",
+                               timeout=30_000)
+    finally:
+        page.context.close()
+    wrong = _open(browser, viewport, f"{collector.url}/dashboard/#token=wrong-token", messages)
+    try:  # a wrong token in the fragment: the same message, never "token is required"
+        wrong.wait_for_function("document.getElementById('token-title').textContent.includes('not valid')",
+                                timeout=30_000)
+        assert "wrong-token" not in wrong.evaluate("window.location.href")
+    finally:
+        wrong.context.close()
+    assert [m for m in messages if "401" not in m] == []  # the refused requests are the only console errors

@@ -172,9 +172,12 @@ def create_app(collector: Collector, *, analyst_token: str) -> CollectorApp:
         return _error(500, "internal", "internal error (logged on the collector)")
 
     def analyst(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)]) -> None:
-        if creds is None or not hmac.compare_digest(creds.credentials.encode(), analyst_token.encode()):
+        if creds is None:
             raise StarletteHTTPException(401, "the analyst token is required (Authorization: Bearer <token>)",
                                          headers={"WWW-Authenticate": "Bearer"})
+        if not hmac.compare_digest(creds.credentials.encode(), analyst_token.encode()):
+            raise StarletteHTTPException(401, "this token is not valid for this deployment",
+                                         headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})
 
     @app.post(REPORT_PATH, status_code=201, tags=["sensors"],
               responses={200: {"description": "Duplicate of a stored report: acknowledged, nothing stored"},

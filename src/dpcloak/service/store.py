@@ -11,6 +11,7 @@ stored twice.
 from __future__ import annotations
 
 import json
+import math
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -111,9 +112,15 @@ class WindowRecord:
     message: str
 
     def as_dict(self, *, with_map: bool = True) -> dict[str, Any]:
-        """JSON-ready dict (without the map when ``with_map`` is false)."""
+        """JSON-ready dict (without the map when ``with_map`` is false).
+
+        Besides the fields it holds ``flagged`` (a sensor was missing), ``total`` (people on the whole
+        map) and ``peak`` (the largest value of one source location), also without the map.
+        """
         out = {k: getattr(self, k) for k in self.__dataclass_fields__ if with_map or k != "source_map"}
         out["flagged"] = self.missing > 0
+        out["total"] = math.fsum(self.source_map)
+        out["peak"] = max(self.source_map, default=0.0)
         return out
 
 

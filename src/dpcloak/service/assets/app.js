@@ -1,15 +1,31 @@
 "use strict";
-// dpcloak dashboard: plain JavaScript, no external assets. The analyst token comes from the URL
-// fragment (#token=...), which the browser never sends to the server in the URL.
+// dpcloak dashboard: plain JavaScript, no external assets, no inline script (the page's CSP forbids it).
+// The analyst token is pasted into the page (or handed over once in the URL fragment, #token=..., which
+// the browser never sends to the server); it is kept in this tab's sessionStorage and sent in a header.
 (function () {
-  const token = new URLSearchParams(window.location.hash.slice(1)).get("token") || "";
-  const state = { deployment: null, windows: [], current: null, extent: null };
+  const TOKEN_KEY = "dpcloak-analyst-token";
+  const POLL_MS = 2000;
+  const state = { deployment: null, windows: [], summaries: new Map(), current: null, extent: null, scaleMax: 0,
+                  timer: null, started: false };
   const el = (id) => document.getElementById(id);
   const slider = el("window-slider");
   const follow = el("follow");
 
+  function takeToken() {
+    const fromUrl = new URLSearchParams(window.location.hash.slice(1)).get("token");
+    if (fromUrl) {
+      sessionStorage.setItem(TOKEN_KEY, fromUrl);
+      history.replaceState(null, "", window.location.pathname + window.location.search);  // out of the history
+    }
+    return sessionStorage.getItem(TOKEN_KEY) || "";
+  }
+  let token = takeToken();
+
+  class Unauthorized extends Error {}
+
   async function api(path) {
-    const resp = await fetch(path, { headers: { Authorization: "Bearer " + token } });
+    const resp = await fetch(path, { headers: { Authorization: "Bearer " + token }, cache: "no-store" });
+    if (resp.status === 401) throw new Unauthorized(path);
     if (!resp.ok) {
       const body = await resp.json().catch(() => ({}));
       throw new Error(path + ": " + resp.status + " " + (body.message || resp.statusText));
@@ -17,7 +33,36 @@
     return resp.json();
   }
 
+  function askForToken(wrong) {
+    if (state.timer !== null) { window.clearTimeout(state.timer); state.timer = null; }
+    el("dashboard").hidden = true;
+    el("token-panel").hidden = false;
+    el("deployment-line").textContent = wrong ? "analyst token not accepted" : "analyst token needed";
+    el("token-title").textContent = wrong ? "This token is not valid for this deployment"
+                                          : "This dashboard needs the analyst token";
+    if (wrong) {
+      el("token-reason").textContent = "The collector refused the token you gave: this token is not valid for this " +
+        "deployment. Check that it is the content of analyst.token in the directory of the deployment this collector " +
+        "serves (dpcloak serve prints its path), without spaces, and paste it again.";
+      sessionStorage.removeItem(TOKEN_KEY);
+    }
+    el("token-input").value = "";
+    el("token-input").focus();
+  }
+
+  el("token-form").addEventListener("submit", (ev) => {
+    ev.preventDefault();
+    const pasted = el("token-input").value.trim();
+    if (!pasted) return;
+    token = pasted;
+    sessionStorage.setItem(TOKEN_KEY, token);
+    el("token-panel").hidden = true;
+    el("dashboard").hidden = false;
+    init();
+  });
+
   function showError(err) {
+    if (err instanceof Unauthorized) { askForToken(token !== ""); return; }
     const box = el("error");
     box.hidden = false;
     box.textContent = String(err && err.message ? err.message : err);
@@ -31,6 +76,14 @@
     const f = x - i;
     const c = STOPS[i].map((v, k) => Math.round(v + f * (STOPS[i + 1][k] - v)));
     return "rgb(" + c.join(",") + ")";
+  }
+
+  // The smallest 1, 2 or 5 x 10^k at least x: the colour scale's top, a round number that rarely moves.
+  function niceCeil(x) {
+    if (!(x > 0)) return 1;
+    const p = Math.pow(10, Math.floor(Math.log10(x)));
+    for (const m of [1, 2, 5, 10]) if (m * p >= x * (1 - 1e-12)) return m * p;
+    return 10 * p;
   }
 
   function xy(p) { return p.length >= 2 ? [p[0], p[1]] : [p[0], 0]; }  // metres: x east, y north
@@ -50,29 +103,43 @@
              y1: Math.max(...ys) + sy / 2, sx: sx, sy: sy, oneD: dep.source_positions[0].length < 2 };
   }
 
+  // Size a canvas's backing store to its box in CSS pixels times devicePixelRatio; draw in CSS pixels.
+  function fitCanvas(canvas, cssWidth, cssHeight) {
+    const dpr = window.devicePixelRatio || 1;
+    canvas.style.width = cssWidth + "px";
+    canvas.style.height = cssHeight + "px";
+    canvas.width = Math.max(1, Math.round(cssWidth * dpr));
+    canvas.height = Math.max(1, Math.round(cssHeight * dpr));
+    const ctx = canvas.getContext("2d");
+    ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
+    return ctx;
+  }
+
   function draw(record) {
-    const canvas = el("map"), ctx = canvas.getContext("2d");
-    const dep = state.deployment, ext = state.extent;
-    const W = canvas.width, H = canvas.height, pad = 24;
+    const canvas = el("map"), dep = state.deployment, ext = state.extent, pad = 24;
+    const W = Math.max(120, canvas.parentElement.clientWidth);
+    const aspect = ext.oneD ? 0.4 : (ext.y1 - ext.y0) / (ext.x1 - ext.x0);
+    const H = Math.round(Math.max(140, Math.min((W - 2 * pad) * aspect + 2 * pad, window.innerHeight * 0.7)));
+    const ctx = fitCanvas(canvas, W, H);
     const h = ext.oneD ? 1 : ext.y1 - ext.y0;
     const scale = Math.min((W - 2 * pad) / (ext.x1 - ext.x0), ext.oneD ? Infinity : (H - 2 * pad) / h);
     const X = (x) => pad + (x - ext.x0) * scale;
     const Y = (y) => ext.oneD ? H / 2 : pad + (ext.y1 - y) * scale;  // north up
     ctx.clearRect(0, 0, W, H);
     const values = record ? record.source_map : dep.source_positions.map(() => 0);
-    const vmax = Math.max(1e-12, ...values);
-    el("scale-max").textContent = vmax.toPrecision(3);
+    const vmax = state.scaleMax > 0 ? state.scaleMax : 1;
     dep.source_positions.forEach((p, i) => {
       const [x, y] = xy(p);
       ctx.fillStyle = colour(values[i] / vmax);
       if (ext.oneD) {
-        const bh = (H / 2 - pad) * (values[i] / vmax);
+        const bh = (H / 2 - pad) * Math.min(1, values[i] / vmax);
         ctx.fillRect(X(x - ext.sx / 2), H / 2 - bh, Math.max(1, ext.sx * scale), bh + 2);
       } else {
         ctx.fillRect(X(x - ext.sx / 2), Y(y + ext.sy / 2), Math.ceil(ext.sx * scale), Math.ceil(ext.sy * scale));
       }
     });
     ctx.strokeStyle = "#1d2330";
+    ctx.lineWidth = 1;
     ctx.strokeRect(X(ext.x0), ext.oneD ? H / 2 : Y(ext.y1), (ext.x1 - ext.x0) * scale, ext.oneD ? 1 : h * scale);
     const reporting = new Set(record ? record.reporting : []);
     dep.sensor_positions.forEach((p, j) => {
@@ -87,6 +154,7 @@
     });
     drawScaleBar(ctx, X(ext.x0), H - 9, scale, ext.x1 - ext.x0);
     canvas.dataset.window = record ? String(record.window) : "";
+    canvas.dataset.scaleMax = String(vmax);
   }
 
   // A scale bar of a round length (1, 2 or 5 x 10^k m) near a fifth of the map's width, under the map.
@@ -105,33 +173,61 @@
     ctx.canvas.dataset.scaleMetres = String(metres);
   }
 
-  function drawScale() {
-    const c = el("scale"), ctx = c.getContext("2d");
-    for (let i = 0; i < c.width; i++) { ctx.fillStyle = colour(i / (c.width - 1)); ctx.fillRect(i, 0, 1, c.height); }
+  function drawLegend() {
+    const c = el("scale"), w = Math.max(40, c.clientWidth), ctx = fitCanvas(c, w, 12);
+    for (let i = 0; i < w; i++) { ctx.fillStyle = colour(i / (w - 1)); ctx.fillRect(i, 0, 1, 12); }
+    el("scale-max").textContent = state.scaleMax > 0 ? fmt(state.scaleMax) : "–";
+    el("scale-note").textContent = state.summaries.size === 0 ? "" :
+      "fixed scale: the largest cell over the " + state.summaries.size + " window(s) loaded, rounded up";
   }
 
-  function fmt(x) { return x !== 0 && Math.abs(x) < 1e-3 ? x.toExponential(1) : x.toPrecision(3); }
+  // The colour scale only grows (to the round number above the largest cell seen): colours stay comparable.
+  function updateScale() {
+    let peak = 0;
+    state.summaries.forEach((s) => { peak = Math.max(peak, s.peak); });
+    const top = niceCeil(peak);
+    if (top > state.scaleMax) state.scaleMax = top;
+    drawLegend();
+  }
+
+  function fmt(x) { return x !== 0 && Math.abs(x) < 1e-3 ? x.toExponential(1) : Number(x.toPrecision(3)).toString(); }
+
+  function span(text, cls, title) {
+    const s = document.createElement("span");
+    s.textContent = text;
+    if (cls) s.className = cls;
+    if (title) s.title = title;
+    return s;
+  }
 
   function describe(r) {
     const when = new Date((state.deployment.start + r.window * state.deployment.window_seconds) * 1000);
-    const flag = r.missing > 0 ? '<span class="flagged">' + r.missing + " sensor(s) missing: recovered from the " +
-      r.reporting.length + " that reported</span>" : "all sensors reported";
-    return "window " + r.window + " (from " + when.toLocaleString() + "): " + flag + "; uncertainty (bootstrap EMD) " +
-      (r.uncertainty === null ? "n/a" : fmt(r.uncertainty) + " m") + "; σ " + fmt(r.sigma) + " people" + "; privacy spent in this period ε = " +
-      fmt(r.epsilon_period) + " at δ = " + fmt(r.delta_period) + " (" + r.releases_in_period + " release(s) so far)" +
-      (r.converged ? "" : '; <span title="' + r.message.replace(/"/g, "&quot;") + '">recovery not certified optimal</span>');
+    const unc = r.uncertainty === null ? "n/a" : fmt(r.uncertainty) + " m (median), " +
+      (r.uncertainty_90 === null ? "n/a" : fmt(r.uncertainty_90) + " m") + " (90th percentile)";
+    el("window-total").replaceChildren(
+      span("window " + r.window + ": "), span(fmt(r.total) + " people", "total"),
+      span(" in total · location uncertainty (bootstrap EMD) "), span(unc, "uncertainty"));
+    const info = el("window-info");
+    info.replaceChildren(span("window " + r.window + " (from " + when.toLocaleString() + "): "));
+    info.append(r.missing > 0 ? span(r.missing + " sensor(s) missing: recovered from the " + r.reporting.length +
+                                     " that reported", "flagged") : span("all sensors reported"));
+    info.append(span("; noise σ " + fmt(r.sigma) + " people per reading; privacy spent in this period ε = " +
+      fmt(r.epsilon_period) + " at δ = " + fmt(r.delta_period) + " (" + r.releases_in_period + " release(s) so far)"));
+    if (!r.converged) { info.append(span("; ")); info.append(span("recovery not certified optimal", "", r.message)); }
   }
 
   async function showWindow(w) {
     const record = await api("/api/v1/windows/" + w);
     state.current = record;
     draw(record);
-    el("window-info").innerHTML = describe(record);
+    describe(record);
   }
 
   async function refreshWindows() {
     const data = await api("/api/v1/windows");
+    data.windows.forEach((s) => state.summaries.set(s.window, s));
     state.windows = data.windows.map((r) => r.window);
+    updateScale();
     if (state.windows.length === 0) return;
     slider.disabled = false;
     slider.max = String(state.windows.length - 1);
@@ -146,11 +242,18 @@
   async function refreshSensors() {
     const data = await api("/api/v1/sensors");
     const now = Date.now() / 1000;
-    const rows = data.sensors.map((s) => "<tr><td>" + s.sensor + "</td><td>" +
-      (s.last_seen === null ? "never" : Math.max(0, now - s.last_seen).toFixed(0) + " s ago (window " + s.last_window + ")") +
-      "</td><td>" + s.readings_in_period + " / " + data.releases_per_period + "</td><td>" + fmt(s.epsilon_spent) +
-      "</td></tr>");
-    el("sensors").querySelector("tbody").innerHTML = rows.join("");
+    const body = el("sensors").querySelector("tbody");
+    body.replaceChildren(...data.sensors.map((s) => {
+      const tr = document.createElement("tr");
+      [String(s.sensor),
+       s.last_seen === null ? "never" : Math.max(0, now - s.last_seen).toFixed(0) + " s ago (window " + s.last_window + ")",
+       s.readings_in_period + " / " + data.releases_per_period, fmt(s.epsilon_spent)].forEach((t) => {
+        const td = document.createElement("td");
+        td.textContent = t;
+        tr.append(td);
+      });
+      return tr;
+    }));
   }
 
   slider.addEventListener("input", () => {
@@ -159,16 +262,29 @@
     showWindow(w).catch(showError);
   });
 
+  let resizeFrame = 0;
+  window.addEventListener("resize", () => {
+    if (!state.deployment) return;
+    window.cancelAnimationFrame(resizeFrame);
+    resizeFrame = window.requestAnimationFrame(() => { drawLegend(); draw(state.current); });
+  });
+
+  // One poll at a time: the next is scheduled when this one has finished (never overlapping).
   async function tick() {
+    state.timer = null;
     try {
       await refreshWindows();
       await refreshSensors();
+      el("error").hidden = true;
     } catch (err) {
       showError(err);
+      if (err instanceof Unauthorized) return;
     }
+    state.timer = window.setTimeout(tick, POLL_MS);
   }
 
   async function init() {
+    if (!token) { askForToken(false); return; }
     try {
       const dep = await api("/api/v1/deployment");
       state.deployment = dep;
@@ -176,10 +292,9 @@
       el("deployment-line").textContent = "deployment " + dep.deployment_id + " · " + dep.n_sensors + " sensors · windows of " +
         dep.window_seconds + " s · configuration " + dep.fingerprint.slice(0, 16) + "…";
       el("guarantee").textContent = dep.guarantee_text;
-      drawScale();
+      drawLegend();
       draw(null);
       await tick();
-      window.setInterval(tick, 2000);
     } catch (err) {
       showError(err);
     }
