@@ -12,6 +12,7 @@ __all__ = [
     "InvalidParameterError",
     "DisconnectedGraphError",
     "BudgetExceededError",
+    "LedgerIntegrityError",
     "ConvergenceError",
     "MissingExtraError",
 ]
@@ -84,6 +85,21 @@ class BudgetExceededError(DpcloakError):
     Traceback (most recent call last):
         ...
     dpcloak.errors.BudgetExceededError: releasing would bring a sensor to 2 readings, ... nothing was released
+    """
+
+
+class LedgerIntegrityError(InvalidParameterError):
+    """A persistent ledger is missing, truncated, edited, restored from an older copy or someone else's.
+
+    Nothing is released from such a ledger (:mod:`dpcloak.privacy.ledger`): a count that cannot be
+    verified could let the budget be spent again.
+
+    Examples
+    --------
+    >>> issubclass(LedgerIntegrityError, InvalidParameterError)
+    True
+    >>> str(LedgerIntegrityError("ledger 'l.db': record 3 does not verify"))
+    "ledger 'l.db': record 3 does not verify"
     """
 
 

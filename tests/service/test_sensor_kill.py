@@ -29,7 +29,8 @@ from pathlib import Path
 
 import pytest
 
-from dpcloak.service.ledger import Ledger
+from dpcloak.service.config import load_credential
+from dpcloak.service.ledger import SensorLedger
 from dpcloak.service.store import sqlite_url
 
 from ._reliability import fast_deployment, stored_reports
@@ -111,7 +112,8 @@ class Node:
 
 
 def _ledger_rows(directory: Path) -> set[tuple[int, str, float]]:
-    ledger = Ledger(directory / "ledger-0.db")
+    credential = load_credential(directory / "sensors" / "sensor-0.json")
+    ledger = SensorLedger(directory / "ledger-0.db", credential=credential)
     try:
         return {(e.window, e.report_id, e.value) for e in ledger.all()}
     finally:

@@ -12,8 +12,10 @@ Time is rounded to the declared precision: a report names only the index of its 
 Secrets (all 32-byte HMAC-SHA256 outputs, hex on disk):
 
 * the **master key** of the collector (``collector.key``);
-* the key of sensor ``j``: ``HMAC(master, "dpcloak/service/report-key/v1" ‖ 0 ‖ deployment id ‖ 0 ‖ j)``.
-  The label differs from the keyed privatizer's (:func:`dpcloak.privacy.local.derive_sensor_key`),
+* the key of sensor ``j``: ``HMAC(master, "dpcloak/service/report-key/v1" ‖ 0 ‖ deployment id ‖ 0 ‖ j)``,
+  and for its credential generation ``g ≥ 1`` (after ``g`` re-provisionings, each of which retires
+  the previous credential) the same message followed by ``0 ‖ g``. The label differs from the
+  keyed privatizer's (:func:`dpcloak.privacy.local.derive_sensor_key`),
   so a report key can never double as a noise key;
 * the **analyst token** ``HMAC(master, "dpcloak/service/analyst/v1" ‖ 0 ‖ deployment id)``, which
   the dashboard and the export need and no sensor has.
@@ -80,16 +82,20 @@ def _check_master(master_key: bytes) -> bytes:
     return master_key
 
 
-def sensor_key(master_key: bytes, *, deployment_id: str, sensor: int) -> bytes:
-    """The report-signing key of sensor ``sensor`` (32 bytes; module docstring).
+def sensor_key(master_key: bytes, *, deployment_id: str, sensor: int, generation: int = 0) -> bytes:
+    """The report-signing key of sensor ``sensor``'s credential generation ``generation`` (32 bytes; module docstring).
 
     Examples
     --------
     >>> k = sensor_key(bytes(32), deployment_id="abc123", sensor=0)
     >>> len(k), k == sensor_key(bytes(32), deployment_id="abc123", sensor=1)
     (32, False)
+    >>> k == sensor_key(bytes(32), deployment_id="abc123", sensor=0, generation=1)  # a re-provisioned credential
+    False
     """
     msg = _REPORT_KEY_LABEL + b"\0" + deployment_id.encode() + b"\0" + str(int(sensor)).encode()
+    if generation:
+        msg += b"\0" + str(int(generation)).encode()
     return hmac.digest(_check_master(master_key), msg, "sha256")
 
 
@@ -258,6 +264,10 @@ class Deployment:
 class SensorCredential:
     """What sensor ``sensor`` is provisioned with: its id, its key and the deployment it belongs to.
 
+    ``generation`` counts the re-provisionings of the sensor (each retires the previous credential);
+    ``path`` is the file it was loaded from, if any — the sensor's ledger records its head there
+    (:mod:`dpcloak.service.ledger`).
+
     Examples
     --------
     >>> from dpcloak.service.examples import two_sensor_deployment
@@ -279,6 +289,8 @@ class SensorCredential:
     fingerprint: str
     sensor: int
     key: bytes = field(repr=False)
+    generation: int = 0
+    path: Path | None = field(default=None, compare=False, repr=False)
 
 
 def _write_secret(path: Path, text: str) -> None:
@@ -404,7 +416,11 @@ def load_credential(path: Path) -> SensorCredential:
     """
     data = _read_json(Path(path), "sensor credential")
     try:
+        generation = data.get("generation", 0)
+        if isinstance(generation, bool) or not isinstance(generation, int) or generation < 0:
+            raise ValueError(f"generation must be a non-negative integer, got {generation!r}")
         return SensorCredential(deployment_id=str(data["deployment_id"]), fingerprint=str(data["fingerprint"]),
-                                sensor=int(data["sensor"]), key=bytes.fromhex(data["key"]))
+                                sensor=int(data["sensor"]), key=bytes.fromhex(data["key"]), generation=generation,
+                                path=Path(path))
     except (KeyError, TypeError, ValueError) as exc:
         raise InvalidParameterError(f"sensor credential file {path} is malformed: {exc!r}") from None

@@ -1,36 +1,55 @@
-"""A sensor's persistent budget ledger, with write-ahead semantics.
+"""A sensor's releases, in the one persistent ledger (:mod:`dpcloak.privacy.ledger`), with write-ahead semantics.
 
 The collector is untrusted, so the sensor enforces its own budget. Before a private reading can
 leave the sensor, the ledger durably records it (SQLite, ``synchronous=FULL``: on disk when the
-commit returns) with its window, report id and noisy value. Only then is it sent. Consequences:
+append returns) with its window, report id and noisy value, as an authenticated record of the
+sensor's hash chain. Only then is it sent. Consequences:
 
 * a release that *might* have left — crash after the commit, lost acknowledgement — counts as spent;
 * a retry resends the **same** noisy value with the same report id (fresh noise for the same
   reading would leak: two independent noisy copies average the noise down);
 * a reading that crashed before the commit never left, and is not counted.
+
+Tamper evidence
+---------------
+The chain's key is derived from the sensor's credential key
+(``HMAC(credential key, "dpcloak/service/ledger-key/v1")``) and its genesis binds the deployment,
+the configuration fingerprint, the sensor and the credential's generation; the head is also
+written to the credential file (its ``"ledger"`` field, the anchor). So a node refuses to start on
+a ledger that is edited, truncated, another sensor's or another configuration's, older than its
+credential file says, or missing although the credential file records one
+(:class:`~dpcloak.errors.LedgerIntegrityError`). The way out is a new credential
+(``dpcloak deploy reprovision``), which retires the old one at the collector. Acknowledgements are
+unauthenticated marks: they only decide what is resent (unchanged).
 """
 
 from __future__ import annotations
 
-import sqlite3
-import threading
-import time
+import hmac
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
-__all__ = ["Ledger", "LedgerEntry"]
+from dpcloak.errors import InvalidParameterError
+from dpcloak.privacy.ledger import Anchor, Ledger
+from dpcloak.service.config import SensorCredential
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS releases (
-    window INTEGER PRIMARY KEY,
-    period INTEGER NOT NULL,
-    report_id TEXT NOT NULL UNIQUE,
-    value REAL NOT NULL,
-    mac TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    acknowledged INTEGER NOT NULL DEFAULT 0
-)
-"""
+__all__ = ["SensorLedger", "LedgerEntry", "ledger_key"]
+
+_LEDGER_KEY_LABEL = b"dpcloak/service/ledger-key/v1"
+
+
+def ledger_key(credential: SensorCredential) -> bytes:
+    """The key of a sensor's ledger chain, derived from its credential key.
+
+    Examples
+    --------
+    >>> from dpcloak.service.config import SensorCredential
+    >>> cred = SensorCredential(deployment_id="abc123", fingerprint="f" * 64, sensor=0, key=bytes(32))
+    >>> len(ledger_key(cred)), ledger_key(cred) == cred.key
+    (32, False)
+    """
+    return hmac.digest(credential.key, _LEDGER_KEY_LABEL, "sha256")
 
 
 @dataclass(frozen=True)
@@ -52,20 +71,29 @@ class LedgerEntry:
     acknowledged: bool
 
 
-class Ledger:
-    """The releases of one sensor, on disk.
+class _PeriodFull(Exception):
+    """The period already holds its limit (raised inside an append: nothing is written)."""
+
+
+class SensorLedger(Ledger):
+    """The releases of one sensor, on disk, authenticated and bound to its credential.
 
     Parameters
     ----------
     path : path
-        SQLite file (created if missing).
+        The ledger file (created if missing, unless the credential file records a ledger).
+    credential : SensorCredential
+        The sensor's credential: the ledger's key derives from it, and its file (``credential.path``,
+        when it was loaded from one) is the anchor.
 
     Examples
     --------
     >>> import tempfile
     >>> from pathlib import Path
+    >>> from dpcloak.service.config import SensorCredential
     >>> tmp = tempfile.TemporaryDirectory()
-    >>> ledger = Ledger(Path(tmp.name) / "ledger.db")
+    >>> cred = SensorCredential(deployment_id="abc123", fingerprint="f" * 64, sensor=0, key=bytes(32))
+    >>> ledger = SensorLedger(Path(tmp.name) / "ledger.db", credential=cred)
     >>> entry = LedgerEntry(window=0, period=0, report_id="r-0", value=3.5, mac="00", acknowledged=False)
     >>> ledger.record(entry, limit=1), ledger.spent_in_period(0)
     (True, 1)
@@ -80,64 +108,78 @@ class Ledger:
     >>> tmp.cleanup()
     """
 
-    def __init__(self, path: Path | str) -> None:
-        self.path = Path(path)
-        self._lock = threading.Lock()
-        self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=FULL")
-        self._db.execute(_SCHEMA)
+    def __init__(self, path: Path | str, *, credential: SensorCredential) -> None:
+        self.sensor = credential.sensor
+        self._entries: dict[int, tuple[int, LedgerEntry]] = {}  # window -> (seq, entry as released)
+        self._per_period: dict[int, int] = {}
+        anchor = Anchor(credential.path) if credential.path is not None else None
+        remedy = (f"a sensor whose ledger is lost needs a new credential: dpcloak deploy reprovision "
+                  f"<deployment directory> --sensor {credential.sensor}")
+        super().__init__(path, key=ledger_key(credential), anchor=anchor, remedy=remedy, binding={
+            "purpose": "sensor-node", "deployment_id": credential.deployment_id, "fingerprint": credential.fingerprint,
+            "sensor": credential.sensor, "generation": credential.generation})
+        self._acked = self.marked()
 
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
+    def _apply(self, seq: int, kind: str, body: Any) -> None:
+        try:
+            entry = LedgerEntry(window=int(body["window"]), period=int(body["period"]),
+                                report_id=str(body["report_id"]), value=float(body["value"]), mac=str(body["mac"]),
+                                acknowledged=False)
+        except (KeyError, TypeError, ValueError):
+            self._refuse(f"record {seq} is not a release")
+        if kind != "release" or entry.window in self._entries:
+            self._refuse(f"record {seq} is not a release of a new window")
+        self._entries[entry.window] = (seq, entry)
+        self._per_period[entry.period] = self._per_period.get(entry.period, 0) + 1
 
-    def _entries(self, where: str, args: tuple[object, ...]) -> list[LedgerEntry]:
-        with self._lock:
-            rows = self._db.execute(f"SELECT window, period, report_id, value, mac, acknowledged FROM releases "
-                                    f"WHERE {where} ORDER BY window", args).fetchall()
-        return [LedgerEntry(int(w), int(p), r, float(v), m, bool(a)) for w, p, r, v, m, a in rows]
+    def _entry(self, seq: int, entry: LedgerEntry) -> LedgerEntry:
+        return LedgerEntry(entry.window, entry.period, entry.report_id, entry.value, entry.mac, seq in self._acked)
 
     def entry(self, window: int) -> LedgerEntry | None:
         """The release recorded for ``window``, if any."""
-        found = self._entries("window = ?", (window,))
-        return found[0] if found else None
+        found = self._entries.get(int(window))
+        return None if found is None else self._entry(*found)
 
     def spent_in_period(self, period: int) -> int:
         """Releases recorded in ``period`` (acknowledged or not: they may have left)."""
-        with self._lock:
-            return int(self._db.execute("SELECT COUNT(*) FROM releases WHERE period = ?", (period,)).fetchone()[0])
+        return self._per_period.get(int(period), 0)
 
     def record(self, entry: LedgerEntry, *, limit: int) -> bool:
         """Durably record a release unless the period already holds ``limit``; ``False`` if refused.
 
-        The count and the insert happen in one transaction, so concurrent releases cannot overspend.
+        The count and the append happen under one write lock, so concurrent releases cannot overspend.
+
+        Raises
+        ------
+        InvalidParameterError
+            The window already has a release.
         """
-        with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
-            try:
-                n = self._db.execute("SELECT COUNT(*) FROM releases WHERE period = ?", (entry.period,)).fetchone()[0]
-                if n >= limit:
-                    self._db.execute("ROLLBACK")
-                    return False
-                self._db.execute("INSERT INTO releases (window, period, report_id, value, mac, created_at) "
-                                 "VALUES (?, ?, ?, ?, ?, ?)", (entry.window, entry.period, entry.report_id,
-                                                               entry.value, entry.mac, time.time()))
-                self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
+        def make() -> dict[str, Any]:
+            if entry.window in self._entries:
+                raise InvalidParameterError(f"sensor {self.sensor} already released a reading for window "
+                                            f"{entry.window}")
+            if self._per_period.get(entry.period, 0) >= limit:
+                raise _PeriodFull
+            return {"window": entry.window, "period": entry.period, "report_id": entry.report_id,
+                    "value": entry.value, "mac": entry.mac}
+
+        try:
+            self.append("release", make)
+        except _PeriodFull:
+            return False
         return True
 
     def acknowledge(self, window: int) -> None:
         """Mark the release of ``window`` as acknowledged by the collector."""
-        with self._lock:
-            self._db.execute("UPDATE releases SET acknowledged = 1 WHERE window = ?", (window,))
+        found = self._entries.get(int(window))
+        if found is not None:
+            self.mark(found[0])
+            self._acked.add(found[0])
 
     def pending(self) -> list[LedgerEntry]:
-        """Releases not yet acknowledged (to be resent unchanged)."""
-        return self._entries("acknowledged = 0", ())
+        """Releases not yet acknowledged (to be resent unchanged), in window order."""
+        return [e for e in self.all() if not e.acknowledged]
 
     def all(self) -> list[LedgerEntry]:
-        """Every recorded release."""
-        return self._entries("1 = 1", ())
+        """Every recorded release, in window order."""
+        return [self._entry(*self._entries[w]) for w in sorted(self._entries)]

@@ -34,7 +34,7 @@ import httpx
 from dpcloak.errors import BudgetExceededError, DpcloakError, InvalidParameterError
 from dpcloak.service.auth import sign_report
 from dpcloak.service.config import Deployment, SensorCredential
-from dpcloak.service.ledger import Ledger, LedgerEntry
+from dpcloak.service.ledger import LedgerEntry, SensorLedger
 
 __all__ = ["SensorNode", "Delivery", "DeliveryError", "read_values", "tail_csv"]
 
@@ -80,8 +80,9 @@ class SensorNode:
         The deployment's public parameters (``deployment.json``).
     credential : SensorCredential
         This sensor's id and key.
-    ledger : Ledger or path
-        Its persistent ledger.
+    ledger : SensorLedger or path
+        Its persistent ledger (opened with the credential: a missing, edited, older or foreign ledger is
+        refused, :mod:`dpcloak.service.ledger`).
     url : str
         Base URL of the collector (``http://host:port``).
     clock : callable, default time.time
@@ -114,7 +115,7 @@ class SensorNode:
     >>> tmp.cleanup()
     """
 
-    def __init__(self, *, deployment: Deployment, credential: SensorCredential, ledger: Ledger | Path | str,
+    def __init__(self, *, deployment: Deployment, credential: SensorCredential, ledger: SensorLedger | Path | str,
                  url: str, clock: Callable[[], float] = time.time, attempts: int = 6, backoff: float = 0.1,
                  timeout: float = 10.0, transport: httpx.BaseTransport | None = None) -> None:
         if credential.deployment_id != deployment.deployment_id or credential.fingerprint != deployment.fingerprint:
@@ -127,7 +128,7 @@ class SensorNode:
         self.deployment = deployment
         self.credential = credential
         self.sensor = credential.sensor
-        self.ledger = ledger if isinstance(ledger, Ledger) else Ledger(ledger)
+        self.ledger = ledger if isinstance(ledger, SensorLedger) else SensorLedger(ledger, credential=credential)
         self.clock = clock
         self.attempts = attempts
         self.backoff = backoff
