@@ -34,6 +34,9 @@ class NetworkCli:
 
     config: str | None = None
     sensors: str | None = None
+    measurement: str = "field"
+    max_count_per_person: int = 1
+    reading_unit: str = "people"
     network_model: str = "graph"
     diffusion: float | None = None
     graph_method: str = "knn"
@@ -109,9 +112,14 @@ class NetworkCli:
         self._check_exclusive(alpha)
         if self.config is not None:
             net = self.network(epsilon=None, delta=None, alpha=None)
+            if net.relation is None:
+                raise InvalidParameterError(f"{self.config} is a counts network: its sensitivity is "
+                                            f"max_count_per_person={net.max_count_per_person}, with no model")
             return net.model, net.relation, f"network {self.config}"
         from dpcloak.sensors import build_model
 
+        if self.measurement != "field":
+            raise InvalidParameterError("--measurement counts has no model: its sensitivity is --max-count-per-person")
         layout = self.layout()
         return build_model(layout.positions, self._spec()), self._relation(alpha), self._describe(layout.n_sites)
 
@@ -150,12 +158,25 @@ class NetworkCli:
         if self.budget_epsilon is None or self.budget_delta is None:
             raise InvalidParameterError("--budget-epsilon and --budget-delta are required with --sensors: the total "
                                         "privacy the network may spend")
+        common: dict[str, Any] = {
+            "sensors": self.layout(), "epsilon": epsilon, "delta": delta, "reading_unit": self.reading_unit,
+            "budget": (self.budget_epsilon, self.budget_delta), "reading_range": (0.0, self.reading_max)}
+        if self.measurement == "counts":
+            field_only = [name for name in ("network_model", "diffusion", "graph_method", "k", "sources", "spacing",
+                                            "margin", "relation", "unit")
+                          if getattr(self, name) != getattr(NetworkCli, name)]
+            if field_only or alpha is not None:
+                names = ", ".join("--" + n.replace("_", "-") for n in field_only + (["alpha"] if alpha else []))
+                raise InvalidParameterError(f"{names} describe a field model; --measurement counts has none (the "
+                                            "privacy unit is one person's contribution, --max-count-per-person)")
+            return SensorNetwork.from_coordinates(measurement="counts",
+                                                  max_count_per_person=self.max_count_per_person, **common)
+        if self.measurement != "field":
+            raise InvalidParameterError(f"--measurement must be counts or field, got {self.measurement!r}")
         return SensorNetwork.from_coordinates(
-            sensors=self.layout(), relation=self._relation(alpha), epsilon=epsilon, delta=delta,
-            budget=(self.budget_epsilon, self.budget_delta), model=self.network_model, diffusion=self._spec().diffusion,
+            relation=self._relation(alpha), model=self.network_model, diffusion=self._spec().diffusion,
             sources=self.sources, graph=self.graph_method, k=self.k, spacing=self.spacing, margin=self.margin,
-            reading_range=(0.0, self.reading_max),
-        )
+            **common)
 
 
 LIBRARY_NAMES = {
@@ -163,12 +184,17 @@ LIBRARY_NAMES = {
     "budget epsilon": "--budget-epsilon", "budget delta": "--budget-delta", "diffusion": "--diffusion", "k": "--k",
     "spacing": "--spacing", "margin": "--margin", "sources": "--sources", "colocated": "--colocated",
     "alpha": "--alpha", "unit": "--unit", "kind": "--relation", "epsilon": "--epsilon", "delta": "--delta",
+    "measurement": "--measurement", "max_count_per_person": "--max-count-per-person", "reading_unit": "--reading-unit",
 }
 """Names the library gives the network's parameters → the options that set them."""
 
 _HELP = {
     "config": "Saved network configuration (TOML/JSON from 'dpcloak network run' or SensorNetwork.save).",
     "sensors": "Sensors CSV with a header: lon,lat (degrees) or x,y (metres), optional name column.",
+    "measurement": "What the sensors measure: counts (people counters: unconditional guarantee for one person's "
+                   "contribution, map = private counts) or field (a diffusing quantity: model-based guarantee).",
+    "max_count_per_person": "Counts: how often one person may be counted per window, over all sensors (>= 1).",
+    "reading_unit": "Unit of the readings, used in every label (e.g. people, µg/m³).",
     "network_model": "Network model: graph (diffusion on a k-NN/Delaunay graph), heat or heat-walls.",
     "diffusion": "Diffusion tau or T in m² (heat spreads about sqrt(2 x diffusion) metres).",
     "graph_method": "Graph of the graph model: knn or delaunay.",
@@ -193,7 +219,8 @@ def network_options(fn: F) -> F:
     for f in fields(NetworkCli):
         flag = "--" + f.name.replace("_", "-")
         kind = {"k": int, "margin": float, "network_model": str, "graph_method": str, "sources": str,
-                "relation": str, "unit": str, "colocated": str}.get(f.name)
+                "relation": str, "unit": str, "colocated": str, "measurement": str, "max_count_per_person": int,
+                "reading_unit": str}.get(f.name)
         annotation = kind if kind is not None else (float | None if f.name not in ("config", "sensors") else str | None)
         injected.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation,
                                           default=typer.Option(f.default, flag, help=_HELP[f.name])))

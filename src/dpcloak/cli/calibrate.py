@@ -29,9 +29,11 @@ def _network_calibration(network: NetworkCli, *, alpha: float | None, epsilon: f
     net = network.network(epsilon=epsilon, delta=delta, alpha=alpha)
     after = net.guarantee(periods)
     payload = {
-        "relation": net.relation.to_dict(), "n_sensors": net.n_sensors, "n_sources": net.n_sources,
+        "measurement": net.measurement, "relation": None if net.relation is None else net.relation.to_dict(),
+        "privacy_unit": net.privacy_unit, "guarantee": net.guarantee_text(), "reading_unit": net.reading_unit,
+        "n_sensors": net.n_sensors, "n_sources": net.n_sources,
         "epsilon": net.epsilon, "delta": net.delta, "delta2": net.delta2, "sigma": net.sigma,
-        "resolution": net.resolution, "mechanism": "exact discrete Gaussian (OS CSPRNG)",
+        "resolution": net.resolution, "mechanism": f"{net.noise} (OS CSPRNG)",
         "budget": {"epsilon": net.budget[0], "delta": net.budget[1]}, "max_releases": net.max_releases(),
         "after": {"releases": periods, "epsilon": after.epsilon, "delta": after.delta},
         "fingerprint": net.fingerprint() if net.layout is not None else None,
@@ -39,13 +41,14 @@ def _network_calibration(network: NetworkCli, *, alpha: float | None, epsilon: f
     if as_json:
         emit_json(payload)
         return
-    table = Table(title=f"{net.relation.describe()}; epsilon={net.epsilon:g}, delta={net.delta:g} per release")
+    unit = net.reading_unit
+    table = Table(title=net.guarantee_text())
     table.add_column("quantity")
     table.add_column("value", justify="right")
     table.add_row("sensors / source locations", f"{net.n_sensors} / {net.n_sources}")
-    table.add_row("Δ2 (exact, people)", f"{net.delta2:.6g}")
-    table.add_row("σ (exact discrete Gaussian, people)", f"{net.sigma:.6g}")
-    table.add_row("grid of released values (people)", f"{net.resolution:.3g}")
+    table.add_row(f"Δ2 (exact, {unit})", f"{net.delta2:.6g}")
+    table.add_row("noise per reading", net.noise)
+    table.add_row(f"grid of released values ({unit})", f"{net.resolution:.3g}")
     table.add_row(f"after {periods} releases", f"epsilon={after.epsilon:.4g} at delta={after.delta:g}")
     table.add_row("budget", f"epsilon={net.budget[0]:g} at delta={net.budget[1]:g}: {net.max_releases()} releases")
     console.print(table)

@@ -56,7 +56,8 @@ def run(
     """Privatize every row of the counts (one release each, budget checked first) and recover one map per row.
 
     Writes to --out: network.toml (the configuration that fixes the guarantee), private_readings.csv
-    (the only data released), maps.csv (people per source location) and maps.png. The budget is
+    (the only data released), maps.csv (the map per source location, with each map's status and
+    EMD uncertainty) and maps.png. The budget is
     checked for this run; a deployment keeps a persistent per-sensor ledger.
     """
     from rich.table import Table
@@ -91,30 +92,42 @@ def run(
     _write_csv(directory / "private_readings.csv", ["period", *net.layout.names],
                [[label, *("" if math.isnan(v) else repr(float(v)) for v in row)]
                 for label, row in zip(data.labels, private, strict=True)])
-    rows = [{"period": label, **r} for label, res in zip(data.labels, maps, strict=True) for r in map_rows(net, res)]
+    rows = [{"period": label, "status": res.status, "uncertainty_m": res.uncertainty,
+             "uncertainty_90_m": res.uncertainty_90, **r}
+            for label, res in zip(data.labels, maps, strict=True) for r in map_rows(net, res)]
     _write_csv(directory / "maps.csv", list(rows[0]), [list(r.values()) for r in rows])
     picture = save_maps(net, maps, directory / "maps.png", labels=list(data.labels))
     spent = net.spent()
-    summary = [{"period": label, "sensors": int(res.present.sum()), "people": res.total,
+    summary = [{"period": label, "sensors": int(res.present.sum()), net.source_unit: res.total,
                 "uncertainty_m": res.uncertainty if math.isfinite(res.uncertainty) else None,
-                "degenerate": res.degenerate, "converged": res.recovery.converged}
+                "uncertainty_90_m": res.uncertainty_90 if math.isfinite(res.uncertainty_90) else None,
+                "status": res.status, "degenerate": res.degenerate, "converged": res.recovery.converged}
                for label, res in zip(data.labels, maps, strict=True)]
+    out_of_reach = sum(res.status == "least-residual" for res in maps)
+    advice = (f"{out_of_reach} of {len(maps)} maps are least-residual: the model does not explain the readings, so "
+              "the model-based guarantee and the maps are in doubt; for counts of people use --measurement counts"
+              if out_of_reach else None)
     if as_json:
-        emit_json({"fingerprint": net.fingerprint(), "relation": net.relation.describe(), "sigma": net.sigma,
+        emit_json({"fingerprint": net.fingerprint(), "measurement": net.measurement,
+                   "guarantee": net.guarantee_text(), "privacy_unit": net.privacy_unit, "noise": net.noise,
+                   "reading_unit": net.reading_unit, "misfit": net.misfit, "warning": advice, "sigma": net.sigma,
                    "delta2": net.delta2, "releases": net.releases,
                    "spent": {"epsilon": spent.epsilon, "delta": spent.delta},
                    "budget": {"epsilon": net.budget[0], "delta": net.budget[1]}, "periods": summary,
                    "files": {"config": str(config), "private": str(directory / "private_readings.csv"),
                              "maps": str(directory / "maps.csv"), "picture": str(picture)}})
         return
-    table = Table(title=f"{net.relation.describe()}; σ = {net.sigma:.3g} people per reading")
-    for name in ("period", "sensors", "people", "EMD uncertainty", "status"):
+    table = Table(title=f"{net.guarantee_text()}; noise: {net.noise} per reading")
+    for name in ("period", "sensors", net.source_unit, "EMD uncertainty (median, 90 %)", "status"):
         table.add_column(name, justify="left" if name == "period" else "right")
     for item in summary:
-        unc = "n/a" if item["uncertainty_m"] is None else f"±{item['uncertainty_m']:.0f} m"
-        status = "empty answer" if item["degenerate"] else ("fit" if item["converged"] else "least-residual")
-        table.add_row(str(item["period"]), str(item["sensors"]), f"{item['people']:.0f}", unc, status)
+        unc = ("n/a" if item["uncertainty_m"] is None
+               else f"±{item['uncertainty_m']:.0f} m, {item['uncertainty_90_m']:.0f} m")
+        table.add_row(str(item["period"]), str(item["sensors"]), f"{item[net.source_unit]:.0f}", unc,
+                      str(item["status"]))
     console.print(table)
+    if advice is not None:
+        console.print(f"warning: {advice}", style="bold red", highlight=False)
     console.print(f"privacy spent: epsilon={spent.epsilon:.4g} at delta={spent.delta:g} after {net.releases} "
                   f"releases (budget epsilon={net.budget[0]:g}); configuration {config} "
                   f"(fingerprint {net.fingerprint()[:16]}…)", highlight=False)

@@ -116,13 +116,14 @@ def _read_named_readings(path: Path, network: SensorNetwork) -> NDArray[np.float
 
 
 def map_rows(network: SensorNetwork, result: NetworkRecovery) -> list[dict[str, Any]]:
-    """One row per source location: position (metres, and lon/lat when the network has a projection), people."""
+    """One row per source location: position (metres, and lon/lat when the network has a projection), the map's
+    value (column named by the network's source unit)."""
     pos = result.source_positions
     rows = []
     proj = network.layout.projection if network.layout is not None else None
     lonlat = proj.inverse(pos[:, 0], pos[:, 1]) if (proj is not None and pos is not None) else None
     for k, people in enumerate(result.sources):
-        row: dict[str, Any] = {"source": k, "people": float(people)}
+        row: dict[str, Any] = {"source": k, network.source_unit: float(people)}
         if pos is not None:
             row.update(x_m=float(pos[k, 0]), y_m=float(pos[k, 1]))
         if lonlat is not None:
@@ -154,8 +155,9 @@ def _recover_network(
             writer = csv.DictWriter(fh, fieldnames=list(rows[0]))
             writer.writeheader()
             writer.writerows(rows)
-    listed = sorted(rows, key=lambda r: -r["people"])[: max(top, 0)]
-    listed = [r for r in listed if r["people"] > 0]
+    unit = net.source_unit
+    listed = sorted(rows, key=lambda r: -r[unit])[: max(top, 0)]
+    listed = [r for r in listed if r[unit] > 0]
     rec = result.recovery
     if as_json:
         emit_json({"people": result.total, "uncertainty_m": result.uncertainty if math.isfinite(result.uncertainty)
@@ -163,22 +165,23 @@ def _recover_network(
                    else None, "degenerate": result.degenerate, "present": int(result.present.sum()),
                    "sensors": net.n_sensors, "sigma": result.sigma, "radius": result.radius,
                    "converged": rec.converged, "feasible": rec.feasible, "message": rec.message, "top": listed,
+                   "status": result.status, "guarantee": net.guarantee_text(), "unit": unit,
                    "picture": str(picture), "out": None if out is None else str(out)})
         return
-    table = Table(title=f"where were the people? {net.relation.describe()}, σ={net.sigma:.3g} people")
+    table = Table(title=f"where? {net.guarantee_text()}; noise: {net.noise}")
     table.add_column("quantity")
     table.add_column("value", justify="right")
     table.add_row("sensors reporting", f"{int(result.present.sum())} of {net.n_sensors}")
-    table.add_row("people (recovered total)", f"{result.total:.1f}")
+    table.add_row(f"{unit} (recovered total)", f"{result.total:.1f}")
     unc = (f"±{result.uncertainty:.0f} m (median), {result.uncertainty_90:.0f} m (90 %)"
            if math.isfinite(result.uncertainty) else "n/a")
     table.add_row("uncertainty of the map (EMD, bootstrap)", unc)
-    table.add_row("status", "converged" if rec.converged else ("ball out of reach" if not rec.feasible else "stopped"))
+    table.add_row("status", result.status if rec.converged or not rec.feasible else "stopped")
     if result.degenerate:
         table.add_row("answer", "empty (no information where: read as uniform)")
     for item in listed:
         where = (f"({item['x_m']:.0f} m, {item['y_m']:.0f} m)" if "x_m" in item else f"#{item['source']}")
-        table.add_row(f"people at {where} ±{result.uncertainty:.0f} m", f"{item['people']:.1f}")
+        table.add_row(f"{unit} at {where} ±{result.uncertainty:.0f} m", f"{item[unit]:.1f}")
     console.print(table)
     console.print(rec.message, highlight=False)
     console.print(f"map saved to {picture}", highlight=False)

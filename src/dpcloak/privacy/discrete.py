@@ -388,10 +388,22 @@ class _GridMechanism(AdditiveMechanism):
     resolution: float
     dimension: int
 
-    def _set_grid(self, resolution: float | None, dimension: int, neighbouring: str) -> None:
+    integer_inputs: bool
+
+    def _set_grid(self, resolution: float | None, dimension: int, neighbouring: str, integer_inputs: bool) -> None:
+        self.integer_inputs = bool(integer_inputs)
+        if self.integer_inputs:
+            if resolution is not None and resolution != 1.0:
+                raise InvalidParameterError(f"resolution must be 1 (or omitted) with integer_inputs=True, got "
+                                            f"{resolution!r}")
+            resolution = 1.0
         self.resolution = _resolution(resolution, self.sensitivity)
         self.dimension = check_int("dimension", dimension, minimum=1)
         self.neighbouring = str(neighbouring)
+
+    def _rounding_slack(self) -> int:
+        """Coordinates whose rounding the grid sensitivity must cover: 0 for integer inputs (nothing is rounded)."""
+        return 0 if self.integer_inputs else self.dimension
 
     def _draw(self, randbelow: RandBelow) -> int:
         raise NotImplementedError
@@ -411,8 +423,22 @@ class _GridMechanism(AdditiveMechanism):
         return n
 
     def to_grid(self, values: ArrayLike) -> NDArray[np.int64]:
-        """Exact grid indices ``round(x / resolution)`` of ``values`` (see :func:`grid_indices`)."""
-        return grid_indices(values, self.resolution)
+        """Exact grid indices ``round(x / resolution)`` of ``values`` (see :func:`grid_indices`).
+
+        With ``integer_inputs`` the values must be integers (they are their own indices); anything
+        else is refused, since the calibration left out the rounding slack.
+        """
+        idx = grid_indices(values, self.resolution)
+        raw = values if isinstance(values, np.ndarray) else np.asarray(values)
+        if self.integer_inputs and raw.dtype.kind not in "iu":
+            # |idx| ≤ 2⁵² (grid_indices refuses more), so idx converts to a double exactly; others compare exactly
+            exact = (np.equal(idx.astype(float), raw) if raw.dtype.kind == "f" else
+                     np.array([Fraction(v) == i for v, i in zip(raw.reshape(-1), idx.reshape(-1), strict=True)]))
+            if not np.all(exact):
+                bad = raw.reshape(-1)[np.flatnonzero(~np.asarray(exact).reshape(-1))[0]]
+                raise InvalidParameterError(f"values must be integers (integer_inputs=True: the calibration has no "
+                                            f"rounding slack), got {bad!r}")
+        return idx
 
     def sample_noise(self, count: int, randbelow: RandBelow) -> list[int]:
         """``count`` exact integer noise draws (grid units) from the integer source ``randbelow``."""
@@ -472,6 +498,10 @@ class DiscreteLaplaceMechanism(_GridMechanism):
         most ``dimension`` grid cells to the ℓ1 sensitivity).
     neighbouring : str
         The neighbouring relation Δ1 was computed for.
+    integer_inputs : bool, default False
+        The inputs are integers (counts) and are released on the grid ``ℤ`` (``resolution`` 1) without
+        rounding: the grid sensitivity is then ``⌊Δ1⌋`` with no rounding slack, and
+        :meth:`~_GridMechanism.to_grid` refuses non-integer values.
 
     Attributes
     ----------
@@ -504,6 +534,16 @@ class DiscreteLaplaceMechanism(_GridMechanism):
 
     >>> m.scale_value > 1.0  # Δ/ε = 1, plus what rounding to the grid adds to the sensitivity
     True
+
+    Integer inputs (counts) need no rounding, so no slack: b = Δ1/ε exactly, and fractions are refused:
+
+    >>> counts = DiscreteLaplaceMechanism(epsilon=1.0, sensitivity=1.0, dimension=19, integer_inputs=True)
+    >>> counts.grid_sensitivity, counts.scale, counts.resolution
+    (1, Fraction(1, 1), 1.0)
+    >>> counts.privatize(np.array([2.5]))
+    Traceback (most recent call last):
+        ...
+    dpcloak.errors.InvalidParameterError: values must be integers ...
     """
 
     _norm = "l1"
@@ -517,11 +557,16 @@ class DiscreteLaplaceMechanism(_GridMechanism):
         resolution: float | None = None,
         dimension: int = 1,
         neighbouring: str = DEFAULT_NEIGHBOURING,
+        integer_inputs: bool = False,
     ) -> None:
         self.epsilon = check_real("epsilon", epsilon, low=0.0)
         self.sensitivity = check_real("sensitivity", sensitivity, low=0.0)
-        self._set_grid(resolution, dimension, neighbouring)
-        self.grid_sensitivity = math.floor(Fraction(self.sensitivity) / Fraction(self.resolution)) + self.dimension
+        self._set_grid(resolution, dimension, neighbouring, integer_inputs)
+        self.grid_sensitivity = (math.floor(Fraction(self.sensitivity) / Fraction(self.resolution))
+                                 + self._rounding_slack())
+        if self.grid_sensitivity < 1:
+            raise InvalidParameterError(f"sensitivity must be at least 1 with integer_inputs=True (integer vectors "
+                                        f"that differ do so by at least 1), got {self.sensitivity!r}")
         self.scale = laplace_grid_scale(epsilon=self.epsilon, grid_sensitivity=self.grid_sensitivity)
         if self.grid_sensitivity / self.scale > Fraction(self.epsilon):  # re-check (exact arithmetic)
             raise InvalidParameterError("discrete Laplace calibration overspends epsilon")
@@ -691,6 +736,10 @@ class DiscreteGaussianMechanism(_GridMechanism):
         most √dimension grid cells to the ℓ2 sensitivity.
     neighbouring : str
         The neighbouring relation Δ2 was computed for.
+    integer_inputs : bool, default False
+        The inputs are integers (counts) and are released on the grid ``ℤ`` (``resolution`` 1) without
+        rounding: the grid sensitivity is then ``√⌊Δ2²⌋`` with no rounding slack, and
+        :meth:`~_GridMechanism.to_grid` refuses non-integer values.
 
     Attributes
     ----------
@@ -740,12 +789,16 @@ class DiscreteGaussianMechanism(_GridMechanism):
         resolution: float | None = None,
         dimension: int = 1,
         neighbouring: str = DEFAULT_NEIGHBOURING,
+        integer_inputs: bool = False,
     ) -> None:
         self.epsilon = check_real("epsilon", epsilon, low=0.0)
         self.delta = check_probability("delta", delta)
         self.sensitivity = check_real("sensitivity", sensitivity, low=0.0)
-        self._set_grid(resolution, dimension, neighbouring)
-        self.grid_sensitivity = l2_grid_sensitivity(self.sensitivity, self.resolution, self.dimension)
+        self._set_grid(resolution, dimension, neighbouring, integer_inputs)
+        self.grid_sensitivity = l2_grid_sensitivity(self.sensitivity, self.resolution, self._rounding_slack())
+        if self.grid_sensitivity < 1:
+            raise InvalidParameterError(f"sensitivity must be at least 1 with integer_inputs=True (integer vectors "
+                                        f"that differ do so by at least 1), got {self.sensitivity!r}")
         self.sigma2 = self._calibrate()
         self._frozen = True
 

@@ -3,11 +3,12 @@
 Layout of the data (:func:`network_to_dict`)::
 
     format = "dpcloak.sensor-network/1"
-    [privacy]     epsilon, delta (one release), budget_epsilon, budget_delta, resolution (people),
-                  accountant
-    [relation]    kind, alpha, unit
-    [readings]    unit = "people", low, high (absent: no upper limit)
-    [model]       kind, diffusion (m²), graph, k, sources, spacing, margin
+    [measurement] kind ("counts" or "field"; absent: "field"), max_count_per_person (counts)
+    [privacy]     epsilon, delta (one release, as declared), budget_epsilon, budget_delta, resolution
+                  (reading units), accountant
+    [relation]    kind, alpha, unit (field only)
+    [readings]    unit (e.g. "people", "µg/m³"), source_unit, low, high (absent: no upper limit)
+    [model]       kind, diffusion (m²), graph, k, sources, spacing, margin, misfit (field only)
     [sensors]     names, x, y (metres), groups (input rows merged per site), inputs (the counters'
                   names, one per input row), lon, lat (if given)
     [projection]  lon0, lat0 (if the sensors were given in lon/lat)
@@ -60,12 +61,12 @@ def network_to_dict(network: SensorNetwork) -> dict[str, Any]:
     ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
     >>> data = network_to_dict(net)
     >>> sorted(data)
-    ['derived', 'format', 'model', 'privacy', 'readings', 'relation', 'sensors']
+    ['derived', 'format', 'measurement', 'model', 'privacy', 'readings', 'relation', 'sensors']
     >>> network_from_dict(data).n_sensors
     2
     """
     layout, spec = network.layout, network.spec
-    if layout is None or spec is None:
+    if layout is None or (spec is None and network.measurement == "field"):
         raise InvalidParameterError(
             "only a network built from coordinates (SensorNetwork.from_coordinates or from_dict) can be serialised; "
             "a network built from a bare LinearModel has no description of its model to write"
@@ -81,15 +82,18 @@ def network_to_dict(network: SensorNetwork) -> dict[str, Any]:
         sensors["inputs"] = list(layout.input_names)
     data: dict[str, Any] = {
         "format": FORMAT,
+        "measurement": _drop_none({"kind": network.measurement, "max_count_per_person": network.max_count_per_person}),
         "privacy": {
-            "epsilon": network.epsilon, "delta": network.delta, "budget_epsilon": network.budget[0],
+            "epsilon": network.epsilon, "delta": network.declared_delta, "budget_epsilon": network.budget[0],
             "budget_delta": network.budget[1], "resolution": network.resolution, "accountant": ACCOUNTANT,
         },
-        "relation": _drop_none(network.relation.to_dict()),
-        "readings": _drop_none({"unit": "people", "low": low, "high": high}),
-        "model": spec.to_dict(),
+        "readings": _drop_none({"unit": network.reading_unit, "source_unit": network.source_unit, "low": low,
+                                "high": high}),
         "sensors": sensors,
     }
+    if network.relation is not None and spec is not None:
+        data["relation"] = _drop_none(network.relation.to_dict())
+        data["model"] = _drop_none({**spec.to_dict(), "misfit": network.misfit})
     if layout.lonlat is not None and layout.projection is not None:
         sensors["lon"] = [float(v) for v in layout.lonlat[:, 0]]
         sensors["lat"] = [float(v) for v in layout.lonlat[:, 1]]
@@ -131,13 +135,13 @@ def network_from_dict(data: dict[str, Any], *, ledger: str | PathLike[str] | Non
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         got = data.get("format") if isinstance(data, dict) else type(data).__name__
         raise InvalidParameterError(f"configuration format must be {FORMAT!r}, got {got!r}")
-    privacy, rel, readings = _section(data, "privacy"), _section(data, "relation"), _section(data, "readings")
-    model, sensors = _section(data, "model"), _section(data, "sensors")
+    privacy, readings, sensors = _section(data, "privacy"), _section(data, "readings"), _section(data, "sensors")
+    measurement = data.get("measurement", {"kind": "field"})
+    if not isinstance(measurement, dict):
+        raise InvalidParameterError("configuration [measurement] must be a table")
+    kind = measurement.get("kind", "field")
     if privacy.get("accountant", ACCOUNTANT) != ACCOUNTANT:  # the guarantee's composition rule is fixed
         raise InvalidParameterError(f"[privacy] accountant must be {ACCOUNTANT!r}, got {privacy['accountant']!r}")
-    if readings.get("unit", "people") != "people":
-        raise InvalidParameterError(f"[readings] unit must be 'people', got {readings['unit']!r}")
-    relation = Relation(_get(rel, "relation", "kind"), rel.get("alpha"), rel.get("unit"))
     x, y = np.asarray(_get(sensors, "sensors", "x"), float), np.asarray(_get(sensors, "sensors", "y"), float)
     if x.shape != y.shape or x.ndim != 1:
         raise InvalidParameterError("[sensors] x and y must be lists of the same length")
@@ -155,16 +159,30 @@ def network_from_dict(data: dict[str, Any], *, ledger: str | PathLike[str] | Non
         raise InvalidParameterError("[sensors] inputs must name every input row of the groups")
     layout = SensorLayout(positions=np.column_stack([x, y]), names=tuple(names), groups=groups, lonlat=lonlat,
                           projection=projection, input_names=inputs)
-    spec = ModelSpec(**model)
-    network = SensorNetwork.from_coordinates(
-        sensors=layout, relation=relation, epsilon=_get(privacy, "privacy", "epsilon"),
-        delta=_get(privacy, "privacy", "delta"),
-        budget=(_get(privacy, "privacy", "budget_epsilon"), _get(privacy, "privacy", "budget_delta")),
-        model=spec.kind, diffusion=spec.diffusion, sources=spec.sources, graph=spec.graph, k=spec.k,
-        spacing=spec.spacing, margin=spec.margin, room=spec.room, reading_range=(_get(readings, "readings", "low"),
-                                                                 readings.get("high")),
-        resolution=privacy.get("resolution"), ledger=ledger,
-    )
+    common: dict[str, Any] = {
+        "sensors": layout, "epsilon": _get(privacy, "privacy", "epsilon"), "delta": _get(privacy, "privacy", "delta"),
+        "budget": (_get(privacy, "privacy", "budget_epsilon"), _get(privacy, "privacy", "budget_delta")),
+        "reading_unit": readings.get("unit", "people"),
+        "reading_range": (_get(readings, "readings", "low"), readings.get("high")),
+        "resolution": privacy.get("resolution"), "ledger": ledger}
+    if kind == "counts":
+        extra = [name for name in ("relation", "model") if name in data]
+        if extra:
+            raise InvalidParameterError(f"a counts configuration has no {' or '.join(f'[{n}]' for n in extra)} "
+                                        "(its guarantee does not depend on a model)")
+        network = SensorNetwork.from_coordinates(
+            measurement="counts", max_count_per_person=measurement.get("max_count_per_person", 1), **common)
+    elif kind == "field":
+        rel, model = _section(data, "relation"), dict(_section(data, "model"))
+        relation = Relation(_get(rel, "relation", "kind"), rel.get("alpha"), rel.get("unit"))
+        misfit = model.pop("misfit", None)
+        spec = ModelSpec(**model)
+        network = SensorNetwork.from_coordinates(
+            relation=relation, source_unit=readings.get("source_unit"), misfit=misfit, model=spec.kind,
+            diffusion=spec.diffusion, sources=spec.sources, graph=spec.graph, k=spec.k, spacing=spec.spacing,
+            margin=spec.margin, room=spec.room, **common)
+    else:
+        raise InvalidParameterError(f"[measurement] kind must be 'counts' or 'field', got {kind!r}")
     derived = data.get("derived", {})
     for key, value in (("delta2", network.delta2), ("sigma", network.sigma), ("n_sensors", network.n_sensors),
                        ("n_sources", network.n_sources)):

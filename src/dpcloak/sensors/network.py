@@ -15,22 +15,34 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from dpcloak._rng import RngLike
-from dpcloak._validation import check_int, check_probability, check_real
+from dpcloak._validation import check_choice, check_int, check_probability, check_real
 from dpcloak.errors import BudgetExceededError, InvalidParameterError
 from dpcloak.models import DenseModel, LinearModel
 from dpcloak.privacy.accounting import PrivacyReport, PrivacySpent, distinct_digits, privacy_report, privacy_spent
-from dpcloak.privacy.discrete import DiscreteGaussianMechanism, RandBelow, secure_randbelow
+from dpcloak.privacy.discrete import DiscreteGaussianMechanism, DiscreteLaplaceMechanism, RandBelow, secure_randbelow
 from dpcloak.privacy.ledger import BudgetLedger
 from dpcloak.privacy.mechanisms import check_exact_doubles
 from dpcloak.privacy.sensitivity import Relation, relation_sensitivity
 from dpcloak.sensors.layout import SensorLayout, layout_from_coordinates
-from dpcloak.sensors.result import NetworkRecovery, recover_sources
-from dpcloak.sensors.spec import ModelSpec, build_model
+from dpcloak.sensors.measurement import (
+    MEASUREMENTS,
+    check_unit,
+    count_guarantee_text,
+    count_mechanism,
+    field_guarantee_text,
+    noise_std,
+)
+from dpcloak.sensors.result import NetworkRecovery, recover_counts, recover_sources
+from dpcloak.sensors.spec import ModelSpec, build_model, counts_model
 
 __all__ = ["SensorNetwork", "ACCOUNTANT"]
 
-#: How releases compose: the closed form of zCDP (ρ adds up) of :mod:`dpcloak.privacy.accounting`.
+#: How releases compose: the closed forms of :mod:`dpcloak.privacy.accounting` (zCDP's ρ adds up; pure ε adds up).
 ACCOUNTANT = "closed"
+
+#: A field network's Δ2 at or below this fraction of the largest ‖M e_s‖₂ (what one source puts in the
+#: readings) is refused: the noise calibrated to it would be no noise at the readings' scale.
+NEGLIGIBLE_SENSITIVITY = 1e-6
 
 
 def _check_range(reading_range: Any) -> tuple[float, float | None]:
@@ -158,10 +170,15 @@ class SensorNetwork:
         self,
         model: LinearModel,
         *,
-        relation: Relation,
+        relation: Relation | None = None,
         epsilon: float,
         delta: float,
         budget: tuple[float, float],
+        measurement: str = "field",
+        max_count_per_person: int = 1,
+        reading_unit: str = "people",
+        source_unit: str | None = None,
+        misfit: float | None = None,
         reading_range: tuple[float, float | None] = (0.0, None),
         resolution: float | None = None,
         layout: SensorLayout | None = None,
@@ -170,8 +187,9 @@ class SensorNetwork:
     ) -> None:
         if not isinstance(model, LinearModel):
             raise InvalidParameterError(f"model must be a LinearModel, got {type(model).__name__}")
-        if not isinstance(relation, Relation):
-            raise InvalidParameterError(f"relation must be a Relation, got {type(relation).__name__}")
+        self.measurement = check_choice("measurement", measurement, MEASUREMENTS)
+        self.reading_unit = check_unit("reading_unit", reading_unit)
+        self.source_unit = self.reading_unit if source_unit is None else check_unit("source_unit", source_unit)
         try:
             eps_total, delta_total = budget
         except (TypeError, ValueError):
@@ -179,19 +197,32 @@ class SensorNetwork:
         self.budget = (check_real("budget epsilon", eps_total, low=0.0), check_probability("budget delta", delta_total))
         self.reading_range = _check_range(reading_range)
         self.model = model
-        self.relation = relation
         self.layout = layout
         self.spec = spec
-        self.delta2 = relation_sensitivity(model, relation)
-        if not self.delta2 > 0:
-            raise InvalidParameterError(
-                f"the readings do not change under the relation ({relation.describe()}): Δ2 = 0, nothing to protect "
-                "and nothing to recover; check the model's diffusion and the relation"
+        self.misfit = None if misfit is None else check_real("misfit", misfit, low=0.0, low_inclusive=True)
+        self.mechanism: DiscreteGaussianMechanism | DiscreteLaplaceMechanism
+        self.relation: Relation | None
+        self.max_count_per_person: int | None
+        self.declared_delta: float
+        if self.measurement == "counts":
+            self._init_counts(model, relation=relation, epsilon=epsilon, delta=delta,
+                              max_count_per_person=max_count_per_person, resolution=resolution)
+        else:
+            if not isinstance(relation, Relation):
+                raise InvalidParameterError(f"relation must be a Relation for measurement='field' (what the model's "
+                                            f"sensitivity protects), got {type(relation).__name__}")
+            if max_count_per_person != 1:
+                raise InvalidParameterError(f"max_count_per_person is for measurement='counts', got "
+                                            f"{max_count_per_person!r} with 'field'")
+            self.relation = relation
+            self.max_count_per_person = None
+            self.declared_delta = delta
+            self.delta2 = relation_sensitivity(model, relation)
+            self._check_field_sensitivity()
+            self.mechanism = DiscreteGaussianMechanism(
+                epsilon=epsilon, delta=delta, sensitivity=self.delta2, resolution=resolution,
+                dimension=model.shape[0], neighbouring=relation.describe(),
             )
-        self.mechanism = DiscreteGaussianMechanism(
-            epsilon=epsilon, delta=delta, sensitivity=self.delta2, resolution=resolution, dimension=model.shape[0],
-            neighbouring=relation.describe(),
-        )
         self._resolution_given = resolution
         one = self.guarantee(1)
         if not one.epsilon <= self.budget[0]:
@@ -202,11 +233,49 @@ class SensorNetwork:
             )
         self._released = np.zeros(self.n_sensors, dtype=np.int64)
         self._ledger = None if ledger is None else BudgetLedger(ledger, fingerprint=(
-            f"SensorNetwork n_sensors={self.n_sensors}; relation={relation.describe()}; delta2={self.delta2!r}; "
+            f"SensorNetwork n_sensors={self.n_sensors}; relation={self.privacy_unit}; delta2={self.delta2!r}; "
             f"epsilon={self.epsilon!r}; delta={self.delta!r}; sigma={self.sigma!r}; resolution={self.resolution!r}; "
             f"accountant={ACCOUNTANT}; budget={self.budget!r}"))
         self._dense: NDArray[np.float64] | None = None
         self._rows: tuple[bytes, DenseModel] | None = None
+
+    def _init_counts(self, model: LinearModel, *, relation: Relation | None, epsilon: float, delta: float,
+                     max_count_per_person: int, resolution: float | None) -> None:
+        """The ``counts`` calibration: Δ1 = Δ2 = C from the measurement, exact integer noise per sensor."""
+        if relation is not None:
+            raise InvalidParameterError(
+                "relation is for measurement='field'; a counts network protects one person's contribution (at most "
+                f"max_count_per_person counts per window), got relation={relation.describe()!r}")
+        if resolution not in (None, 1.0):
+            raise InvalidParameterError(f"resolution must be 1 for measurement='counts' (counts are integers), got "
+                                        f"{resolution!r}")
+        m, n = model.shape
+        if m != n or not np.array_equal(model.todense(), np.eye(m)):
+            raise InvalidParameterError("a counts network's model must be the identity (each site's map value is "
+                                        "its own count); build it with SensorNetwork.from_coordinates")
+        low, high = self.reading_range
+        if not float(low).is_integer() or (high is not None and not float(high).is_integer()):
+            raise InvalidParameterError(f"reading_range must have integer ends for counts, got {self.reading_range!r}")
+        self.relation = None
+        self.declared_delta = check_probability("delta", delta, open_low=False)
+        self.max_count_per_person = check_int("max_count_per_person", max_count_per_person, minimum=1)
+        self.delta2 = float(self.max_count_per_person)
+        self.mechanism = count_mechanism(epsilon=epsilon, delta=delta, max_count_per_person=self.max_count_per_person,
+                                         n_sensors=m)
+
+    def _check_field_sensitivity(self) -> None:
+        """Refuse a Δ2 that is zero or negligible against what one source puts in the readings."""
+        assert self.relation is not None
+        scale = relation_sensitivity(self.model, Relation.add_remove())  # the largest ‖M e_s‖₂
+        what = f"the {self.spec.describe()}" if self.spec is not None else "the model"
+        if not self.delta2 > NEGLIGIBLE_SENSITIVITY * scale:
+            raise InvalidParameterError(
+                f"Δ2 = {self.delta2:.3g} {self.reading_unit} under the relation ({self.relation.describe()}) is "
+                f"{'zero' if self.delta2 == 0 else 'negligible'} against the readings one {self.source_unit} produces "
+                f"(up to {scale:.3g} {self.reading_unit} in ℓ2): with {what} the relation barely changes the "
+                "readings, so noise calibrated to it would hide nothing the data shows; choose a diffusion within the "
+                "network's scale (choose_diffusion_time) or measurement='counts' for count data"
+            )
 
     # --- construction -------------------------------------------------------------------------
     @classmethod
@@ -214,12 +283,17 @@ class SensorNetwork:
         cls,
         *,
         sensors: SensorLayout | ArrayLike,
-        relation: Relation,
+        relation: Relation | None = None,
         epsilon: float,
         delta: float,
         budget: tuple[float, float],
+        measurement: str = "field",
+        max_count_per_person: int = 1,
+        reading_unit: str = "people",
+        source_unit: str | None = None,
+        misfit: float | None = None,
         model: str = "graph",
-        diffusion: float,
+        diffusion: float | None = None,
         sources: str = "sensors",
         graph: str = "knn",
         k: int = 4,
@@ -235,18 +309,27 @@ class SensorNetwork:
         resolution: float | None = None,
         ledger: str | PathLike[str] | None = None,
     ) -> SensorNetwork:
-        """A network from sensor coordinates (see :mod:`dpcloak.sensors.spec` for the models).
+        """A network from sensor coordinates (see :mod:`dpcloak.sensors.measurement` for the two kinds).
 
         Parameters
         ----------
         sensors : SensorLayout or array_like of shape (m, 2)
             A layout (:func:`~dpcloak.sensors.read_sensors_csv`), or coordinates: ``(x, y)`` metres,
             or ``(lon, lat)`` degrees with ``lonlat=True`` (projected by :mod:`dpcloak.geo`).
-        relation, epsilon, delta, budget, reading_range, resolution, ledger
+        measurement : {"field", "counts"}
+            ``"counts"``: readings are counts of people; the guarantee is for one person's contribution
+            (``max_count_per_person`` counts per window), unconditional, and the map is the private
+            counts per site (no model, no ``relation``/``diffusion``). ``"field"``: a diffusing
+            quantity; the seeds' model-based guarantee under ``relation``, which holds if the
+            readings follow the model.
+        relation, epsilon, delta, budget, max_count_per_person, reading_unit, source_unit, misfit
+            As in the constructor.
+        reading_range, resolution, ledger
             As in the constructor.
         model : {"graph", "heat", "heat-walls"}
+            The field model (see :mod:`dpcloak.sensors.spec`).
         diffusion : float
-            τ (graph) or T (heat) in m²: heat spreads over about ``√(2·diffusion)`` metres.
+            τ (graph) or T (heat) in m² (field only): heat spreads over about ``√(2·diffusion)`` metres.
             :func:`~dpcloak.sensors.choose_diffusion_time` picks it from public historical data.
         sources : {"sensors", "grid"}; graph : {"knn", "delaunay"}; k, spacing, margin, room
             See :class:`~dpcloak.sensors.spec.ModelSpec` (``room=((x0, x1), (y0, y1))``: a floor plan).
@@ -258,11 +341,27 @@ class SensorNetwork:
         else:
             layout = layout_from_coordinates(sensors, names=names, lonlat=lonlat, centre=centre, colocated=colocated,
                                              merge_within=merge_within)
+        common: dict[str, Any] = {
+            "relation": relation, "epsilon": epsilon, "delta": delta, "budget": budget, "measurement": measurement,
+            "max_count_per_person": max_count_per_person, "reading_unit": reading_unit, "source_unit": source_unit,
+            "misfit": misfit, "reading_range": reading_range, "resolution": resolution, "layout": layout,
+            "ledger": ledger}
+        if measurement == "counts":
+            given = {"diffusion": diffusion, "model": model if model != "graph" else None,
+                     "sources": sources if sources != "sensors" else None, "spacing": spacing, "room": room,
+                     "misfit": misfit, "source_unit": source_unit}
+            extra = [name for name, value in given.items() if value is not None]
+            if extra:
+                raise InvalidParameterError(f"{', '.join(extra)} describe a field model; a counts network has none "
+                                            "(its map is the private count of each site)")
+            return cls(counts_model(layout.positions), **common)
+        if diffusion is None:
+            raise InvalidParameterError("diffusion (m²) is required for measurement='field': heat spreads about "
+                                        "sqrt(2 x diffusion) metres (choose_diffusion_time picks it from public "
+                                        "history)")
         spec = ModelSpec(kind=model, diffusion=diffusion, graph=graph, k=k, sources=sources, spacing=spacing,
                          margin=margin, room=room)
-        return cls(build_model(layout.positions, spec), relation=relation, epsilon=epsilon, delta=delta,
-                   budget=budget, reading_range=reading_range, resolution=resolution, layout=layout, spec=spec,
-                   ledger=ledger)
+        return cls(build_model(layout.positions, spec), spec=spec, **common)
 
     # --- description --------------------------------------------------------------------------
     @property
@@ -290,8 +389,58 @@ class SensorNetwork:
 
     @property
     def sigma(self) -> float:
-        """Noise σ per reading in people (discrete Gaussian on the grid)."""
+        """Noise scale per reading, in :attr:`reading_unit`: the discrete Gaussian's σ, or the discrete Laplace
+        noise's standard deviation (counts)."""
+        if isinstance(self.mechanism, DiscreteLaplaceMechanism):
+            return noise_std(self.mechanism)
         return float(self.mechanism.sigma)
+
+    @property
+    def noise(self) -> str:
+        """The per-sensor noise in words, with its unit."""
+        if isinstance(self.mechanism, DiscreteLaplaceMechanism):
+            return f"exact discrete Laplace noise (scale {self.mechanism.scale_value:.4g} {self.reading_unit})"
+        return f"exact discrete Gaussian noise (σ = {self.sigma:.4g} {self.reading_unit})"
+
+    @property
+    def privacy_unit(self) -> str:
+        """What one release hides, in words: the relation (field) or one person's contribution (counts)."""
+        if self.relation is not None:
+            return self.relation.describe()
+        c = self.max_count_per_person
+        return f"one person's contribution (counted at most {'once' if c == 1 else f'{c} times'} per window)"
+
+    @property
+    def model_condition(self) -> str | None:
+        """``None`` for counts (unconditional); for a field network, the condition its guarantee needs, in words."""
+        if self.measurement == "counts":
+            return None
+        return f"holds if the readings follow the model ({self.spec.describe() if self.spec else 'as given'})"
+
+    def guarantee_text(self) -> str:
+        """The guarantee of one window in words: unconditional (counts) or conditional on the model (field).
+
+        Examples
+        --------
+        >>> from dpcloak.sensors import Relation
+        >>> sites = [[0.0, 0.0], [100.0, 0.0], [0.0, 100.0]]
+        >>> counts = SensorNetwork.from_coordinates(sensors=sites, measurement="counts", epsilon=1.0, delta=1e-6,
+        ...                                         budget=(10.0, 1e-5))
+        >>> "unconditional" in counts.guarantee_text()
+        True
+        >>> field = SensorNetwork.from_coordinates(sensors=sites, relation=Relation.move(150.0), epsilon=1.0,
+        ...                                        delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0, misfit=0.25)
+        >>> "holds if the readings follow the model" in field.guarantee_text(), "25 %" in field.guarantee_text()
+        (True, True)
+        """
+        if self.measurement == "counts":
+            assert self.max_count_per_person is not None
+            return count_guarantee_text(epsilon=self.epsilon, delta=self.delta,
+                                        max_count_per_person=self.max_count_per_person,
+                                        mechanism=self.mechanism, reading_unit=self.reading_unit)
+        model = self.spec.describe() if self.spec is not None else "as given"
+        return field_guarantee_text(epsilon=self.epsilon, delta=self.delta, privacy_unit=self.privacy_unit,
+                                    model=model, misfit=self.misfit)
 
     @property
     def epsilon(self) -> float:
@@ -305,7 +454,7 @@ class SensorNetwork:
 
     @property
     def resolution(self) -> float:
-        """Grid of the released values, in people."""
+        """Grid of the released values, in :attr:`reading_unit` (1 for counts)."""
         return float(self.mechanism.resolution)
 
     # --- accounting ---------------------------------------------------------------------------
@@ -377,6 +526,13 @@ class SensorNetwork:
         self._released = admit(0)[1] if self._ledger is None else self._ledger.advance(admit)
 
     # --- release ------------------------------------------------------------------------------
+    def _check_counts(self, values: NDArray[np.float64]) -> None:
+        """A counts network releases whole counts: refuse fractions before anything is charged."""
+        if self.measurement == "counts" and values.size and not np.all(values == np.rint(values)):
+            bad = float(values[values != np.rint(values)][0])
+            raise InvalidParameterError(f"readings of a counts network must be whole counts of {self.reading_unit}, "
+                                        f"got {bad!r} (a diffusing quantity is measurement='field')")
+
     def _clip(self, values: NDArray[np.float64]) -> NDArray[np.float64]:
         low, high = self.reading_range
         return np.clip(values, low, np.inf if high is None else high)
@@ -427,6 +583,7 @@ class SensorNetwork:
             raise InvalidParameterError("readings must be finite numbers or NaN (missing); got an infinite value")
         rows = np.atleast_2d(y)
         present = ~np.isnan(rows)
+        self._check_counts(rows[present])
         cells = [self.mechanism.to_grid(self._clip(row[mask])) for row, mask in zip(rows, present, strict=True)]
         self._charge(present.sum(axis=0).astype(np.int64))
         out = np.full(rows.shape, np.nan)
@@ -448,6 +605,7 @@ class SensorNetwork:
         """
         j = check_int("sensor", sensor, minimum=0, maximum=self.n_sensors - 1)
         x = float(check_exact_doubles(value, np.array(check_real("value", value)), name="value"))
+        self._check_counts(np.array([x]))
         cell = int(self.mechanism.to_grid(self._clip(np.array([x])))[0])
         extra = np.zeros(self.n_sensors, dtype=np.int64)
         extra[j] = 1
@@ -503,7 +661,11 @@ class SensorNetwork:
         uncertainty_draws: int = 8,
         rng: RngLike = None,
     ) -> NetworkRecovery:
-        """Where were the people? BPDN on the present sensors' private readings (see :func:`recover_sources`)."""
+        """Where were the people? BPDN on the present sensors' private readings (see :func:`recover_sources`);
+        for a counts network, the private counts projected onto ≥ 0 (:func:`recover_counts`)."""
+        if self.measurement == "counts":
+            return recover_counts(self, private_readings, present=present, uncertainty_draws=uncertainty_draws,
+                                  rng=rng)
         return recover_sources(self, private_readings, present=present, warm_start=warm_start,
                                uncertainty_draws=uncertainty_draws, rng=rng)
 
@@ -541,8 +703,8 @@ class SensorNetwork:
         return fingerprint(self)
 
     def __repr__(self) -> str:
-        return (f"SensorNetwork(n_sensors={self.n_sensors}, n_sources={self.n_sources}, relation="
-                f"{self.relation.describe()!r}, epsilon={self.epsilon:g}, delta={self.delta:g}, "
+        return (f"SensorNetwork(measurement={self.measurement!r}, n_sensors={self.n_sensors}, n_sources="
+                f"{self.n_sources}, unit={self.privacy_unit!r}, epsilon={self.epsilon:g}, delta={self.delta:g}, "
                 f"delta2={self.delta2:.6g}, sigma={self.sigma:.6g}, budget={self.budget})")
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,8 +38,8 @@ def draw_map(ax: Axes, network: SensorNetwork, result: NetworkRecovery, *, title
     >>> result = net.recover(net.privatize([10.0, 20.0, 30.0, 5.0], rng=1, simulation=True), uncertainty_draws=0)
     >>> fig, ax = plt.subplots()
     >>> artist = draw_map(ax, net, result, title="people per source")
-    >>> ax.get_title().splitlines()[0], len(ax.collections) > 0
-    ('people per source', True)
+    >>> ax.get_title().splitlines()[0], ax.get_title().splitlines()[-1], len(ax.collections) > 0
+    ('people per source', 'fit', True)
     >>> plt.close(fig)
     """
     src = result.source_positions
@@ -59,8 +60,8 @@ def draw_map(ax: Axes, network: SensorNetwork, result: NetworkRecovery, *, title
         centre = result.distribution @ src
         ax.add_patch(_circle(centre, result.uncertainty))
     unc = "n/a" if not math.isfinite(result.uncertainty) else f"±{result.uncertainty:.0f} m (EMD)"
-    flag = " — empty answer" if result.degenerate else ""
-    ax.set_title(f"{title}{chr(10) if title else ''}{result.total:.0f} people, {unc}{flag}", fontsize=7)
+    ax.set_title(f"{title}{chr(10) if title else ''}{result.total:.0f} {network.source_unit}, {unc}\n"
+                 f"{result.status}", fontsize=7, color="tab:red" if result.status == "least-residual" else "black")
     ax.set_aspect("equal")
     ax.margins(0.12)
     ax.tick_params(labelsize=6)
@@ -115,9 +116,14 @@ def save_maps(
             ax.legend(fontsize=6, loc="best", framealpha=0.6)
         ax.set_xlabel("metres east", fontsize=6)
         ax.set_ylabel("metres north", fontsize=6)
-    fig.colorbar(arts[-1], ax=fig.axes, label="people (recovered)", shrink=0.6)
-    fig.suptitle(f"{network.relation.describe()}\n(ε, δ) = ({network.epsilon:g}, {network.delta:g}) per release, "
-                 f"σ = {network.sigma:.3g} people; dashed circle: EMD uncertainty", fontsize=9)
+    what = "private counts per site" if network.measurement == "counts" else "recovered"
+    fig.colorbar(arts[-1], ax=fig.axes, label=f"{network.source_unit} ({what})", shrink=0.6)
+    wrapped = textwrap.fill(network.guarantee_text(), width=40 * min(cols, 4))
+    out_of_reach = sum(r.status == "least-residual" for r in results)
+    warning = (f"\n{out_of_reach} of {len(results)} maps least-residual: the model does not explain the readings"
+               if out_of_reach else "")
+    fig.suptitle(f"{wrapped}\nnoise: {network.noise} per reading; dashed circle: EMD uncertainty{warning}",
+                 fontsize=8)
     out = Path(path)
     fig.savefig(out, dpi=110)
     return out

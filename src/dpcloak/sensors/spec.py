@@ -36,7 +36,7 @@ from dpcloak.errors import InvalidParameterError
 from dpcloak.models import LinearModel, graph_diffusion, heat_kernel_2d
 from dpcloak.models.base import DenseModel
 
-__all__ = ["MODEL_KINDS", "SOURCE_KINDS", "ModelSpec", "build_model", "grid_sites"]
+__all__ = ["MODEL_KINDS", "SOURCE_KINDS", "ModelSpec", "build_model", "counts_model", "grid_sites"]
 
 MODEL_KINDS = ("graph", "heat", "heat-walls")
 SOURCE_KINDS = ("sensors", "grid")
@@ -122,6 +122,20 @@ class ModelSpec:
             out["room"] = [list(axis) for axis in out["room"]]
         return out
 
+    def describe(self) -> str:
+        """The model in words, with its diffusion and unit (used in every field guarantee text).
+
+        Examples
+        --------
+        >>> ModelSpec(kind="graph", diffusion=12000.0).describe()
+        'graph diffusion on the 4-nearest-neighbour graph of the sites, τ = 12000 m², spreading ~155 m'
+        """
+        where = {"graph": f"graph diffusion on the {self.k}-nearest-neighbour graph of the sites" if self.graph == "knn"
+                 else "graph diffusion on the Delaunay graph of the sites",
+                 "heat": "2-D heat kernel", "heat-walls": "2-D heat kernel with reflecting walls"}[self.kind]
+        symbol = "τ" if self.kind == "graph" else "T"
+        return f"{where}, {symbol} = {self.diffusion:g} m², spreading ~{math.sqrt(2 * self.diffusion):.0f} m"
+
     def floor(self, positions: NDArray[np.float64]) -> tuple[tuple[float, float], tuple[float, float]]:
         """The room: ``room`` if given (sensors must be inside), else the bounding box of ``positions`` ± margin."""
         if self.room is None:
@@ -192,3 +206,16 @@ def build_model(positions: NDArray[np.float64], spec: ModelSpec) -> LinearModel:
             raise InvalidParameterError("heat-walls needs a room of positive size: set margin > 0 or room")
         heat = heat_kernel_2d(sites, positions, T, mu=1.0, walls="reflecting", box=floor)
     return DenseModel(heat.todense() * (4 * math.pi * T), domain=sites, sensor_positions=positions)
+
+
+def counts_model(positions: NDArray[np.float64]) -> LinearModel:
+    """The model of a ``counts`` network: the identity over the sites (each site's map value is its own count).
+
+    Examples
+    --------
+    >>> model = counts_model(np.array([[0.0, 0.0], [100.0, 0.0]]))
+    >>> model.shape, model.todense().tolist()
+    ((2, 2), [[1.0, 0.0], [0.0, 1.0]])
+    """
+    pos = np.asarray(positions, dtype=float)
+    return DenseModel(np.eye(len(pos)), domain=Sites(pos), sensor_positions=pos)

@@ -34,6 +34,7 @@ from fractions import Fraction
 import numpy as np
 
 from dpcloak.errors import InvalidParameterError
+from dpcloak.privacy.discrete import DiscreteGaussianMechanism
 from dpcloak.sensors import SensorNetwork
 
 __all__ = ["FALSE_REJECTION", "log_tail", "false_rejection_probability", "tail_cells", "acceptance_cells",
@@ -126,7 +127,7 @@ def acceptance_cells(network: SensorNetwork, target: float = FALSE_REJECTION) ->
     >>> t, acceptance_cells(net)
     (131, (-131, 231))
     """
-    mech = network.mechanism
+    mech = _gaussian_of(network)
     t = tail_cells(mech.sigma2, target)
     lo, hi = network.reading_range
     n_lo = int(mech.to_grid(np.array([float(lo)]))[0])
@@ -171,7 +172,17 @@ def false_rejection_probability(network: SensorNetwork, target: float = FALSE_RE
     >>> false_rejection_probability(net, target=1e-6) <= 1e-6
     True
     """
-    return math.exp(log_tail(network.mechanism.sigma2, tail_cells(network.mechanism.sigma2, target)))
+    sigma2 = _gaussian_of(network).sigma2
+    return math.exp(log_tail(sigma2, tail_cells(sigma2, target)))
+
+
+def _gaussian_of(network: SensorNetwork) -> DiscreteGaussianMechanism:
+    """The network's discrete Gaussian; the collector's acceptance bounds are derived for it (field networks)."""
+    mech = network.mechanism
+    if not isinstance(mech, DiscreteGaussianMechanism):
+        raise InvalidParameterError(f"the collector's report checks are derived for the discrete Gaussian of a field "
+                                    f"network; this {network.measurement} network adds {network.noise} noise")
+    return mech
 
 
 def influence_bound(network: SensorNetwork, target: float = FALSE_REJECTION) -> float:

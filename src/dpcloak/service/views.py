@@ -25,24 +25,26 @@ def guarantee_words(deployment: Deployment) -> str:
     >>> deployment = two_sensor_deployment()
     >>> import textwrap
     >>> print(textwrap.fill(guarantee_words(deployment), 100))
-    Every sensor adds exact discrete Gaussian noise (sigma = 4.301 people) to its count before it leaves
+    Every sensor adds exact discrete Gaussian noise (σ = 4.301 people) to its reading before it leaves
     the sensor; this collector never sees a raw reading. One window's readings of all sensors are (1,
-    1e-06)-differentially private for one person moved by up to 150 m: nobody can tell from them whether
-    that happened. Each sensor sends at most 10 readings per period of 10 windows (10 minutes) and
-    refuses more, so everything released in one period is (3.14, 1e-05)-differentially private, also for
-    patterns that repeat within the period. Periods add up: two periods together are at most (6.28,
-    2e-05).
+    1e-06)-differentially private for one person moved by up to 150 m, holds if the readings follow the
+    model (graph diffusion on the 4-nearest-neighbour graph of the sites, τ = 2000 m², spreading ~63 m):
+    nobody can tell from them whether that happened. Each sensor sends at most 10 readings per period of
+    10 windows (10 minutes) and refuses more, so everything released in one period is (3.14,
+    1e-05)-differentially private, also for patterns that repeat within the period. Periods add up: two
+    periods together are at most (6.28, 2e-05).
     """
     net = deployment.sensor_network
     eps1, delta = net.epsilon, net.delta
     k = deployment.releases_per_period
     eps_k, delta_k = deployment.guarantee(k)
     minutes = deployment.window_seconds * deployment.period_windows / 60.0
+    condition = net.model_condition
     return (
-        f"Every sensor adds exact discrete Gaussian noise (sigma = {net.sigma:.4g} people) to its count before it "
-        f"leaves the sensor; this collector never sees a raw reading. One window's readings of all sensors are "
-        f"({eps1:.3g}, {delta:.2g})-differentially private for {net.relation.describe()}: nobody can tell from "
-        f"them whether that happened. Each sensor sends at most {k} readings per period of "
+        f"Every sensor adds {net.noise} to its reading before it leaves the sensor; this collector never "
+        f"sees a raw reading. One window's readings of all sensors are ({eps1:.3g}, {delta:.2g})-differentially "
+        f"private for {net.privacy_unit}{'' if condition is None else ', ' + condition}: nobody can tell from them "
+        f"whether that happened. Each sensor sends at most {k} readings per period of "
         f"{deployment.period_windows} windows ({minutes:.4g} minutes) and refuses more, so everything released in "
         f"one period is ({eps_k:.3g}, {delta_k:.2g})-differentially private, also for patterns that repeat "
         f"within the period. Periods add up: two periods together are at most ({2 * eps_k:.3g}, "
@@ -76,7 +78,8 @@ def deployment_view(deployment: Deployment, *, now: float) -> dict[str, Any]:
         "period_windows": deployment.period_windows,
         "releases_per_period": k,
         "sigma": float(net.sigma),
-        "relation": net.relation.describe(),
+        "relation": net.privacy_unit,
+        "guarantee": net.guarantee_text(),
         "guarantee_window": {"epsilon": net.epsilon, "delta": net.delta},
         "guarantee_period": {"epsilon": eps_k, "delta": delta_k, "releases": k},
         "budget_per_period": {"epsilon": net.budget[0], "delta": net.budget[1]},
