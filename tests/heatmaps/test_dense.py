@@ -91,3 +91,28 @@ def test_noisy_count_grid_follows_the_laplace_law(n, share):
     assert abs(freq - exact) <= 4.5 * math.sqrt(exact * (1 - exact) / runs), (freq, exact)
     g = rel[0].guarantee()
     assert rel[0].count_epsilon + rel[0].cell_epsilon <= eps and g.epsilon == eps and "noisy user count" in g.mechanism
+
+
+def test_count_and_cell_budgets_never_sum_above_epsilon_exactly():
+    """Regression (issue 28, defect 8): ε_count + ε_cells summed (exactly) above ε in 7,244 of 20,000 splits.
+
+    Oracle: fractions.Fraction sums of the two budgets the release used, against the requested ε.
+    """
+    from fractions import Fraction
+
+    from dpcloak.privacy.accounting import split_epsilon
+
+    rng = np.random.default_rng(28)
+    agg = bound_users([0, 1, 2, 3], [0.1, 0.6, 0.9, 0.4], [0.1, 0.6, 0.9, 0.2], resolution=4)
+    for _ in range(100):
+        eps, share = float(10 ** rng.uniform(-2, 1.5)), float(rng.uniform(0.01, 0.99))
+        release = dense_aggregate(agg, epsilon=eps, count_share=share, rng=0, simulation=True)
+        assert Fraction(release.count_epsilon) + Fraction(release.cell_epsilon) <= Fraction(eps)
+        assert release.count_epsilon == pytest.approx(share * eps, rel=1e-12)
+    over = 0
+    for _ in range(5_000):  # the same split without the release around it
+        eps, share = float(10 ** rng.uniform(-3, 2)), float(rng.uniform(0.0, 1.0))
+        parts = split_epsilon(eps, [Fraction(share), 1 - Fraction(share)])
+        over += sum(map(Fraction, parts)) > Fraction(eps)
+        assert sum(map(Fraction, parts)) >= Fraction(eps) * (1 - Fraction(1, 10**15))
+    assert over == 0

@@ -15,6 +15,7 @@ import tracemalloc
 
 import dp_accounting
 import mpmath
+import numpy as np
 import pytest
 from _ledger_oracle import budget_total
 from dp_accounting.pld import PLDAccountant
@@ -300,3 +301,53 @@ def test_bad_inputs() -> None:
         privacy_report(MECH, releases=3, window=0, delta=DELTA)
     with pytest.raises(InvalidParameterError, match="rho"):
         zcdp_epsilon(rho=-1.0, delta=1e-5)
+
+
+def _zcdp_exact(rho: float, delta: float) -> mpmath.mpf:
+    """The exact optimum over α > 1 at 60 digits: the root of ρ(α−1)² + log α = log(1/δ) (mpmath), then ε(α)."""
+    with mpmath.workdps(60):
+        r, big_l = mpmath.mpf(rho), -mpmath.log(mpmath.mpf(delta))
+        lo, hi = mpmath.mpf(1), 1 + mpmath.sqrt(big_l / r)
+        for _ in range(400):  # bisection: the left side increases in α
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if r * (mid - 1) ** 2 + mpmath.log(mid) < big_l else (lo, mid)
+        a = (lo + hi) / 2
+        return a * r + mpmath.log(1 - 1 / a) + (big_l - mpmath.log(a)) / (a - 1)
+
+
+def test_zcdp_closed_form_is_never_below_its_exact_value() -> None:
+    """Regression (issue 28, defect 8): ε at the optimal Rényi order sat up to 1 ulp below its exact value.
+
+    Oracle: the optimum by mpmath at 60 digits (bisection on the derivative's root), over 1,000 random (ρ, δ).
+    """
+    rng = np.random.default_rng(28)
+    below = 0
+    for _ in range(1000):
+        rho, delta = float(10 ** rng.uniform(-8, 3)), float(10 ** rng.uniform(-15, -1))
+        got = zcdp_epsilon(rho=rho, delta=delta)
+        exact = _zcdp_exact(rho, delta)
+        with mpmath.workdps(60):
+            exact = max(exact, 0)  # a bound below 0 at the optimal order means ε = 0
+            below += mpmath.mpf(got) < exact
+            assert mpmath.mpf(got) <= exact * (1 + mpmath.mpf(10) ** -10) + 1e-15  # rounded outward, not loose
+    assert below == 0
+
+
+def test_split_epsilon_parts_sum_exactly_to_at_most_epsilon() -> None:
+    """split_epsilon / total_epsilon against Fraction arithmetic: parts never sum above ε, and the total covers them."""
+    from fractions import Fraction
+
+    from dpcloak.privacy.accounting import split_epsilon, total_epsilon
+
+    rng = np.random.default_rng(8)
+    for _ in range(3000):
+        eps = float(10 ** rng.uniform(-4, 3))
+        weights = rng.uniform(0, 1, int(rng.integers(1, 12))).tolist()
+        parts = split_epsilon(eps, weights)
+        exact = sum(map(Fraction, parts))
+        assert exact <= Fraction(eps) and exact >= Fraction(eps) * (1 - Fraction(1, 10**14))
+        assert exact <= Fraction(total_epsilon(parts)) <= Fraction(eps)
+        for p, w in zip(parts, weights, strict=True):
+            assert p == pytest.approx(eps * w / sum(weights), rel=1e-12, abs=1e-300)
+    with pytest.raises(InvalidParameterError, match="weights"):
+        split_epsilon(1.0, [0.0, 0.0])

@@ -65,6 +65,7 @@ from dpcloak.errors import InvalidParameterError
 from dpcloak.heatmaps.data import FIXED_POINT_BITS, UserAggregate
 from dpcloak.heatmaps.pyramid import pyramid_levels
 from dpcloak.heatmaps.release import NOISES, release_randomness
+from dpcloak.privacy.accounting import split_epsilon, total_epsilon
 from dpcloak.privacy.discrete import discrete_laplace_noise, laplace_grid_scale
 from dpcloak.privacy.mechanisms import LaplaceMechanism, PrivacyGuarantee
 
@@ -226,7 +227,7 @@ class LevelBudget:
     levels : tuple of int
         Measured levels start..ℓ.
     epsilons : tuple of float
-        ε_i per measured level; ``math.fsum(epsilons) == epsilon`` up to the last ulp and never above.
+        ε_i per measured level; their exact (rational) sum is ε up to a few ulps and never above it.
     epsilon, gamma : float
         Total budget ε and decay rate γ.
     q : int
@@ -287,13 +288,8 @@ def level_budget(
     levels = tuple(range(start, ell + 1))
     weights = [gam ** abs(i - q) for i in levels]
     z = math.fsum(weights)
-    eps_i = [eps * g / z for g in weights]
-    # Make the budgets add up to ε in exact (fsum) arithmetic and never exceed it.
-    top = int(np.argmax(eps_i))
-    eps_i[top] += eps - math.fsum(eps_i)
-    while math.fsum(eps_i) > eps:
-        eps_i[top] = float(np.nextafter(eps_i[top], 0.0))
-    return LevelBudget(levels=levels, epsilons=tuple(eps_i), epsilon=eps, gamma=gam, q=q, normalizer=z)
+    eps_i = split_epsilon(eps, weights)  # exact sum ≤ ε, not just its rounding
+    return LevelBudget(levels=levels, epsilons=eps_i, epsilon=eps, gamma=gam, q=q, normalizer=z)
 
 
 def user_level_guarantee(epsilon: float, *, mechanism: str, source: str) -> PrivacyGuarantee:
@@ -415,7 +411,7 @@ class NoisyPyramid:
         if self.privacy is not None:
             return self.privacy
         return user_level_guarantee(
-            math.fsum(self.budget.epsilons),
+            total_epsilon(self.budget.epsilons),
             mechanism=(
                 f"hierarchical {'exact discrete ' if self.noise == 'secure' else ''}Laplace on pyramid levels "
                 f"{self.start_level}..{self.depth}, "

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 import numpy as np
 from numpy.typing import NDArray
@@ -40,6 +41,7 @@ from dpcloak.heatmaps.aggregate import (
 )
 from dpcloak.heatmaps.data import FIXED_POINT_BITS, UserAggregate
 from dpcloak.heatmaps.pyramid import pyramid_levels
+from dpcloak.privacy.accounting import split_epsilon
 from dpcloak.privacy.mechanisms import PrivacyGuarantee
 
 __all__ = ["DenseRelease", "coarse_level", "dense_aggregate", "emd_norm_projection", "EMD_NORM_ALPHA"]
@@ -218,11 +220,8 @@ def dense_aggregate(
         n_hat = check_real("population", population, low=0.0)
         eps_count, eps_cells = 0.0, eps
     else:
-        share = check_real("count_share", count_share, low=0.0, high=1.0)
-        eps_count = share * eps
-        eps_cells = eps - eps_count
-        while eps_count + eps_cells > eps:  # never overspend through rounding
-            eps_cells = float(np.nextafter(eps_cells, 0.0))
+        share = Fraction(check_real("count_share", count_share, low=0.0, high=1.0))
+        eps_count, eps_cells = split_epsilon(eps, [share, 1 - share])  # exact sum ≤ ε
         count = np.array([agg.n_users << FIXED_POINT_BITS], dtype=np.int64)
         n_hat = float(laplace_level(count, epsilon=eps_count, noise=noise, rng=source).values[0])
     ell_star = coarse_level(eps_cells, n_hat, agg.depth)
