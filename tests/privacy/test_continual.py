@@ -1,0 +1,313 @@
+"""Tests of dpcloak.privacy.continual.
+
+Oracles: exact rational arithmetic (Fractions) for the factorisation, its error and its zCDP level on short
+horizons; an independent float evaluation (scipy.signal.lfilter of the rational generating function) at
+T = 8,760; brute force over the actual integer encoder for the sensitivity bounds; the dense 0/1 matrix of
+the binary mechanism built from its definition; and seeded simulations with tolerances from the standard
+error of a sample standard deviation.
+"""
+
+from __future__ import annotations
+
+import math
+from fractions import Fraction
+
+import numpy as np
+import pytest
+from scipy import signal
+
+from dpcloak.errors import InvalidParameterError
+from dpcloak.privacy.accounting import zcdp_epsilon
+from dpcloak.privacy.continual import (
+    BLT_ALPHA,
+    BLT_BITS,
+    BLT_OMEGA_NUMERATORS,
+    BLT_THETA_NUMERATORS,
+    ContinualCounter,
+    PrefixSumStream,
+    _Encoder,
+    _fresh_state,
+    release_prefix_sums,
+)
+
+THETA = [Fraction(a, 2**BLT_BITS) for a in BLT_THETA_NUMERATORS]
+OMEGA = [Fraction(b, 2**BLT_BITS) for b in BLT_OMEGA_NUMERATORS]
+K = 2**20 + 1  # grid shift of one event at sensitivity 1
+
+
+def _blt_coefficients(horizon: int) -> list[Fraction]:
+    """c_0 = 1, c_m = Σ ω_i θ_i^(m−1): the Toeplitz coefficients of C, exactly."""
+    return [Fraction(1)] + [sum((w * th ** (m - 1) for w, th in zip(OMEGA, THETA, strict=True)), Fraction(0))
+                            for m in range(1, horizon)]
+
+
+def _inverse_toeplitz(c: list[Fraction]) -> list[Fraction]:
+    """Coefficients of C⁻¹ (lower-triangular Toeplitz) by exact forward substitution."""
+    inv = [Fraction(1) / c[0]]
+    for m in range(1, len(c)):
+        inv.append(-sum((c[i] * inv[m - i] for i in range(1, m + 1)), Fraction(0)) / c[0])
+    return inv
+
+
+def _encode(method: str, horizon: int, grid_counts: list[int]) -> list[int]:
+    """The node's integer outputs w (no noise) for integer grid counts."""
+    enc = _Encoder(method, _fresh_state(method, horizon), 0)
+    return [int(enc.step(n)) for n in grid_counts]
+
+
+def _lag_bounds(horizon: int, k: int) -> list[int]:
+    """D_j from the module docstring's definition, in Fractions (floor of exact rationals)."""
+    spread = [Fraction(k)] * len(THETA)
+    out = [k]
+    for _ in range(1, horizon):
+        out.append(math.floor(sum((w * e for w, e in zip(OMEGA, spread, strict=True)), Fraction(0))) + 1)
+        spread = [Fraction(math.floor(th * e) + 1) for th, e in zip(THETA, spread, strict=True)]
+    return out
+
+
+# ---------------------------------------------------------------- the factorisation's error, exactly
+
+
+def test_factorization_std_matches_exact_rational_computation() -> None:
+    horizon = 48
+    counter = ContinualCounter(horizon=horizon, epsilon=1.0, delta=1e-6)
+    beta = np.cumsum(np.array(_inverse_toeplitz(_blt_coefficients(horizon)), dtype=object))  # B = A C⁻¹
+    sigma2 = counter.noise_variances()
+    g = Fraction(counter.grid)
+    for t in range(horizon):
+        var = sum((beta[t - j] ** 2 * sigma2[j] for j in range(t + 1)), Fraction(0)) * g * g
+        assert counter.std[t] == pytest.approx(math.sqrt(var), rel=1e-12)
+
+
+def test_factorization_noise_scale_follows_published_alpha() -> None:
+    counter = ContinualCounter(horizon=100, epsilon=1.0, delta=1e-6)
+    s2 = np.array([float(s) for s in counter.noise_variances()])
+    assert s2[0] / s2 == pytest.approx((1.0 + np.arange(100)) ** (2 * BLT_ALPHA), rel=1e-12)
+
+
+def test_year_of_hourly_windows_meets_the_bound_by_an_independent_evaluation() -> None:
+    horizon = 8760
+    counter = ContinualCounter(horizon=horizon, epsilon=1.0, delta=1e-6)
+    theta = np.array([float(t) for t in THETA])
+    omega = np.array([float(w) for w in OMEGA])
+    den = np.array([1.0])  # Π (1 − θ_i z)
+    for th in theta:
+        den = np.convolve(den, [1.0, -th])
+    num = den.copy()
+    for i in range(theta.size):
+        others = np.array([1.0])
+        for j in range(theta.size):
+            if j != i:
+                others = np.convolve(others, [1.0, -theta[j]])
+        num[1:others.size + 1] += omega[i] * others
+    impulse = np.zeros(horizon)
+    impulse[0] = 1.0
+    c = signal.lfilter(num, den, impulse)  # C(z) = num/den
+    beta = np.cumsum(signal.lfilter(den, num, impulse))  # C⁻¹(z) = den/num, then prefix sums
+    direct = [1.0] + [float(np.sum(omega * theta ** (m - 1))) for m in (1, 2, 3, 1000)]
+    assert c[[0, 1, 2, 3, 1000]] == pytest.approx(direct, rel=1e-7)  # the IIR filter's own rounding
+    s2 = np.array([float(s) for s in counter.noise_variances()])
+    var = np.array([np.dot(beta[: t + 1][::-1] ** 2, s2[: t + 1]) for t in (0, 1, 100, 4000, horizon - 1)])
+    assert counter.std[[0, 1, 100, 4000, horizon - 1]] == pytest.approx(np.sqrt(var) * counter.grid, rel=1e-7)
+    ratio = counter.worst_std / counter.sigma_one
+    assert ratio <= 1.05 * (0.846 + math.log(horizon) / math.pi)  # ≈ 3.92, the issue's target
+    # the plain square-root factorisation does not meet it: Σ_k (binom(2k,k)/4^k)² over a year
+    r = np.exp(np.cumsum(np.log((2 * np.arange(1, horizon) - 1) / (2 * np.arange(1, horizon)))))
+    assert 1.0 + float(np.sum(r**2)) > 1.05 * (0.846 + math.log(horizon) / math.pi)
+
+
+def test_methods_errors_against_closed_forms() -> None:
+    horizon = 8760
+    ind = ContinualCounter(horizon=horizon, epsilon=1.0, delta=1e-6, method="independent")
+    tree = ContinualCounter(horizon=horizon, epsilon=1.0, delta=1e-6, method="tree")
+    assert ind.std / ind.sigma_one == pytest.approx(np.sqrt(np.arange(1, horizon + 1)), rel=1e-12)
+    assert ind.worst_std / ind.sigma_one == pytest.approx(93.59, abs=0.01)
+    levels = horizon.bit_length()  # each count is in at most 14 released blocks: σ_tree = √14·σ₁
+    popcount = np.array([bin(t).count("1") for t in range(1, horizon + 1)])
+    assert tree.std / tree.sigma_one == pytest.approx(np.sqrt(popcount * levels), rel=1e-9)
+
+
+# ---------------------------------------------------------------- sensitivity and zCDP, both sides
+
+
+def test_lag_bounds_cover_brute_force_neighbours_and_the_linear_bound_does_not() -> None:
+    horizon = 160
+    bounds = _lag_bounds(horizon, K)
+    ideal = [math.floor(K * c) for c in _blt_coefficients(horizon)]
+    rng = np.random.default_rng(3)
+    worst_excess = 0
+    for _ in range(60):
+        base = [int(v) for v in rng.integers(0, 50 * 2**20, size=horizon)]
+        s = int(rng.integers(0, 20))
+        other = list(base)
+        other[s] += int(rng.choice([-K, K, K - 1, 2**20]))
+        w, w2 = _encode("factorization", horizon, base), _encode("factorization", horizon, other)
+        diff = [abs(a - b) for a, b in zip(w, w2, strict=True)]
+        assert diff[:s] == [0] * s  # nothing before the event changes
+        assert all(diff[s + j] <= bounds[j] for j in range(horizon - s))
+        worst_excess = max(worst_excess, max(diff[s + j] - ideal[j] for j in range(horizon - s)))
+    assert worst_excess > 0  # the rounding drift is real: the linear bound k·c_j alone would be violated
+
+
+def test_factorization_rho_matches_exact_rational_and_bounds_it() -> None:
+    horizon = 40
+    counter = ContinualCounter(horizon=horizon, epsilon=0.7, delta=1e-6)
+    lags = _lag_bounds(horizon, K)
+    s2 = counter.noise_variances()
+    exact = max(sum((Fraction(lags[j] ** 2) / s2[s + j] for j in range(horizon - s)), Fraction(0))
+                for s in range(horizon)) / 2
+    assert Fraction(counter.rho) >= exact  # an upper bound ...
+    assert counter.rho <= float(exact) * (1 + 1e-12)  # ... and a tight one
+    assert zcdp_epsilon(rho=counter.rho, delta=1e-6) <= 0.7 == counter.epsilon
+    assert counter.guarantee().epsilon <= 0.7
+    weakened = zcdp_epsilon(rho=4 * float(exact), delta=1e-6)  # the same noise at half its σ
+    assert weakened > 0.7
+
+
+def test_tree_is_the_dense_binary_mechanism_and_its_rho_is_exact() -> None:
+    horizon = 37
+    # dense C from the definition: row t (1-based) sums the block (t − 2^tz(t), t]
+    dense = np.zeros((horizon, horizon), dtype=int)
+    for t in range(1, horizon + 1):
+        low = t & -t
+        dense[t - 1, t - low: t] = 1
+    for s in range(horizon):
+        impulse = [0] * horizon
+        impulse[s] = 1
+        assert _encode("tree", horizon, impulse) == dense[:, s].tolist()
+    counter = ContinualCounter(horizon=horizon, epsilon=1.0, delta=1e-6, method="tree")
+    column_max = int((dense**2).sum(axis=0).max())
+    assert column_max == 6 == horizon.bit_length()
+    exact = Fraction(K * K * column_max) / (2 * counter.noise_variances()[0])
+    assert Fraction(counter.rho) >= exact and counter.rho == pytest.approx(float(exact), rel=1e-15)
+    # B from the definition: the running total at t sums the blocks of t's binary decomposition
+    rng = np.random.default_rng(0)
+    v = rng.integers(-1000, 1000, size=horizon)
+    decoded = counter.decode(v) / counter.grid
+    assert decoded == pytest.approx(np.linalg.solve(dense, v).cumsum(), abs=1e-6)
+
+
+def test_independent_and_tree_decode_noiseless_outputs_exactly() -> None:
+    rng = np.random.default_rng(1)
+    grid_counts = [int(v) for v in rng.integers(0, 10**6, size=50)]
+    for method in ("independent", "tree"):
+        counter = ContinualCounter(horizon=50, epsilon=1.0, delta=1e-6, method=method)
+        totals = counter.decode(_encode(method, 50, grid_counts)) / counter.grid
+        assert totals.tolist() == np.cumsum(grid_counts).astype(float).tolist()
+
+
+def test_factorization_decodes_noiseless_outputs_within_its_bias_bound() -> None:
+    rng = np.random.default_rng(2)
+    grid_counts = [int(v) for v in rng.integers(0, 10**9, size=300)]
+    counter = ContinualCounter(horizon=300, epsilon=1.0, delta=1e-6)
+    totals = counter.decode(_encode("factorization", 300, grid_counts))
+    truth = np.cumsum(grid_counts) * counter.grid
+    assert np.max(np.abs(totals - truth)) <= counter.bias_bound
+    assert counter.bias_bound < 1e-3 * counter.sigma_one
+
+
+def test_naive_real_factor_release_leaks_through_its_lattice() -> None:
+    """Why V = w + Z is released, not A x + B Z: B·ℤ^T shifted by A x identifies x among neighbours."""
+    horizon = 6
+    c = np.array([float(v) for v in _blt_coefficients(horizon)])
+    dense_c = np.array([[c[i - j] if i >= j else 0.0 for j in range(horizon)] for i in range(horizon)])
+    a = np.tril(np.ones((horizon, horizon)))
+    b = a @ np.linalg.inv(dense_c)
+    x, x2 = np.array([3, 1, 4, 1, 5, 9.0]), np.array([3, 1, 4, 2, 5, 9.0])
+    z = np.random.default_rng(0).integers(-50, 50, size=horizon)
+    out = a @ x + b @ z
+    # under x the output minus A x is B times an integer vector; under x2 it is not: the supports differ
+    assert np.allclose(dense_c @ (out - a @ x), np.rint(dense_c @ (out - a @ x)), atol=1e-9)
+    residual = dense_c @ (out - a @ x2)
+    assert np.max(np.abs(residual - np.rint(residual))) > 1e-3
+
+
+# ---------------------------------------------------------------- releases
+
+
+def test_simulated_streams_match_the_stated_error() -> None:
+    horizon, n = 8760, 2000
+    counter = ContinualCounter(horizon=horizon, epsilon=1.0, delta=1e-6)
+    counts = np.random.default_rng(5).integers(0, 3, size=(n, horizon))  # small: int64 state
+    r = counter.release(counts, simulation=True, rng=11)
+    err = r.totals - np.cumsum(counts, axis=1)
+    ratio = err.std(axis=0) / counter.std
+    se = 1 / math.sqrt(2 * n)  # standard error of a sample std, relative
+    assert np.all(np.abs(ratio - 1) < 6 * se)
+    assert np.abs(err.mean(axis=0) / (counter.std / math.sqrt(n))).max() < 6
+    worst = err.std(axis=0)[horizon // 2:].max() / counter.sigma_one
+    assert worst <= 1.05 * (0.846 + math.log(horizon) / math.pi) * (1 + 6 * se)
+
+
+def test_exact_release_is_integers_on_the_grid_and_unbiased() -> None:
+    counts = np.arange(40) % 5
+    for method in ("factorization", "tree", "independent"):
+        r = release_prefix_sums(counts, epsilon=1.0, delta=1e-6, method=method)
+        assert r.simulation is False and r.released.shape == (40,)
+        assert all(isinstance(int(v), int) and int(v) == v for v in r.released)
+        assert r.totals == pytest.approx(r.counter.decode(r.released))
+        assert np.all(np.abs(r.totals - np.cumsum(counts)) < 8 * r.std + r.counter.bias_bound)
+
+
+def test_seed_refused_on_release_path_and_parameters_validated() -> None:
+    with pytest.raises(InvalidParameterError, match="rng must be None"):
+        release_prefix_sums(np.ones(5), epsilon=1.0, delta=1e-6, rng=1)
+    with pytest.raises(InvalidParameterError, match="method must be one of"):
+        release_prefix_sums(np.ones(5), epsilon=1.0, delta=1e-6, method="bogus")
+    with pytest.raises(InvalidParameterError, match="epsilon"):
+        release_prefix_sums(np.ones(5), epsilon=0.0, delta=1e-6)
+    with pytest.raises(InvalidParameterError, match="counts must have shape"):
+        release_prefix_sums(np.ones((2, 2, 2)), epsilon=1.0, delta=1e-6)
+    with pytest.raises(InvalidParameterError, match="counts must have shape"):
+        ContinualCounter(horizon=4, epsilon=1.0, delta=1e-6).release(np.ones(5))
+
+
+def test_two_streams_release_each_row() -> None:
+    r = release_prefix_sums(np.ones((3, 30)), epsilon=1.0, delta=1e-6, method="tree", simulation=True, rng=0)
+    assert r.totals.shape == (3, 30) and r.std.shape == (30,)
+
+
+# ---------------------------------------------------------------- the node's stream
+
+
+@pytest.mark.parametrize("method", ["factorization", "tree", "independent"])
+def test_stream_state_is_small_and_resumes_exactly(method: str) -> None:
+    counter = ContinualCounter(horizon=8760, epsilon=1.0, delta=1e-6, method=method)
+    stream = counter.stream()
+    counts = np.random.default_rng(7).integers(0, 10**4, size=1000)
+    for x in counts[:700]:
+        stream.push(float(x))
+    data = stream.to_bytes()
+    assert len(data) <= 1024
+    restored = PrefixSumStream.from_bytes(data)
+    assert restored.windows == 700 and restored.counter.method == method
+    for x in counts[700:]:
+        stream.push(float(x))
+        restored.push(float(x))
+    assert restored.to_bytes() == stream.to_bytes()  # same integer state: same encoder outputs
+    expected = _Encoder(method, _fresh_state(method, 8760), 0)
+    for x in counts:
+        expected.step(int(x) * 2**20)
+    assert [int(v) for v in expected.state] == [int(v) for v in restored._encoder.state]
+
+
+def test_stream_pushes_are_noisy_encoder_outputs() -> None:
+    counter = ContinualCounter(horizon=200, epsilon=1.0, delta=1e-6)
+    stream = counter.stream()
+    out = [stream.push(2.0) for _ in range(200)]
+    noiseless = _encode("factorization", 200, [2 * 2**20] * 200)
+    z = np.array(out) - np.array(noiseless)
+    s = np.sqrt(np.array([float(v) for v in counter.noise_variances()]))
+    assert abs(float(np.mean(z / s))) < 4 / math.sqrt(200) and abs(float(np.std(z / s)) - 1) < 0.2
+
+
+def test_stream_refuses_past_horizon_and_bad_bytes() -> None:
+    stream = ContinualCounter(horizon=2, epsilon=1.0, delta=1e-6, method="tree").stream()
+    stream.push(1.0)
+    stream.push(1.0)
+    with pytest.raises(InvalidParameterError, match="horizon of 2 windows is used up"):
+        stream.push(1.0)
+    with pytest.raises(InvalidParameterError, match="not a serialised PrefixSumStream"):
+        PrefixSumStream.from_bytes(b"nonsense")
+    with pytest.raises(InvalidParameterError, match="does not match"):
+        PrefixSumStream.from_bytes(stream.to_bytes() + b"\x00")
