@@ -9,7 +9,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "docs" / "_ext"))
 
-from check_links import broken_links
+from check_links import broken_links, external_loads
 from privacy_sections import move_privacy_section
 
 
@@ -44,6 +44,50 @@ def test_link_checker(tmp_path: Path, href: str, broken: int) -> None:
     (tmp_path / "index.html").write_text(f'<html><body><a href="{href}">x</a></body></html>')
     (tmp_path / "b.html").write_text('<html><body><h1 id="here">b</h1></body></html>')
     assert len(broken_links(tmp_path)) == broken
+
+
+@pytest.mark.parametrize(
+    ("head", "outside"),
+    [
+        ('<script src="https://cdn.jsdelivr.net/npm/mathjax@3/es5/tex-mml-chtml.js"></script>', 1),
+        ('<script src="//cdn.example.org/x.js"></script>', 1),
+        ('<link rel="stylesheet" href="https://fonts.googleapis.com/css?family=Lato">', 1),
+        ('<style>@import "https://fonts.example.org/a.css";</style>', 1),
+        ('<div style="background: url(https://example.org/bg.png)"></div>', 1),
+        ('<img srcset="https://example.org/a.png 2x, _static/b.png 1x">', 1),
+        ('<img src="_static/local.png"><script src="_static/local.js"></script>', 0),
+        ('<link rel="stylesheet" href="_static/site.css"><a href="https://example.org/">a link</a>', 0),
+        ('<img src="data:image/png;base64,AAAA">', 0),
+        ('<math xmlns="http://www.w3.org/1998/Math/MathML"><mi>x</mi></math>', 0),
+    ],
+)
+def test_external_load_checker(tmp_path: Path, head: str, outside: int) -> None:
+    (tmp_path / "index.html").write_text(f"<html><head>{head}</head><body>x</body></html>")
+    assert len(external_loads(tmp_path)) == outside
+
+
+def test_external_load_checker_reads_stylesheets(tmp_path: Path) -> None:
+    (tmp_path / "index.html").write_text("<html><body>x</body></html>")
+    (tmp_path / "_static").mkdir()
+    (tmp_path / "_static" / "theme.css").write_text("@font-face { src: url('fonts/a.woff2'); }")
+    assert external_loads(tmp_path) == []
+    (tmp_path / "_static" / "theme.css").write_text("@font-face { src: url('https://fonts.gstatic.com/a.woff2'); }")
+    assert external_loads(tmp_path) == [
+        "_static/theme.css: loads https://fonts.gstatic.com/a.woff2 from outside the site"]
+
+
+def test_link_checker_command_fails_on_a_cdn_script(tmp_path: Path) -> None:
+    import subprocess
+
+    script = Path(__file__).resolve().parents[2] / "docs" / "_ext" / "check_links.py"
+    (tmp_path / "index.html").write_text('<html><head><script src="_static/a.js"></script></head></html>')
+    (tmp_path / "_static").mkdir()
+    (tmp_path / "_static" / "a.js").write_text("")
+    ok = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, check=False)
+    assert ok.returncode == 0, ok.stderr
+    (tmp_path / "index.html").write_text('<html><head><script src="https://cdn.example.org/m.js"></script></head></html>')
+    bad = subprocess.run([sys.executable, str(script), str(tmp_path)], capture_output=True, text=True, check=False)
+    assert bad.returncode == 1 and "https://cdn.example.org/m.js" in bad.stderr
 
 
 # --- the reproduce pages (docs/_ext/reproduce_pages.py) ---------------------------------------------------------
@@ -104,3 +148,44 @@ def test_reproduce_cache_key_follows_the_sources(tmp_path: Path) -> None:
     assert source_key(tmp_path, "full") != first
     (tmp_path / "a.py").write_text("x = 2\n")
     assert source_key(tmp_path, "quick") != first
+
+
+# --- the offline math renderer (docs/_ext/offline_math.py) -------------------------------------------------------
+
+
+def test_math_becomes_mathml_without_latex_left() -> None:
+    from offline_math import to_mathml
+
+    mathml, leftovers = to_mathml(r"\sigma = \frac{\Delta_2}{\varepsilon}\sqrt{2\ln(1.25/\delta)}", display=False)
+    assert leftovers == []
+    assert mathml.startswith("<math") and "\\" not in mathml
+    assert "<mfrac>" in mathml and "<msqrt>" in mathml and "&#x003C3;" in mathml  # σ
+
+
+def test_aligned_display_becomes_a_table_of_rows() -> None:
+    from offline_math import to_mathml
+
+    mathml, leftovers = to_mathml(r"\begin{aligned} a &= b + c \\ d &= \arg\min_x f(x) \end{aligned}", display=True)
+    assert leftovers == []
+    assert mathml.count("<mtr>") == 2 and "&amp;" not in mathml and ">&<" not in mathml
+    assert 'style="text-align:right"' in mathml and 'display="block"' in mathml
+
+
+def test_unknown_command_is_reported_not_shipped() -> None:
+    from offline_math import to_mathml
+
+    _, leftovers = to_mathml(r"\frobnicate{x} + \alpha", display=False)
+    assert leftovers == [r"\frobnicate"]
+
+
+def test_letter_styles_become_unicode_mathematical_letters() -> None:
+    import html
+    import unicodedata
+
+    from offline_math import to_mathml
+
+    mathml, leftovers = to_mathml(r"\mathbb E[X] \in \mathbb{R}, \mathcal Q, \mathbf{1}", display=False)
+    assert leftovers == [] and "mathvariant" not in mathml  # Chromium (MathML Core) ignores other variants
+    for name in ("MATHEMATICAL DOUBLE-STRUCK CAPITAL E", "DOUBLE-STRUCK CAPITAL R", "MATHEMATICAL SCRIPT CAPITAL Q",
+                 "MATHEMATICAL BOLD DIGIT ONE"):
+        assert unicodedata.lookup(name) in html.unescape(mathml)
