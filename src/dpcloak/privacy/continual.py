@@ -42,7 +42,7 @@ horizon T:
    buffers are integers updated as :math:`s_i \leftarrow R(a_i s_i / 2^{Q}) + n_t` and
    :math:`w_t = n_t + R(\sum_i b_i s_i / 2^{Q})` with θ_i = a_i/2^Q, ω_i = b_i/2^Q and R(u) = ⌊u + ½⌋
    (exact integer shifts). The rounding makes the encoder nonlinear, so its sensitivity is bounded
-   directly: as |R(u) − R(v)| ≤ |u − v| + 1 and the differences are integers, neighbouring inputs
+   directly: as :math:`|R(u) - R(v)| \le |u - v| + 1` and the differences are integers, neighbouring inputs
    (differing at window s) give buffers differing by at most :math:`E_i(1) = k`,
    :math:`E_i(j+1) = \lfloor a_i E_i(j)/2^Q \rfloor + 1`, and outputs differing by :math:`D_0 = k` at
    window s and :math:`D_j = \lfloor \sum_i b_i E_i(j) / 2^Q \rfloor + 1` at window s + j (nothing before
