@@ -24,7 +24,8 @@ def test_every_group_is_present_and_has_broken_variants():
     assert missing == [] and errors == []
     names = " | ".join(c.mechanism for c in cases)
     for group in ("Gaussian (analytic)", "Gaussian (classic)", "Gaussian (paper)", "Laplace", "discrete Laplace",
-                  "discrete Gaussian", "heatmap pyramid level", "per-sensor privatizer"):
+                  "discrete Gaussian", "heatmap pyramid level", "per-sensor privatizer",
+                  "continual counting (factorization)", "continual counting (tree)"):
         assert group in names
     broken = [c for c in cases if c.mechanism.startswith("BROKEN")]
     assert len(broken) >= 8 and all(c.expected == "REJECT" for c in broken)
@@ -38,7 +39,7 @@ def test_every_group_is_present_and_has_broken_variants():
     assert all(c.claim.endswith(("idealised noise", "released doubles")) for c in cases)
 
 
-@pytest.mark.parametrize("select", ["Gaussian (analytic)", "Laplace,", "Laplace calibrated"])
+@pytest.mark.parametrize("select", ["Gaussian (analytic)", "Laplace,", "Laplace calibrated", "continual counting"])
 def test_fast_groups_reach_the_required_verdicts(select):
     report = run_suite(rng=0, select=select)
     assert report.rows

@@ -9,7 +9,10 @@ Databases of the scalar mechanisms are represented by their query answers ``0`` 
 neighbouring pair at the sensitivity, the worst case for additive noise). The per-sensor privatizer
 is audited on :func:`dpcloak.models.heat_kernel_1d` ``(100, 50, 0.1)`` with the source vectors
 ``e_i, e_j`` of :func:`dpcloak.privacy.sensitivity.worst_neighbours`; the heatmap on a 4 × 4 grid
-with one user added.
+with one user added. Continual counting (:mod:`dpcloak.privacy.continual`, T = 8 windows) is audited on
+what the node releases (the noisy integers; the running totals are post-processing) for all-zero counts
+against the first window's count raised by the sensitivity, with the simulation noise (so "idealised
+noise"); its broken variant is calibrated to a quarter of the sensitivity.
 
 Claims are chosen where auditing is feasible: by thesis Theorem 10.2 a claim is only verifiable
 with as many queries as it takes to break it, so ``(ε, δ) = (0.5, 0.05)`` is audited rather than a
@@ -458,12 +461,40 @@ def _privatizer_cases() -> list[SuiteCase]:
     ]
 
 
+def _continual_cases() -> list[SuiteCase]:
+    from dpcloak.privacy.continual import ContinualCounter
+
+    horizon = 8
+    pair = (0, 1)  # all-zero counts, and the first window's count raised by the sensitivity (the widest column)
+    streams = (np.zeros(horizon), np.eye(horizon)[0])
+
+    def release(counter: ContinualCounter) -> Callable[..., NDArray[Any]]:
+        def mechanism(k: int, rng: np.random.Generator, size: int) -> NDArray[Any]:
+            # what the node releases: the noisy integers V_t (the running totals are post-processing of them)
+            out = counter.release(np.tile(streams[k], (size, 1)), simulation=True, rng=rng)
+            return np.asarray(out.released, dtype=float) * counter.grid
+        return mechanism
+
+    claim = f"({GAUSS_EPS:g}, {GAUSS_DELTA:g})-DP, one window's count changed by 1, idealised noise"
+    no_info: dict[str, Any] = {"epsilon": GAUSS_EPS, "delta": GAUSS_DELTA, "alpha": ALPHA_NO_INFO}
+    cases = []
+    for method in ("factorization", "tree"):
+        counter = ContinualCounter(horizon=horizon, epsilon=GAUSS_EPS, delta=GAUSS_DELTA, method=method)
+        cases.append(SuiteCase(f"continual counting ({method}), T={horizon}", claim, ACCEPT,
+                               _audit(release(counter), pair, scope="idealised", **no_info)))
+    weak = ContinualCounter(horizon=horizon, epsilon=GAUSS_EPS, delta=GAUSS_DELTA, sensitivity=0.25)
+    cases.append(SuiteCase("BROKEN continual counting (factorization) calibrated to sensitivity/4", claim, REJECT,
+                           _audit(release(weak), pair, scope="idealised", **no_info)))
+    return cases
+
+
 _GROUPS: tuple[tuple[str, Callable[[], list[SuiteCase]]], ...] = (
     ("Gaussian mechanisms", _gaussian_cases),
     ("Laplace mechanism", _laplace_cases),
     ("exact discrete samplers", _discrete_cases),
     ("heatmap levels", _heatmap_cases),
     ("per-sensor privatizer", _privatizer_cases),
+    ("continual counting", _continual_cases),
 )
 
 
