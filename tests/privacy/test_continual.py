@@ -311,3 +311,31 @@ def test_stream_refuses_past_horizon_and_bad_bytes() -> None:
         PrefixSumStream.from_bytes(b"nonsense")
     with pytest.raises(InvalidParameterError, match="does not match"):
         PrefixSumStream.from_bytes(stream.to_bytes() + b"\x00")
+
+
+def test_range_std_matches_dense_b_matrices() -> None:
+    horizon = 40
+    # factorisation: B = A C⁻¹ exactly (Fractions), noise variances exact
+    counter = ContinualCounter(horizon=horizon, epsilon=1.0, delta=1e-6)
+    beta = np.cumsum(np.array(_inverse_toeplitz(_blt_coefficients(horizon)), dtype=object))
+    dense_b = [[beta[t - j] if j <= t else Fraction(0) for j in range(horizon)] for t in range(horizon)]
+    s2 = counter.noise_variances()
+    g = Fraction(counter.grid)
+    for start, stop in [(0, 40), (0, 1), (5, 29), (24, 40), (39, 40)]:
+        row = [dense_b[stop - 1][j] - (dense_b[start - 1][j] if start else 0) for j in range(horizon)]
+        var = sum((r * r * s for r, s in zip(row, s2, strict=True)), Fraction(0)) * g * g
+        assert counter.range_std(start, stop) == pytest.approx(math.sqrt(var), rel=1e-12)
+    # tree: B = A C⁻¹ from the dense 0/1 C of the definition
+    tree = ContinualCounter(horizon=horizon, epsilon=1.0, delta=1e-6, method="tree")
+    dense_c = np.zeros((horizon, horizon))
+    for t in range(1, horizon + 1):
+        dense_c[t - 1, t - (t & -t): t] = 1
+    b = np.tril(np.ones((horizon, horizon))) @ np.linalg.inv(dense_c)
+    sigma = math.sqrt(float(tree.noise_variances()[0])) * tree.grid
+    for start, stop in [(0, 40), (5, 29), (24, 40), (16, 32)]:
+        row = b[stop - 1] - (b[start - 1] if start else 0)
+        assert tree.range_std(start, stop) == pytest.approx(sigma * np.linalg.norm(row), rel=1e-9)
+    ind = ContinualCounter(horizon=horizon, epsilon=1.0, delta=1e-6, method="independent")
+    assert ind.range_std(5, 29) == pytest.approx(math.sqrt(24) * ind.sigma_one, rel=1e-12)
+    with pytest.raises(InvalidParameterError, match="stop must be an integer >= 6"):
+        counter.range_std(5, 5)
