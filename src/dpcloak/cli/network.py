@@ -66,6 +66,7 @@ def run(
     from dpcloak.cli.recover import map_rows
     from dpcloak.sensors import read_counts_csv
     from dpcloak.sensors.plot import save_maps
+    from dpcloak.sensors.result import misfit_advice, total_misfit
 
     if uncertainty_draws < 0:
         raise InvalidParameterError(f"--uncertainty-draws must be a non-negative integer, got {uncertainty_draws}")
@@ -93,7 +94,7 @@ def run(
                [[label, *("" if math.isnan(v) else repr(float(v)) for v in row)]
                 for label, row in zip(data.labels, private, strict=True)])
     rows = [{"period": label, "status": res.status, "uncertainty_m": res.uncertainty,
-             "uncertainty_90_m": res.uncertainty_90, **r}
+             "uncertainty_90_m": res.uncertainty_90, "misfit": res.misfit, **r}
             for label, res in zip(data.labels, maps, strict=True) for r in map_rows(net, res)]
     _write_csv(directory / "maps.csv", list(rows[0]), [list(r.values()) for r in rows])
     picture = save_maps(net, maps, directory / "maps.png", labels=list(data.labels))
@@ -101,16 +102,15 @@ def run(
     summary = [{"period": label, "sensors": int(res.present.sum()), net.source_unit: res.total,
                 "uncertainty_m": res.uncertainty if math.isfinite(res.uncertainty) else None,
                 "uncertainty_90_m": res.uncertainty_90 if math.isfinite(res.uncertainty_90) else None,
+                "misfit": res.misfit if math.isfinite(res.misfit) else None,
                 "status": res.status, "degenerate": res.degenerate, "converged": res.recovery.converged}
                for label, res in zip(data.labels, maps, strict=True)]
-    out_of_reach = sum(res.status == "least-residual" for res in maps)
-    advice = (f"{out_of_reach} of {len(maps)} maps are least-residual: the model does not explain the readings, so "
-              "the model-based guarantee and the maps are in doubt; for counts of people use --measurement counts"
-              if out_of_reach else None)
+    advice = misfit_advice(net, maps)
     if as_json:
         emit_json({"fingerprint": net.fingerprint(), "measurement": net.measurement,
                    "guarantee": net.guarantee_text(), "privacy_unit": net.privacy_unit, "noise": net.noise,
-                   "reading_unit": net.reading_unit, "misfit": net.misfit, "warning": advice, "sigma": net.sigma,
+                   "reading_unit": net.reading_unit, "misfit_public_history": net.misfit,
+                   "misfit_total": total_misfit(maps), "warning": advice, "sigma": net.sigma,
                    "delta2": net.delta2, "releases": net.releases,
                    "spent": {"epsilon": spent.epsilon, "delta": spent.delta},
                    "budget": {"epsilon": net.budget[0], "delta": net.budget[1]}, "periods": summary,
@@ -118,14 +118,17 @@ def run(
                              "maps": str(directory / "maps.csv"), "picture": str(picture)}})
         return
     table = Table(title=f"{net.guarantee_text()}; noise: {net.noise} per reading")
-    for name in ("period", "sensors", net.source_unit, "EMD uncertainty (median, 90 %)", "status"):
+    for name in ("period", "sensors", net.source_unit, "EMD uncertainty (median, 90 %)", "misfit", "status"):
         table.add_column(name, justify="left" if name == "period" else "right")
     for item in summary:
         unc = ("n/a" if item["uncertainty_m"] is None
                else f"±{item['uncertainty_m']:.0f} m, {item['uncertainty_90_m']:.0f} m")
-        table.add_row(str(item["period"]), str(item["sensors"]), f"{item[net.source_unit]:.0f}", unc,
+        fit = "n/a" if item["misfit"] is None else f"{100 * float(item['misfit']):.2g} %"
+        table.add_row(str(item["period"]), str(item["sensors"]), f"{item[net.source_unit]:.0f}", unc, fit,
                       str(item["status"]))
     console.print(table)
+    console.print(f"misfit of the maps to the private readings, all periods: {100 * total_misfit(maps):.3g} % of "
+                  "their energy unexplained", highlight=False)
     if advice is not None:
         console.print(f"warning: {advice}", style="bold red", highlight=False)
     console.print(f"privacy spent: epsilon={spent.epsilon:.4g} at delta={spent.delta:g} after {net.releases} "

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dpcloak.errors import InvalidParameterError
-from dpcloak.sensors.result import NetworkRecovery
+from dpcloak.sensors.result import NetworkRecovery, misfit_advice
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -38,7 +38,7 @@ def draw_map(ax: Axes, network: SensorNetwork, result: NetworkRecovery, *, title
     >>> result = net.recover(net.privatize([10.0, 20.0, 30.0, 5.0], rng=1, simulation=True), uncertainty_draws=0)
     >>> fig, ax = plt.subplots()
     >>> artist = draw_map(ax, net, result, title="people per source")
-    >>> ax.get_title().splitlines()[0], ax.get_title().splitlines()[-1], len(ax.collections) > 0
+    >>> ax.get_title().splitlines()[0], ax.get_title().splitlines()[-1].split(",")[0], len(ax.collections) > 0
     ('people per source', 'fit', True)
     >>> plt.close(fig)
     """
@@ -60,8 +60,11 @@ def draw_map(ax: Axes, network: SensorNetwork, result: NetworkRecovery, *, title
         centre = result.distribution @ src
         ax.add_patch(_circle(centre, result.uncertainty))
     unc = "n/a" if not math.isfinite(result.uncertainty) else f"±{result.uncertainty:.0f} m (EMD)"
+    fit = "" if network.measurement == "counts" or not math.isfinite(result.misfit) else (
+        f", misfit {100 * result.misfit:.2g} %")
     ax.set_title(f"{title}{chr(10) if title else ''}{result.total:.0f} {network.source_unit}, {unc}\n"
-                 f"{result.status}", fontsize=7, color="tab:red" if result.status == "least-residual" else "black")
+                 f"{result.status}{fit}", fontsize=7,
+                 color="tab:red" if result.status == "least-residual" else "black")
     ax.set_aspect("equal")
     ax.margins(0.12)
     ax.tick_params(labelsize=6)
@@ -119,9 +122,8 @@ def save_maps(
     what = "private counts per site" if network.measurement == "counts" else "recovered"
     fig.colorbar(arts[-1], ax=fig.axes, label=f"{network.source_unit} ({what})", shrink=0.6)
     wrapped = textwrap.fill(network.guarantee_text(), width=40 * min(cols, 4))
-    out_of_reach = sum(r.status == "least-residual" for r in results)
-    warning = (f"\n{out_of_reach} of {len(results)} maps least-residual: the model does not explain the readings"
-               if out_of_reach else "")
+    advice = misfit_advice(network, results)
+    warning = "" if advice is None else "\nWARNING: " + textwrap.fill(advice, width=40 * min(cols, 4))
     fig.suptitle(f"{wrapped}\nnoise: {network.noise} per reading; dashed circle: EMD uncertainty{warning}",
                  fontsize=8)
     out = Path(path)

@@ -20,6 +20,7 @@ stable the map is under the noise, not the distance to the unknown truth.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -36,7 +37,7 @@ from dpcloak.recovery import Recovery, bpdn, choose_radius
 if TYPE_CHECKING:
     from dpcloak.sensors.network import SensorNetwork
 
-__all__ = ["NetworkRecovery", "recover_sources", "recover_counts"]
+__all__ = ["NetworkRecovery", "recover_sources", "recover_counts", "total_misfit", "misfit_advice"]
 
 
 @dataclass(frozen=True)
@@ -58,6 +59,11 @@ class NetworkRecovery:
         (the source domain's distance unit); ``nan`` with ``uncertainty_draws=0``.
     uncertainty_draws : int
         Bootstrap draws ``B``.
+    readings : ndarray, shape (m,)
+        The private readings the map was recovered from (NaN: missing).
+    misfit : float
+        ``‖M_P f̂ − ỹ_P‖² / ‖ỹ_P‖²``: the fraction of the private readings' energy the map leaves
+        unexplained (model misfit and noise together; ``nan`` when every reading is 0).
     status : {"fit", "least-residual", "empty", "private counts"}
         How the map was obtained: ``"fit"`` (BPDN solved within the noise ball), ``"least-residual"``
         (no non-negative map fits the readings within the noise: the model does not explain them; the
@@ -95,6 +101,8 @@ class NetworkRecovery:
     uncertainty: float
     uncertainty_90: float
     uncertainty_draws: int
+    readings: NDArray[np.float64]
+    misfit: float
     status: str
     present: NDArray[np.bool_]
     radius: float
@@ -113,6 +121,12 @@ def _inputs(private_readings: ArrayLike, present: ArrayLike | None, uncertainty_
     if y.shape != (m,):
         raise InvalidParameterError(f"private_readings must have shape ({m},), got {y.shape}")
     return y, _present(y, present, m), check_int("uncertainty_draws", uncertainty_draws, minimum=0)
+
+
+def _misfit(residual: float, readings: NDArray[np.float64]) -> float:
+    """Squared residual over the readings' energy (nan for all-zero readings)."""
+    energy = float(readings @ readings)
+    return residual**2 / energy if energy > 0 else math.nan
 
 
 def _median_and_90(spread: list[float]) -> tuple[float, float]:
@@ -221,7 +235,8 @@ def recover_sources(
     unc, unc90 = _median_and_90(spread)
     return NetworkRecovery(
         sources=rec.x, total=float(rec.x.sum()), distribution=dist.p, degenerate=dist.degenerate, uncertainty=unc,
-        uncertainty_90=unc90, uncertainty_draws=draws, status=status, present=mask, radius=radius, sigma=sigma,
+        uncertainty_90=unc90, uncertainty_draws=draws, readings=y, misfit=_misfit(rec.residual, y[mask]),
+        status=status, present=mask, radius=radius, sigma=sigma,
         recovery=rec, source_positions=network.source_positions,
     )
 
@@ -271,7 +286,55 @@ def recover_counts(
     unc, unc90 = _median_and_90(spread)
     return NetworkRecovery(
         sources=x, total=float(x.sum()), distribution=dist.p, degenerate=dist.degenerate, uncertainty=unc,
-        uncertainty_90=unc90, uncertainty_draws=draws,
-        status="empty" if dist.degenerate else "private counts", present=mask, radius=math.nan, sigma=network.sigma,
+        uncertainty_90=unc90, uncertainty_draws=draws, readings=y,
+        misfit=_misfit(residual, y[mask]), status="empty" if dist.degenerate else "private counts", present=mask,
+        radius=math.nan, sigma=network.sigma,
         recovery=rec, source_positions=network.source_positions,
     )
+
+
+def total_misfit(results: Sequence[NetworkRecovery]) -> float:
+    """The misfit of a series of maps together: Σ residual² / Σ ‖ỹ‖² (nan when every reading is 0).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcloak.sensors import SensorNetwork
+    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], measurement="counts", epsilon=1.0,
+    ...                                      delta=0.0, budget=(10.0, 1e-5))
+    >>> maps = [net.recover(np.array(y), uncertainty_draws=0) for y in ([3.0, -1.0], [4.0, 0.0])]
+    >>> round(total_misfit(maps), 6)  # 1² of 3² + 1² + 4²
+    0.038462
+    """
+    residual = sum(r.recovery.residual**2 for r in results)
+    energy = sum(float(np.sum(r.readings[r.present] ** 2)) for r in results)
+    return residual / energy if energy > 0 else math.nan
+
+
+def misfit_advice(network: SensorNetwork, results: Sequence[NetworkRecovery]) -> str | None:
+    """A warning when a field network's maps do not fit its readings (least-residual maps, or a total misfit
+    above :data:`~dpcloak.sensors.tuning.MISFIT_THRESHOLD`); ``None`` when they do or for counts.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from dpcloak.sensors import Relation, SensorNetwork
+    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0], [0.0, 100.0]], diffusion=2000.0,
+    ...                                      relation=Relation.move(150.0), epsilon=1.0, delta=1e-6,
+    ...                                      budget=(10.0, 1e-5))
+    >>> odd = net.recover(np.array([500.0, 0.0, 500.0]), uncertainty_draws=0)  # no diffusion gives this
+    >>> odd.status, misfit_advice(net, [odd]) is not None
+    ('least-residual', True)
+    """
+    from dpcloak.sensors.tuning import MISFIT_THRESHOLD
+
+    if network.measurement == "counts":
+        return None
+    out_of_reach = sum(r.status == "least-residual" for r in results)
+    total = total_misfit(results)
+    if not out_of_reach and not total > MISFIT_THRESHOLD:
+        return None
+    return (f"{out_of_reach} of {len(results)} maps are least-residual and the maps leave {100 * total:.3g} % of the "
+            f"readings' energy unexplained (threshold {100 * MISFIT_THRESHOLD:g} %): the model does not describe "
+            "these readings, so its guarantee (which holds if the readings follow the model) and the maps are in "
+            "doubt; for counts of people use the counts measurement")

@@ -15,6 +15,14 @@ heat barely reaches the neighbouring sensors the score is flat and the choice is
 within a neighbouring candidate (within a factor 3 in the tests), and a nearly uniform crowd
 favours a larger ``τ`` (every model predicts a constant field).
 
+**Missing readings and scale.** Real histories have gaps: a missing reading (NaN) is neither fitted
+nor predicted, and the sums run over the readings present (a period with fewer than two is
+skipped). A candidate whose spread ``√(2τ)`` exceeds the network's extent (the largest distance
+between two sensors) describes heat that covers the whole network evenly; it is dropped with a
+warning. The chosen candidate's score is reported as the model's **misfit** (overall and per
+period): above :data:`MISFIT_THRESHOLD` the model does not describe the readings, so a ``field``
+guarantee calibrated to it does not describe them either.
+
 **Privacy.** The history must be *public* (published open data, a previous year released under
 its own guarantee, a pilot with consent): the chosen ``τ`` is part of the published configuration,
 and a ``τ`` tuned on private readings would leak through it.
@@ -22,6 +30,7 @@ and a ``τ`` tuned on private readings would leak through it.
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -33,21 +42,36 @@ from dpcloak._validation import check_array, check_real
 from dpcloak.errors import InvalidParameterError
 from dpcloak.models import LinearModel
 
-__all__ = ["DiffusionChoice", "choose_diffusion_time"]
+__all__ = ["DiffusionChoice", "choose_diffusion_time", "MISFIT_THRESHOLD"]
+
+
+#: A field model whose held-out prediction leaves more than this fraction of the readings' energy
+#: (Σ (ŷ − y)² / Σ y²) unexplained on public history is reported as misfitting (:attr:`DiffusionChoice.fits`).
+MISFIT_THRESHOLD = 0.1
 
 
 @dataclass(frozen=True)
 class DiffusionChoice:
-    """The chosen diffusion parameter and every candidate's leave-one-sensor-out score.
+    """The chosen diffusion parameter, every candidate's leave-one-sensor-out score and the model's misfit.
 
     Attributes
     ----------
     diffusion : float
         The candidate with the smallest score.
     candidates, scores : ndarray
-        Each candidate and its relative prediction error (module docstring).
+        Each candidate tried and its relative prediction error (module docstring).
     periods : int
-        Historical periods used (rows with a missing reading are skipped).
+        Historical periods used (a period needs at least 2 reporting sensors; missing readings are
+        skipped, not the period).
+    misfit : float
+        The chosen candidate's score: the fraction of the readings' energy its held-out prediction
+        leaves unexplained (0 = the model predicts every sensor from the others).
+    window_misfit : ndarray, shape (periods,)
+        The same per period (``nan`` for an all-zero period).
+    threshold : float
+        :data:`MISFIT_THRESHOLD`; :attr:`fits` is ``misfit <= threshold``.
+    too_wide : ndarray
+        Candidates refused because heat would spread (``√(2·diffusion)``) beyond the network's extent.
 
     Examples
     --------
@@ -62,33 +86,86 @@ class DiffusionChoice:
     ...                                history, candidates=[2000.0, 20000.0, 200000.0])
     >>> isinstance(choice, DiffusionChoice), choice.candidates.tolist(), choice.periods
     (True, [2000.0, 20000.0, 200000.0], 20)
-    >>> choice.diffusion == choice.candidates[np.argmin(choice.scores)]
-    np.True_
+    >>> choice.diffusion == choice.candidates[np.argmin(choice.scores)], choice.misfit == choice.scores.min()
+    (np.True_, np.True_)
+    >>> choice.window_misfit.shape, choice.fits
+    ((20,), True)
     """
 
     diffusion: float
     candidates: NDArray[np.float64]
     scores: NDArray[np.float64]
     periods: int
+    misfit: float
+    window_misfit: NDArray[np.float64]
+    threshold: float
+    too_wide: NDArray[np.float64]
+
+    @property
+    def fits(self) -> bool:
+        """Whether the misfit is within :attr:`threshold`."""
+        return self.misfit <= self.threshold
+
+    def summary(self) -> str:
+        """One line: the chosen diffusion, the misfit against the threshold, and advice when it misfits.
+
+        Examples
+        --------
+        >>> choice = DiffusionChoice(diffusion=2e4, candidates=np.array([2e4]), scores=np.array([0.28]), periods=48,
+        ...                          misfit=0.28, window_misfit=np.full(48, 0.28), threshold=0.1,
+        ...                          too_wide=np.array([]))
+        >>> import textwrap
+        >>> print(textwrap.fill(choice.summary(), 100))
+        diffusion 20000 m²: the model leaves 28 % of the readings unexplained on 48 public periods
+        (threshold 10 %): it does not describe these readings; a field guarantee would not hold for them
+        (counts of people: use measurement='counts')
+        """
+        head = (f"diffusion {self.diffusion:g} m²: the model leaves {100 * self.misfit:.3g} % of the readings "
+                f"unexplained on {self.periods} public periods (threshold {100 * self.threshold:g} %)")
+        if self.fits:
+            return head
+        return (head + ": it does not describe these readings; a field guarantee would not hold for them (counts of "
+                "people: use measurement='counts')")
 
 
-def _score(M: NDArray[np.float64], history: NDArray[np.float64]) -> float:
+def _errors(M: NDArray[np.float64], history: NDArray[np.float64]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Per period: Σ_j (ŷ_j − y_j)² over the present sensors, and Σ_j y_j² (module docstring)."""
     m = M.shape[0]
     owner = np.argmax(M, axis=0)  # the sensor that sees each source most
-    err = 0.0
-    for j in range(m):
-        others, seen = np.arange(m) != j, owner != j
-        if not seen.any():
-            err += float(np.sum(history[:, j] ** 2))
-            continue
-        for y in history:
+    err, energy = np.zeros(len(history)), np.zeros(len(history))
+    for t, y in enumerate(history):
+        present = np.isfinite(y)
+        energy[t] = float(np.sum(y[present] ** 2))
+        for j in np.flatnonzero(present):
+            others, seen = present & (np.arange(m) != j), owner != j
+            if not seen.any():
+                err[t] += float(y[j]) ** 2
+                continue
             f, _ = nnls(M[others][:, seen], y[others])
-            err += float(M[j, seen] @ f - y[j]) ** 2
-    return err / float(np.sum(history**2))
+            err[t] += float(M[j, seen] @ f - y[j]) ** 2
+    return err, energy
+
+
+def _extent(model: LinearModel, positions: ArrayLike | None) -> float | None:
+    """The network's extent in metres: the largest distance between two sensors (None when unknown)."""
+    if positions is not None:
+        arr = np.asarray(positions, dtype=float)
+    else:
+        own = model.sensor_positions
+        arr = np.asarray(own if own is not None else np.zeros(0), dtype=float)
+        if arr.ndim != 2:  # e.g. a graph model's sensors are its nodes: their coordinates are the domain's
+            coords = model.domain.coordinates()
+            arr = np.zeros(0) if coords is None or len(coords) != model.shape[0] else np.asarray(coords, float)
+    if arr.ndim != 2 or len(arr) < 2:
+        return None
+    from scipy.spatial.distance import pdist
+
+    return float(pdist(arr).max())
 
 
 def choose_diffusion_time(
-    build: Callable[[float], LinearModel], history: ArrayLike, *, candidates: Sequence[float]
+    build: Callable[[float], LinearModel], history: ArrayLike, *, candidates: Sequence[float],
+    positions: ArrayLike | None = None, threshold: float = MISFIT_THRESHOLD,
 ) -> DiffusionChoice:
     """The diffusion parameter that best predicts each sensor from the others on public history.
 
@@ -98,9 +175,17 @@ def choose_diffusion_time(
         ``build(diffusion) -> LinearModel`` with one row per sensor, e.g.
         ``lambda d: build_model(layout.positions, ModelSpec(kind="graph", diffusion=d))``.
     history : array_like, shape (k, m)
-        Public historical readings, one row per period (rows containing NaN are skipped).
+        Public historical readings, one row per period; NaN marks a missing reading (skipped; a
+        period with fewer than 2 readings is skipped).
     candidates : sequence of float
-        Values to try (> 0), e.g. ``np.geomspace(1e3, 1e6, 13)`` m².
+        Values to try (> 0), e.g. ``np.geomspace(1e3, 1e6, 13)`` m². Candidates whose spread
+        ``√(2·diffusion)`` exceeds the network's extent (the largest distance between two sensors)
+        are dropped with a warning; if none is left the call is refused.
+    positions : array_like of shape (m, 2), optional
+        Sensor positions in metres for the extent (default: the model's own sensor positions).
+    threshold : float
+        Misfit above which the model is reported as not describing the readings (default
+        :data:`MISFIT_THRESHOLD`).
 
     Examples
     --------
@@ -110,29 +195,48 @@ def choose_diffusion_time(
     >>> rng = np.random.default_rng(1)
     >>> crowds = [rng.exponential(50, 12) * (rng.random(12) < 0.3) for _ in range(20)]
     >>> history = np.array([truth.matvec(f) for f in crowds])
+    >>> history[3, 5] = np.nan  # a missing reading: skipped, the period still counts
     >>> choice = choose_diffusion_time(lambda d: build_model(pos, ModelSpec(kind="graph", diffusion=d)),
     ...                                history, candidates=[2000.0, 20000.0, 200000.0])
-    >>> choice.diffusion
-    20000.0
+    >>> choice.diffusion, choice.periods
+    (20000.0, 20)
     """
     cand = [check_real("candidates", c, low=0.0) for c in candidates]
     if not cand:
         raise InvalidParameterError("candidates must hold at least one value")
+    limit = check_real("threshold", threshold, low=0.0)
     hist = np.asarray(history, dtype=float)
     if hist.ndim != 2 or hist.shape[1] < 2:
         raise InvalidParameterError(f"history must have shape (k, m) with m >= 2 sensors, got {hist.shape}")
-    complete = hist[np.all(np.isfinite(hist), axis=1)]
-    if len(complete) == 0:
-        raise InvalidParameterError("history has no period where every sensor reported")
-    complete = check_array("history", complete, nonnegative=True)
-    if not np.any(complete):
+    if np.any(np.isinf(hist)):
+        raise InvalidParameterError("history must be finite numbers or NaN (missing)")
+    usable = hist[np.sum(np.isfinite(hist), axis=1) >= 2]
+    if len(usable) == 0:
+        raise InvalidParameterError("history has no period where at least 2 sensors reported")
+    check_array("history", np.nan_to_num(usable), nonnegative=True)
+    if not np.any(np.nan_to_num(usable)):
         raise InvalidParameterError("history is all zero: it cannot tell diffusion parameters apart")
-    scores = []
-    for c in cand:
+    extent = _extent(build(cand[0]), positions)
+    wide = [c for c in cand if extent is not None and np.sqrt(2 * c) > extent]
+    kept = [c for c in cand if c not in wide]
+    if wide:
+        spread = ", ".join(f"{c:g} m² (~{np.sqrt(2 * c):.0f} m)" for c in wide)
+        if not kept:
+            raise InvalidParameterError(f"every candidate spreads beyond the network's extent of {extent:.0f} m: "
+                                        f"{spread}; choose candidates with sqrt(2 x diffusion) <= {extent:.0f} m")
+        warnings.warn(f"candidates wider than the network's extent of {extent:.0f} m dropped: {spread}",
+                      stacklevel=2)
+    per_candidate = []
+    for c in kept:
         M = build(c).todense()
-        if M.shape[0] != complete.shape[1]:
-            raise InvalidParameterError(f"build({c:g}) has {M.shape[0]} sensors but history has {complete.shape[1]}")
-        scores.append(_score(M, complete))
-    arr = np.asarray(scores)
-    return DiffusionChoice(diffusion=cand[int(np.argmin(arr))], candidates=np.asarray(cand), scores=arr,
-                           periods=len(complete))
+        if M.shape[0] != usable.shape[1]:
+            raise InvalidParameterError(f"build({c:g}) has {M.shape[0]} sensors but history has {usable.shape[1]}")
+        per_candidate.append(_errors(M, usable))
+    scores = np.array([err.sum() / energy.sum() for err, energy in per_candidate])
+    best = int(np.argmin(scores))
+    err, energy = per_candidate[best]
+    with np.errstate(invalid="ignore", divide="ignore"):
+        window = np.where(energy > 0, err / np.where(energy > 0, energy, 1.0), np.nan)
+    return DiffusionChoice(diffusion=kept[best], candidates=np.asarray(kept), scores=scores, periods=len(usable),
+                           misfit=float(scores[best]), window_misfit=window, threshold=limit,
+                           too_wide=np.asarray(wide, dtype=float))
