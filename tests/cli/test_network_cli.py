@@ -164,3 +164,40 @@ def test_mistakes_are_one_line_with_exit_status_2(tmp_path, args, needle):
     result = runner.invoke(app, args)
     assert result.exit_code == 2, result.output
     assert needle in result.output and "Traceback" not in result.output
+
+
+def test_network_run_counts_releases_integer_counts_and_states_an_unconditional_guarantee(tmp_path):
+    sensors = _sensors_csv(tmp_path / "s.csv")
+    counts = _counts_csv(tmp_path / "c.csv", names=NAMES)
+    out = tmp_path / "run"
+    payload = _json(runner.invoke(app, [
+        "network", "run", "--sensors", str(sensors), "--counts", str(counts), "--where", "date=2024-03-05",
+        "--measurement", "counts", "--max-count-per-person", "2", *PRIVACY, "--out", str(out), "--json"]))
+    config = SensorNetwork.load(out / "network.toml")
+    assert config.measurement == "counts" and config.max_count_per_person == 2 and config.delta2 == 2.0
+    assert payload["guarantee"] == config.guarantee_text() and "unconditional" in payload["guarantee"]
+    assert payload["warning"] is None and {p["status"] for p in payload["periods"]} == {"private counts"}
+    with (out / "private_readings.csv").open() as fh:
+        released = [[float(v) for v in row[1:] if v] for row in list(csv.reader(fh))[1:]]
+    assert all(v == round(v) for row in released for v in row)  # integer counts plus integer noise
+    with (out / "maps.csv").open() as fh:
+        maps = list(csv.DictReader(fh))
+    assert {"status", "misfit", "uncertainty_m", "people"} <= set(maps[0]) and len(maps) == 6 * 8
+    assert all(float(m["people"]) >= 0 for m in maps)
+    refused = runner.invoke(app, ["network", "run", "--sensors", str(sensors), "--counts", str(counts),
+                                  "--measurement", "counts", "--diffusion", "2500", *PRIVACY, "--out", str(out)])
+    assert refused.exit_code == 2 and "--diffusion describe a field model" in refused.output
+
+
+def test_network_run_field_warns_when_the_model_does_not_fit(tmp_path):
+    sensors = _sensors_csv(tmp_path / "s.csv")
+    counts = tmp_path / "c.csv"  # busy and empty neighbours side by side: no diffusion gives such readings
+    with counts.open("w", newline="") as fh:
+        csv.writer(fh).writerows([["hour", *NAMES], *[[h, *([900, 0] * 4)] for h in range(3)]])
+    result = runner.invoke(app, ["network", "run", "--sensors", str(sensors), "--counts", str(counts),
+                                 *NET_ARGS, *PRIVACY, "--uncertainty-draws", "0",
+                                 "--reading-unit", "pedestrians", "--out", str(tmp_path / "run")])
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.output.split())
+    assert "holds if the readings follow the model" in text and "least-residual" in text
+    assert "warning:" in text and "use the counts measurement" in text and "pedestrians" in text
