@@ -12,7 +12,7 @@ for ℓ = 0, 1, … (τ = ``window``, the time between readings; λ = ``cooling`
 loses heat; ℓ = 0 is the seeds' static model A). Releasing every reading with independent Gaussian noise
 σ is then one Gaussian mechanism on the whole stream, whose ℓ2 sensitivity to one event is
 
-.. math:: \Delta_\infty^2 = \max_i \sum_{\ell \ge 0} \lVert K_\ell e_i \rVert_2^2 ,
+.. math:: \Delta_\infty^2 = \max_i \sum_{\ell \ge 0} \| K_\ell e_i \|_2^2 ,
 
 so one event costs :math:`\rho = \Delta_\infty^2/(2\sigma^2)`-zCDP over an unbounded stream — instead of
 the T-fold composition :math:`T \Delta_0^2/(2\sigma^2)` that grows like √T in ε (the slides' "Future
@@ -20,10 +20,10 @@ Direction: Continual Monitoring"). A pattern of k events every P windows shifts 
 :math:`\sum_{r<k} K_{\ell - rP} e_i`.
 
 Certified truncation. The sum is computed for ℓ < L and the rest is bounded: :math:`g_T \le 1/\sqrt{4\pi T}`
-gives :math:`\lVert K_q e_i\rVert_2 \le b_q = \sqrt{m/(4\pi\mu(t+q\tau))}\,e^{-\lambda q\tau}` (decreasing
-in q), so for a pattern :math:`\lVert\sum_r K_{\ell-rP}e_i\rVert \le k\, b_{\ell-(k-1)P}` and
+gives :math:`\| K_q e_i\|_2 \le b_q = \sqrt{m/(4\pi\mu(t+q\tau))}\,e^{-\lambda q\tau}` (decreasing
+in q), so for a pattern :math:`\|\sum_r K_{\ell-rP}e_i\| \le k\, b_{\ell-(k-1)P}` and
 
-.. math:: \sum_{\ell \ge L} \Big\lVert \sum_r K_{\ell - rP} e_i \Big\rVert^2 \le
+.. math:: \sum_{\ell \ge L} \Big\| \sum_r K_{\ell - rP} e_i \Big\|^2 \le
           \frac{k^2 m}{4\pi\mu(t + q_0\tau)} \cdot \frac{e^{-2\lambda q_0\tau}}{1 - e^{-2\lambda\tau}},
           \qquad q_0 = L - (k-1)P .
 
