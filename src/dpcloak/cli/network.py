@@ -119,7 +119,8 @@ def run(
         return
     table = Table(title=f"{net.guarantee_text()}; noise: {net.noise} per reading")
     for name in ("period", "sensors", net.source_unit, "EMD uncertainty (median, 90 %)", "misfit", "status"):
-        table.add_column(name, justify="left" if name == "period" else "right")
+        table.add_column(name, justify="left" if name == "period" else "right",
+                         min_width=14 if name == "status" else None, no_wrap=name == "status")
     for item in summary:
         unc = ("n/a" if item["uncertainty_m"] is None
                else f"±{item['uncertainty_m']:.0f} m, {item['uncertainty_90_m']:.0f} m")
