@@ -11,6 +11,7 @@ Run as ``python docs/_ext/check_links.py docs/_build/html``.
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 from html.parser import HTMLParser
@@ -70,6 +71,7 @@ def external_loads(root: Path) -> list[str]:
     return problems
 
 
+@functools.cache  # each page is parsed once for both checks (MathML makes pages tag-heavy)
 def _parse(page: Path) -> _Links:
     parser = _Links()
     parser.feed(page.read_text(encoding="utf-8"))
