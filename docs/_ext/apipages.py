@@ -22,15 +22,15 @@ from typing import Any
 
 PACKAGES = (
     ("dpcloak", "Errors and shared types"),
-    ("dpcloak.domains", "Domains: where sources live"),
+    ("dpcloak.domains", "Domains"),
     ("dpcloak.models", "Forward models"),
-    ("dpcloak.privacy", "Privacy: sensitivity, mechanisms, privatizers, accounting"),
-    ("dpcloak.privacy.fisher", "Optimal bounded noise (Fisher information)"),
+    ("dpcloak.privacy", "Privacy"),
+    ("dpcloak.privacy.fisher", "Optimal bounded noise"),
     ("dpcloak.recovery", "Recovery"),
     ("dpcloak.metrics", "Metrics"),
     ("dpcloak.heatmaps", "Private heatmaps"),
-    ("dpcloak.audit", "Auditing privacy claims"),
-    ("dpcloak.experiments", "Experiments and reproductions"),
+    ("dpcloak.audit", "Auditing"),
+    ("dpcloak.experiments", "Experiments"),
     ("dpcloak.geo", "Geography"),
     ("dpcloak.sensors", "Sensor networks"),
     ("dpcloak.service", "The deployed system"),
@@ -125,18 +125,36 @@ def _autodocumentable(obj: Any) -> bool:
     return kind.__module__ == "builtins" or kind.__module__.startswith("dpcloak")
 
 
-def _page(title: str, module_name: str, names: list[str], children: list[str], *, package: bool) -> str:
-    lines = [title, "=" * len(title), ""]
+def summary(module_name: str) -> str:
+    """The first paragraph of the module's docstring, on one line: its one-line summary in the reference."""
+    doc = inspect.getdoc(importlib.import_module(module_name)) or ""
+    return " ".join(doc.strip().split("\n\n")[0].split())
+
+
+def _summary_table(rows: list[tuple[str, str]]) -> list[str]:
+    """A two-column table of ``(page, summary)``: a link to each API page, and what is on it."""
+    lines = [".. list-table::", "   :widths: 35 65", "   :class: api-summary", ""]
+    for page, text in rows:
+        lines += [f"   * - :doc:`{page} <{page}>`", f"     - {text}"]
+    return [*lines, ""]
+
+
+def _page(module_name: str, names: list[str], children: list[str], *, package: bool) -> str:
+    # Short titles (the dotted name, no markup) so that page titles, sidebar entries and previous/next
+    # links fit; the class lets the stylesheet size the heading for the longest dotted names.
+    lines = [".. rst-class:: api-page", "", module_name, "=" * len(module_name), ""]
     if package:
         lines += [f".. automodule:: {module_name}", "   :no-members:", ""]
     else:
         # The module docstring stays in the source (it is often plain-text mathematics, not reST); the page
-        # names the module and lists its public names. A package name that shadows the module (a function
-        # ``bpdn`` in ``dpcloak.recovery`` and the module ``dpcloak.recovery.bpdn``) keeps the index entry.
+        # shows its summary, names the module and lists its public names. A package name that shadows the
+        # module (a function ``bpdn`` in ``dpcloak.recovery`` and the module ``dpcloak.recovery.bpdn``) keeps
+        # the index entry.
         lines += [f".. py:module:: {module_name}"]
         if _shadowed(module_name):
             lines += ["   :no-index:"]
-        lines += ["", f"Public names of the module ``{module_name}`` that its package does not re-export.", ""]
+        lines += ["", summary(module_name), ""]
+        lines += [f"Public names of the module ``{module_name}`` that its package does not re-export.", ""]
     lines += [f".. currentmodule:: {module_name}", ""]
     module = importlib.import_module(module_name)
     for kind in ("class", "function", "data"):
@@ -156,9 +174,23 @@ def _page(title: str, module_name: str, names: list[str], children: list[str], *
                 f"a ``{type(obj).__module__}.{type(obj).__qualname__}``")
             lines += [f".. py:data:: {n}", "", f"   {what}", ""]
     if children:
-        lines += ["Modules", "-------", "", ".. toctree::", "   :maxdepth: 1", ""]
-        lines += [f"   {child}" for child in children] + [""]
+        lines += ["Modules", "-------", "", *_summary_table([(c, summary(c)) for c in children])]
+        lines += [".. toctree::", "   :hidden:", ""]
+        lines += [f"   {child.rsplit('.', 1)[1]} <{child}>" for child in children] + [""]
     return "\n".join(lines)
+
+
+def index_page(packages: list[tuple[str, str, list[tuple[str, list[str]]]]]) -> str:
+    """``api/index.rst``: each package under a short heading, with its modules, each with a one-line summary."""
+    lines = ["API reference", "=============", ""]
+    lines += ["Every public name: each package's ``__all__``, then each public module's ``__all__``. Each package",
+              "and module below links to its page, which lists its classes, functions and constants, each with a",
+              "one-line summary; ``from dpcloak.<package> import <name>`` works for every name on a package page.", ""]
+    for _package, title, pages in packages:
+        lines += [title, "-" * len(title), "", *_summary_table([(m, summary(m)) for m, _ in pages])]
+    lines += [".. toctree::", "   :hidden:", ""]
+    lines += [f"   {package} <{package}>" for package, _, _ in packages]
+    return "\n".join(lines) + "\n"
 
 
 def _shadowed(module_name: str) -> bool:
@@ -177,18 +209,14 @@ def write_pages(app: Any, config: Any) -> None:
     out.mkdir(exist_ok=True)
     shutil.rmtree(out / "generated", ignore_errors=True)  # autosummary rewrites the stubs; none may go stale
     written = {"index.rst"}
-    index = ["API reference", "=============", ""]
-    index += ["Every public name: each package's ``__all__``, then each public module's ``__all__``.", ""]
-    index += [".. toctree::", "   :maxdepth: 2", ""]
-    for package, title, pages in reference():
-        index.append(f"   {package}")
+    packages = reference()
+    for package, _title, pages in packages:
         (_, names), *modules = pages
-        _write(out / f"{package}.rst", _page(title, package, names, [m for m, _ in modules], package=True))
+        _write(out / f"{package}.rst", _page(package, names, [m for m, _ in modules], package=True))
         written |= {f"{m}.rst" for m, _ in pages}
         for module_name, module_names in modules:
-            page = _page(f"``{module_name}``", module_name, module_names, [], package=False)
-            _write(out / f"{module_name}.rst", page)
-    _write(out / "index.rst", "\n".join(index) + "\n")
+            _write(out / f"{module_name}.rst", _page(module_name, module_names, [], package=False))
+    _write(out / "index.rst", index_page(packages))
     for stale in out.glob("*.rst"):
         if stale.name not in written:
             stale.unlink()

@@ -9,6 +9,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import pkgutil
+import re
 import sys
 from collections import Counter
 from pathlib import Path
@@ -57,3 +58,27 @@ def test_cli_and_private_modules_are_not_api() -> None:
     pages = {m for _, _, ps in reference() for m, _ in ps}
     assert not any(m.startswith(NOT_API) or any(p.startswith("_") for p in m.split(".")) for m in pages)
     assert {"dpcloak.errors", "dpcloak.privacy.sensitivity", "dpcloak.metrics.heatmap"} <= pages
+
+
+def test_index_gives_every_page_a_one_line_summary() -> None:
+    from apipages import index_page
+
+    packages = reference()
+    text = index_page(packages)
+    rows = dict(re.findall(r"   \* - :doc:`([\w.]+) <[\w.]+>`\n     - (.+)", text))
+    pages = [m for _, _, ps in packages for m, _ in ps]
+    assert sorted(rows) == sorted(pages)
+    for page in pages:  # the module docstring's first paragraph, read here without the extension
+        first = " ".join((importlib.import_module(page).__doc__ or "").strip().split("\n\n")[0].split())
+        assert rows[page] == first and first, page
+
+
+def test_page_titles_are_short_dotted_names() -> None:
+    from apipages import _page
+
+    text = _page("dpcloak.privacy.fisher.information", ["FisherNoise"], [], package=False)
+    lines = text.splitlines()
+    title = lines[lines.index(".. rst-class:: api-page") + 2]
+    assert title == "dpcloak.privacy.fisher.information" and set(lines[lines.index(title) + 1]) == {"="}
+    template = Path(__file__).resolve().parents[2] / "docs" / "_templates" / "autosummary" / "class.rst"
+    assert template.read_text().splitlines()[0] == "{{ objname | escape | underline }}"
