@@ -44,6 +44,9 @@ exclude_patterns = ["_build", "_cache", *_GENERATED]
 myst_enable_extensions = ["dollarmath", "amsmath", "colon_fence", "deflist"]
 myst_heading_anchors = 3
 
+# Object pages are titled by the object's name (the page shows its full path): sidebar entries and
+# previous/next links stay short (docs/_templates/autosummary).
+templates_path = ["_templates"]
 autosummary_generate = True
 autodoc_default_options = {"members": True, "inherited-members": False, "show-inheritance": True}
 autodoc_typehints = "none"
@@ -73,6 +76,8 @@ html_theme_options = {
     "navigation_with_keys": False,
     "show_toc_level": 2,
     "secondary_sidebar_items": ["page-toc"],
+    # The navigation bar holds this many top-level pages on one line; the rest are under "More".
+    "header_links_before_dropdown": 6,
 }
 html_static_path = ["_static"]
 html_css_files = ["dpcloak.css"]
