@@ -45,7 +45,7 @@ import numpy as np
 from typer.testing import CliRunner
 
 from dpcloak.cli import app
-from dpcloak.errors import BudgetExceededError
+from dpcloak.errors import BudgetExceededError, LedgerIntegrityError
 from dpcloak.service.config import load_credential, load_deployment
 from dpcloak.service.node import SensorNode
 from dpcloak.service.server import dashboard_url
@@ -163,17 +163,19 @@ print("sensor 0, window 0: raw count", round(float(network.model.matvec(truths[0
 # --------------------------
 # Above, sensor 0 resent its first report as if the acknowledgement had been lost: same report id,
 # acknowledged again (``duplicate``), stored once. That still holds after the window closed, so a node
-# whose acknowledgement was lost in a crash is not stuck retrying forever. A *new* report for a closed
-# and recovered window is refused, and a forged or altered report does not verify. The answers are JSON
-# with a one-line reason — the collector never returns a traceback. (A wiped ledger is also why the
-# budget lives on the node: the collector cannot count what a node forgot it released.)
+# whose acknowledgement was lost in a crash is not stuck retrying forever. A forged or altered report
+# does not verify. The answers are JSON with a one-line reason — the collector never returns a
+# traceback. The budget lives on the node (the collector cannot count what a node forgot it
+# released), so a node whose ledger was wiped refuses to start: its credential records the ledger it
+# was created with, and a sensor whose ledger is lost needs a new credential.
 late = nodes[0].deliver(nodes[0].ledger.entry(0))
 print("resent after window 0 closed:", late.http_status, late.outcome)
-# a second node for sensor 1 with an empty ledger (one whose storage was wiped) sends a new window-0 report
-stray = SensorNode(deployment=deployment, credential=load_credential(site / "sensors" / "sensor-1.json"),
-                   ledger=workdir / "ledger-1-wiped.db", url=url)
-fresh = stray.submit(3.0, window=0)
-print("new report for window 0:", fresh.http_status, fresh.body["error"], "-", fresh.body["message"])
+# a second node for sensor 1 with an empty ledger (one whose storage was wiped)
+try:
+    SensorNode(deployment=deployment, credential=load_credential(site / "sensors" / "sensor-1.json"),
+               ledger=workdir / "ledger-1-wiped.db", url=url)
+except LedgerIntegrityError as refused:
+    print("a node with a wiped ledger:", str(refused).replace(str(workdir), "<workdir>"))
 forged = nodes[1].report_body(nodes[1].ledger.entry(1)) | {"value": 0.0}
 answer = httpx.post(f"{url}/api/v1/reports", json=forged, timeout=10)
 print("altered value:", answer.status_code, answer.json()["error"], "-", answer.json()["message"])
