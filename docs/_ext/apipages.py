@@ -231,7 +231,21 @@ def third_party_docstring(app: Any, what: str, name: str, obj: Any, options: Any
         lines[:] = [f"Inherited from ``{module}.{getattr(obj, '__qualname__', name.rsplit('.', 1)[-1])}``."]
 
 
+# Abbreviations that end no sentence in dpcloak's docstrings; autosummary's one-line summaries cut at the
+# first ". " not after one of its own few ("Add i.i.d." was GaussianMechanism's summary).
+ABBREVIATIONS = ("i.i.d.", "Prop.", "Cor.", "Thm.", "Fig.", "Eq.", "cf.", "resp.")
+
+
+def extend_summary_abbreviations() -> None:
+    """Teach autosummary's summary extraction the abbreviations above (it reads a module-level tuple)."""
+    from sphinx.ext import autosummary
+
+    known = autosummary.WELL_KNOWN_ABBREVIATIONS
+    autosummary.WELL_KNOWN_ABBREVIATIONS = known + tuple(a for a in ABBREVIATIONS if a not in known)
+
+
 def setup(app: Any) -> dict[str, bool]:
+    extend_summary_abbreviations()
     app.connect("config-inited", write_pages)
     app.connect("autodoc-process-docstring", third_party_docstring, priority=50)  # before numpydoc (500)
     return {"parallel_read_safe": True}

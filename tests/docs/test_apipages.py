@@ -82,3 +82,24 @@ def test_page_titles_are_short_dotted_names() -> None:
     assert title == "dpcloak.privacy.fisher.information" and set(lines[lines.index(title) + 1]) == {"="}
     template = Path(__file__).resolve().parents[2] / "docs" / "_templates" / "autosummary" / "class.rst"
     assert template.read_text().splitlines()[0] == "{{ objname | escape | underline }}"
+
+
+def test_summaries_do_not_stop_at_abbreviations() -> None:
+    from apipages import extend_summary_abbreviations
+    from docutils.frontend import get_default_settings
+    from docutils.parsers.rst import Parser
+    from sphinx.ext.autosummary import extract_summary
+
+    from dpcloak.privacy import GaussianMechanism
+    from dpcloak.privacy.fisher import cramer_rao_bound
+
+    settings = get_default_settings(Parser)
+    doc = inspect.getdoc(GaussianMechanism).splitlines()  # type: ignore[union-attr]
+    extend_summary_abbreviations()
+    summary = extract_summary(doc, settings)
+    assert summary.startswith("Add i.i.d.") and "noise to each coordinate" in summary
+    assert extract_summary(inspect.getdoc(cramer_rao_bound).splitlines(), settings) != "Farokhi & Sandberg, Prop."  # type: ignore[union-attr]
+    extend_summary_abbreviations()  # idempotent
+    from sphinx.ext import autosummary
+
+    assert autosummary.WELL_KNOWN_ABBREVIATIONS.count("i.i.d.") == 1
