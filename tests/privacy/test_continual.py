@@ -339,3 +339,10 @@ def test_range_std_matches_dense_b_matrices() -> None:
     assert ind.range_std(5, 29) == pytest.approx(math.sqrt(24) * ind.sigma_one, rel=1e-12)
     with pytest.raises(InvalidParameterError, match="stop must be an integer >= 6"):
         counter.range_std(5, 5)
+
+
+def test_horizon_limits() -> None:
+    with pytest.raises(InvalidParameterError, match="horizon must be at most 16384 windows for method='factorization'"):
+        ContinualCounter(horizon=2**14 + 1, epsilon=1.0, delta=1e-6)
+    tree = ContinualCounter(horizon=2**20, epsilon=1.0, delta=1e-6, method="tree")  # O(T): fine
+    assert tree.worst_std / tree.sigma_one == pytest.approx(math.sqrt(20 * 21), rel=1e-9)  # popcount ≤ 20, 21 levels

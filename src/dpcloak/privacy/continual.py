@@ -91,6 +91,7 @@ from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
+from scipy import signal
 
 from dpcloak._rng import RngLike, as_generator
 from dpcloak._validation import check_choice, check_int, check_probability, check_real
@@ -103,6 +104,8 @@ from dpcloak.privacy.mechanisms import PrivacyGuarantee
 __all__ = [
     "METHODS",
     "GRID_BITS",
+    "MAX_HORIZON",
+    "MAX_FACTORIZATION_HORIZON",
     "BLT_BITS",
     "BLT_THETA_NUMERATORS",
     "BLT_OMEGA_NUMERATORS",
@@ -131,6 +134,11 @@ BLT_ALPHA = 0.038
 """Exponent of the time-dependent noise scale σ_t = σ / (1 + t)^α (optimised for T = 8,760)."""
 
 MAX_HORIZON = 2**24
+"""Largest horizon (windows) of the tree and independent methods."""
+
+MAX_FACTORIZATION_HORIZON = 2**14
+"""Largest horizon of the factorisation (1.9 years of hourly windows): its zCDP bound is an O(T²) rounding-safe
+sum; run longer streams as consecutive periods (they compose) or use the tree."""
 _METHOD_CODES = {name: code for code, name in enumerate(METHODS)}
 _STATE_MAGIC = b"DPCS\x01"
 _HEADER = struct.Struct("<BIIddd")  # method, horizon, windows done, epsilon, delta, sensitivity
@@ -245,15 +253,17 @@ def _plan(method: str, horizon: int, epsilon: float, delta: float, sensitivity: 
                      counts * float(s2), 0.0)
     lags = _blt_lag_bounds(horizon, k)
     weight = (1.0 + t) ** (2.0 * BLT_ALPHA)  # σ_t² = σ² / weight_t
-    base = float(np.convolve(weight[::-1], np.array([float(d * d) for d in lags]))[:horizon].max()) / (2 * target)
+    lag2 = np.array([float(d * d) for d in lags])
+    # first guess with room for the bound's inflation and the FFT's error, so one rigorous check usually suffices
+    base = float(signal.fftconvolve(weight[::-1], lag2)[:horizon].max()) / (2 * target) * (1.0 + 1e-9)
     while True:
         sigma2 = tuple(_dyadic_up(Fraction(base / w)) for w in weight)
         rho = _rho_bound(lags, sigma2)
         if rho <= target:
             break
-        base *= 1.0 + 2.0**-30
+        base *= (rho / target) * (1.0 + 1e-9)
     beta = _blt_inverse_prefix(horizon)
-    variance = np.convolve(beta**2, np.array([float(s) for s in sigma2]))[:horizon]
+    variance = signal.fftconvolve(beta**2, np.array([float(s) for s in sigma2]))[:horizon]  # reported, not a bound
     theta = np.array(BLT_THETA_NUMERATORS) / 2.0**BLT_BITS
     omega = np.array(BLT_OMEGA_NUMERATORS) / 2.0**BLT_BITS
     slack = 0.5 + float(np.sum(omega / (2.0 * (1.0 - theta))))  # |w_t − (C n)_t| ≤ slack (rounding drift)
@@ -374,7 +384,7 @@ class ContinualCounter:
     Parameters
     ----------
     horizon : int
-        Number of windows T the guarantee covers (1 ≤ T ≤ 2²⁴).
+        Number of windows T the guarantee covers (1 ≤ T ≤ 2²⁴; at most 2¹⁴ for the factorisation).
     epsilon, delta : float
         Target (ε, δ) for one event over the whole horizon; the stated ε is at most ``epsilon``.
     sensitivity : float
@@ -410,6 +420,11 @@ class ContinualCounter:
         if not 2.0**-900 < self.sensitivity < 2.0**900:
             raise InvalidParameterError(f"sensitivity must lie in (2^-900, 2^900), got {self.sensitivity:g}")
         self.method = check_choice("method", method, METHODS)
+        if self.method == "factorization" and self.horizon > MAX_FACTORIZATION_HORIZON:
+            raise InvalidParameterError(
+                f"horizon must be at most {MAX_FACTORIZATION_HORIZON} windows for method='factorization' (its "
+                f"privacy bound is an O(T^2) rounding-safe sum), got {self.horizon}; release longer streams as "
+                "consecutive periods, or use method='tree'")
         self._plan = _plan(self.method, self.horizon, self.epsilon, self.delta, self.sensitivity)
         if not self._plan.epsilon <= self.epsilon:  # re-check before anything is released
             raise InvalidParameterError("continual counter calibration overspends epsilon")
