@@ -15,7 +15,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from dpcloak.service.app import create_app
-from dpcloak.service.auth import sign_report
+from dpcloak.service.auth import sign_report, verify_report
 from dpcloak.service.collector import Collector
 from dpcloak.service.config import Deployment, analyst_token, load_deployment, load_master_key, sensor_key
 from dpcloak.service.store import Store, sqlite_url
@@ -32,6 +32,7 @@ class Harness:
         self.token = analyst_token(self.master, deployment_id=self.deployment.deployment_id)
         self.client = TestClient(create_app(self.collector, analyst_token=self.token), raise_server_exceptions=False)
         self.net = self.deployment.sensor_network
+        self.auth = {"Authorization": f"Bearer {self.token}"}
 
     def report(self, sensor: int = 4, window: int = 3, *, key_of: int | None = None, value: float | None = None,
                report_id: str | None = None, **override: Any) -> dict[str, Any]:
@@ -101,18 +102,51 @@ def test_key_of_another_sensor_is_403(api: Harness) -> None:
     assert api.stored() == 0
 
 
-def test_replays_are_409(api: Harness) -> None:
+def test_a_second_different_report_for_a_slot_is_a_security_event(api: Harness) -> None:
+    """Issue 28 defect 3: a second, different authenticated value for a slot is never kept silently: 409, both
+    reports kept as evidence (the new one with its MAC, re-verified here), the sensor refused from then on, the
+    event in the analyst API; an identical resend stays an idempotent duplicate. Oracle: the database and an
+    independent HMAC of the evidence."""
     body = api.report(sensor=1, window=2)
     assert api.post(body).status_code == 201
+    assert api.post(body).json()["status"] == "duplicate"  # an identical resend: idempotent, no event
+    assert api.client.get("/api/v1/security-events", headers=api.auth).json() == {"events": [], "flagged": []}
     same_id_other_value = api.report(sensor=1, window=2, report_id=body["report_id"],
                                      value=body["value"] + api.net.resolution)
     resp = api.post(same_id_other_value)
-    assert resp.status_code == 409 and resp.json()["error"] == "replay" and resp.json()["field"] == "report_id"
-    second_for_window = api.report(sensor=1, window=2)
-    resp = api.post(second_for_window)
-    assert resp.status_code == 409 and resp.json()["field"] == "window"
-    assert body["report_id"] in resp.json()["message"]
-    assert api.stored() == 1
+    assert resp.status_code == 409 and resp.json()["error"] == "conflict" and resp.json()["field"] == "window"
+    assert body["report_id"] in resp.json()["message"] and "security event" in resp.json()["message"]
+    assert [(r.window, r.value) for r in api.store.all_reports(api.deployment.deployment_id)] == [(2, body["value"])]
+    later = api.post(api.report(sensor=1, window=3))  # the flagged sensor's next report, another window
+    assert later.status_code == 403 and later.json()["error"] == "sensor_flagged"
+    assert api.post(body).status_code == 403  # even its own stored report is no longer acknowledged
+    assert api.post(api.report(sensor=2, window=3)).status_code == 201  # other sensors are not affected
+    events = api.client.get("/api/v1/security-events", headers=api.auth).json()
+    assert events["flagged"] == [{"sensor": 1, "generation": 0}]
+    [event] = events["events"]
+    assert (event["sensor"], event["window"], event["kind"]) == (1, 2, "slot_conflict")
+    assert event["stored"]["report_id"] == body["report_id"] and event["stored"]["value"] == body["value"]
+    got = event["received"]
+    assert got["value"] == same_id_other_value["value"] and got["mac"] == same_id_other_value["mac"]
+    key = sensor_key(api.master, deployment_id=api.deployment.deployment_id, sensor=1)
+    assert verify_report(key, got["mac"], deployment_id=api.deployment.deployment_id,
+                         fingerprint=api.deployment.fingerprint, sensor=1, window=2, report_id=got["report_id"],
+                         value=got["value"])  # the evidence is signed by the sensor's own key
+    assert api.stored() == 2
+
+
+def test_the_flag_survives_a_restart_and_a_fresh_noise_report_is_also_an_event(tmp_path: Path) -> None:
+    make_deployment(tmp_path, sensor_rows=2, sensor_cols=3)
+    h = Harness(tmp_path)
+    with h.client:
+        assert h.post(h.report(sensor=4, window=2)).status_code == 201
+        assert h.post(h.report(sensor=4, window=2)).status_code == 409  # another report id: fresh noise
+    h.store.dispose()
+    again = Harness(tmp_path)  # a restarted collector on the same database
+    with again.client:
+        resp = again.post(again.report(sensor=4, window=3))
+        assert resp.status_code == 403 and resp.json()["error"] == "sensor_flagged"
+    again.store.dispose()
 
 
 @pytest.mark.parametrize(("mutate", "field"), [

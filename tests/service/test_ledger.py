@@ -12,16 +12,21 @@ import json
 import shutil
 import sqlite3
 import sys
+import time
 from pathlib import Path
 
 import httpx
 import pytest
+from typer.testing import CliRunner
 
+from dpcloak.cli import app
 from dpcloak.errors import LedgerIntegrityError
 from dpcloak.service.config import load_credential, load_deployment
 from dpcloak.service.node import SensorNode
+from dpcloak.service.store import sqlite_url
 
-from .conftest import make_deployment
+from ._reliability import stored_reports
+from .conftest import CollectorProcess, make_deployment
 
 sys.path.insert(0, str(Path(__file__).parents[1] / "privacy"))
 from _ledger_oracle import replay
@@ -117,3 +122,52 @@ def test_a_fresh_credential_starts_a_ledger_and_the_same_ledger_reopens(site: Pa
     node = _node(site)
     assert [e.window for e in node.ledger.all()] == [0, 1]
     node.close()
+
+
+def test_a_second_device_with_a_copied_credential_is_caught_by_the_collector(tmp_path: Path) -> None:
+    """Issue 28 defect 3: a credential copied (before its first use) to a second device, which therefore starts a
+    ledger of its own and releases the same window with independent noise. The node cannot know; the collector
+    keeps the first value, flags the sensor, keeps both as evidence and refuses the sensor from then on. Oracle:
+    the collector's database and its security-event API; on today's code the second value was a silent 409."""
+    make_deployment(tmp_path, sensor_rows=1, sensor_cols=3)
+    device_b = tmp_path / "device-b"
+    device_b.mkdir()
+    shutil.copy(tmp_path / "sensors" / "sensor-0.json", device_b / "sensor-0.json")  # the copy, taken unused
+    collector = CollectorProcess(tmp_path, sqlite_url(tmp_path / "collector.db"), tmp_path / "collector.log")
+    dep = load_deployment(tmp_path)
+    w = dep.window_at(time.time())
+    try:
+        first = SensorNode(deployment=dep, credential=load_credential(tmp_path / "sensors" / "sensor-0.json"),
+                           ledger=tmp_path / "ledger-a.db", url=collector.url)
+        second = SensorNode(deployment=dep, credential=load_credential(device_b / "sensor-0.json"),
+                            ledger=device_b / "ledger-b.db", url=collector.url)
+        assert first.submit(3.0, window=w).outcome == "stored"
+        conflict = second.submit(3.0, window=w)  # fresh noise for the same reading
+        assert conflict.outcome == "rejected" and conflict.http_status == 409
+        assert conflict.body["error"] == "conflict"
+        refused = first.submit(4.0, window=w + 1)  # the genuine device is refused too: the credential is burnt
+        assert refused.http_status == 403 and refused.body["error"] == "sensor_flagged"
+        first.close()
+        second.close()
+        with collector.analyst() as client:
+            events = client.get("/api/v1/security-events").json()
+        assert events["flagged"] == [{"sensor": 0, "generation": 0}]
+        [event] = events["events"]
+        assert event["window"] == w and event["stored"]["report_id"] != event["received"]["report_id"]
+        assert [(s, ww) for ww, s, _, _ in stored_reports(sqlite_url(tmp_path / "collector.db"))] == [(0, w)]
+        # re-provisioning: a new credential generation with a new ledger is accepted, the old one is retired
+        result = CliRunner().invoke(app, ["deploy", "reprovision", str(tmp_path), "--sensor", "0"])
+        assert result.exit_code == 0 and "generation 1" in result.output
+        renewed = SensorNode(deployment=dep, credential=load_credential(tmp_path / "sensors" / "sensor-0.json"),
+                             ledger=tmp_path / "ledger-a2.db", url=collector.url)
+        assert renewed.credential.generation == 1
+        assert renewed.submit(5.0, window=w + 2).outcome == "stored"
+        renewed.close()
+        old = SensorNode(deployment=dep, credential=load_credential(device_b / "sensor-0.json"),
+                         ledger=device_b / "ledger-b.db", url=collector.url)
+        retired = old.submit(6.0, window=w + 3)
+        assert retired.http_status == 403 and retired.body["error"] == "retired_credential"
+        old.close()
+    finally:
+        collector.stop()
+    assert "Traceback" not in collector.log()

@@ -90,3 +90,21 @@ def show(
     console.print(f"{dep.n_sensors} sensors, windows of {dep.window_seconds:g} s, budget period "
                   f"{dep.period_windows} windows, at most {dep.releases_per_period} readings per sensor per period")
     console.print(guarantee_words(dep), highlight=False)
+
+
+@deploy_app.command("reprovision")
+@cli_errors
+def reprovision_sensor(
+    directory: str = typer.Argument(..., help="Deployment directory (with collector.key)."),
+    sensor: int = typer.Option(..., "--sensor", help="The sensor to re-provision."),
+) -> None:
+    """Retire a sensor's credential (lost or doubtful ledger, copied credential) and write its next generation."""
+    from dpcloak.service import require_service_extra
+
+    require_service_extra()
+    from dpcloak.service.config import reprovision
+
+    cred = reprovision(Path(directory), sensor=sensor)
+    console.print(f"sensor {cred.sensor}: credential generation {cred.generation} written to {cred.path}; every "
+                  "older generation is retired (the collector refuses it from its next start or from the new "
+                  "credential's first report); start the node with a new --ledger file", highlight=False)

@@ -211,6 +211,13 @@ def create_app(collector: Collector, *, analyst_token: str) -> CollectorApp:
         """Per sensor: last window and time seen, readings and privacy spent in the current period."""
         return await collector.run_in_reader(views.sensors_view, dep, collector.store, collector.clock())
 
+    @app.get("/api/v1/security-events", tags=["analyst"], dependencies=[Depends(analyst)])
+    async def security_events() -> dict[str, Any]:
+        """Sensors that sent two different reports for one window: both reports, and the flagged credentials."""
+        events = await collector.run_in_reader(collector.store.security_events, dep.deployment_id)
+        flagged = sorted(collector.verifier.flagged)
+        return {"events": events, "flagged": [{"sensor": s, "generation": g} for s, g in flagged]}
+
     @app.get("/api/v1/windows", tags=["analyst"], dependencies=[Depends(analyst)])
     async def list_windows() -> dict[str, Any]:
         """Every closed window without its map."""

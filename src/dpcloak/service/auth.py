@@ -103,6 +103,10 @@ class KeyedVerifier:
     def __len__(self) -> int:
         return len(self._keyed)
 
+    def replace(self, key_index: int, key: bytes) -> None:
+        """Use ``key`` for key number ``key_index`` from now on (a re-provisioned sensor's new credential)."""
+        self._keyed[key_index] = hmac.new(key, digestmod=hashlib.sha256)
+
     def verify(self, key_index: int, mac: str, *, deployment_id: str, fingerprint: str, sensor: int, window: int,
                report_id: str, value: float) -> bool:
         """Constant-time check of ``mac`` against the report, under key number ``key_index``."""

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import multiprocessing
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any
 
@@ -78,6 +79,18 @@ class Collector:
     flood_rate, flood_burst : float, int, optional
         Per-sensor flood limit (:mod:`dpcloak.service.limits`): authenticated reports per second
         (default ``REPORTS_PER_WINDOW / window_seconds``) and burst (default ``BURST``); over it, 429.
+    generations : mapping, optional
+        Current credential generation per sensor (:func:`~dpcloak.service.config.load_generations`;
+        default 0): older generations are retired.
+
+    Security events
+    ---------------
+    A different authenticated report for a (sensor, window) slot that already holds one is a second
+    release of one reading — a lost or restored sensor ledger, or a credential copied to a second
+    device. Nothing of it enters a map: both reports are stored in ``security_events`` (the new one
+    with its MAC, verifiable evidence), the credential is flagged and its later reports are refused
+    (403 ``sensor_flagged``) until the sensor is re-provisioned. An identical resend stays an
+    idempotent duplicate.
 
     Examples
     --------
@@ -105,16 +118,21 @@ class Collector:
     def __init__(self, deployment: Deployment, store: Store, *, master_key: bytes,
                  clock: Callable[[], float] = time.time, close_interval: float = 0.25,
                  max_pending: int = 20_000, warm_recovery: bool = False, flood_rate: float | None = None,
-                 flood_burst: int = BURST) -> None:
+                 flood_burst: int = BURST, generations: Mapping[int, int] | None = None) -> None:
         self.deployment = deployment
         self.store = store
         self.clock = clock
         self.close_interval = close_interval
         self.max_pending = max_pending
         self.warm_recovery = warm_recovery
-        keys = [sensor_key(master_key, deployment_id=deployment.deployment_id, sensor=j)
-                for j in range(deployment.n_sensors)]
-        self.verifier = Verifier(deployment, sensor_keys=keys)
+        current = [int((generations or {}).get(j, 0)) for j in range(deployment.n_sensors)]
+        keys = [sensor_key(master_key, deployment_id=deployment.deployment_id, sensor=j, generation=g)
+                for j, g in enumerate(current)]
+
+        def derive(sensor: int, generation: int) -> bytes:
+            return sensor_key(master_key, deployment_id=deployment.deployment_id, sensor=sensor, generation=generation)
+
+        self.verifier = Verifier(deployment, sensor_keys=keys, generations=current, derive=derive)
         self._full = len(keys)  # reports that fill a window
         self.limiter = SensorRateLimit(deployment.n_sensors, burst=flood_burst,
                                        rate=flood_rate or REPORTS_PER_WINDOW / deployment.window_seconds)
@@ -139,6 +157,7 @@ class Collector:
         dep_id = self.deployment.deployment_id
         self.counts = self.store.report_counts(dep_id, unclosed=True)
         self.closed = set(self.store.closed_windows(dep_id, since=self._first_open(self.clock())))
+        self.verifier.flagged = {(e["sensor"], e["generation"]) for e in self.store.security_events(dep_id)}
         self.writer.start()
         if self.warm_recovery:
             self._recovery_process.submit(worker_ready)
@@ -218,27 +237,44 @@ class Collector:
 
     async def _resolve_conflicts(self, reports: list[ReportIn], conflicts: list[int],
                                  outcomes: list[Outcome | None]) -> None:
-        """A report whose (sensor, window) slot is taken: an idempotent retry (200) or a replay (409)."""
+        """A report whose (sensor, window) slot is taken: an idempotent retry (200) or a security event (409)."""
         stored = await self._stored_in_slots(reports, conflicts)
         for i in conflicts:
             r, other = reports[i], stored.get((reports[i].sensor, reports[i].window))
             if _same_report(r, other):
                 outcomes[i] = (200, {"status": "duplicate", "report_id": r.report_id})
-            elif other is not None and other.report_id == r.report_id:
-                outcomes[i] = (409, ReportError(409, "replay", f"report id {r.report_id} was already used for "
-                                                "another report", "report_id").body())
-            else:
-                which = f" (report id {other.report_id})" if other is not None else ""
-                outcomes[i] = (409, ReportError(409, "replay", f"sensor {r.sensor} already reported for window "
-                                                f"{r.window}{which}", "window").body())
+            elif other is not None:
+                outcomes[i] = await self._security_event(r, other)
+            else:  # the slot's report is not readable yet (another request's commit): the sensor retries
+                outcomes[i] = (409, ReportError(409, "conflict", f"sensor {r.sensor} already reported for window "
+                                                f"{r.window}", "window").body())
 
     async def _acknowledge_retries(self, reports: list[ReportIn], late: list[int],
                                    outcomes: list[Outcome | None]) -> None:
-        """A retry of a stored report whose acknowledgement was lost (crash) is 200 even once its window closed."""
+        """A retry of a stored report whose acknowledgement was lost (crash) is 200 even once its window closed;
+        a different report for a stored slot is a security event there too."""
         stored = await self._stored_in_slots(reports, late)
         for i in late:
-            if _same_report(reports[i], stored.get((reports[i].sensor, reports[i].window))):
+            other = stored.get((reports[i].sensor, reports[i].window))
+            if _same_report(reports[i], other):
                 outcomes[i] = (200, {"status": "duplicate", "report_id": reports[i].report_id})
+            elif other is not None:
+                outcomes[i] = await self._security_event(reports[i], other)
+
+    async def _security_event(self, r: ReportIn, other: StoredReport) -> Outcome:
+        """Keep both reports of a slot as evidence, flag the credential, answer 409 (class docstring)."""
+        self.verifier.flagged.add((r.sensor, r.generation))
+        log.warning("security event: sensor %d (credential generation %d) sent a second, different report for "
+                    "window %d; both kept, the sensor is refused from now on", r.sensor, r.generation, r.window)
+        await self.run_in_reader(functools.partial(
+            self.store.record_event, self.deployment.deployment_id, sensor=r.sensor, generation=r.generation,
+            window=r.window, kind="slot_conflict", detected_at=self.clock(),
+            stored={"report_id": other.report_id, "value": other.value, "received_at": other.received_at},
+            received={"report_id": r.report_id, "value": r.value, "mac": r.mac, "key_id": r.key_id}))
+        return (409, ReportError(409, "conflict", f"sensor {r.sensor} already reported a different value for window "
+                                 f"{r.window} (report id {other.report_id}): a second release of one reading is a "
+                                 "security event; both are kept, and the sensor's reports are refused until it is "
+                                 "re-provisioned", "window").body())
 
     async def _stored_in_slots(self, reports: list[ReportIn], which: list[int]) -> dict[Slot, StoredReport]:
         slots = [(reports[i].sensor, reports[i].window) for i in which]

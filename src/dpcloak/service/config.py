@@ -49,6 +49,8 @@ __all__ = [
     "load_deployment",
     "load_credential",
     "load_master_key",
+    "load_generations",
+    "reprovision",
 ]
 
 KEY_BYTES = 32
@@ -58,6 +60,7 @@ DEPLOYMENT_FILE = "deployment.json"
 MASTER_KEY_FILE = "collector.key"
 ANALYST_FILE = "analyst.token"
 SENSOR_DIR = "sensors"
+GENERATIONS_FILE = "generations.json"
 
 
 def canonical_json(value: Any) -> bytes:
@@ -294,9 +297,22 @@ class SensorCredential:
 
 
 def _write_secret(path: Path, text: str) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    """Write ``path`` with mode 0600, atomically and durably (a crash leaves the old or the new file)."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w") as fh:
         fh.write(text + "\n")
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+
+
+def _credential_json(deployment: Deployment, key: bytes, sensor: int, generation: int) -> str:
+    cred: dict[str, Any] = {"deployment_id": deployment.deployment_id, "fingerprint": deployment.fingerprint,
+                            "sensor": sensor, "generation": generation,
+                            "key": sensor_key(key, deployment_id=deployment.deployment_id, sensor=sensor,
+                                              generation=generation).hex()}
+    return json.dumps(cred, indent=2)
 
 
 def write_deployment(directory: Path, deployment: Deployment, *, master_key: bytes | None = None) -> Path:
@@ -333,10 +349,73 @@ def write_deployment(directory: Path, deployment: Deployment, *, master_key: byt
     _write_secret(directory / MASTER_KEY_FILE, key.hex())
     _write_secret(directory / ANALYST_FILE, analyst_token(key, deployment_id=deployment.deployment_id))
     for j in range(deployment.n_sensors):
-        cred = {"deployment_id": deployment.deployment_id, "fingerprint": deployment.fingerprint, "sensor": j,
-                "key": sensor_key(key, deployment_id=deployment.deployment_id, sensor=j).hex()}
-        _write_secret(directory / SENSOR_DIR / f"sensor-{j}.json", json.dumps(cred, indent=2))
+        _write_secret(directory / SENSOR_DIR / f"sensor-{j}.json", _credential_json(deployment, key, j, 0))
     return directory / DEPLOYMENT_FILE
+
+
+def load_generations(directory: Path) -> dict[int, int]:
+    """Each re-provisioned sensor's current credential generation (``generations.json``; absent: all 0).
+
+    Every generation below a sensor's current one is retired: the collector refuses its reports.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> load_generations(Path(tmp.name))
+    {}
+    >>> tmp.cleanup()
+    """
+    path = Path(directory) / GENERATIONS_FILE
+    if not path.exists():
+        return {}
+    data = _read_json(path, "credential generations")
+    out: dict[int, int] = {}
+    for sensor, generation in data.items():
+        if not (sensor.isdigit() and isinstance(generation, int) and not isinstance(generation, bool)
+                and generation >= 0):
+            raise InvalidParameterError(f"credential generations file {path}: each entry must map a sensor id to a "
+                                        f"non-negative integer, got {sensor!r}: {generation!r}")
+        out[int(sensor)] = generation
+    return out
+
+
+def reprovision(directory: Path, *, sensor: int) -> SensorCredential:
+    """Retire sensor ``sensor``'s credential and write its next generation to ``sensors/sensor-<j>.json``.
+
+    The way back for a sensor whose ledger is lost, restored or in doubt, or whose credential was
+    copied: the new credential has a new key (:func:`sensor_key` with the next generation) and no
+    ledger; ``generations.json`` records the generation, and the collector refuses every older one
+    (at its next start, or at the new credential's first valid report, whichever comes first).
+
+    Examples
+    --------
+    >>> from dpcloak.service.examples import two_sensor_deployment
+    >>> import tempfile
+    >>> from pathlib import Path
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> directory = Path(tmp.name)
+    >>> _ = write_deployment(directory, two_sensor_deployment(), master_key=bytes(32))
+    >>> cred = reprovision(directory, sensor=1)
+    >>> cred.generation, cred.key == sensor_key(bytes(32), deployment_id="abc123", sensor=1, generation=1)
+    (1, True)
+    >>> load_generations(directory), load_credential(directory / "sensors" / "sensor-1.json").generation
+    ({1: 1}, 1)
+    >>> tmp.cleanup()
+    """
+    directory = Path(directory)
+    deployment = load_deployment(directory)
+    key = load_master_key(directory)
+    j = check_int("sensor", sensor, minimum=0)
+    if j >= deployment.n_sensors:
+        raise InvalidParameterError(f"sensor must be in [0, {deployment.n_sensors - 1}], got {sensor}")
+    generations = load_generations(directory)
+    generations[j] = generations.get(j, 0) + 1
+    _write_secret(directory / GENERATIONS_FILE, json.dumps({str(s): g for s, g in sorted(generations.items())}))
+    path = directory / SENSOR_DIR / f"sensor-{j}.json"
+    _write_secret(path, _credential_json(deployment, key, j, generations[j]))
+    return load_credential(path)
 
 
 def _read_json(path: Path, what: str) -> dict[str, Any]:

@@ -7,26 +7,34 @@ The order is fixed and each failure has its own status and error code (JSON, nev
 404   ``unknown_deployment`` the report names another deployment
 409   ``wrong_configuration`` the report is bound to another configuration fingerprint
 422   ``out_of_range``       the sensor or key id is not a sensor of the deployment
-401   ``unauthenticated``    the MAC does not verify under the key the report names (``key_id``)
+403   ``retired_credential`` the report names a credential generation that was re-provisioned since
+401   ``unauthenticated``    the MAC does not verify under the key the report names (``key_id``, ``generation``)
 403   ``forbidden``          a valid key of one sensor used to report for another sensor id
+403   ``sensor_flagged``     the sensor's credential sent two different reports for one slot (a security event)
 422   ``window_in_future``   the window starts more than one window length after the collector's now
 409   ``window_closed``      the window is already recovered (or its grace period is over)
 422   ``out_of_range``       the value is off the mechanism's grid or outside what the noise can produce
-409   ``replay``             the report id or the (sensor, window) slot is taken by a different report
+409   ``conflict``           the (sensor, window) slot holds a different report: a security event
 ====  ====================  =====================================================================
 
 A retry of an already stored report (same id, same content) is acknowledged again with 200 and
-``"status": "duplicate"``: nothing new is stored.
+``"status": "duplicate"``: nothing new is stored. A *different* authenticated report for a taken
+slot can only come from the sensor's key: a second release of one window (a lost or restored
+ledger, a credential copied to a second device). The collector keeps both reports as evidence
+(:meth:`~dpcloak.service.store.Store.security_events`), flags the credential and refuses its
+later reports (``sensor_flagged``) until the sensor is re-provisioned (a new credential
+generation, whose first valid report retires the older ones).
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from dpcloak.service import _network
-from dpcloak.service.auth import KeyedVerifier
+from dpcloak.service.auth import KeyedVerifier, verify_report
 from dpcloak.service.config import Deployment
 
 __all__ = ["ReportIn", "BatchIn", "ReportError", "Verifier"]
@@ -67,6 +75,8 @@ class ReportIn(BaseModel):
     fingerprint: str = Field(pattern=_HEX64, description="Configuration fingerprint (hex SHA-256).")
     sensor: int = Field(ge=0, le=2**31 - 1, description="Sensor id the reading is from.")
     key_id: int = Field(ge=0, le=2**31 - 1, description="Sensor id whose key signed the report.")
+    generation: int = Field(0, ge=0, le=2**31 - 1, description="Credential generation of the signing key "
+                            "(0 until the sensor is re-provisioned).")
     window: int = Field(ge=0, le=2**62, description="Window index (time rounded to the window length).")
     report_id: str = Field(pattern=_ID, description="Idempotency key: the same on every retry.")
     value: float = Field(allow_inf_nan=False, description="The private (noisy) reading.")
@@ -144,12 +154,35 @@ class Verifier:
     >>> tmp.cleanup()
     """
 
-    def __init__(self, deployment: Deployment, *, sensor_keys: list[bytes]) -> None:
+    def __init__(self, deployment: Deployment, *, sensor_keys: list[bytes], generations: list[int] | None = None,
+                 derive: Callable[[int, int], bytes] | None = None) -> None:
         self.deployment = deployment
         self.network = deployment.sensor_network
         self.keys = sensor_keys
+        self.generations = list(generations) if generations is not None else [0] * len(sensor_keys)
+        """Current credential generation of each sensor (``sensor_keys`` are its keys)."""
+        self.flagged: set[tuple[int, int]] = set()
+        """(sensor, generation) credentials refused after a security event."""
+        self._derive = derive
         self._macs = KeyedVerifier(sensor_keys)
         self.low, self.high = _network.value_bounds(self.network)
+
+    def _authentic(self, report: ReportIn) -> bool:
+        """Whether the MAC verifies; a valid MAC of a newer generation retires the older ones."""
+        if report.generation == self.generations[report.key_id]:
+            return self._macs.verify(report.key_id, report.mac, deployment_id=report.deployment,
+                                     fingerprint=report.fingerprint, sensor=report.sensor, window=report.window,
+                                     report_id=report.report_id, value=report.value)
+        if self._derive is None:
+            return False
+        key = self._derive(report.key_id, report.generation)
+        if not verify_report(key, report.mac, deployment_id=report.deployment, fingerprint=report.fingerprint,
+                             sensor=report.sensor, window=report.window, report_id=report.report_id,
+                             value=report.value):
+            return False
+        self._macs.replace(report.key_id, key)  # only the master key's holder can make a newer generation
+        self.generations[report.key_id] = report.generation
+        return True
 
     def check(self, report: ReportIn, *, now: float, closed: bool) -> None:
         """Raise :class:`ReportError` for the first check the report fails (module table)."""
@@ -164,14 +197,21 @@ class Verifier:
             if sensor >= len(self.keys):
                 raise ReportError(422, "out_of_range", f"{name} must be a sensor id in [0, {len(self.keys) - 1}], "
                                   f"got {sensor}", name)
-        if not self._macs.verify(report.key_id, report.mac, deployment_id=report.deployment,
-                                 fingerprint=report.fingerprint, sensor=report.sensor, window=report.window,
-                                 report_id=report.report_id, value=report.value):
+        current = self.generations[report.key_id]
+        if report.generation < current:
+            raise ReportError(403, "retired_credential", f"generation {report.generation} of sensor "
+                              f"{report.key_id}'s credential is retired (re-provisioned; the current generation "
+                              f"is {current})", "generation")
+        if not self._authentic(report):
             raise ReportError(401, "unauthenticated", f"the MAC does not verify under the key of sensor "
-                              f"{report.key_id}", "mac")
+                              f"{report.key_id} (credential generation {report.generation})", "mac")
         if report.key_id != report.sensor:
             raise ReportError(403, "forbidden", f"the key of sensor {report.key_id} may not report for sensor "
                               f"{report.sensor}", "sensor")
+        if (report.sensor, report.generation) in self.flagged:
+            raise ReportError(403, "sensor_flagged", f"sensor {report.sensor} sent two different reports for one "
+                              "window (a security event); its reports are refused until it is re-provisioned",
+                              "sensor")
         if report.window > dep.window_at(now) + 1:
             raise ReportError(422, "window_in_future", f"window must be at most {dep.window_at(now) + 1} (the "
                               f"collector's current window + 1), got {report.window}", "window")

@@ -113,8 +113,8 @@ class SensorLedger(Ledger):
         self._entries: dict[int, tuple[int, LedgerEntry]] = {}  # window -> (seq, entry as released)
         self._per_period: dict[int, int] = {}
         anchor = Anchor(credential.path) if credential.path is not None else None
-        remedy = (f"a sensor whose ledger is lost needs a new credential: dpcloak deploy reprovision "
-                  f"<deployment directory> --sensor {credential.sensor}")
+        remedy = (f"a sensor whose ledger is lost or in doubt needs a new credential: dpcloak deploy reprovision "
+                  f"<deployment directory> --sensor {credential.sensor}, then a new ledger file")
         super().__init__(path, key=ledger_key(credential), anchor=anchor, remedy=remedy, binding={
             "purpose": "sensor-node", "deployment_id": credential.deployment_id, "fingerprint": credential.fingerprint,
             "sensor": credential.sensor, "generation": credential.generation})

@@ -110,7 +110,7 @@ class SensorNode:
     >>> entry.window, entry.acknowledged, [e.window for e in node.ledger.pending()]
     (0, False, [0])
     >>> sorted(node.report_body(entry))
-    ['deployment', 'fingerprint', 'key_id', 'mac', 'report_id', 'sensor', 'value', 'window']
+    ['deployment', 'fingerprint', 'generation', 'key_id', 'mac', 'report_id', 'sensor', 'value', 'window']
     >>> node.close()
     >>> tmp.cleanup()
     """
@@ -172,8 +172,8 @@ class SensorNode:
     def report_body(self, entry: LedgerEntry) -> dict[str, Any]:
         """The JSON body of a recorded release."""
         return {"deployment": self.deployment.deployment_id, "fingerprint": self.deployment.fingerprint,
-                "sensor": self.sensor, "key_id": self.sensor, "window": entry.window, "report_id": entry.report_id,
-                "value": entry.value, "mac": entry.mac}
+                "sensor": self.sensor, "key_id": self.sensor, "generation": self.credential.generation,
+                "window": entry.window, "report_id": entry.report_id, "value": entry.value, "mac": entry.mac}
 
     def deliver(self, entry: LedgerEntry) -> Delivery:
         """Send a recorded release until the collector answers (bounded retries), and note an acknowledgement."""

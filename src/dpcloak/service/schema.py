@@ -5,9 +5,11 @@ window. It is appended to in window order (cheap to insert into, whatever the da
 closing a window reads only that window's rows (and the period's) through it. The report id is the
 idempotency key a sensor reuses on every retry of the report in its slot (the MAC binds a report to its
 slot, so a replay always meets an occupied one). ``windows`` holds one row per closed window: the
-recovered map and what it was computed from. The Alembic migration ``0001`` creates the tables,
-``0002`` adds a window index and ``0003`` replaces the earlier unique keys by the slot index; a test
-compares the result with these.
+recovered map and what it was computed from. ``security_events`` keeps the evidence when one sensor
+sent two different authenticated reports for one slot (both reports; the sensor is refused from then
+on). The Alembic migration ``0001`` creates the tables, ``0002`` adds a window index, ``0003`` replaces
+the earlier unique keys by the slot index and ``0004`` adds the security events; a test compares the
+result with these.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ from sqlalchemy import (
     Text,
 )
 
-__all__ = ["metadata", "deployments", "sensors", "reports", "windows", "WINDOW_INDEX"]
+__all__ = ["metadata", "deployments", "sensors", "reports", "windows", "security_events", "WINDOW_INDEX"]
 
 WINDOW_INDEX = "uq_reports_window_sensor"
 """The unique index on reports (deployment, window, sensor): the slot key, which closing a window reads through."""
@@ -84,4 +86,19 @@ windows = Table(
     Column("releases_in_period", Integer, nullable=False),
     Column("converged", Boolean, nullable=False),
     Column("message", Text, nullable=False),
+)
+
+security_events = Table(
+    "security_events",
+    metadata,
+    Column("id", BigInteger().with_variant(Integer, "sqlite"), primary_key=True, autoincrement=True),
+    Column("deployment_id", String(64), ForeignKey("deployments.deployment_id"), nullable=False),
+    Column("sensor_id", Integer, nullable=False),
+    Column("generation", Integer, nullable=False),
+    Column("window", BigInteger, nullable=False),
+    Column("kind", String(32), nullable=False),
+    Column("stored", JSON, nullable=False),  # the report kept in the slot
+    Column("received", JSON, nullable=False),  # the conflicting report, with its MAC (verifiable evidence)
+    Column("detected_at", Float, nullable=False),
+    Index("ix_security_events_sensor", "deployment_id", "sensor_id"),
 )

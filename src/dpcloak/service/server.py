@@ -7,7 +7,13 @@ from typing import Any
 
 from dpcloak.service.app import create_app
 from dpcloak.service.collector import Collector
-from dpcloak.service.config import ANALYST_FILE, analyst_token, load_deployment, load_master_key
+from dpcloak.service.config import (
+    ANALYST_FILE,
+    analyst_token,
+    load_deployment,
+    load_generations,
+    load_master_key,
+)
 from dpcloak.service.store import Store, sqlite_url
 
 __all__ = ["build_app", "serve", "dashboard_url"]
@@ -41,7 +47,7 @@ def build_app(directory: Path, *, db_url: str | None = None, close_interval: flo
     key = load_master_key(directory)
     store = Store(db_url or sqlite_url(Path(directory) / DEFAULT_DB))
     collector = Collector(deployment, store, master_key=key, close_interval=close_interval, warm_recovery=True,
-                          max_pending=max_pending)
+                          max_pending=max_pending, generations=load_generations(directory))
     return create_app(collector, analyst_token=analyst_token(key, deployment_id=deployment.deployment_id))
 
 

@@ -26,7 +26,7 @@ from sqlalchemy.exc import ArgumentError, OperationalError
 from dpcloak.errors import InvalidParameterError
 from dpcloak.service import _network
 from dpcloak.service.config import Deployment
-from dpcloak.service.schema import deployments, reports, sensors, windows
+from dpcloak.service.schema import deployments, reports, security_events, sensors, windows
 
 __all__ = ["Store", "StoredReport", "WindowRecord", "sqlite_url"]
 
@@ -302,6 +302,25 @@ class Store:
             & (reports.c.window <= last_window)).group_by(key))
         with self.engine.connect() as conn:
             return {int(s): int(n) for s, n in conn.execute(stmt)}
+
+    # --- security events ---------------------------------------------------------------------------------------
+
+    def record_event(self, deployment_id: str, *, sensor: int, generation: int, window: int, kind: str,
+                     stored: dict[str, Any], received: dict[str, Any], detected_at: float) -> None:
+        """Keep the evidence of a security event (both reports) durably."""
+        with self.engine.begin() as conn:
+            conn.execute(security_events.insert().values(
+                deployment_id=deployment_id, sensor_id=sensor, generation=generation, window=window, kind=kind,
+                stored=stored, received=received, detected_at=detected_at))
+
+    def security_events(self, deployment_id: str) -> list[dict[str, Any]]:
+        """Every security event of the deployment, oldest first."""
+        cols = [security_events.c[name] for name in ("sensor_id", "generation", "window", "kind", "stored",
+                                                      "received", "detected_at")]
+        stmt = select(*cols).where(security_events.c.deployment_id == deployment_id).order_by(security_events.c.id)
+        with self.engine.connect() as conn:
+            return [{"sensor": int(s), "generation": int(g), "window": int(w), "kind": k, "stored": a,
+                     "received": b, "detected_at": float(t)} for s, g, w, k, a, b, t in conn.execute(stmt)]
 
     # --- windows -----------------------------------------------------------------------------------------------
 
