@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,9 @@ from dpcloak.geo import LocalProjection
 from dpcloak.sensors import Relation, SensorNetwork, read_sensors_csv
 
 runner = CliRunner()
+sys.path.insert(0, str(Path(__file__).parents[1] / "privacy"))
+from _ledger_oracle import budget_total  # noqa: E402
+
 XY = np.array([[0.0, 0.0], [80.0, 10.0], [170.0, 0.0], [260.0, 15.0], [20.0, 120.0], [110.0, 130.0],
                [200.0, 115.0], [280.0, 125.0]])
 NAMES = [f"street {k}" for k in range(8)]
@@ -201,3 +205,39 @@ def test_network_run_field_warns_when_the_model_does_not_fit(tmp_path):
     text = " ".join(result.output.split())
     assert "holds if the readings follow the model" in text and "least-residual" in text
     assert "warning:" in text and "use the counts measurement" in text and "pedestrians" in text
+
+
+def test_network_run_keeps_a_ledger_so_repeated_runs_cannot_pass_the_budget(tmp_path):
+    """Issue 28 defect 9: every run used to start from a fresh budget (four runs of one day passed it). Now each
+    run charges a persistent ledger (default <out>.ledger) first. Oracle: the budget arithmetic of the saved
+    configuration (``guarantee(k)`` against the budget, counted here) and an independent replay of the ledger."""
+    sensors = _sensors_csv(tmp_path / "s.csv")
+    counts = _counts_csv(tmp_path / "c.csv", names=NAMES)
+    out = tmp_path / "run"
+    args = ["network", "run", "--sensors", str(sensors), "--counts", str(counts), "--where", "date=2024-03-05",
+            *NET_ARGS, *PRIVACY, "--uncertainty-draws", "0", "--out", str(out)]
+    first = _json(runner.invoke(app, [*args, "--json"]))
+    rows = first["releases"]
+    config = SensorNetwork.load(out / "network.toml")
+    allowed = max(k for k in range(1, 200) if config.guarantee(k).epsilon <= 8.0)
+    assert rows >= 1 and allowed // rows >= 1
+    assert first["ledger"] == str(tmp_path / "run.ledger")
+    runs = 1
+    while (runs + 1) * rows <= allowed:  # every run that still fits is made, and charged
+        again = _json(runner.invoke(app, [*args, "--json"]))
+        runs += 1
+        assert again["releases"] == runs * rows and again["spent"]["epsilon"] == config.guarantee(runs * rows).epsilon
+    refused = runner.invoke(app, args)  # the run that would pass the budget
+    assert refused.exit_code == 2 and "over the budget" in refused.output and "Traceback" not in refused.output
+    assert runs * rows <= allowed < (runs + 1) * rows
+    assert budget_total(tmp_path / "run.ledger") == runs * rows  # the refused run charged nothing
+    # a deleted ledger (its key file remembers it) is refused, not silently restarted from zero
+    (tmp_path / "run.ledger").unlink()
+    gone = runner.invoke(app, args)
+    assert gone.exit_code == 2 and "missing" in gone.output and "Traceback" not in gone.output
+    # --ledger shares one budget across output directories
+    shared = tmp_path / "shared.ledger"
+    for k in range(runs):
+        assert runner.invoke(app, [*args[:-1], str(tmp_path / f"out{k}"), "--ledger", str(shared)]).exit_code == 0
+    over = runner.invoke(app, [*args[:-1], str(tmp_path / "outx"), "--ledger", str(shared)])
+    assert over.exit_code == 2 and "over the budget" in over.output

@@ -29,6 +29,17 @@ def _where(text: str | None) -> dict[str, str]:
     return out
 
 
+def default_ledger(out: Path) -> Path:
+    """The budget ledger of ``network run --out OUT`` when ``--ledger`` is not given: ``OUT.ledger``, next to OUT.
+
+    Examples
+    --------
+    >>> default_ledger(Path("runs/day1")).as_posix()
+    'runs/day1.ledger'
+    """
+    return out.with_name(out.name + ".ledger")
+
+
 def _write_csv(path: Path, header: list[str], rows: list[list[Any]]) -> None:
     with path.open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
@@ -48,6 +59,9 @@ def run(
     epsilon: float | None = typer.Option(None, help="Epsilon per release, i.e. per row (with --sensors)."),
     delta: float | None = typer.Option(None, help="Delta per release (with --sensors)."),
     out: str = typer.Option("network-run", help="Output directory."),
+    ledger: str | None = typer.Option(None, help="Budget ledger file: what every run of this network has spent "
+                                      "(default: <out>.ledger next to --out; give one file to share a budget "
+                                      "across output directories). Runs past the budget are refused."),
     uncertainty_draws: int = typer.Option(8, help="Bootstrap draws for each map's EMD uncertainty (0: skip)."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON summary instead of a table."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar (it is also off when not on a "
@@ -57,12 +71,14 @@ def run(
 
     Writes to --out: network.toml (the configuration that fixes the guarantee), private_readings.csv
     (the only data released), maps.csv (the map per source location, with each map's status and
-    EMD uncertainty) and maps.png. The budget is
-    checked for this run; a deployment keeps a persistent per-sensor ledger.
+    EMD uncertainty) and maps.png. What the run spends
+    is charged, before anything is drawn, to a persistent budget ledger (--ledger, default <out>.ledger
+    next to --out, with its key file <out>.ledger.key): running again charges the same budget, and a
+    run past it is refused. The ledger is tamper-evident (an edited, older or deleted one is refused).
     """
     from rich.table import Table
 
-    from dpcloak.cli._common import check_output_dir, check_text_file
+    from dpcloak.cli._common import check_output_dir, check_output_file, check_text_file
     from dpcloak.cli.recover import map_rows
     from dpcloak.sensors import read_counts_csv
     from dpcloak.sensors.plot import save_maps
@@ -73,7 +89,11 @@ def run(
     rows_kept = _where(where)
     check_text_file("--counts", counts)
     check_output_dir("--out", out)
-    net = network.network(epsilon=epsilon, delta=delta, alpha=alpha)
+    ledger_path = check_output_file("--ledger", ledger if ledger is not None else default_ledger(Path(out)))
+    from dpcloak.sensors import SensorNetwork
+
+    net = SensorNetwork.from_dict(network.network(epsilon=epsilon, delta=delta, alpha=alpha).to_dict(),
+                                  ledger=ledger_path)
     if net.layout is None:
         raise InvalidParameterError("the network has no sensor layout to match the counts file against")
     data = read_counts_csv(counts, net.layout, where=rows_kept)
@@ -111,7 +131,7 @@ def run(
                    "guarantee": net.guarantee_text(), "privacy_unit": net.privacy_unit, "noise": net.noise,
                    "reading_unit": net.reading_unit, "misfit_public_history": net.misfit,
                    "misfit_total": total_misfit(maps), "warning": advice, "sigma": net.sigma,
-                   "delta2": net.delta2, "releases": net.releases,
+                   "delta2": net.delta2, "releases": net.releases, "ledger": str(ledger_path),
                    "spent": {"epsilon": spent.epsilon, "delta": spent.delta},
                    "budget": {"epsilon": net.budget[0], "delta": net.budget[1]}, "periods": summary,
                    "files": {"config": str(config), "private": str(directory / "private_readings.csv"),
@@ -133,7 +153,7 @@ def run(
     if advice is not None:
         console.print(f"warning: {advice}", style="bold red", highlight=False)
     console.print(f"privacy spent: epsilon={spent.epsilon:.4g} at delta={spent.delta:g} after {net.releases} "
-                  f"releases (budget epsilon={net.budget[0]:g}); configuration {config} "
+                  f"releases in ledger {ledger_path} (budget epsilon={net.budget[0]:g}); configuration {config} "
                   f"(fingerprint {net.fingerprint()[:16]}…)", highlight=False)
     console.print(f"maps: {picture}, {directory / 'maps.csv'}; released data: {directory / 'private_readings.csv'}",
                   highlight=False)
