@@ -79,5 +79,43 @@ def test_no_cooling_and_no_horizon_is_refused() -> None:
         heat_event_sensitivity(model, window=0.0, cooling=1.0)
     with pytest.raises(InvalidParameterError, match="horizon must be an integer >= 15"):
         heat_event_sensitivity(model, window=0.05, horizon=10, events=3, period=7)
-    with pytest.raises(InvalidParameterError, match="model must be a HeatKernel1D"):
+    with pytest.raises(InvalidParameterError, match="model must be a heat model"):
         heat_event_sensitivity(np.eye(3), window=0.05, cooling=1.0)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- a floor (2-D free space)
+
+GRID_SENSORS = np.array([[0.2, 0.3], [0.7, 0.6], [0.5, 0.5]])
+
+
+def _floor_brute(window: float, cooling: float, lags: int) -> np.ndarray:
+    """Σ_ℓ ‖K_ℓ e_i‖² from the 2-D kernel's formula exp(−d²/(4μt))/(4πμt) (not the library's model)."""
+    from dpcloak.domains import Grid
+
+    d2 = ((GRID_SENSORS[:, None, :] - Grid((5, 5)).coordinates()[None, :, :]) ** 2).sum(-1)
+    total = np.zeros(d2.shape[1])
+    for lag in range(lags):
+        big_t = MU * (0.02 + lag * window)
+        k = math.exp(-cooling * lag * window) * np.exp(-d2 / (4 * big_t)) / (4 * math.pi * big_t)
+        total += (k**2).sum(axis=0)
+    return total
+
+
+def test_floor_sum_matches_brute_force_and_converges_without_cooling() -> None:
+    from dpcloak.domains import Grid
+    from dpcloak.models import heat_kernel_2d
+
+    model = heat_kernel_2d(Grid((5, 5)), GRID_SENSORS, 0.02, mu=MU)
+    s = heat_event_sensitivity(model, window=0.01, cooling=5.0)
+    brute = _floor_brute(0.01, 5.0, 3000)
+    assert s.sensitivity**2 == pytest.approx(brute.max(), rel=1e-9)
+    assert s.partial <= brute.max() <= s.partial + s.tail_bound
+    # no heat loss: the 2-D series converges; the bound covers a brute-force sum over 20,000 windows
+    free = heat_event_sensitivity(model, window=0.01, rtol=1e-3)
+    long = _floor_brute(0.01, 0.0, 20000).max()
+    assert free.partial <= long <= free.sensitivity**2
+    assert free.tail_bound <= 1e-3 * free.partial
+    walls = heat_kernel_2d(Grid((5, 5)), GRID_SENSORS, 0.02, mu=MU, walls="reflecting")
+    with pytest.raises(InvalidParameterError, match="horizon must be given for a model with walls"):
+        heat_event_sensitivity(walls, window=0.01, cooling=1.0)
+    assert heat_event_sensitivity(walls, window=0.01, horizon=50).tail_bound == 0.0

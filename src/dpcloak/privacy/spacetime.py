@@ -31,21 +31,33 @@ L grows until this tail is below ``rtol`` of the partial sum; the stated sensiti
 an upper bound. Without cooling (λ = 0) the 1-D series diverges like Σ 1/ℓ (the peak of a 1-D heat kernel
 decays only like ℓ^(-1/2)): there is then no event-level bound over an unbounded stream, and a finite
 ``horizon`` (windows) must be given; the sum is then exact (no tail).
+
+On a floor (2-D free space, :func:`dpcloak.models.heat_kernel_2d` without walls) the kernel's peak is
+1/(4πT), so :math:`b_q^2 = m\,e^{-2\lambda q\tau}/(4\pi\mu(t+q\tau))^2` and the tail is at most
+:math:`\frac{k^2 m\,e^{-2\lambda q_0\tau}}{(4\pi\mu)^2}\min\Big(\frac{1}{(t+q_0\tau)^2(1-e^{-2\lambda\tau})},
+\frac{1}{(t+q_0\tau)^2} + \frac{1}{\tau(t+q_0\tau)}\Big)` (the second from
+:math:`\sum_{q \ge q_0} (t+q\tau)^{-2} \le (t+q_0\tau)^{-2} + \int_{q_0}^\infty (t+q\tau)^{-2}\,dq`): the
+series converges even without heat loss, slowly (use a larger ``rtol`` then). With reflecting walls the heat
+stays in the room and a ``horizon`` is required.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import cast
+from typing import Any, cast
 
 import numpy as np
 from numpy.typing import NDArray
 
 from dpcloak._validation import check_int, check_memory, check_real
+from dpcloak.domains.grid import Grid
 from dpcloak.domains.line import Line
+from dpcloak.domains.sites import Sites
 from dpcloak.errors import InvalidParameterError
-from dpcloak.models.heat import HeatKernel1D, gaussian_kernel_1d
+from dpcloak.models.heat import HeatKernel1D, HeatKernel2D, KroneckerHeatKernel2D, gaussian_kernel_1d, heat_kernel_2d
+
+HeatModel = HeatKernel1D | HeatKernel2D | KroneckerHeatKernel2D
 
 __all__ = ["SpaceTimeSensitivity", "heat_event_sensitivity"]
 
@@ -91,29 +103,42 @@ class SpaceTimeSensitivity:
     period: int
 
 
-def _tail(model: HeatKernel1D, window: float, cooling: float, first: int, events: int) -> float:
-    """The module docstring's bound on Σ_{ℓ ≥ L} for q0 = ``first`` = L − (k − 1)P ≥ 0."""
-    decay = math.exp(-2.0 * cooling * window * first) / -math.expm1(-2.0 * cooling * window)
-    return events**2 * model.m / (4.0 * math.pi * model.mu * (model.t + first * window)) * decay
+def _tail(model: HeatModel, window: float, cooling: float, first: int, events: int) -> float:
+    """The module docstring's bound on Σ_{ℓ ≥ L} for q0 = ``first`` = L − (k − 1)P ≥ 0 (``inf`` if it diverges)."""
+    start = model.t + first * window
+    decay = math.exp(-2.0 * cooling * window * first)
+    geometric = math.inf if cooling == 0.0 else 1.0 / -math.expm1(-2.0 * cooling * window)
+    sensors = model.shape[0]
+    if isinstance(model, HeatKernel1D):  # Σ b_q² with b_q² = m / (4πμ(t + qτ)) · e^(−2λqτ)
+        return events**2 * sensors / (4.0 * math.pi * model.mu * start) * decay * geometric
+    # 2-D free space: b_q² = m / (4πμ(t + qτ))² · e^(−2λqτ); Σ_{q ≥ q0} 1/(t + qτ)² ≤ 1/(t + q0τ)² + 1/(τ(t + q0τ))
+    series = min(geometric / start**2, 1.0 / start**2 + 1.0 / (window * start))
+    return events**2 * sensors / (4.0 * math.pi * model.mu) ** 2 * decay * series
 
 
-def _shifts(model: HeatKernel1D, window: float, cooling: float, lags: range) -> NDArray[np.float64]:
-    """K_ℓ for ℓ in ``lags``: shape (len(lags), m, n)."""
-    sources = cast(Line, model.domain).points()
-    diff = np.asarray(model.sensor_positions, dtype=float)[:, None] - sources[None, :]
-    return np.stack([math.exp(-cooling * window * lag) * gaussian_kernel_1d(diff, model.mu * (model.t + lag * window))
-                     for lag in lags])
+def _shifts(model: HeatModel, window: float, cooling: float, lags: range) -> NDArray[np.float64]:
+    """K_ℓ for ℓ in ``lags``: shape (len(lags), m, n), each the model rebuilt at time t + ℓτ."""
+    if isinstance(model, HeatKernel1D):
+        sources = cast(Line, model.domain).points()
+        diff = np.asarray(model.sensor_positions, dtype=float)[:, None] - sources[None, :]
+        return np.stack([math.exp(-cooling * window * lag)
+                         * gaussian_kernel_1d(diff, model.mu * (model.t + lag * window)) for lag in lags])
+    sensors: Any = model.sensor_grid if isinstance(model, KroneckerHeatKernel2D) else model.sensor_positions
+    return np.stack([math.exp(-cooling * window * lag) * heat_kernel_2d(
+        cast(Grid | Sites, model.domain), sensors, model.t + lag * window, mu=model.mu, walls=model.walls).todense()
+        for lag in lags])
 
 
-def heat_event_sensitivity(model: HeatKernel1D, *, window: float, cooling: float = 0.0, horizon: int | None = None,
+def heat_event_sensitivity(model: HeatModel, *, window: float, cooling: float = 0.0, horizon: int | None = None,
                            events: int = 1, period: int = 1, rtol: float = 1e-12) -> SpaceTimeSensitivity:
-    r"""Exact ℓ2 sensitivity of the whole future stream of a 1-D heat model to one event, tail certified.
+    r"""Exact ℓ2 sensitivity of the whole future stream of a heat model to one event, tail certified.
 
     Parameters
     ----------
-    model : HeatKernel1D
-        The seeds' 1-D heat model (:func:`dpcloak.models.heat_kernel_1d`): its t and μ give the first reading
-        after the source appears.
+    model : HeatKernel1D, HeatKernel2D or KroneckerHeatKernel2D
+        The seeds' 1-D heat model (:func:`dpcloak.models.heat_kernel_1d`) or a floor plan
+        (:func:`dpcloak.models.heat_kernel_2d`); its t and μ give the first reading after the source appears.
+        With reflecting walls heat stays in the room, so a ``horizon`` is needed.
     window : float
         Time τ between readings (same units as the model's t), > 0.
     cooling : float
@@ -140,16 +165,20 @@ def heat_event_sensitivity(model: HeatKernel1D, *, window: float, cooling: float
     >>> one.tail_bound, weekly.sensitivity > one.sensitivity
     (0.0, True)
     """
-    if not isinstance(model, HeatKernel1D):
-        raise InvalidParameterError(f"model must be a HeatKernel1D (dpcloak.models.heat_kernel_1d), got "
-                                    f"{type(model).__name__}")
+    if not isinstance(model, HeatKernel1D | HeatKernel2D | KroneckerHeatKernel2D):
+        raise InvalidParameterError(f"model must be a heat model (dpcloak.models.heat_kernel_1d or heat_kernel_2d), "
+                                    f"got {type(model).__name__}")
     tau = check_real("window", window, low=0.0)
     lam = check_real("cooling", cooling, low=0.0, low_inclusive=True)
     k = check_int("events", events, minimum=1)
     p = check_int("period", period, minimum=1)
     tol = check_real("rtol", rtol, low=0.0, high=1.0)
     span = (k - 1) * p + 1  # windows until the last event
-    if horizon is None and lam == 0.0:
+    if horizon is None and getattr(model, "walls", None) is not None:
+        raise InvalidParameterError(
+            "horizon must be given for a model with walls: heat stays in a closed room, so the readings' shift "
+            "does not die out without heat loss and the tail bound here is for free space")
+    if horizon is None and lam == 0.0 and isinstance(model, HeatKernel1D):
         raise InvalidParameterError(
             "cooling must be > 0 when horizon is None: without heat loss the 1-D heat kernel's squared peak decays "
             "like 1/lag and the sum over an unbounded stream diverges; give a horizon (windows) or a cooling rate")
@@ -158,7 +187,8 @@ def heat_event_sensitivity(model: HeatKernel1D, *, window: float, cooling: float
     else:
         total = max(span + 63, 64)  # doubled until the tail bound is small enough
     while True:
-        check_memory("the space-time sensitivity's kernels", 8.0 * total * model.m * model.n * (2 if k > 1 else 1),
+        size = 8.0 * total * model.shape[0] * model.shape[1] * (2 if k > 1 else 1)
+        check_memory("the space-time sensitivity's kernels", size,
                      hint="use fewer sources or sensors, a shorter horizon or a larger cooling rate")
         kernels = _shifts(model, tau, lam, range(total))
         stream = kernels.copy() if k > 1 else kernels
