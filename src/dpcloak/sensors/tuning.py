@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
-from scipy.optimize import nnls
+from scipy.optimize import lsq_linear, nnls
 
 from dpcloak._validation import check_array, check_real
 from dpcloak.errors import InvalidParameterError
@@ -141,9 +141,16 @@ def _errors(M: NDArray[np.float64], history: NDArray[np.float64]) -> tuple[NDArr
             if not seen.any():
                 err[t] += float(y[j]) ** 2
                 continue
-            f, _ = nnls(M[others][:, seen], y[others])
-            err[t] += float(M[j, seen] @ f - y[j]) ** 2
+            err[t] += float(M[j, seen] @ _nonnegative_fit(M[others][:, seen], y[others]) - y[j]) ** 2
     return err, energy
+
+
+def _nonnegative_fit(A: NDArray[np.float64], b: NDArray[np.float64]) -> NDArray[np.float64]:
+    """``argmin ‖A f − b‖₂`` over ``f ≥ 0``: Lawson–Hanson (scipy's nnls) with room to converge, else BVLS."""
+    try:
+        return np.asarray(nnls(A, b, maxiter=50 * A.shape[1])[0])
+    except RuntimeError:  # nnls stops after maxiter on some ill-conditioned systems
+        return np.asarray(lsq_linear(A, b, bounds=(0.0, np.inf), method="bvls").x)
 
 
 def _extent(model: LinearModel, positions: ArrayLike | None) -> float | None:

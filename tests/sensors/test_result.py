@@ -1,0 +1,88 @@
+"""Recovered maps carry an honest status and uncertainty (dpcloak.sensors.result).
+
+Oracle: the bootstrap replayed step by step with ``bpdn`` and ``emd`` from the same seed (replayed
+arithmetic), and the counts map checked against its definition.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from dpcloak.metrics import emd
+from dpcloak.recovery import bpdn
+from dpcloak.sensors import Relation, SensorNetwork
+from dpcloak.sensors.result import misfit_advice, total_misfit
+
+SITES = np.array([[0.0, 0.0], [80.0, 10.0], [170.0, 0.0], [260.0, 15.0], [20.0, 120.0], [110.0, 130.0],
+                  [200.0, 115.0], [280.0, 125.0]])
+
+
+def _replay(net, result, draws, seed, scale):
+    gen = np.random.default_rng(seed)
+    model = net.rows_model(result.present)
+    fitted = model.matvec(result.sources)
+    p = int(result.present.sum())
+    spread = []
+    for _ in range(draws):
+        noisy = fitted + gen.normal(0.0, scale, p)
+        x = (np.zeros(net.n_sources) if np.linalg.norm(noisy) <= result.radius
+             else bpdn(model, noisy, radius=result.radius, bounds=(0.0, None)).x)
+        spread.append(emd(result.sources, x, net.model.domain))
+    return float(np.median(spread))
+
+
+def test_a_least_residual_map_is_not_shown_with_the_noise_only_uncertainty():
+    """Busy and empty neighbours side by side: no diffusion gives these readings (the Auckland failure)."""
+    net = SensorNetwork.from_coordinates(sensors=SITES, model="heat", diffusion=2500.0, relation=Relation.move(100.0),
+                                         epsilon=1.0, delta=1e-6, budget=(1e6, 1e-5))
+    noisy = net.privatize([900.0, 0.0] * 4, rng=3, simulation=True)
+    result = net.recover(noisy, uncertainty_draws=6, rng=5)
+    assert result.status == "least-residual" and result.misfit > 0.1
+    scale = max(net.sigma, result.recovery.residual / math.sqrt(8))
+    assert scale > 10 * net.sigma  # the residual, not the noise, sets the bootstrap's scale
+    assert result.uncertainty == pytest.approx(_replay(net, result, 6, 5, scale), rel=1e-3, abs=1e-6)
+    noise_only = _replay(net, result, 6, 5, net.sigma)  # what the map showed before: ± a few metres
+    assert result.uncertainty > 5 * noise_only
+    assert misfit_advice(net, [result]) is not None and total_misfit([result]) == pytest.approx(result.misfit)
+
+
+def test_a_fitted_map_keeps_the_noise_bootstrap():
+    net = SensorNetwork.from_coordinates(sensors=SITES, model="heat", diffusion=2500.0, relation=Relation.move(100.0),
+                                         epsilon=1.0, delta=1e-6, budget=(1e6, 1e-5))
+    f0 = np.zeros(8)
+    f0[5] = 40.0
+    noisy = net.privatize(net.dense_model() @ f0, rng=1, simulation=True)
+    result = net.recover(noisy, uncertainty_draws=6, rng=2)
+    assert result.status == "fit" and misfit_advice(net, [result]) is None
+    assert result.uncertainty == pytest.approx(_replay(net, result, 6, 2, net.sigma), rel=1e-3, abs=1e-6)
+
+
+def test_the_counts_map_is_the_projection_with_missing_sites_marked():
+    net = SensorNetwork.from_coordinates(sensors=SITES, measurement="counts", epsilon=1.0, delta=0.0,
+                                         budget=(10.0, 1e-5))
+    noisy = np.array([3.0, -2.0, np.nan, 0.0, 7.0, -1.0, 12.0, 1.0])
+    result = net.recover(noisy, rng=0)
+    present = ~np.isnan(noisy)
+    np.testing.assert_array_equal(result.present, present)
+    np.testing.assert_array_equal(result.sources, np.where(present, np.maximum(np.nan_to_num(noisy), 0.0), 0.0))
+    assert result.status == "private counts" and result.total == 23.0 and math.isfinite(result.uncertainty)
+    assert result.misfit == pytest.approx((4 + 1) / (9 + 4 + 49 + 1 + 144 + 1))
+
+
+def test_the_public_history_misfit_widens_the_bootstrap():
+    """A field network declared with a misfit: that share of the readings' energy is not explained by M f."""
+    kwargs = {"sensors": SITES, "model": "heat", "diffusion": 2500.0, "relation": Relation.move(100.0),
+              "epsilon": 1.0, "delta": 1e-6, "budget": (1e6, 1e-5)}
+    f0 = np.zeros(8)
+    f0[5] = 400.0
+    plain = SensorNetwork.from_coordinates(**kwargs)
+    noisy = plain.privatize(plain.dense_model() @ f0, rng=1, simulation=True)
+    net = SensorNetwork.from_coordinates(misfit=0.2, **kwargs)
+    result = net.recover(noisy, uncertainty_draws=6, rng=2)
+    assert result.status == "fit"
+    scale = math.sqrt(net.sigma**2 + 0.2 * float(noisy @ noisy) / 8)
+    assert result.uncertainty == pytest.approx(_replay(net, result, 6, 2, scale), rel=1e-3, abs=1e-6)
+    assert result.uncertainty > plain.recover(noisy, uncertainty_draws=6, rng=2).uncertainty
