@@ -19,7 +19,8 @@ For T = 8,760 windows at (ε, δ) = (1, 10⁻⁶) for one event, each method of
   0.1)`` read every τ = 0.1 with per-reading Gaussian noise such that one reading alone is (1, 10⁻⁶)-DP
   (through zCDP), the year-long (8,760 readings) ε of one event and of a weekly pattern (52 events, period
   168), from :func:`dpcloak.privacy.spacetime.heat_event_sensitivity`, against the composition of 8,760
-  readings.
+  readings; the same for a 10 × 10 floor with 3 × 3 sensors (``heat_kernel_2d(Grid((10, 10)), Grid((3, 3)),
+  0.01)``, free space, τ = 0.01).
 
 No other Python library releases running totals continually (OpenDP, Tumult, PipelineDP, diffprivlib,
 SmartNoise), so the baseline is the independent-noise release of the same library.
@@ -35,10 +36,12 @@ import statistics
 import time
 from collections.abc import Callable
 from functools import partial
+from typing import Any
 
 import numpy as np
 
-from dpcloak.models import heat_kernel_1d
+from dpcloak.domains import Grid
+from dpcloak.models import heat_kernel_1d, heat_kernel_2d
 from dpcloak.privacy.accounting import zcdp_epsilon
 from dpcloak.privacy.continual import METHODS, ContinualCounter, _Encoder, _fresh_state, _rho_target
 from dpcloak.privacy.spacetime import heat_event_sensitivity
@@ -123,14 +126,18 @@ def spacetime_table() -> None:
     model = heat_kernel_1d(100, 50, 0.1)
     rho_one = _rho_target(EPSILON, DELTA)  # one reading alone: (1, 1e-6) through zCDP
     composed = zcdp_epsilon(rho=HORIZON * rho_one, delta=DELTA)
-    print("| heat loss λ | Δ one reading | Δ∞ one event | lags summed, tail bound | ε one event | "
+    print("| model, heat loss λ | Δ one reading | Δ∞ one event | lags summed, tail bound | ε one event | "
           f"ε weekly pattern (52) | ε composition of {HORIZON} readings |")
     print("|---|---|---|---|---|---|---|")
-    for cooling in (0.0, 0.1, 1.0, 10.0):
-        event = heat_event_sensitivity(model, window=0.1, cooling=cooling, horizon=None if cooling else HORIZON)
-        weekly = heat_event_sensitivity(model, window=0.1, cooling=cooling, horizon=HORIZON, events=52, period=168)
+    floor = heat_kernel_2d(Grid((10, 10)), Grid((3, 3)), 0.01)  # a 10 x 10 floor, 3 x 3 sensors, free space
+    rows: list[tuple[str, Any, float, float, dict[str, Any]]] = [
+        ("1-D", model, 0.1, cooling, {} if cooling else {"horizon": HORIZON}) for cooling in (0.0, 0.1, 1.0, 10.0)]
+    rows += [("floor", floor, 0.01, cooling, {} if cooling else {"rtol": 1e-3}) for cooling in (0.0, 1.0, 10.0)]
+    for name, heat, tau, cooling, options in rows:
+        event = heat_event_sensitivity(heat, window=tau, cooling=cooling, **options)
+        weekly = heat_event_sensitivity(heat, window=tau, cooling=cooling, horizon=HORIZON, events=52, period=168)
         eps = [zcdp_epsilon(rho=rho_one * (s.sensitivity / s.per_reading) ** 2, delta=DELTA) for s in (event, weekly)]
-        print(f"| {cooling:g} | {event.per_reading:.3f} | {event.sensitivity:.3f} | {event.lags}, "
+        print(f"| {name}, {cooling:g} | {event.per_reading:.3f} | {event.sensitivity:.3f} | {event.lags}, "
               f"{event.tail_bound:.1e} | {eps[0]:.2f} | {eps[1]:.1f} | {composed:.1f} |")
 
 
