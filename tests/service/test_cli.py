@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sqlite3
 import subprocess
 import sys
@@ -70,12 +71,26 @@ def test_sensor_run_reads_stdin(tmp_path: Path) -> None:
         cmd = [sys.executable, "-m", "dpcloak", "sensor", "run", "--config", str(tmp_path / "sensors/sensor-1.json"),
                "--deployment", str(tmp_path / "deployment.json"), "--url", collector.url, "--ledger",
                str(tmp_path / "s1.db")]
-        out = subprocess.run(cmd, input="reading\n4.5\n5.0\n", capture_output=True, text=True, timeout=120,
-                             env=dict(os.environ))
+        out = subprocess.run(cmd, input="reading\n4.5\n5.0\nnan\nmany\n", capture_output=True, text=True,
+                             timeout=120, env=dict(os.environ))
         assert out.returncode == 0, out.stderr
         assert "stored (HTTP 201)" in out.stdout
         sent = out.stdout.count("stored (HTTP 201)")  # one per window: 2 if a window boundary fell between
         assert sent in (1, 2) and f"{sent} report(s) sent" in out.stdout
+        # issue 31 item 4 / issue 28 defect 10: every reading not sent is named, with why; the node goes on
+        text = " ".join(out.stdout.split())
+        assert "line 4: reading nan is not a finite number; skipped" in text
+        assert "line 5: reading must be a number, got 'many'; skipped" in text
+        if sent == 1:
+            assert re.search(r"line 3: window \d+ already has a reading; skipped", text), text
+        # issue 33 item 7: a wrong key (401) or URL path (404) ends the run with status 2 and one line
+        cred = json.loads((tmp_path / "sensors/sensor-2.json").read_text())
+        (tmp_path / "forged.json").write_text(json.dumps({**cred, "key": "ab" * 32}))
+        for config, url, needle in ((tmp_path / "forged.json", collector.url, "HTTP 401"),
+                                    (tmp_path / "sensors/sensor-2.json", collector.url + "/wrong", "HTTP 404")):
+            bad = subprocess.run([*cmd[:6], str(config), *cmd[7:10], url, "--ledger", str(tmp_path / f"{needle}.db")],
+                                 input="3\n", capture_output=True, text=True, timeout=120, env=dict(os.environ))
+            assert bad.returncode == 2 and needle in bad.stderr and "Traceback" not in bad.stderr, bad
     with sqlite3.connect(tmp_path / "c.db") as db:
         assert db.execute("SELECT sensor_id FROM reports").fetchall() == [(1,)] * sent
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
@@ -17,7 +18,7 @@ import pytest
 from dpcloak.errors import BudgetExceededError, InvalidParameterError
 from dpcloak.service.auth import verify_report
 from dpcloak.service.config import load_credential, load_deployment, load_master_key, sensor_key
-from dpcloak.service.node import DeliveryError, SensorNode, read_values, tail_csv
+from dpcloak.service.node import DeliveryError, NodeRefusedError, Reading, SensorNode, read_values, tail_csv
 
 from .conftest import make_deployment
 
@@ -131,15 +132,110 @@ def test_credential_of_another_deployment_is_refused(small: Path, tmp_path_facto
 
 
 def test_inputs_stdin_csv_and_callback(small: Path) -> None:
-    assert list(read_values(io.StringIO("reading\n1.5\n\n2\n"))) == [1.5, 2.0]
-    with pytest.raises(InvalidParameterError, match="line 3"):
-        list(read_values(io.StringIO("1\n2\nx\n")))
+    assert [r.value for r in read_values(io.StringIO("reading\n1.5\n\n2\n"))] == [1.5, 2.0]
+    [*_, bad] = read_values(io.StringIO("1\n2\nx\n"))
+    assert bad.where == "line 3" and bad.problem == "reading must be a number, got 'x'"
     csv_path = small / "r.csv"
     csv_path.write_text("time,value\n0,3.5\n1,4.5\n")
-    assert list(tail_csv(csv_path)) == [3.5, 4.5]
+    assert [(r.where, r.value) for r in tail_csv(csv_path)] == [("line 2", 3.5), ("line 3", 4.5)]
     script = Script([])
     node = _node(small, script)
     calls = iter([7.0, 8.0])
     sent = node.run(lambda: next(calls), windows=1)
     assert sent == 1 and len(script.bodies) == 1
+    node.close()
+
+
+class FakeTime:
+    """A clock and a sleep that only move when the node sleeps (a 60 s outage takes no real time)."""
+
+    def __init__(self, start: float) -> None:
+        self.now = start
+        self.sleeps: list[float] = []
+
+    def clock(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.sleeps.append(seconds)
+        self.now += seconds
+
+
+def test_a_node_survives_a_60_s_collector_outage_and_delivers_everything_after(small: Path) -> None:
+    """Issue 33 item 3: the node used to give up after 6 attempts (~3 s). With attempts=None (sensor run) it backs
+    off with jitter up to max_delay and delivers every pending report once the collector is back. Oracle: the
+    scripted collector (refusing connections for 60 s of the node's own time) and the waits the node asked for."""
+    fake = FakeTime(0.0)
+    received: list[dict[str, object]] = []
+
+    def collector(request: httpx.Request) -> httpx.Response:
+        if fake.now < 60.0:
+            raise httpx.ConnectError("connection refused")
+        received.append(json.loads(request.content))
+        return httpx.Response(201, json={"status": "stored"})
+
+    node = SensorNode(deployment=load_deployment(small), credential=load_credential(small / "sensors" / "sensor-0.json"),
+                      ledger=small / "ledger-0.db", url="http://127.0.0.1:9", attempts=None, backoff=0.5,
+                      max_delay=8.0, clock=fake.clock, sleep=fake.sleep, transport=httpx.MockTransport(collector))
+    entries = [node.release(float(w), window=w) for w in range(3)]
+    deliveries = node.flush()
+    assert [d.outcome for d in deliveries] == ["stored"] * 3
+    assert [b["report_id"] for b in received] == [e.report_id for e in entries]  # each once, unchanged
+    assert node.ledger.pending() == []
+    assert fake.now >= 60.0 and len(fake.sleeps) > 6  # more than the old 6 attempts
+    assert max(fake.sleeps) <= 8.0  # bounded
+    capped = [t for t in fake.sleeps if t > 4.0]  # waits drawn at the cap: uniform in [4, 8], not all equal
+    assert len(capped) >= 3 and len(set(capped)) == len(capped)
+    node.close()
+    # the old bound still exists for callers who ask for it
+    fake.now = 0.0
+    bounded = _node(small, Script([0] * 10))
+    with pytest.raises(DeliveryError, match="not delivered after 4 attempts"):
+        bounded.submit(1.0, window=7)
+    bounded.close()
+
+
+def test_unusable_readings_are_skipped_with_a_reason_and_the_node_goes_on(small: Path) -> None:
+    """Issue 28 defect 10 and issue 31 item 4: NaN, inf, a non-number and a second reading for a window used to stop
+    the node or vanish silently. Oracle: the readings' own line numbers and windows, counted here."""
+    fake = FakeTime(load_deployment(small).start + 0.5)
+    script = Script([])
+    node = SensorNode(deployment=load_deployment(small), credential=load_credential(small / "sensors" / "sensor-0.json"),
+                      ledger=small / "ledger-0.db", url="http://127.0.0.1:9", clock=fake.clock, sleep=fake.sleep,
+                      transport=httpx.MockTransport(script))
+    window = load_deployment(small).window_seconds
+    lines = ["count", "3", "nan", "inf", "-inf", "x", "4", "5"]
+
+    def moving() -> Iterator[Reading]:  # window 0 for lines 2-6, window 1 for lines 7-8
+        for reading in read_values(lines):
+            fake.now = load_deployment(small).start + (0.5 if reading.where < "line 7" else 1.5) * window
+            yield reading
+
+    notices: list[str] = []
+    sent = node.run(moving(), on_skip=notices.append)
+    assert sent == 2 and [b["window"] for b in script.bodies] == [0, 1]
+    assert notices == ["line 3: reading nan is not a finite number; skipped",
+                       "line 4: reading inf is not a finite number; skipped",
+                       "line 5: reading -inf is not a finite number; skipped",
+                       "line 6: reading must be a number, got 'x'; skipped",
+                       "line 8: window 1 already has a reading; skipped"]
+    node.close()
+
+
+@pytest.mark.parametrize(("status", "body"), [
+    (401, {"error": "unauthenticated", "message": "the MAC does not verify"}),
+    (404, {"error": "not_found", "message": "Not Found"}),
+    (404, {}),
+    (403, {"error": "sensor_flagged", "message": "flagged"}),
+])
+def test_a_refusal_no_resend_can_change_stops_the_node(small: Path, status: int, body: dict[str, str]) -> None:
+    """Issue 33 item 7: a wrong key (401) or URL path (404) was reported per reading and the run ended 'fine'."""
+    def collector(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(status, json=body)
+
+    node = SensorNode(deployment=load_deployment(small), credential=load_credential(small / "sensors" / "sensor-0.json"),
+                      ledger=small / "ledger-0.db", url="http://127.0.0.1:9", transport=httpx.MockTransport(collector))
+    with pytest.raises(NodeRefusedError, match=f"HTTP {status}.*check the credential file"):
+        node.run(iter([1.0, 2.0, 3.0]))
+    assert len(node.ledger.all()) == 1  # stopped at the first refusal: no more readings released into it
     node.close()

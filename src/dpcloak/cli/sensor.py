@@ -44,13 +44,15 @@ def run(
     if windows is not None and windows < 1:
         raise InvalidParameterError(f"--windows must be a positive integer, got {windows}")
     dep = load_deployment(Path(deployment))
-    node = SensorNode(deployment=dep, credential=load_credential(Path(config)), ledger=Path(ledger), url=url)
+    node = SensorNode(deployment=dep, credential=load_credential(Path(config)), ledger=Path(ledger), url=url,
+                      attempts=None)  # a daemon: retry with backoff until the collector is back
     try:
         for d in node.flush():
             console.print(f"resent window {d.window}: {d.outcome} (HTTP {d.http_status})")
         values = read_values(sys.stdin) if input == "-" else tail_csv(Path(input), follow=follow)
         sent = node.run(values, windows=windows, on_delivery=lambda d: console.print(
-            f"window {d.window}: {d.outcome} (HTTP {d.http_status})"))
+            f"window {d.window}: {d.outcome} (HTTP {d.http_status})"),
+            on_skip=lambda notice: console.print(notice, highlight=False))
     except KeyboardInterrupt:
         sent = -1
     finally:

@@ -9,8 +9,15 @@ For each reading it
    (``SensorNetwork.privatize_reading``; the reading is clipped to the declared range first);
 3. records the noisy value, a fresh random report id and the MAC in its ledger, durably, *before*
    sending (:mod:`dpcloak.service.ledger`);
-4. sends it, retrying on network errors, 429 and 5xx with exponential backoff; every retry carries
-   the same report id and value, so the collector stores it at most once.
+4. sends it, retrying on network errors, 429 and 5xx with exponential backoff and jitter, capped at
+   ``max_delay`` (by default for ever: a node is a daemon that outlives collector restarts); every
+   retry carries the same report id and value, so the collector stores it at most once.
+
+A reading that cannot be released (not a number, NaN or infinite, a second reading for a window,
+one the budget or the range refuses) is skipped with a one-line notice naming its line and why; the
+node goes on. An answer no resend can change for this node — a wrong key, URL path or deployment,
+a retired or flagged credential — stops it (:class:`NodeRefusedError`) instead of releasing more
+readings into a collector that refuses them.
 
 Privacy guarantee
 -----------------
@@ -22,6 +29,9 @@ CSPRNG.
 
 from __future__ import annotations
 
+import logging
+import math
+import random
 import secrets
 import time
 from collections.abc import Callable, Iterable, Iterator
@@ -31,14 +41,46 @@ from typing import Any
 
 import httpx
 
+from dpcloak._validation import check_int, check_real
 from dpcloak.errors import BudgetExceededError, DpcloakError, InvalidParameterError
 from dpcloak.service.auth import sign_report
 from dpcloak.service.config import Deployment, SensorCredential
 from dpcloak.service.ledger import LedgerEntry, SensorLedger
 
-__all__ = ["SensorNode", "Delivery", "DeliveryError", "read_values", "tail_csv"]
+__all__ = ["SensorNode", "Delivery", "DeliveryError", "NodeRefusedError", "Reading", "read_values", "tail_csv"]
 
 _RETRY_STATUS = {429, 500, 502, 503, 504}
+log = logging.getLogger("dpcloak.service.node")
+_STOP_STATUS = {400, 401, 403, 404, 405, 413, 415}
+_STOP_CODES = {"wrong_configuration", "unknown_deployment", "malformed", "conflict"}
+"""Answers that no resend and no later reading can change: the node's key, URL or deployment is wrong, its
+credential is retired or flagged (a security event)."""
+
+
+class NodeRefusedError(DpcloakError):
+    """The collector refuses this node's reports for a reason no resend can change (wrong key, URL, deployment,
+    retired or flagged credential): the node stops rather than release more readings.
+
+    Examples
+    --------
+    >>> issubclass(NodeRefusedError, DpcloakError)
+    True
+    """
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One reading from an input, with where it came from (``"line 3"``) and why it is unusable, if it is.
+
+    Examples
+    --------
+    >>> Reading(4.5, "line 2"), Reading(float("nan"), "line 3", "reading must be a number, got 'x'").problem
+    (Reading(value=4.5, where='line 2', problem=None), "reading must be a number, got 'x'")
+    """
+
+    value: float
+    where: str
+    problem: str | None = None
 
 
 class DeliveryError(DpcloakError):
@@ -87,12 +129,19 @@ class SensorNode:
         Base URL of the collector (``http://host:port``).
     clock : callable, default time.time
         Unix time now (decides the window of a reading).
-    attempts : int, default 6
-        Sending attempts per report before :class:`DeliveryError`.
+    attempts : int or None, default 6
+        Sending attempts per report before :class:`DeliveryError`; ``None``: retry until delivered
+        (what ``dpcloak sensor run`` does).
     backoff : float, default 0.1
-        First retry delay in seconds (doubles each attempt, capped at 5 s).
+        First retry delay in seconds; it doubles with each failed attempt up to ``max_delay``, and each
+        wait is drawn uniformly from [delay/2, delay] (jitter: restarted sensors do not retry in step).
+        A ``Retry-After`` from the collector lengthens it.
+    max_delay : float, default 30
+        Longest wait between two attempts, in seconds.
     timeout : float, default 10
         Per-request timeout in seconds.
+    sleep : callable, default time.sleep
+        How the node waits between attempts (a test passes a fake clock's).
 
     Examples
     --------
@@ -116,8 +165,9 @@ class SensorNode:
     """
 
     def __init__(self, *, deployment: Deployment, credential: SensorCredential, ledger: SensorLedger | Path | str,
-                 url: str, clock: Callable[[], float] = time.time, attempts: int = 6, backoff: float = 0.1,
-                 timeout: float = 10.0, transport: httpx.BaseTransport | None = None) -> None:
+                 url: str, clock: Callable[[], float] = time.time, attempts: int | None = 6, backoff: float = 0.1,
+                 max_delay: float = 30.0, timeout: float = 10.0, transport: httpx.BaseTransport | None = None,
+                 sleep: Callable[[float], None] = time.sleep) -> None:
         if credential.deployment_id != deployment.deployment_id or credential.fingerprint != deployment.fingerprint:
             raise InvalidParameterError(
                 f"the credential of sensor {credential.sensor} is for deployment {credential.deployment_id} "
@@ -130,8 +180,10 @@ class SensorNode:
         self.sensor = credential.sensor
         self.ledger = ledger if isinstance(ledger, SensorLedger) else SensorLedger(ledger, credential=credential)
         self.clock = clock
-        self.attempts = attempts
-        self.backoff = backoff
+        self.attempts = None if attempts is None else check_int("attempts", attempts, minimum=1)
+        self.backoff = check_real("backoff", backoff, low=0.0)
+        self.max_delay = check_real("max_delay", max_delay, low=0.0)
+        self.sleep = sleep
         self._client = httpx.Client(base_url=url, timeout=timeout, transport=transport)
 
     def close(self) -> None:
@@ -176,90 +228,158 @@ class SensorNode:
                 "window": entry.window, "report_id": entry.report_id, "value": entry.value, "mac": entry.mac}
 
     def deliver(self, entry: LedgerEntry) -> Delivery:
-        """Send a recorded release until the collector answers (bounded retries), and note an acknowledgement."""
-        delay = self.backoff
-        last = "no attempt"
-        for attempt in range(self.attempts):
-            if attempt:
-                time.sleep(delay)
-                delay = min(2 * delay, 5.0)
-            try:
-                resp = self._client.post("/api/v1/reports", json=self.report_body(entry))
-            except httpx.TransportError as exc:
-                last = f"{type(exc).__name__}: {exc}"
-                continue
-            if resp.status_code in _RETRY_STATUS:
-                last = f"HTTP {resp.status_code}"
-                retry_after = resp.headers.get("Retry-After", "")
-                delay = max(delay, float(retry_after)) if retry_after.isdigit() else delay
-                continue
+        """Send a recorded release until the collector answers (class docstring), and note an acknowledgement.
+
+        Raises
+        ------
+        DeliveryError
+            After ``attempts`` failed attempts (the release stays pending in the ledger).
+        """
+        delay, tries = min(self.backoff, self.max_delay), 0
+        while True:
+            answer = self._attempt(entry)
+            if isinstance(answer, Delivery):
+                return answer
+            last, retry_after = answer
+            tries += 1
+            if self.attempts is not None and tries >= self.attempts:
+                raise DeliveryError(f"sensor {self.sensor}: report for window {entry.window} not delivered after "
+                                    f"{self.attempts} attempts ({last}); it stays in the ledger and is resent by "
+                                    "flush()")
+            if tries == 1 or tries % 10 == 0:
+                log.warning("sensor %d: report for window %d not delivered (%s, attempt %d); retrying with backoff",
+                            self.sensor, entry.window, last, tries)
+            self.sleep(max(retry_after, random.uniform(delay / 2, delay)))
+            delay = min(2 * delay, self.max_delay)
+
+    def _attempt(self, entry: LedgerEntry) -> Delivery | tuple[str, float]:
+        """One sending attempt: the collector's answer, or (what failed, the Retry-After in seconds) to retry."""
+        try:
+            resp = self._client.post("/api/v1/reports", json=self.report_body(entry))
+        except httpx.TransportError as exc:
+            return f"{type(exc).__name__}: {exc}", 0.0
+        if resp.status_code in _RETRY_STATUS:
+            retry_after = resp.headers.get("Retry-After", "")
+            return f"HTTP {resp.status_code}", min(float(retry_after), self.max_delay) if retry_after.isdigit() else 0.0
+        try:
             body = resp.json() if resp.headers.get("content-type", "").startswith("application/json") else {}
-            if resp.status_code in (200, 201):
-                self.ledger.acknowledge(entry.window)
-                outcome = "stored" if resp.status_code == 201 else "duplicate"
-            else:
-                outcome = "rejected"
-            return Delivery(entry.window, entry.report_id, outcome, resp.status_code, body)
-        raise DeliveryError(f"sensor {self.sensor}: report for window {entry.window} not delivered after "
-                            f"{self.attempts} attempts ({last}); it stays in the ledger and is resent by flush()")
+        except ValueError:
+            body = {}
+        body = body if isinstance(body, dict) else {}
+        if resp.status_code in (200, 201):
+            self.ledger.acknowledge(entry.window)
+            return Delivery(entry.window, entry.report_id, "stored" if resp.status_code == 201 else "duplicate",
+                            resp.status_code, body)
+        return Delivery(entry.window, entry.report_id, "rejected", resp.status_code, body)
+
+    def _check_refusal(self, delivery: Delivery) -> None:
+        """Raise :class:`NodeRefusedError` for an answer no resend can change (module docstring)."""
+        code = delivery.body.get("error")
+        if delivery.outcome == "rejected" and (delivery.http_status in _STOP_STATUS or code in _STOP_CODES):
+            message = str(delivery.body.get("message", "")) or "no explanation given"
+            raise NodeRefusedError(
+                f"the collector refused sensor {self.sensor}'s report for window {delivery.window}: HTTP "
+                f"{delivery.http_status} {code or ''} ({message}); check the credential file, --deployment and "
+                "--url (the base URL of the collector); stopping")
 
     def submit(self, value: float, *, window: int | None = None) -> Delivery:
         """:meth:`release` then :meth:`deliver`."""
         return self.deliver(self.release(value, window=window))
 
     def flush(self) -> list[Delivery]:
-        """Resend every release not yet acknowledged (unchanged)."""
-        return [self.deliver(e) for e in self.ledger.pending()]
+        """Resend every release not yet acknowledged (unchanged).
 
-    def run(self, readings: Iterable[float] | Callable[[], float], *, windows: int | None = None,
-            on_delivery: Callable[[Delivery], None] | None = None) -> int:
-        """Send readings as they come, at most one per window (later ones in the same window are skipped).
-
-        ``readings`` is an iterable (stdin, a CSV tail) or a callback called once per window. Stops at
-        the end of the iterable or after ``windows`` windows; returns the number of releases sent.
+        Raises
+        ------
+        NodeRefusedError
+            The collector refuses this node's reports for good (wrong key, URL, deployment; retired or
+            flagged credential).
         """
-        source: Iterator[float] = iter(readings, None) if callable(readings) else iter(readings)
+        out = []
+        for entry in self.ledger.pending():
+            out.append(self.deliver(entry))
+            self._check_refusal(out[-1])
+        return out
+
+    def run(self, readings: Iterable[float | Reading] | Callable[[], float], *, windows: int | None = None,
+            on_delivery: Callable[[Delivery], None] | None = None,
+            on_skip: Callable[[str], None] | None = None) -> int:
+        """Send readings as they come, at most one per window; every reading not sent is reported to ``on_skip``.
+
+        ``readings`` is an iterable (stdin, a CSV tail: floats or :class:`Reading`) or a callback called
+        once per window. Stops at the end of the iterable or after ``windows`` windows; returns the number
+        of releases sent. A reading that is not a finite number, a second reading for a window and one the
+        node refuses (budget, range) are skipped with a notice ``"line 2: window 17 already has a reading;
+        skipped"``, and the node goes on.
+
+        Raises
+        ------
+        NodeRefusedError
+            The collector refuses this node's reports for good (wrong key, URL, deployment; retired or
+            flagged credential).
+        """
+        source: Iterator[float | Reading] = iter(readings, None) if callable(readings) else iter(readings)
         sent = 0
         first = self.deployment.window_at(self.clock())
-        for value in source:
+        for k, item in enumerate(source, start=1):
+            reading = item if isinstance(item, Reading) else Reading(float(item), f"reading {k}")
             w = self.deployment.window_at(self.clock())
             if windows is not None and w >= first + windows:
                 break
-            if self.ledger.entry(w) is None:
-                delivery = self.submit(value, window=w)
-                sent += 1
-                if on_delivery is not None:
-                    on_delivery(delivery)
+            problem = reading.problem
+            if problem is None and not math.isfinite(reading.value):
+                problem = f"reading {reading.value!r} is not a finite number"
+            if problem is None and self.ledger.entry(w) is not None:
+                problem = f"window {w} already has a reading"
+            if problem is None:
+                try:
+                    entry = self.release(reading.value, window=w)
+                except DpcloakError as exc:
+                    problem = str(exc)
+                else:
+                    delivery = self.deliver(entry)
+                    sent += 1
+                    if on_delivery is not None:
+                        on_delivery(delivery)
+                    self._check_refusal(delivery)
+            if problem is not None:
+                log.info("sensor %d, %s: %s; skipped", self.sensor, reading.where, problem)
+                if on_skip is not None:
+                    on_skip(f"{reading.where}: {problem}; skipped")
             if callable(readings):
-                time.sleep(max(0.0, self.deployment.window_end(w) - self.clock()))
+                self.sleep(max(0.0, self.deployment.window_end(w) - self.clock()))
         return sent
 
 
-def read_values(stream: Iterable[str], *, column: int = -1, header: bool = True) -> Iterator[float]:
+def read_values(stream: Iterable[str], *, column: int = -1, header: bool = True,
+                first_line: int = 1) -> Iterator[Reading]:
     """Readings from a text stream: one per line, the last comma-separated field (a header line is skipped).
+
+    A line whose field is not a number gives a :class:`Reading` with a ``problem`` (the node skips it
+    and says so); blank lines are ignored.
 
     Examples
     --------
-    >>> list(read_values(["time,count", "10:00,3", "10:01,4.5"]))
+    >>> [r.value for r in read_values(["time,count", "10:00,3", "10:01,4.5"])]
     [3.0, 4.5]
-    >>> list(read_values(["7", "8"], header=False))
-    [7.0, 8.0]
+    >>> [(r.where, r.problem) for r in read_values(["7", "x"], header=False)]
+    [('line 1', None), ('line 2', "reading must be a number, got 'x'")]
     """
-    for lineno, line in enumerate(stream, start=1):
+    for lineno, line in enumerate(stream, start=first_line):
         text = line.strip()
         if not text:
             continue
         field = text.split(",")[column].strip()
         try:
-            yield float(field)
+            yield Reading(float(field), f"line {lineno}")
         except ValueError:
-            if header and lineno == 1:
+            if header and lineno == first_line:
                 continue  # header
-            raise InvalidParameterError(f"line {lineno}: reading must be a number, got {field!r}") from None
+            yield Reading(math.nan, f"line {lineno}", f"reading must be a number, got {field!r}")
 
 
 def tail_csv(path: Path, *, column: int = -1, follow: bool = False, poll: float = 0.5,
-             stop: Callable[[], bool] | None = None) -> Iterator[float]:
+             stop: Callable[[], bool] | None = None) -> Iterator[Reading]:
     """Readings appended to a CSV file; with ``follow`` keep waiting for new lines until ``stop()`` is true.
 
     Examples
@@ -270,14 +390,21 @@ def tail_csv(path: Path, *, column: int = -1, follow: bool = False, poll: float 
     >>> directory = Path(tmp.name)
     >>> path = directory / "counts.csv"
     >>> _ = path.write_text("time,count\\n10:00,3\\n10:01,4\\n")
-    >>> list(tail_csv(path))
-    [3.0, 4.0]
+    >>> [(r.where, r.value) for r in tail_csv(path)]
+    [('line 2', 3.0), ('line 3', 4.0)]
     >>> tmp.cleanup()
     """
     with Path(path).open() as fh:
-        header = True
+        header, count = True, 0
+
+        def lines() -> Iterator[str]:
+            nonlocal count
+            for line in iter(fh.readline, ""):
+                count += 1
+                yield line
+
         while True:
-            yield from read_values(iter(fh.readline, ""), column=column, header=header)
+            yield from read_values(lines(), column=column, header=header, first_line=count + 1)
             header = False
             if not follow or (stop is not None and stop()):
                 return
