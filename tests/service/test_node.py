@@ -174,7 +174,7 @@ def test_a_node_survives_a_60_s_collector_outage_and_delivers_everything_after(s
         received.append(json.loads(request.content))
         return httpx.Response(201, json={"status": "stored"})
 
-    node = SensorNode(deployment=load_deployment(small), credential=load_credential(small / "sensors" / "sensor-0.json"),
+    node = SensorNode(deployment=load_deployment(small), credential=load_credential(small / "sensors/sensor-0.json"),
                       ledger=small / "ledger-0.db", url="http://127.0.0.1:9", attempts=None, backoff=0.5,
                       max_delay=8.0, clock=fake.clock, sleep=fake.sleep, transport=httpx.MockTransport(collector))
     entries = [node.release(float(w), window=w) for w in range(3)]
@@ -200,7 +200,7 @@ def test_unusable_readings_are_skipped_with_a_reason_and_the_node_goes_on(small:
     the node or vanish silently. Oracle: the readings' own line numbers and windows, counted here."""
     fake = FakeTime(load_deployment(small).start + 0.5)
     script = Script([])
-    node = SensorNode(deployment=load_deployment(small), credential=load_credential(small / "sensors" / "sensor-0.json"),
+    node = SensorNode(deployment=load_deployment(small), credential=load_credential(small / "sensors/sensor-0.json"),
                       ledger=small / "ledger-0.db", url="http://127.0.0.1:9", clock=fake.clock, sleep=fake.sleep,
                       transport=httpx.MockTransport(script))
     window = load_deployment(small).window_seconds
@@ -233,7 +233,7 @@ def test_a_refusal_no_resend_can_change_stops_the_node(small: Path, status: int,
     def collector(request: httpx.Request) -> httpx.Response:
         return httpx.Response(status, json=body)
 
-    node = SensorNode(deployment=load_deployment(small), credential=load_credential(small / "sensors" / "sensor-0.json"),
+    node = SensorNode(deployment=load_deployment(small), credential=load_credential(small / "sensors/sensor-0.json"),
                       ledger=small / "ledger-0.db", url="http://127.0.0.1:9", transport=httpx.MockTransport(collector))
     with pytest.raises(NodeRefusedError, match=f"HTTP {status}.*check the credential file"):
         node.run(iter([1.0, 2.0, 3.0]))
