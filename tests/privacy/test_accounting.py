@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 import multiprocessing
 import tracemalloc
+from fractions import Fraction
 
 import dp_accounting
 import mpmath
@@ -135,7 +136,8 @@ def test_discrete_gaussian_composes_as_zcdp() -> None:
     dg = DiscreteGaussianMechanism(epsilon=1.0, delta=1e-5, sensitivity=1.0)
     rho = 0.5 / dg.noise_multiplier**2
     one = privacy_spent(dg, readings=1, delta=1e-5)
-    assert one.epsilon <= 1.0 and "rho_total = k*rho" in one.method  # the calibration target holds
+    assert one.epsilon <= 1.0 and "rho_total = sum rho_i" in one.method  # the calibration target holds
+    assert one.epsilon >= 1.0 - 1e-8  # and is what the accountant states for one release: one epsilon
     for k in (4, 1000):
         closed = composed_epsilon(dg, readings=k, delta=1e-5)
         assert closed == pytest.approx(_zcdp_oracle(k * rho, 1e-5), rel=1e-12)
@@ -160,16 +162,24 @@ def test_laplace_composes_to_k_epsilon() -> None:
 @pytest.mark.parametrize("eps", [0.25, 0.1, 0.3, 1 / 3, 0.7, 2.5, 1e-3])
 @pytest.mark.parametrize("k", [1, 2, 3, 4, 7, 10, 1000, 10**9])
 def test_pure_composition_is_the_smallest_float_not_below_k_epsilon(eps: float, k: int) -> None:
-    """Oracle: exact rational k·ε of the float ε. A stated total never rounds below it, and never
-    refuses a budget the exact total meets (4 × 0.25 = 1 exactly fits a budget of 1)."""
+    """Oracle: exact rational k·Δ/b of the scale b actually sampled (≤ k·ε of the float ε). A stated total never
+    rounds below it, and never refuses a budget the exact total meets (4 × 0.25 = 1 exactly fits a budget of 1)."""
     from fractions import Fraction
 
-    exact = k * Fraction(eps)
-    stated = composed_epsilon(LaplaceMechanism(epsilon=eps, sensitivity=1.0), readings=k, delta=0.0)
+    mech = LaplaceMechanism(epsilon=eps, sensitivity=1.0)
+    exact = k / Fraction(mech.scale)
+    assert exact <= k * Fraction(eps)
+    stated = composed_epsilon(mech, readings=k, delta=0.0)
     assert Fraction(stated) >= exact
     assert Fraction(math.nextafter(stated, -math.inf)) < exact
-    fits = ReadingAccountant(mechanism=LaplaceMechanism(epsilon=eps, sensitivity=1.0), epsilon_budget=float(exact))
-    assert fits.remaining() == (k if Fraction(float(exact)) >= exact else k - 1)
+    budget = float(k * Fraction(eps))
+
+    def stated_after(n: int) -> float:  # the smallest double not below n·Δ/b
+        x = n / Fraction(mech.scale)
+        return float(x) if Fraction(float(x)) >= x else math.nextafter(float(x), math.inf)
+
+    fits = ReadingAccountant(mechanism=mech, epsilon_budget=budget)
+    assert fits.remaining() == max(n for n in (k - 1, k, k + 1) if stated_after(n) <= budget) >= k - 1
 
 
 def test_huge_counts_do_not_allocate() -> None:
@@ -351,3 +361,102 @@ def test_split_epsilon_parts_sum_exactly_to_at_most_epsilon() -> None:
             assert p == pytest.approx(eps * w / sum(weights), rel=1e-12, abs=1e-300)
     with pytest.raises(InvalidParameterError, match="weights"):
         split_epsilon(1.0, [0.0, 0.0])
+
+
+# --- issue 28 "one privacy core": release events and the one accountant ---------------------------------------------
+
+
+def test_one_release_reports_one_epsilon() -> None:
+    """The accountant's ε for one event at the mechanism's δ is the mechanism's own ε (was 0.99993 against 1.0).
+
+    Oracle: the calibration target itself, and the zCDP optimum by mpmath from the exact rational σ².
+    """
+    from dpcloak.privacy.accounting import compose, release_event
+
+    for eps, delta, sens in ((1.0, 1e-6, 1.0), (0.3, 1e-5, 2.5), (4.0, 1e-9, 0.7)):
+        mech = DiscreteGaussianMechanism(epsilon=eps, delta=delta, sensitivity=sens)
+        one = compose([release_event(mech)], delta=delta).epsilon
+        assert eps * (1 - 1e-8) <= one <= eps == mech.guarantee().epsilon
+        rho = Fraction(mech.grid_sensitivity) ** 2 / (2 * mech.sigma2)
+        assert float(_zcdp_exact(float(rho), delta)) == pytest.approx(one, rel=1e-12)
+    for mech in (GaussianMechanism(epsilon=0.8, delta=1e-5, sensitivity=1.0), LaplaceMechanism(epsilon=0.8,
+                                                                                                sensitivity=1.0)):
+        one = compose([release_event(mech)], delta=mech.guarantee().delta).epsilon
+        assert one == pytest.approx(0.8, rel=1e-12)  # the Gaussian profile's inverse is found to a few ulps
+
+
+def test_heterogeneous_gaussian_events_compose_exactly() -> None:
+    """Gaussians with different σ and Δ: one Gaussian with μ = √Σμ_i² (oracle: Balle & Wang's profile in mpmath)."""
+    from dpcloak.privacy.accounting import GaussianEvent, compose
+
+    events = [(GaussianEvent(sensitivity=1.0, scale=3.0), 5), (GaussianEvent(sensitivity=0.5, scale=1.0), 2),
+              (GaussianEvent(sensitivity=2.0, scale=9.0, sensors=(0, 3), window=7), 1)]
+    mu = math.sqrt(5 / 9 + 2 * 0.25 + 4 / 81)
+    got = compose(events, delta=1e-6)
+    with mpmath.workdps(40):
+        m = mpmath.mpf(mu)
+
+        def delta_of(e: mpmath.mpf) -> mpmath.mpf:
+            return mpmath.ncdf(m / 2 - e / m) - mpmath.exp(e) * mpmath.ncdf(-m / 2 - e / m)
+
+        assert delta_of(mpmath.mpf(got.epsilon)) <= 1e-6 < delta_of(mpmath.mpf(got.epsilon) * (1 - 1e-9))
+    pld = PLDAccountant()
+    for event, n in events:
+        pld.compose(event.dp_accounting_event(), n)
+    assert got.epsilon == pytest.approx(pld.get_epsilon(1e-6), rel=1e-3) and got.readings == 8
+
+
+def test_mixed_events_take_the_better_of_two_valid_bounds() -> None:
+    """Laplace + discrete Gaussian: ≤ both zCDP-of-everything and pure-sum + zCDP-of-the-rest (mpmath oracles)."""
+    from dpcloak.privacy.accounting import DiscreteGaussianEvent, LaplaceEvent, compose
+
+    lap, dg = LaplaceEvent(sensitivity=1.0, scale=20.0), DiscreteGaussianEvent(sensitivity=4.0, scale=40.0)
+    for n_lap, n_dg in ((1, 1), (10, 3), (200, 50), (3, 400)):
+        got = compose([(lap, n_lap), (dg, n_dg)], delta=1e-6).epsilon
+        rho_dg, eps_lap = n_dg * 16 / (2 * 1600), n_lap / 20
+        with mpmath.workdps(60):
+            all_zcdp = _zcdp_exact(rho_dg + n_lap * (1 / 20) ** 2 / 2, 1e-6)
+            basic = eps_lap + _zcdp_exact(rho_dg, 1e-6)
+            best = min(all_zcdp, basic)
+            assert best <= mpmath.mpf(got) <= best * (1 + mpmath.mpf(10) ** -10)
+        rdp = RdpAccountant()
+        rdp.compose(dp_accounting.ZCDpEvent(rho_dg + n_lap / 800))
+        assert got <= rdp.get_epsilon(1e-6) * (1 + 1e-12)  # dp_accounting's RDP on the same zCDP
+
+
+def test_a_new_mechanism_needs_no_change_to_the_accountant() -> None:
+    """No type switch: an event family defined here (pure ε by its own method) is composed like the built-in ones."""
+    from dataclasses import dataclass
+
+    from dpcloak.privacy.accounting import ReleaseEvent, compose, release_event
+
+    @dataclass(frozen=True)
+    class RandomisedResponseEvent(ReleaseEvent):
+        kind = "randomised-response"
+
+        def pure_epsilon(self) -> Fraction:  # ε = log((1 − p)/p) taken here as the rational scale
+            return Fraction(self.scale)
+
+    class Privatizer:
+        mechanism = type("Inner", (), {"release_event": lambda self: RandomisedResponseEvent(1.0, Fraction(1, 4))})()
+
+    event = release_event(Privatizer())
+    assert compose([(event, 4)], delta=0.0).epsilon == 1.0
+    assert hash(event) == hash(RandomisedResponseEvent(1.0, Fraction(1, 4)))
+    with pytest.raises(AttributeError):
+        event.scale = 2.0  # type: ignore[misc]
+    with pytest.raises(InvalidParameterError, match="no \\(epsilon, delta\\) accounting"):
+        release_event(object())
+
+
+def test_accounting_module_has_no_type_switch() -> None:
+    """The accountant dispatches on event methods: no isinstance over mechanism or event classes in accounting.py."""
+    import ast
+    import inspect
+
+    import dpcloak.privacy.accounting as accounting
+
+    tree = ast.parse(inspect.getsource(accounting))
+    checked = [ast.unparse(node.args[1]) for node in ast.walk(tree)
+               if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "isinstance"]
+    assert set(checked) <= {"Fraction", "tuple", "ReleaseEvent"}  # input validation only

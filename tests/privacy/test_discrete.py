@@ -23,7 +23,6 @@ from dpcloak.privacy import DiscreteGaussianMechanism, DiscreteLaplaceMechanism,
 from dpcloak.privacy.discrete import (
     bernoulli_exp,
     discrete_gaussian_noise,
-    gaussian_rdp_epsilon,
     generator_randbelow,
     sample_discrete_gaussian,
     sample_discrete_laplace,
@@ -101,8 +100,16 @@ def test_discrete_gaussian_calibration_tight_and_rechecked() -> None:
         bound = mp.mpf(ratio.numerator) / ratio.denominator + mp.sqrt(50)
         exact = mp.sqrt(mp.floor(bound**2))
     assert exact <= mech.grid_sensitivity <= exact * (1 + 2**-51)
-    assert gaussian_rdp_epsilon(noise_multiplier=mech.noise_multiplier, delta=1e-5) <= 1.0
-    assert gaussian_rdp_epsilon(noise_multiplier=0.99 * mech.noise_multiplier, delta=1e-5) > 1.0
+    # oracle: zCDP with rho = (Δ/σ)²/2 from the exact rational σ², converted at the optimum order by mpmath
+    rho = Fraction(mech.grid_sensitivity) ** 2 / (2 * mech.sigma2)
+    with mp.workdps(60):
+        def loss(a: object, r: object) -> object:
+            return a * r + mp.log(1 - 1 / a) + (mp.log(1e5) - mp.log(a)) / (a - 1)
+        for scale, side in ((1, "le"), (Fraction(99, 100) ** 2, "gt")):
+            r = mp.mpf((rho / scale).numerator) / (rho / scale).denominator
+            best = mp.findroot(lambda a, r=r: r * (a - 1) ** 2 + mp.log(a) - mp.log(1e5), 1 + mp.sqrt(mp.log(1e5) / r))
+            value = loss(best, r)
+            assert (value <= 1.0) if side == "le" else (value > 1.0)
     assert isinstance(mech.sigma2, Fraction) and isinstance(mech, Mechanism)
     with pytest.raises(AttributeError, match="immutable"):
         mech.sigma2 = Fraction(1)

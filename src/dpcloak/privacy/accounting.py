@@ -5,6 +5,37 @@ spends privacy. The composition of k releases of one mechanism is computed here 
 (``accountant="closed"``, the default: microseconds per query, constant memory for any k) or by
 ``dp_accounting`` (``"pld"``: privacy-loss distributions, ``"rdp"``: Rényi DP) for comparison.
 
+Release events: the one privacy core
+------------------------------------
+Every mechanism describes one release as an immutable :class:`ReleaseEvent` (its
+``release_event()`` method): the noise family (the subclass), the sensitivity and noise scale
+actually sampled, the dimension and optionally which sensors and which window. :func:`compose`
+is the one accountant: it adds the events' parameters in exact rational arithmetic and converts
+once, rounded outward; it dispatches only on the events' methods (``gdp_mu2``, ``zcdp_rho``,
+``pure_epsilon``), never on types, so a new mechanism needs no change here. Describing one:
+
+>>> from dataclasses import dataclass, fields
+>>> from fractions import Fraction
+>>> @dataclass(frozen=True)
+... class SkellamEvent(ReleaseEvent):  # Skellam noise of variance scale² is (Δ²/(2 scale²))-zCDP to first order
+...     kind = "skellam"
+...     def zcdp_rho(self) -> Fraction:
+...         return Fraction(self.sensitivity) ** 2 / (2 * Fraction(self.scale) ** 2)
+>>> class SkellamMechanism:
+...     def release_event(self) -> SkellamEvent:
+...         return SkellamEvent(sensitivity=1.0, scale=20.0, dimension=8)
+>>> spent = compose([(release_event(SkellamMechanism()), 100)], delta=1e-6)
+>>> spent.readings, round(spent.epsilon, 4) == round(zcdp_epsilon(rho=100 / 800, delta=1e-6), 4)
+(100, True)
+
+**One ε per release.** A mechanism calibrated to (ε, δ) states exactly that pair for one
+release, and the accountant states the same ε for that one event at that δ (the discrete
+Gaussian is calibrated with the accountant's own zCDP conversion, so both are one number, up to
+the calibration's 2⁻³⁰ step). A stated total is at the *budget's* δ: the same single release of
+a mechanism calibrated to (1.0, 1e-6) is also (0.884, 1e-5) — another point of the same privacy
+profile, not a second opinion. Both are right; the per-release pair is the calibration target,
+totals over many releases are stated at the budget's δ.
+
 Closed forms (``accountant="closed"``)
 --------------------------------------
 * **Gaussian** (:class:`~dpcloak.privacy.GaussianMechanism`, σ, ℓ2 sensitivity Δ): k independent
@@ -59,20 +90,26 @@ bounded by the same k-fold numbers (post-processing).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, fields
 from fractions import Fraction
 from os import PathLike
-from typing import Any
+from typing import Any, ClassVar
 
 from dpcloak._validation import check_choice, check_int, check_probability, check_real
 from dpcloak.errors import BudgetExceededError, InvalidParameterError
-from dpcloak.privacy.discrete import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
 from dpcloak.privacy.ledger import BudgetLedger
-from dpcloak.privacy.mechanisms import GaussianMechanism, LaplaceMechanism, gaussian_epsilon
+from dpcloak.privacy.mechanisms import gaussian_epsilon
 
 __all__ = [
     "ACCOUNTANTS",
+    "ReleaseEvent",
+    "GaussianEvent",
+    "DiscreteGaussianEvent",
+    "LaplaceEvent",
+    "DiscreteLaplaceEvent",
+    "compose",
+    "release_event",
     "PLD_MAX_SELF_COMPOSITIONS",
     "PrivacySpent",
     "PrivacyReport",
@@ -91,7 +128,6 @@ __all__ = [
 
 ACCOUNTANTS = ("closed", "pld", "rdp")
 PLD_MAX_SELF_COMPOSITIONS = 1000
-_ACCOUNTED = (GaussianMechanism, LaplaceMechanism, DiscreteGaussianMechanism, DiscreteLaplaceMechanism)
 
 
 @dataclass(frozen=True)
@@ -158,27 +194,13 @@ class PrivacyReport:
     event: PrivacySpent
 
 
-def _unwrap(mechanism: Any) -> Any:
-    """The mechanism inside a privatizer (anything with a ``mechanism`` attribute), else itself."""
-    while not isinstance(mechanism, _ACCOUNTED) and hasattr(mechanism, "mechanism"):
-        mechanism = mechanism.mechanism
-    return mechanism
-
-
-def _unsupported(mechanism: Any) -> InvalidParameterError:
-    return InvalidParameterError(
-        f"mechanism {type(mechanism).__name__} has no (epsilon, delta) accounting; supported: GaussianMechanism, "
-        "LaplaceMechanism, DiscreteGaussianMechanism, DiscreteLaplaceMechanism (or a privatizer wrapping one)"
-    )
-
-
 def dp_event(mechanism: Any) -> Any:
     """The ``dp_accounting`` event of one release of ``mechanism`` (sensitivity normalised to 1).
 
     Gaussian → ``GaussianDpEvent(σ/Δ2)``; Laplace → ``LaplaceDpEvent(b/Δ1)``; discrete Gaussian →
     ``ZCDpEvent(ρ = (Δ_grid/σ_grid)²/2)`` (Canonne–Kamath–Steinke Thm 14; RDP accountant only);
-    discrete Laplace → ``DiscreteLaplaceDpEvent(1/b, Δ_grid)``. Privatizers are unwrapped to their
-    mechanism.
+    discrete Laplace → ``DiscreteLaplaceDpEvent(1/b, Δ_grid)``: each :class:`ReleaseEvent`'s
+    ``dp_accounting_event()``. Privatizers are unwrapped to their mechanism.
 
     Raises
     ------
@@ -193,18 +215,7 @@ def dp_event(mechanism: Any) -> Any:
     >>> type(dp_event(GaussianMechanism(epsilon=1.0, delta=1e-5, sensitivity=1.0))).__name__
     'GaussianDpEvent'
     """
-    import dp_accounting
-
-    mech = _unwrap(mechanism)
-    if isinstance(mech, GaussianMechanism):
-        return dp_accounting.GaussianDpEvent(mech.sigma / mech.sensitivity)
-    if isinstance(mech, LaplaceMechanism):
-        return dp_accounting.LaplaceDpEvent(mech.scale / mech.sensitivity)
-    if isinstance(mech, DiscreteGaussianMechanism):
-        return dp_accounting.ZCDpEvent(0.5 / mech.noise_multiplier**2)
-    if isinstance(mech, DiscreteLaplaceMechanism):
-        return dp_accounting.dp_event.DiscreteLaplaceDpEvent(float(1 / mech.scale), mech.grid_sensitivity)
-    raise _unsupported(mechanism)
+    return release_event(mechanism).dp_accounting_event()
 
 
 def zcdp_epsilon(*, rho: float, delta: float) -> float:
@@ -353,54 +364,241 @@ def distinct_digits(spent: float, budget: float) -> tuple[str, str]:
     return repr(spent), repr(budget)
 
 
+# --- the one privacy core: release events and their exact composition ---------------------------------------------
+
+
 @dataclass(frozen=True)
-class _ClosedForm:
-    """The per-release parameter of a closed-form composition: μ = Δ/σ, ρ, or ε."""
+class ReleaseEvent:
+    """One release, described by what was sampled: an immutable, hashable record the accountant composes.
 
-    kind: str
-    sigma: float = 1.0
-    sensitivity: float = 1.0
-    value: float = 0.0
+    Subclasses name the noise family and answer, in exact rational arithmetic, the privacy parameters
+    their closed forms need: :meth:`gdp_mu2` (μ² of μ-GDP, Gaussian noise), :meth:`zcdp_rho` (ρ-zCDP)
+    and :meth:`pure_epsilon` (ε-DP, δ = 0). :func:`compose` dispatches on these methods only.
 
-    def epsilon(self, k: int, delta: float) -> float:
-        if k == 0:
-            return 0.0
-        if self.kind == "gaussian":
-            if delta == 0.0:
-                return math.inf
-            sens = math.nextafter(math.sqrt(k) * self.sensitivity, math.inf)
-            return gaussian_epsilon(delta=delta, sigma=self.sigma, sensitivity=sens)
-        if self.kind == "zcdp":
-            return _zcdp_epsilon(k * self.value, delta)
-        return _float_at_least(k * Fraction(self.value))
+    Attributes
+    ----------
+    sensitivity : float
+        The sensitivity of the released vector in the units of ``scale`` (grid steps for the exact
+        integer samplers), in the family's norm (ℓ2 for Gaussians, ℓ1 for Laplace).
+    scale : float or Fraction
+        The noise scale actually sampled: σ (Gaussians) or b (Laplace); exact for the integer samplers.
+    dimension : int
+        Coordinates released together (the vector's length).
+    sensors : tuple of int, optional
+        Which sensors (coordinates) took part, when a release covers only some of them.
+    window : int, optional
+        The time window released, when the release belongs to one.
+    """
 
-    @property
-    def method(self) -> str:
-        return {
-            "gaussian": "closed form: k Gaussian releases = one Gaussian with sensitivity sqrt(k)*Delta, exact "
-                        "profile (Balle & Wang 2018 Thm 8; Dong, Roth & Su 2022 Cor. 3.3)",
-            "zcdp": "closed form: zCDP adds up, rho_total = k*rho (Bun & Steinke 2016 Lemma 2.3; CKS 2020 Thm 14), "
-                    "converted by CKS 2020 Prop. 12 at the optimal Renyi order",
-            "pure": "closed form: basic composition k*epsilon of pure epsilon-DP (Dwork & Roth 2014 Thm 3.16)",
-        }[self.kind]
+    sensitivity: float
+    scale: float | Fraction
+    dimension: int = 1
+    sensors: tuple[int, ...] | None = None
+    window: int | None = None
+
+    #: The noise family's name (``key`` and the ``method`` texts use it).
+    kind: ClassVar[str] = "release"
+
+    def __post_init__(self) -> None:
+        check_real("sensitivity", self.sensitivity, low=0.0)
+        if not (isinstance(self.scale, Fraction) and self.scale > 0):
+            check_real("scale", float(self.scale), low=0.0)
+        check_int("dimension", self.dimension, minimum=1)
+        if self.sensors is not None:
+            object.__setattr__(self, "sensors", tuple(check_int("sensor", s, minimum=0) for s in self.sensors))
+        if self.window is not None:
+            check_int("window", self.window, minimum=0)
+
+    def gdp_mu2(self) -> Fraction | None:
+        """μ² when the release is μ-GDP (Gaussian noise), else ``None``."""
+        return None
+
+    def pure_epsilon(self) -> Fraction | None:
+        """The exact ε when the release is ε-DP with δ = 0, else ``None``."""
+        return None
+
+    def zcdp_rho(self) -> Fraction:
+        """ρ of ρ-zCDP: μ²/2 for μ-GDP, ε²/2 for pure ε-DP (Bun & Steinke 2016, Prop. 1.4)."""
+        mu2, eps = self.gdp_mu2(), self.pure_epsilon()
+        if mu2 is not None:
+            return mu2 / 2
+        if eps is not None:
+            return eps * eps / 2
+        raise NotImplementedError(f"{type(self).__name__} must define gdp_mu2, pure_epsilon or zcdp_rho")
+
+    def dp_accounting_event(self) -> Any:
+        """The equivalent ``dp_accounting`` event (for cross-checks; sensitivity normalised to 1)."""
+        import dp_accounting
+
+        return self._dp_accounting(dp_accounting)
+
+    def _dp_accounting(self, dpa: Any) -> Any:
+        raise NotImplementedError(f"{type(self).__name__} has no dp_accounting equivalent")
 
     @property
     def key(self) -> str:
-        """Canonical text of the parameters (bound into a ledger file)."""
-        if self.kind == "gaussian":
-            return f"gaussian sigma={self.sigma!r} sensitivity={self.sensitivity!r}"
-        return f"{self.kind} {'rho' if self.kind == 'zcdp' else 'epsilon'}={self.value!r}"
+        """Canonical text of the event (bound into a ledger's configuration): its family and every field."""
+        return f"{self.kind} " + " ".join(f"{f.name}={getattr(self, f.name)!r}" for f in fields(self))
 
 
-def _closed_form(mechanism: Any) -> _ClosedForm:
-    mech = _unwrap(mechanism)
-    if isinstance(mech, GaussianMechanism):
-        return _ClosedForm("gaussian", sigma=mech.sigma, sensitivity=mech.sensitivity)
-    if isinstance(mech, DiscreteGaussianMechanism):
-        return _ClosedForm("zcdp", value=0.5 / mech.noise_multiplier**2)
-    if isinstance(mech, LaplaceMechanism | DiscreteLaplaceMechanism):
-        return _ClosedForm("pure", value=mech.epsilon)  # calibration re-checks Δ/b <= epsilon
-    raise _unsupported(mechanism)
+@dataclass(frozen=True)
+class GaussianEvent(ReleaseEvent):
+    """Continuous Gaussian noise N(0, σ²) per coordinate, ℓ2 sensitivity Δ: μ-GDP with μ = Δ/σ."""
+
+    kind: ClassVar[str] = "gaussian"
+
+    def gdp_mu2(self) -> Fraction:
+        return (Fraction(self.sensitivity) / Fraction(self.scale)) ** 2
+
+    def _dp_accounting(self, dpa: Any) -> Any:
+        return dpa.GaussianDpEvent(float(self.scale) / self.sensitivity)
+
+
+@dataclass(frozen=True)
+class DiscreteGaussianEvent(ReleaseEvent):
+    """Exact discrete Gaussian noise of σ = ``scale`` grid steps; ``sigma2``, when given, is σ² exactly.
+
+    ½(Δ/σ)²-zCDP (Canonne, Kamath & Steinke 2020, Theorem 14), Δ the ℓ2 grid sensitivity.
+    """
+
+    sigma2: Fraction | None = None
+    kind: ClassVar[str] = "discrete-gaussian"
+
+    def zcdp_rho(self) -> Fraction:
+        var = Fraction(self.scale) ** 2 if self.sigma2 is None else Fraction(self.sigma2)
+        return Fraction(self.sensitivity) ** 2 / (2 * var)
+
+    def _dp_accounting(self, dpa: Any) -> Any:
+        return dpa.ZCDpEvent(_float_at_least(self.zcdp_rho()))
+
+
+
+@dataclass(frozen=True)
+class LaplaceEvent(ReleaseEvent):
+    """Continuous Laplace noise of scale b per coordinate, ℓ1 sensitivity Δ: ε-DP with ε = Δ/b exactly."""
+
+    kind: ClassVar[str] = "laplace"
+
+    def pure_epsilon(self) -> Fraction:
+        return Fraction(self.sensitivity) / Fraction(self.scale)
+
+    def _dp_accounting(self, dpa: Any) -> Any:
+        return dpa.LaplaceDpEvent(float(self.scale) / self.sensitivity)
+
+
+
+@dataclass(frozen=True)
+class DiscreteLaplaceEvent(LaplaceEvent):
+    """Exact discrete Laplace noise P(y) ∝ e^{−|y|/b} on ℤ (b = ``scale``, rational), integer ℓ1 grid sensitivity."""
+
+    kind: ClassVar[str] = "discrete-laplace"
+
+    def _dp_accounting(self, dpa: Any) -> Any:
+        return dpa.dp_event.DiscreteLaplaceDpEvent(float(1 / Fraction(self.scale)), int(self.sensitivity))
+
+
+def _sqrt_at_least(x: Fraction) -> float:
+    """The smallest double whose square is ≥ ``x`` (x ≥ 0)."""
+    root = math.sqrt(float(x))
+    while Fraction(root) ** 2 < x:
+        root = math.nextafter(root, math.inf)
+    return root
+
+
+def compose(events: Iterable[ReleaseEvent | tuple[ReleaseEvent, int]], *, delta: float) -> PrivacySpent:
+    r"""ε at ``delta`` of all ``events`` together (independent noise), in closed form: the one accountant.
+
+    ``events`` holds :class:`ReleaseEvent` objects or ``(event, count)`` pairs. The parameters are
+    added in exact rational arithmetic and converted once, rounded outward:
+
+    * all pure ε-DP: ``Σ ε_i`` (basic composition, exact at δ = 0), the smallest double not below it;
+    * all Gaussian: μ-GDP composes to ``√(Σ μ_i²)``-GDP exactly (Dong, Roth & Su 2022, Cor. 3.3), whose
+      profile is Balle & Wang's (:func:`~dpcloak.privacy.gaussian_epsilon`) — tight;
+    * otherwise zCDP adds up, ``ρ = Σ ρ_i`` (Bun & Steinke 2016, Lemma 2.3), converted by
+      :func:`zcdp_epsilon`; with pure events among others, also the pure part added to the rest's
+      ε (basic composition), and the smaller of the two valid bounds is reported.
+
+    Examples
+    --------
+    Four Gaussian releases are one Gaussian with twice the sensitivity; a Laplace event adds its ε:
+
+    >>> g, lap = GaussianEvent(sensitivity=1.0, scale=4.0), LaplaceEvent(sensitivity=1.0, scale=10.0)
+    >>> four, double = compose([(g, 4)], delta=1e-5), compose([GaussianEvent(sensitivity=2.0, scale=4.0)], delta=1e-5)
+    >>> four.epsilon == double.epsilon, four.readings
+    (True, 4)
+    >>> compose([(lap, 3)], delta=0.0).epsilon
+    0.30000000000000004
+    >>> mixed = compose([(g, 4), lap], delta=1e-5)
+    >>> mixed.readings, round(mixed.epsilon - compose([(g, 4)], delta=1e-5).epsilon, 9)  # the Laplace ε on top
+    (5, 0.1)
+    """
+    dlt = check_probability("delta", delta, open_low=False)
+    counts: dict[ReleaseEvent, int] = {}
+    for item in events:
+        event, n = item if isinstance(item, tuple) else (item, 1)
+        if not isinstance(event, ReleaseEvent):
+            raise InvalidParameterError(f"events must be ReleaseEvent objects, got {type(event).__name__}")
+        counts[event] = counts.get(event, 0) + check_int("count", n, minimum=0)
+    counts = {e: n for e, n in counts.items() if n}
+    total = sum(counts.values())
+    pure = {e: e.pure_epsilon() for e in counts}
+    pure_sum = sum((n * p for e, n in counts.items() if (p := pure[e]) is not None), Fraction(0))
+    rest = {e: n for e, n in counts.items() if pure[e] is None}
+    if not rest:
+        return PrivacySpent(readings=total, epsilon=_float_at_least(pure_sum), delta=dlt, accountant="closed",
+                            method=_METHODS["pure"])
+    if dlt == 0.0:
+        return PrivacySpent(readings=total, epsilon=math.inf, delta=dlt, accountant="closed",
+                            method="no finite epsilon at delta=0 for Gaussian noise")
+    mu2 = [e.gdp_mu2() for e in rest]
+    if all(m is not None for m in mu2):
+        mu2_sum = sum((n * m for (e, n), m in zip(rest.items(), mu2, strict=True) if m is not None), Fraction(0))
+        rest_eps, method = gaussian_epsilon(delta=dlt, sigma=1.0, sensitivity=_sqrt_at_least(mu2_sum)), "gaussian"
+    else:
+        rho = sum((n * e.zcdp_rho() for e, n in rest.items()), Fraction(0))
+        rest_eps, method = _zcdp_epsilon(_float_at_least(rho), dlt), "zcdp"
+    eps = _float_at_least(pure_sum + Fraction(rest_eps))
+    if pure_sum:
+        rho_all = sum((n * e.zcdp_rho() for e, n in counts.items()), Fraction(0))
+        eps = min(eps, _zcdp_epsilon(_float_at_least(rho_all), dlt))
+        method = "mixed"
+    return PrivacySpent(readings=total, epsilon=eps, delta=dlt, accountant="closed", method=_METHODS[method])
+
+
+_METHODS = {
+    "gaussian": "closed form: Gaussian releases compose to one Gaussian with mu = sqrt(sum mu_i^2) (k equal ones: "
+                "sensitivity sqrt(k)*Delta), exact profile (Balle & Wang 2018 Thm 8; Dong, Roth & Su 2022 Cor. 3.3)",
+    "zcdp": "closed form: zCDP adds up, rho_total = sum rho_i (Bun & Steinke 2016 Lemma 2.3; CKS 2020 Thm 14), "
+            "converted by CKS 2020 Prop. 12 at the optimal Renyi order",
+    "pure": "closed form: basic composition sum epsilon_i of pure epsilon-DP (Dwork & Roth 2014 Thm 3.16)",
+    "mixed": "closed form: the smaller of zCDP over all releases (pure epsilon as epsilon^2/2-zCDP, Bun & Steinke "
+             "2016 Prop. 1.4) and the pure releases' sum added to the rest's epsilon (basic composition)",
+}
+
+
+def release_event(mechanism: Any) -> ReleaseEvent:
+    """The :class:`ReleaseEvent` of one release of ``mechanism`` (its ``release_event()``; privatizers unwrapped).
+
+    An object that neither has ``release_event`` nor wraps (``.mechanism``) one that does is refused
+    with :class:`~dpcloak.errors.InvalidParameterError`: it has no (ε, δ) accounting.
+
+    Examples
+    --------
+    >>> from dpcloak.privacy import LaplaceMechanism
+    >>> release_event(LaplaceMechanism(epsilon=0.5, sensitivity=1.0))
+    LaplaceEvent(sensitivity=1.0, scale=2.0, dimension=1, sensors=None, window=None)
+    """
+    seen = mechanism
+    while not hasattr(seen, "release_event") and hasattr(seen, "mechanism"):
+        seen = seen.mechanism
+    if not hasattr(seen, "release_event"):
+        raise InvalidParameterError(
+            f"mechanism {type(mechanism).__name__} has no (epsilon, delta) accounting: it describes no release "
+            "event (GaussianMechanism, LaplaceMechanism, DiscreteGaussianMechanism and DiscreteLaplaceMechanism "
+            "do, and so does a privatizer wrapping one)"
+        )
+    event: ReleaseEvent = seen.release_event()
+    return event
 
 
 def accountable(mechanism: Any) -> bool:
@@ -414,15 +612,18 @@ def accountable(mechanism: Any) -> bool:
     >>> accountable(LaplaceMechanism(epsilon=1.0, sensitivity=1.0)), accountable(object())
     (True, False)
     """
-    return isinstance(_unwrap(mechanism), _ACCOUNTED)
+    try:
+        release_event(mechanism)
+    except InvalidParameterError:
+        return False
+    return True
 
 
 def _dp_accounting_epsilon(mechanism: Any, k: int, delta: float, kind: str) -> float:
-    import dp_accounting
 
     event = dp_event(mechanism)
     if kind == "pld":
-        if k > PLD_MAX_SELF_COMPOSITIONS and not isinstance(event, dp_accounting.GaussianDpEvent):
+        if k > PLD_MAX_SELF_COMPOSITIONS and release_event(mechanism).gdp_mu2() is None:
             raise InvalidParameterError(
                 f"readings must be <= {PLD_MAX_SELF_COMPOSITIONS} for the pld accountant with "
                 f"{type(event).__name__} (its memory grows with the count: about 1 GB at 10000), got {k}; "
@@ -474,8 +675,7 @@ def privacy_spent(mechanism: Any, *, readings: int, delta: float, accountant: st
     dlt = check_probability("delta", delta, open_low=False)
     kind = check_choice("accountant", accountant, ACCOUNTANTS)
     if kind == "closed":
-        form = _closed_form(mechanism)
-        return PrivacySpent(readings=k, epsilon=form.epsilon(k, dlt), delta=dlt, accountant=kind, method=form.method)
+        return compose([(release_event(mechanism), k)], delta=dlt)
     eps = _dp_accounting_epsilon(mechanism, k, dlt, kind)
     return PrivacySpent(readings=k, epsilon=eps, delta=dlt, accountant=kind, method=f"dp_accounting {kind} accountant")
 
@@ -550,7 +750,10 @@ def advanced_composition(*, epsilon: float, delta: float, k: int, delta_prime: f
 
 
 def _mechanism_delta(mechanism: Any) -> float:
-    return float(getattr(_unwrap(mechanism), "delta", 0.0))
+    seen = mechanism
+    while not hasattr(seen, "release_event") and hasattr(seen, "mechanism"):
+        seen = seen.mechanism
+    return float(getattr(seen, "delta", 0.0))
 
 
 class ReadingAccountant:
@@ -605,10 +808,10 @@ class ReadingAccountant:
         dlt = _mechanism_delta(mechanism) if delta_budget is None else delta_budget
         self.delta_budget = check_probability("delta_budget", dlt, open_low=False)
         self.accountant = check_choice("accountant", accountant, ACCOUNTANTS)
-        form = _closed_form(mechanism)  # fails now, not at the first release, if it cannot be accounted
+        event = release_event(mechanism)  # fails now, not at the first release, if it cannot be accounted
         self._readings = 0
         self._ledger = None if ledger is None else BudgetLedger(ledger, fingerprint=(
-            f"{form.key}; accountant={self.accountant}; epsilon_budget={self.epsilon_budget!r}; "
+            f"{event.key}; accountant={self.accountant}; epsilon_budget={self.epsilon_budget!r}; "
             f"delta_budget={self.delta_budget!r}"))
 
     @property
@@ -673,7 +876,7 @@ class ReadingAccountant:
         if not self._fits(done + 1):
             return 0
         cap = 2**62
-        if self.accountant == "pld" and _closed_form(self.mechanism).kind != "gaussian":
+        if self.accountant == "pld" and release_event(self.mechanism).gdp_mu2() is None:
             cap = max(PLD_MAX_SELF_COMPOSITIONS - done, 1)
         lo, hi = 1, 2
         while hi <= cap and self._fits(done + hi):

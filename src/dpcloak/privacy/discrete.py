@@ -78,7 +78,7 @@ import random
 import secrets
 from collections.abc import Callable, Sequence
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -88,6 +88,10 @@ from dpcloak._rng import RngLike, as_generator
 from dpcloak._validation import check_int, check_probability, check_real
 from dpcloak.errors import InvalidParameterError
 from dpcloak.privacy.bulk import WordSource, bernoulli_exp_unit, discrete_laplace
+
+if TYPE_CHECKING:
+    from dpcloak.privacy.accounting import DiscreteGaussianEvent, DiscreteLaplaceEvent
+
 from dpcloak.privacy.mechanisms import DEFAULT_NEIGHBOURING, AdditiveMechanism, PrivacyGuarantee, check_values
 
 __all__ = [
@@ -583,6 +587,12 @@ class DiscreteLaplaceMechanism(_GridMechanism):
     def _noise(self, count: int, rng: RngLike) -> NDArray[Any]:
         return discrete_laplace_noise(self.scale, count, rng=rng)
 
+    def release_event(self) -> DiscreteLaplaceEvent:
+        """One release as the accountant's event: scale b grid steps (exact), integer ℓ1 grid sensitivity."""
+        from dpcloak.privacy.accounting import DiscreteLaplaceEvent
+
+        return DiscreteLaplaceEvent(sensitivity=self.grid_sensitivity, scale=self.scale, dimension=self.dimension)
+
     def guarantee(self) -> PrivacyGuarantee:
         """ε-DP (δ = 0)."""
         return self._guarantee(
@@ -690,14 +700,6 @@ def l2_grid_sensitivity(sensitivity: float, resolution: float, dimension: int) -
     return root
 
 
-def _multiplier_down(sigma2: Fraction, sensitivity: float) -> float:
-    """A double ≤ √σ² / Δ (exact comparison), so the ε checked for it bounds the ε of the true ratio."""
-    ratio = math.sqrt(sigma2) / sensitivity
-    while Fraction(ratio) ** 2 * Fraction(sensitivity) ** 2 > sigma2:
-        ratio = float(np.nextafter(ratio, 0.0))
-    return ratio
-
-
 def gaussian_rdp_epsilon(*, noise_multiplier: float, delta: float) -> float:
     """ε at δ of one Gaussian-RDP release with the given noise multiplier σ/Δ (``dp_accounting`` RDP).
 
@@ -757,10 +759,12 @@ class DiscreteGaussianMechanism(_GridMechanism):
     n = round(x/g) computed exactly and Y i.i.d. exactly :math:`P(Y = y) \propto e^{-y^2/(2\sigma^2)}`
     on ℤ (CKS Algorithm 3, integers only). Neighbouring inputs (ℓ2 distance ≤ Δ2) give integer
     vectors with ‖n − n′‖₂ ≤ ``grid_sensitivity``, so the release is
-    ½(grid_sensitivity/σ)²-concentrated DP (CKS Theorem 14), converted to (ε, δ) by
-    ``dp_accounting``'s RDP accountant and re-checked with the noise multiplier σ/grid_sensitivity
-    rounded *down* (the conversion itself is ``dp_accounting``'s floating-point computation); the
-    double released is a fixed function of the integer n + Y. Longer vectors and readings beyond
+    ½(grid_sensitivity/σ)²-concentrated DP (CKS Theorem 14), with ρ computed exactly from the
+    rational σ² and converted to (ε, δ) by :func:`~dpcloak.privacy.accounting.zcdp_epsilon` (CKS 2020
+    Prop. 12 at the optimal Rényi order, rounded outward) — the accountant's own conversion, so the ε
+    calibrated here is the ε every composition starts from (re-checked with
+    :func:`~dpcloak.privacy.accounting.compose`); the double released is a fixed function of the
+    integer n + Y. Longer vectors and readings beyond
     2⁵² grid steps are refused.
 
     Examples
@@ -803,10 +807,17 @@ class DiscreteGaussianMechanism(_GridMechanism):
         self._frozen = True
 
     def _calibrate(self) -> Fraction:
+        """The smallest σ² (to 2⁻³⁰ relative) whose release, as the accountant states it, is ε at δ.
+
+        The same conversion as every composition (:func:`~dpcloak.privacy.accounting.compose` of this
+        mechanism's :meth:`release_event`): one release is reported with one ε, never a second one.
+        """
+        from dpcloak.privacy.accounting import compose, zcdp_epsilon
+
         eps, dlt, sens = self.epsilon, self.delta, self.grid_sensitivity
 
         def excess(log_nm: float) -> float:
-            return gaussian_rdp_epsilon(noise_multiplier=math.exp(log_nm), delta=dlt) - eps
+            return zcdp_epsilon(rho=0.5 * math.exp(-2.0 * log_nm), delta=dlt) - eps
 
         lo = hi = 0.0
         while excess(hi) > 0.0:
@@ -815,8 +826,13 @@ class DiscreteGaussianMechanism(_GridMechanism):
         while excess(lo) <= 0.0:
             lo -= math.log(2.0)
         sigma2 = Fraction(math.exp(float(optimize.brentq(excess, lo, hi, xtol=1e-12))) * sens) ** 2
-        while gaussian_rdp_epsilon(noise_multiplier=_multiplier_down(sigma2, sens), delta=dlt) > eps:
-            sigma2 *= Fraction(1 + 2**-30)  # re-check: never overspend
+        def event(var: Fraction) -> DiscreteGaussianEvent:
+            from dpcloak.privacy.accounting import DiscreteGaussianEvent
+
+            return DiscreteGaussianEvent(sensitivity=sens, scale=math.sqrt(var), sigma2=var)
+
+        while compose([event(sigma2)], delta=dlt).epsilon > eps:
+            sigma2 *= Fraction(1 + 2**-30)  # re-check with the accountant itself: never overspend
         return sigma2
 
     @property
@@ -835,9 +851,17 @@ class DiscreteGaussianMechanism(_GridMechanism):
     def _noise(self, count: int, rng: RngLike) -> NDArray[Any]:
         return discrete_gaussian_noise(self.sigma2, count, rng=rng)
 
+    def release_event(self) -> DiscreteGaussianEvent:
+        """One release as the accountant's event: σ² = ``sigma2`` grid steps exactly, ℓ2 grid sensitivity."""
+        from dpcloak.privacy.accounting import DiscreteGaussianEvent
+
+        return DiscreteGaussianEvent(sensitivity=self.grid_sensitivity, scale=math.sqrt(self.sigma2),
+                                     dimension=self.dimension, sigma2=self.sigma2)
+
     def guarantee(self) -> PrivacyGuarantee:
         """(ε, δ)-DP via concentrated DP (re-checked at construction)."""
         return self._guarantee(
             mechanism=f"exact discrete Gaussian on grid {self.resolution:.6g}, sigma {self.sigma:.6g}",
-            source="Canonne, Kamath & Steinke 2020, Algorithm 3 and Theorem 14; RDP conversion by dp_accounting",
+            source="Canonne, Kamath & Steinke 2020, Algorithm 3 and Theorem 14; zCDP conversion at the optimal Renyi "
+                   "order (CKS 2020 Prop. 12), the accountant's",
         )

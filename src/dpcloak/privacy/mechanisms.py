@@ -57,7 +57,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import ClassVar, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, ClassVar, Protocol, runtime_checkable
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -66,6 +66,9 @@ from scipy import optimize, special
 from dpcloak._rng import RngLike, as_generator
 from dpcloak._validation import check_array, check_choice, check_probability, check_real
 from dpcloak.errors import InvalidParameterError
+
+if TYPE_CHECKING:
+    from dpcloak.privacy.accounting import GaussianEvent, LaplaceEvent
 
 __all__ = [
     "PrivacyGuarantee",
@@ -552,6 +555,12 @@ class GaussianMechanism(AdditiveMechanism):
         """Gaussian noise by the inverse CDF: ``σ Φ⁻¹(u)`` (exact transform of a uniform)."""
         return self.sigma * special.ndtri(np.asarray(u, dtype=float))
 
+    def release_event(self) -> GaussianEvent:
+        """One release as the accountant's event: N(0, σ²) noise, ℓ2 sensitivity Δ."""
+        from dpcloak.privacy.accounting import GaussianEvent
+
+        return GaussianEvent(sensitivity=self.sensitivity, scale=self.sigma)
+
     def guarantee(self) -> PrivacyGuarantee:
         """(ε, δ)-DP of the idealised real-valued mechanism (achieved δ re-checked at construction)."""
         source = {
@@ -634,6 +643,12 @@ class LaplaceMechanism(AdditiveMechanism):
         """Laplace noise by the inverse CDF ``−b sgn(u − ½) log(1 − 2|u − ½|)``."""
         c = np.asarray(u, dtype=float) - 0.5
         return -self.scale * np.sign(c) * np.log1p(-2.0 * np.abs(c))
+
+    def release_event(self) -> LaplaceEvent:
+        """One release as the accountant's event: Laplace noise of scale b, ℓ1 sensitivity Δ (ε = Δ/b exactly)."""
+        from dpcloak.privacy.accounting import LaplaceEvent
+
+        return LaplaceEvent(sensitivity=self.sensitivity, scale=self.scale)
 
     def guarantee(self) -> PrivacyGuarantee:
         """ε-DP (δ = 0) of the idealised real-valued mechanism."""
