@@ -25,7 +25,13 @@ logger = logging.getLogger(__name__)
 _OPERATORS = ("arg", "sgn", "diag", "rank", "Var", "Cov", "supp", "polylog")
 # Multi-line environments it does not lay out, as an array with alternating right/left columns.
 _ALIGN_ENVS = ("aligned", "align", "align*", "split", "gather", "gathered", "eqnarray")
-_LEFTOVER = re.compile(r">\s*(\\[A-Za-z]+)")
+_LEFTOVER = re.compile(r">\s*(\\[A-Za-z]+|\\[^A-Za-z\s<])")
+# Delimiters after a size command (\Big\lVert, \bigl\{) are left as LaTeX by latex2mathml: their characters.
+_DELIMITERS = {"\\lVert": "\u2016", "\\rVert": "\u2016", "\\Vert": "\u2016", "\\|": "\u2016", "\\lvert": "|",
+               "\\rvert": "|", "\\vert": "|", "\\{": "{", "\\}": "}", "\\lbrace": "{", "\\rbrace": "}",
+               "\\langle": "\u27e8", "\\rangle": "\u27e9", "\\lfloor": "\u230a", "\\rfloor": "\u230b",
+               "\\lceil": "\u2308", "\\rceil": "\u2309"}
+_SIZED_DELIMITER = re.compile(r"(<mo[^>]*>)(\\[A-Za-z]+|\\[|{}])(</mo>)")
 # MathML Full attributes and values that MathML Core (what Chromium renders) ignores, in Core terms.
 _CORE_FIXES = (
     (re.compile(r'width="negativethinmathspace"'), 'width="-0.167em"'),
@@ -96,6 +102,7 @@ def _array(body: str) -> str:
 def to_mathml(latex: str, *, display: bool) -> tuple[str, list[str]]:
     """The MathML of ``latex`` and the LaTeX commands the converter left unconverted (empty when complete)."""
     out = convert(_rewrite(latex), display="block" if display else "inline")
+    out = _SIZED_DELIMITER.sub(lambda m: m.group(1) + _DELIMITERS.get(m.group(2), m.group(2)) + m.group(3), out)
     leftovers = sorted(set(_LEFTOVER.findall(out)))
     for pattern, replacement in _CORE_FIXES:
         out = pattern.sub(replacement, out)

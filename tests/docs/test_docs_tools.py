@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from pathlib import Path
 
@@ -189,3 +190,23 @@ def test_letter_styles_become_unicode_mathematical_letters() -> None:
     for name in ("MATHEMATICAL DOUBLE-STRUCK CAPITAL E", "DOUBLE-STRUCK CAPITAL R", "MATHEMATICAL SCRIPT CAPITAL Q",
                  "MATHEMATICAL BOLD DIGIT ONE"):
         assert unicodedata.lookup(name) in html.unescape(mathml)
+
+
+@pytest.mark.parametrize(("latex", "chars"), [(r"\Big\lVert x \Big\rVert^2", "\u2016\u2016"),
+                                              (r"\Big\| x \Big\|", "\u2016\u2016"),
+                                              (r"\bigl\lvert x \bigr\rvert", "||"), (r"\Big\{ 1 \Big\}", "{}")])
+def test_sized_delimiters_become_characters(latex: str, chars: str) -> None:
+    import html
+
+    from offline_math import to_mathml
+
+    mathml, leftovers = to_mathml(latex, display=False)
+    assert leftovers == [] and "\\" not in mathml
+    delimiters = re.findall(r"<mo [^>]*maxsize[^>]*>([^<]*)</mo>", html.unescape(mathml))
+    assert "".join(delimiters) == chars
+
+
+def test_a_raw_delimiter_would_be_reported() -> None:
+    from offline_math import _LEFTOVER
+
+    assert _LEFTOVER.findall('<mo maxsize="1.6em">\\|</mo><mo>\\lVert</mo>') == ["\\|", "\\lVert"]
