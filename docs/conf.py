@@ -78,6 +78,8 @@ html_theme_options = {
     "secondary_sidebar_items": ["page-toc"],
     # The navigation bar holds this many top-level pages on one line; the rest are under "More".
     "header_links_before_dropdown": 6,
+    # The search as an icon (Ctrl+K still opens it), so the header stays one row at 1400 px.
+    "navbar_persistent": ["search-button"],
 }
 html_static_path = ["_static"]
 html_css_files = ["dpcloak.css"]
