@@ -346,3 +346,15 @@ def test_horizon_limits() -> None:
         ContinualCounter(horizon=2**14 + 1, epsilon=1.0, delta=1e-6)
     tree = ContinualCounter(horizon=2**20, epsilon=1.0, delta=1e-6, method="tree")  # O(T): fine
     assert tree.worst_std / tree.sigma_one == pytest.approx(math.sqrt(20 * 21), rel=1e-9)  # popcount ≤ 20, 21 levels
+
+
+def test_dp_event_is_the_zcdp_level_and_dp_accounting_agrees() -> None:
+    from dp_accounting.rdp import RdpAccountant
+
+    counter = ContinualCounter(horizon=500, epsilon=1.0, delta=1e-6)
+    event = counter.dp_event()
+    assert event.xi == 0 and event.rho == counter.rho
+    acc = RdpAccountant()
+    acc.compose(event)
+    theirs = acc.get_epsilon(1e-6)  # fixed Rényi orders: never below the optimal-order conversion
+    assert counter.guarantee().epsilon <= theirs <= counter.guarantee().epsilon * 1.01
