@@ -20,7 +20,7 @@ import pytest
 from scipy import stats
 
 from dpcloak.audit import audit_blackbox
-from dpcloak.audit.events import LOW_BITS, ROUNDING_TOLERANCE, event_margin, event_queries_needed
+from dpcloak.audit.events import FAMILIES, LOW_BITS, ROUNDING_TOLERANCE, event_margin, event_queries_needed
 from dpcloak.errors import InvalidParameterError
 from dpcloak.privacy.discrete import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
 from dpcloak.privacy.mechanisms import GaussianMechanism, LaplaceMechanism
@@ -192,9 +192,9 @@ def test_seeded_audits_are_deterministic_and_split_the_failure_probability():
     assert stats_of[0] == stats_of[1] and runs[0].queries == runs[1].queries
     pair = runs[0].pairs[0]
     assert pair.test.failure_probability == pytest.approx(0.2)
-    assert [e.failure_probability for e in pair.events] == pytest.approx([0.025] * 4)
-    assert [e.family for e in pair.events] == ["atoms and bins"] * 2 + ["low bits"] * 2
-    assert f"{LOW_BITS} lowest mantissa bits" in runs[0].notes
+    assert [e.failure_probability for e in pair.events] == pytest.approx([0.0125] * 8)
+    assert [e.family for e in pair.events] == [f for f in FAMILIES for _ in range(2)]
+    assert f"the {LOW_BITS} mantissa bits" in runs[0].notes
     assert runs[0].queries == pair.pilot_queries + sum(pair.test.queries) + 2 * pair.event_queries
 
 
@@ -208,3 +208,77 @@ def test_event_tests_can_be_switched_off_and_the_notes_say_so():
 def test_bad_event_options(kwargs, match):
     with pytest.raises(InvalidParameterError, match=match):
         audit_blackbox(snapped, (0.0, 1.0), rng=0, **CLAIM, **kwargs)
+
+
+# ------------------------------------------- issue 28, defect 6: leaks the binned tester and 8 low bits missed
+
+
+FINE = DiscreteLaplaceMechanism(epsilon=1.0, sensitivity=1.0)  # grid 1/1024: no output value is a heavy atom
+
+
+def parity_leak(v, rng, size):
+    """Data-dependent rounding: grid index n + 2Y with n ≡ v (mod 2), Y exact discrete Laplace. δ_ε = 1."""
+    return 2.0 * FINE.privatize(np.zeros((size, 1)), rng=rng).ravel() + FINE.resolution * int(v)
+
+
+def secret_in_bit(mech, bit):
+    def broken(v, rng, size):
+        bits = np.ascontiguousarray(mech(v, rng, size), dtype=np.float64).view(np.uint64)
+        mask = np.uint64(1) << np.uint64(bit)
+        return ((bits & ~mask) | (np.uint64(int(v)) << np.uint64(bit))).view(np.float64)
+    return broken
+
+
+def spread_leak(scale):
+    """Coordinate 0 the Gaussian release of v; coordinate 1 N(0, (σ·scale^v)²): its mean never moves."""
+    def mechanism(v, rng, size):
+        return np.stack([v + GAUSS.sigma * rng.standard_normal(size),
+                         GAUSS.sigma * scale ** float(v) * rng.standard_normal(size)], axis=1)
+    return mechanism
+
+
+def _spread_delta(scale):
+    """Oracle (mpmath): δ_ε of coordinate 1 alone, N(0, (3σ)²) against N(0, σ²), the privacy-loss integral."""
+    with mpmath.workdps(30):
+        s0, s1, e = mpmath.mpf(1), mpmath.mpf(scale), mpmath.mpf(EPS)
+
+        def pdf(x, s):
+            return mpmath.exp(-x * x / (2 * s * s)) / (s * mpmath.sqrt(2 * mpmath.pi))
+
+        def excess(x):
+            return max(pdf(x, s1) - mpmath.exp(e) * pdf(x, s0), 0)
+
+        return float(mpmath.quad(excess, [-mpmath.inf, 0, mpmath.inf]))
+
+
+@pytest.mark.parametrize(("name", "mechanism", "kwargs", "family"), [
+    ("parity", parity_leak, {"epsilon": 1.0, "delta": 0.0}, "grid residues"),
+    ("bit 9", secret_in_bit(additive(GAUSS), 9), {**CLAIM, "claim_scope": "idealised"}, "low bits"),
+    ("spread x3", spread_leak(3.0), {**CLAIM, "claim_scope": "idealised"}, "coordinate scale"),
+])
+def test_leaks_outside_the_bins_and_the_lowest_bits_are_rejected(name, mechanism, kwargs, family):
+    """Regression (issue 28, defect 6): each was ACCEPTED although its δ_ε is 1, 1 and 0.43 (> δ + 0.05).
+
+    The family built for the leak rejects it (other event families may see it too).
+    """
+    kw = {"vectorized": True, "event_queries": 20_000, **kwargs}
+    for seed in range(2):
+        audit = audit_blackbox(mechanism, (0, 1), rng=seed, **kw)
+        assert not audit.accepted
+        assert any(e.family == family and not e.accepted for e in audit.pairs[0].events), [
+            e.reason for e in audit.pairs[0].events]
+
+
+def test_spread_leak_oracle_and_correct_versions_are_accepted():
+    """δ_ε of the ×3 spread is 0.43 (mpmath); the same shapes without the leak are accepted (no false alarm)."""
+    assert _spread_delta(3.0) == pytest.approx(0.43, abs=0.01)
+    correct = [
+        (lambda v, rng, size: FINE.privatize(np.full((size, 1), FINE.resolution * int(v)), rng=rng).ravel(),
+         {"epsilon": 1.0, "delta": 0.0}),
+        (additive(GAUSS), {**CLAIM, "claim_scope": "idealised"}),
+        (spread_leak(1.0), {**CLAIM, "claim_scope": "idealised"}),
+    ]
+    audits = [audit_blackbox(m, (0, 1), rng=s, vectorized=True, event_queries=20_000, **{k: v for k, v in kw.items()
+                                                                                          if k != "vectorized"})
+              for m, kw in correct for s in range(2)]
+    assert sum(not a.accepted for a in audits) <= 1, [a.verdict for a in audits]

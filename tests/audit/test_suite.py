@@ -67,7 +67,7 @@ def test_progress_callback_sees_every_case():
 
 def test_out_of_reach_numbers_follow_the_formulas():
     limits = out_of_reach(epsilon=0.5, delta=1e-5)
-    f_event = EVENT_SHARE / 3 / 4
+    f_event = EVENT_SHARE / 3 / 8  # four event families, two orders each
     t = event_margin(queries=EVENT_QUERIES, epsilon=0.5, failure_probability=f_event)
     assert f"δ + {2 * t:.3g}" in limits[1]
     needed = event_queries_needed(excess=1e-5, epsilon=0.5, failure_probability=f_event)

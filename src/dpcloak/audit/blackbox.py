@@ -177,7 +177,8 @@ class BlackBoxAudit:
     Attributes
     ----------
     verdict : {"ACCEPT", "REJECT"}
-        REJECT iff, for some pair, the tester or one of the event tests (atoms, low bits) rejected.
+        REJECT iff, for some pair, the tester or one of the event tests (atoms, mantissa bits, grid
+        residues, coordinate spread) rejected.
     epsilon, delta : float
         The claim tested.
     pairs : tuple of PairAudit
@@ -518,8 +519,9 @@ def _notes(pair: PairAudit, no_information: bool, delta: float, scope: str) -> s
     check = pair.events[0]
     bits = ("the low bits tolerate the single-bit delta_eps <= 1/2 of float rounding (claim for idealised noise)"
             if scope == "idealised" else "the low bits are held to the claim (released doubles)")
-    return (f"{text}; event tests on atoms and the {LOW_BITS} lowest mantissa bits with {check.queries:,} fresh "
-            f"outputs per database detect an event with delta_eps >= delta + {2 * check.margin:.3g}; {bits}")
+    return (f"{text}; event tests on atoms, the {LOW_BITS} mantissa bits, grid residues (parity) and each "
+            f"coordinate's spread with {check.queries:,} fresh outputs per database detect the event each selects "
+            f"on the pilot when its delta_eps >= delta + {2 * check.margin:.3g}; {bits}")
 
 
 # --------------------------------------------------------------------------------------------------

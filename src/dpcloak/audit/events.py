@@ -1,16 +1,23 @@
-r"""Event tests on what binning throws away: exact atoms and the low-order bits of released doubles.
+r"""Event tests on what binning throws away: atoms, mantissa bits, grid residues and each coordinate's spread.
 
-The property testers of :mod:`dpcloak.audit.testers` see a mechanism through a binning of its outputs,
-which discards two things an attacker reads directly (review of issue 12; Mironov 2012):
+The property testers of :mod:`dpcloak.audit.testers` see a mechanism through a binning of its outputs
+(for vectors, of their projection on the pilot mean difference), which discards what an attacker
+reads directly (reviews of issues 12 and 28; Mironov 2012):
 
 * **atoms** — exact output values that occur with positive probability. A continuous mechanism
   repeats a double with probability ≈ 0 (two draws of a density collide on one of ~2⁶² doubles), a
   grid mechanism repeats grid points under *both* inputs; a mechanism that releases its input
   exactly with probability ``p`` puts an atom of mass ``p`` on a value the neighbour never outputs;
-* **low-order bits** — a secret written into the last mantissa bits of a correct output leaves every
-  bin's mass unchanged.
+* **mantissa bits** — a secret written into any of the 52 mantissa bits of a correct output (bit 0
+  or bit 9 alike) leaves every bin's mass unchanged;
+* **grid residues** — ``round(x/s) mod M`` for the smallest spacing ``s`` between pilot values and
+  ``M ∈`` :data:`RESIDUE_MODULI`: a data-dependent rounding that makes the grid index's parity
+  follow the input (``δ_ε = 1``) moves no bin and no atom heavy enough to be located;
+* **coordinate spread** — ``|x_c − median_c| > q`` (or ``≤ q``) for pooled pilot quantiles ``q`` of
+  each coordinate: a coordinate whose noise scale, not its mean, depends on the input (×3 in one
+  coordinate: ``δ_ε = 0.43``) is invisible to a projection on the mean difference.
 
-Both are tested the same way, by a *distinguishing event* chosen on a pilot sample and tested on a
+All are tested the same way, by a *distinguishing event* chosen on a pilot sample and tested on a
 fresh one (the selection-then-test scheme of Ding et al., "Detecting violations of differential
 privacy", CCS 2018):
 
@@ -25,7 +32,11 @@ privacy", CCS 2018):
      twice, their ratio pure noise) in the bins: selected one by one they would fill ``E`` with cells
      whose true ``P_a − e^ε P_b`` is negative and drown a real atom;
    * *low bits*: ``E = {bit j of coordinate c equals v}`` for the bit ``j <`` :data:`LOW_BITS`
-     (0 = the lowest mantissa bit), coordinate and value ``v ∈ {0, 1}`` with the largest estimate.
+     (0 = the lowest mantissa bit), coordinate and value ``v ∈ {0, 1}`` with the largest estimate;
+   * *grid residues*: ``E = {round(x_c/s_c) mod M = r}``, the coordinate, modulus and residue with
+     the largest estimate;
+   * *coordinate scale*: ``E = {|x_c − median_c| > q}`` or its complement, the coordinate,
+     quantile :data:`SCALE_QUANTILES` and side with the largest estimate.
 
 2. **Test (fresh sample).** With ``m`` fresh outputs per database,
    ``D̂ = P̂_a(E) − e^ε P̂_b(E)`` is a mean of independent terms in ``[0, 1/m]`` and
@@ -41,9 +52,12 @@ privacy", CCS 2018):
 including one chosen from an independent pilot; so it is rejected with probability ``≤ f_E`` per
 event tested, whatever its output space (grid mechanisms included: their atoms are compared, not
 forbidden). **Soundness.** If the selected event has ``D ≥ δ + τ + 2t`` the test rejects with
-probability ``≥ 1 − f_E`` — a guarantee about the event the pilot found, not about every event: an
-atom lighter than about ``MIN_ATOM_COUNT/(2m₀)`` is not located, a leak spread over many bits or
-values is missed.
+probability ``≥ 1 − f_E`` — a guarantee about the event the pilot found, not about every event.
+**Not guaranteed:** an atom lighter than about ``MIN_ATOM_COUNT/(2m₀)`` is not located; a leak
+spread over many bits, values or residues, one only visible in a joint event of several coordinates,
+a residue modulo another number or of another spacing than the pilot's smallest, or a change of
+shape that keeps every tested spread quantile is not selected (a pilot too small to show the leak
+selects a useless event); an ACCEPT is evidence at the stated size, not a proof.
 The smallest excess detectable with ``m`` queries is ``2t`` (:func:`event_margin`), so a claim
 ``δ = 10⁻⁵`` needs ``m ≈ 2(1+e^{2ε})\ln(1/f_E)/δ²`` ≈ 10¹¹ queries (:func:`event_queries_needed`).
 
@@ -81,19 +95,25 @@ __all__ = [
     "LOW_BITS",
     "MIN_ATOM_COUNT",
     "ROUNDING_TOLERANCE",
+    "RESIDUE_MODULI",
+    "SCALE_QUANTILES",
     "EventCheck",
     "event_margin",
     "event_queries_needed",
 ]
 
-#: Lowest mantissa bits examined by the low-bit test (bit 0 is the least significant).
-LOW_BITS = 8
+#: Mantissa bits examined by the bit test (bit 0 is the least significant): all 52 of a double's.
+LOW_BITS = 52
+#: Moduli of the grid-residue test: ``round(x / step) mod M`` for the grid step seen on the pilot.
+RESIDUE_MODULI = (2, 3, 4, 8)
+#: Pooled-pilot quantiles of ``|x − median|`` that the per-coordinate scale test uses as thresholds.
+SCALE_QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9, 0.99)
 #: Pooled pilot count from which an exact output value becomes its own cell (an atom).
 MIN_ATOM_COUNT = 10
 #: Single-bit δ_ε that correct rounding of ``x + W`` can produce (see the module docstring).
 ROUNDING_TOLERANCE = 0.5
-#: The two event families, in the order they are planned and reported.
-FAMILIES = ("atoms and bins", "low bits")
+#: The event families, in the order they are planned and reported.
+FAMILIES = ("atoms and bins", "low bits", "grid residues", "coordinate scale")
 
 #: Membership of each output row (``(size, d)`` float array) in an event.
 Membership = Callable[[NDArray[np.float64]], NDArray[np.bool_]]
@@ -270,10 +290,88 @@ def _atom_plans(
 
 
 def _bits(rows: NDArray[np.float64]) -> NDArray[np.uint8]:
-    """``(size, d, LOW_BITS)`` array of the lowest mantissa bits of every coordinate."""
+    """``(size, d, LOW_BITS)`` array of the mantissa bits of every coordinate (bit 0 the lowest)."""
     raw = np.ascontiguousarray(rows, dtype=np.float64).view(np.uint64)
     shifts = np.arange(LOW_BITS, dtype=np.uint64)
     return ((raw[:, :, None] >> shifts) & np.uint64(1)).astype(np.uint8)
+
+
+def _best_plans(
+    family: str, gains: list[NDArray[np.float64]], describe: Callable[[tuple[int, ...]], str],
+    member_of: Callable[[tuple[int, ...]], Membership], tolerance: float = 0.0,
+) -> list[EventPlan]:
+    """For each order, the candidate event (an index into ``gains[order]``) with the largest pilot gain."""
+    plans = []
+    for (a, b), gain in zip(((0, 1), (1, 0)), gains, strict=True):
+        best = tuple(int(i) for i in np.unravel_index(int(np.argmax(gain)), gain.shape))
+        plans.append(EventPlan(family, (a, b), describe(best), member_of(best), tolerance))
+    return plans
+
+
+def _grid_steps(pooled: NDArray[np.float64]) -> NDArray[np.float64]:
+    """Per coordinate, the smallest positive gap between distinct pilot values: the grid step of a lattice output."""
+    steps = np.full(pooled.shape[1], np.nan)
+    for c in range(pooled.shape[1]):
+        gaps = np.diff(np.unique(pooled[:, c]))
+        gaps = gaps[gaps > 0]
+        if gaps.size and float(np.max(np.abs(pooled[:, c]))) < 2.0**52 * float(gaps.min()):
+            steps[c] = gaps.min()  # indices stay exact integers
+    return steps
+
+
+def _residue_plans(pilot: tuple[NDArray[np.float64], NDArray[np.float64]], factor: float) -> list[EventPlan]:
+    """``round(x_c / step_c) mod M = r``: a parity or residue a data-dependent rounding leaves in grid outputs."""
+    steps = _grid_steps(np.concatenate(pilot))
+    usable = np.flatnonzero(np.isfinite(steps))
+    top = max(RESIDUE_MODULI)
+
+    def residues(rows: NDArray[np.float64], c: int, modulus: int) -> NDArray[np.int64]:
+        return np.asarray(np.rint(rows[:, c] / steps[c]).astype(np.int64) % modulus)
+
+    # share[o][k, c, r]: pilot share of residue r modulo RESIDUE_MODULI[k] in coordinate usable[c]
+    shape = (len(RESIDUE_MODULI), max(usable.size, 1), top)
+    share = [np.zeros(shape) for _ in pilot]
+    possible = np.zeros(shape, dtype=bool)
+    for k, modulus in enumerate(RESIDUE_MODULI):
+        possible[k, : usable.size, :modulus] = True
+        for o, rows in enumerate(pilot):
+            for ci, c in enumerate(usable):
+                share[o][k, ci, :modulus] = np.bincount(residues(rows, int(c), modulus), minlength=modulus) / len(rows)
+    gains = [np.where(possible, share[a] - factor * share[b], -np.inf) for a, b in ((0, 1), (1, 0))]
+
+    def describe(i: tuple[int, ...]) -> str:
+        k, ci, r = i
+        c = int(usable[ci]) if usable.size else 0
+        return f"round(x / {steps[c]:.6g}) mod {RESIDUE_MODULI[k]} = {r} in coordinate {c}"
+
+    def member_of(i: tuple[int, ...]) -> Membership:
+        k, ci, r = i
+        if not usable.size:
+            return lambda rows: np.zeros(len(rows), dtype=bool)
+        c = int(usable[ci])
+        return lambda rows: residues(rows, c, RESIDUE_MODULI[k]) == r
+
+    return _best_plans(FAMILIES[2], gains, describe, member_of)
+
+
+def _scale_plans(pilot: tuple[NDArray[np.float64], NDArray[np.float64]], factor: float) -> list[EventPlan]:
+    """``|x_c − median_c| > q`` or ``≤ q``: a coordinate whose spread, not its mean, depends on the input."""
+    pooled = np.concatenate(pilot)
+    centre = np.median(pooled, axis=0)
+    cuts = np.quantile(np.abs(pooled - centre), SCALE_QUANTILES, axis=0)  # (quantiles, d)
+    far = [(np.abs(p - centre)[None, :, :] > cuts[:, None, :]).mean(axis=1) for p in pilot]  # (quantiles, d)
+    share = [np.stack([f, 1.0 - f]) for f in far]  # (outside/inside, quantiles, d)
+    gains = [share[a] - factor * share[b] for a, b in ((0, 1), (1, 0))]
+
+    def describe(i: tuple[int, ...]) -> str:
+        side, q, c = i
+        return f"|x − {centre[c]:.6g}| {'>' if side == 0 else '<='} {cuts[q, c]:.6g} in coordinate {c}"
+
+    def member_of(i: tuple[int, ...]) -> Membership:
+        side, q, c = i
+        return lambda rows: (np.abs(rows[:, c] - centre[c]) > cuts[q, c]) == (side == 0)
+
+    return _best_plans(FAMILIES[3], gains, describe, member_of)
 
 
 def _bit_plans(
@@ -324,11 +422,12 @@ def plan_events(
     Returns
     -------
     list of EventPlan
-        Atoms and bins in both orders, then low bits in both orders.
+        Atoms and bins, mantissa bits, grid residues and coordinate scale, each in both orders.
     """
     factor = math.exp(epsilon)
     pilot = (pilot0, pilot1)
-    return _atom_plans(pilot, factor, bin_of, n_bins) + _bit_plans(pilot, factor, bit_tolerance)
+    return (_atom_plans(pilot, factor, bin_of, n_bins) + _bit_plans(pilot, factor, bit_tolerance)
+            + _residue_plans(pilot, factor) + _scale_plans(pilot, factor))
 
 
 def run_event_checks(

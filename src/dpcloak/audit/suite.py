@@ -51,8 +51,10 @@ from scipy import stats
 from dpcloak._rng import RngLike, as_generator
 from dpcloak.audit.blackbox import EVENT_SHARE, Binning, BlackBoxAudit, audit_blackbox
 from dpcloak.audit.events import (
+    FAMILIES,
     LOW_BITS,
     MIN_ATOM_COUNT,
+    RESIDUE_MODULI,
     ROUNDING_TOLERANCE,
     event_margin,
     event_queries_needed,
@@ -119,7 +121,8 @@ class SuiteRow:
     detects : str
         The tester's guarantee: the size of violation it rejects with probability ≥ 2/3.
     events_detect : str
-        The event tests' guarantee (atoms and low bits): the excess of the selected event's ``δ_ε``
+        The event tests' guarantee (atoms, mantissa bits, grid residues, coordinate spread): the excess of
+        the selected event's ``δ_ε``
         they reject, ``"-"`` if they did not run.
     evidence : str
         The statistic against its threshold (of the check that rejected, if one did).
@@ -561,7 +564,7 @@ def out_of_reach(
     (4, 'Pure ε-DP is not verifiable without side information (Theorem 10.5)')
     """
     f_tester = (1 - EVENT_SHARE) * failure_probability
-    f_event = EVENT_SHARE * failure_probability / 4
+    f_event = EVENT_SHARE * failure_probability / (2 * len(FAMILIES))
     now = adp_tester_queries(n=10, epsilon=epsilon, alpha=ALPHA_NO_INFO, failure_probability=f_tester)
     needed = adp_tester_queries(n=10, epsilon=epsilon, alpha=delta / 2, failure_probability=f_tester)
     t = event_margin(queries=EVENT_QUERIES, epsilon=epsilon, failure_probability=f_event)
@@ -569,11 +572,15 @@ def out_of_reach(
     return (
         f"Binned tester (Alg. 4, 10 bins, ε = {epsilon:g}): {now:,.0f} queries per database detect δ_ε ≥ δ + "
         f"{2 * ALPHA_NO_INFO:g}; a violation of δ by {delta:g} would need {needed:.2g} queries per database.",
-        f"Event tests (atoms, {LOW_BITS} low bits; ε = {epsilon:g}): {EVENT_QUERIES:,} fresh queries per database "
-        f"detect an event with δ_ε ≥ δ + {2 * t:.3g}; an excess of {delta:g} would need {event_needed:.2g}.",
+        f"Event tests (atoms, all {LOW_BITS} mantissa bits, grid residues mod {RESIDUE_MODULI}, each coordinate's "
+        f"spread; ε = {epsilon:g}): {EVENT_QUERIES:,} fresh queries per database reject the event each family "
+        f"selects on the pilot when its δ_ε ≥ δ + {2 * t:.3g}; an excess of {delta:g} would need "
+        f"{event_needed:.2g}. Guaranteed for the selected events only, not for every event.",
         f"Atoms of mass below about {MIN_ATOM_COUNT / (2 * PILOT):.1g} are not located by a {PILOT:,}-output pilot "
-        "per database; a leak spread over "
-        f"many values or bits is not selected; under an idealised (float) claim a bit carrying the input with "
+        "per database; a leak spread over many values, bits or residues, in a joint event of several "
+        "coordinates, in a residue modulo other than "
+        f"{RESIDUE_MODULI} of the smallest spacing seen, or in the shape of a distribution whose spread "
+        "quantiles match is not selected; under an idealised (float) claim a bit carrying the input with "
         f"a bias below {ROUNDING_TOLERANCE:g} is tolerated as rounding.",
         "Pure ε-DP is not verifiable without side information (Theorem 10.5); verifying is as hard as breaking "
         "(Theorem 10.2), so claims are audited at (ε, δ) where a violation is detectable.",
