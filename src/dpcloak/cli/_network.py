@@ -205,7 +205,7 @@ _HELP = {
     "relation": "Neighbouring relation: move, add-remove or move-or-add-remove (one person).",
     "unit": "Unit of --alpha: m (metres) or hops.",
     "colocated": "Sensors closer than 1 m: refuse or merge (readings summed).",
-    "reading_max": "Clip every reading to at most this many people before noise (default: no upper limit).",
+    "reading_max": "Clip every reading to at most this value (--reading-unit) before noise (default: no limit).",
     "budget_epsilon": "Total epsilon the network may spend over all releases.",
     "budget_delta": "The delta at which the budget is measured.",
 }

@@ -160,7 +160,7 @@ def _solve(model: DenseModel, y: NDArray[np.float64], radius: float, warm: Recov
     rec = bpdn(model, y, radius=radius, bounds=(0.0, None), warm_start=warm)
     if rec.x.size and float(rec.x.min()) < -1e-9 * max(1.0, float(np.abs(rec.x).max())):
         raise ConvergenceError(
-            f"recovery returned {float(rec.x.min()):.6g} people at a location, outside the bounds (0, inf) "
+            f"recovery returned {float(rec.x.min()):.6g} at a location, outside the bounds (0, inf) "
             f"({rec.message})"
         )
     return rec
