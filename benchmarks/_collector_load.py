@@ -11,6 +11,7 @@ import contextlib
 import os
 import secrets
 import socket
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +65,15 @@ def post_request(path: str, data: bytes, port: int) -> bytes:
     """The bytes of an HTTP/1.1 keep-alive POST of JSON ``data`` to ``path`` on 127.0.0.1."""
     return (f"POST {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/json\r\n"
             f"Content-Length: {len(data)}\r\n\r\n").encode() + data
+
+
+def stop(proc: Any, *, timeout: float = 30.0) -> None:
+    """Terminate a server process and wait for it (killed after ``timeout`` seconds)."""
+    proc.terminate()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
 
 
 def children(pid: int) -> list[int]:

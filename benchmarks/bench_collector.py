@@ -216,11 +216,7 @@ def server(kind: str, directory: Path, db_path: Path) -> Any:
         _settle(proc.pid)
         yield port, proc
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        shared.stop(proc)
         log.close()
 
 

@@ -119,7 +119,7 @@ def wait_until(ready, *, timeout, what):
 
 wait_until(lambda: httpx.get(f"{url}/api/v1/health", timeout=2).status_code == 200, timeout=90, what="the collector")
 print("collector ready:", httpx.get(f"{url}/api/v1/health", timeout=5).json())
-print("dashboard:", dashboard_url(site, host="127.0.0.1", port=port).split("#")[0] + "#token=…")
+print("dashboard:", dashboard_url(site, host="127.0.0.1", port=port))
 
 # %%
 # Sensors reporting
@@ -244,8 +244,10 @@ plt.show()
 # %%
 # The dashboard
 # -------------
-# ``dpcloak serve`` also serves the dashboard at ``/dashboard/``; its URL, printed at start-up,
-# carries the analyst token in the fragment (``#token=…``), which browsers never send to the server.
+# ``dpcloak serve`` also serves the dashboard at ``/dashboard/``; it prints the URL and the path of
+# ``analyst.token`` (never the token: start lines end up in service logs). The page asks for the token
+# and keeps it in the browser tab's session storage; a link may also hand it over once in the URL
+# fragment (``#token=…``, which browsers never send to the server; the page removes it from the address).
 # It shows the latest recovered map over the sensor positions, a time slider over the closed windows,
 # the guarantee in words and each sensor's activity and spent budget. ``dpcloak serve --demo`` runs
 # a collector with 40 simulated counters on a floor plan to try it:

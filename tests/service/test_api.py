@@ -303,7 +303,8 @@ def test_fast_ingest_path_answers_like_the_documented_routes(api: Harness) -> No
             try:
                 body = make(next(windows))
                 resp = api.client.post(path, content=body if isinstance(body, bytes) else None,
-                                       json=None if isinstance(body, bytes) else body)
+                                       json=None if isinstance(body, bytes) else body,
+                                       headers={"Content-Type": "application/json"})
             finally:
                 app.ingest = endpoints
             assert resp.status_code != 500 and resp.headers["content-type"].startswith("application/json")
@@ -328,4 +329,177 @@ def test_fast_ingest_path_answers_like_the_documented_routes(api: Harness) -> No
         assert fast == framework, (path, fast, framework)
     fast, framework = both("/api/v1/reports", lambda w: b"{not json")
     assert fast[:2] == framework[:2] == (422, "malformed") and fast[2] == "body"
+    for path in ("/api/v1/reports", "/api/v1/reports/batch"):  # not JSON: the same 415 on both paths
+        answers = []
+        for fast_path in (True, False):
+            endpoints = app.ingest
+            app.ingest = endpoints if fast_path else None
+            try:
+                resp = api.client.post(path, content=b"{}", headers={"Content-Type": "text/plain"})
+            finally:
+                app.ingest = endpoints
+            answers.append((resp.status_code, resp.json()["error"], resp.json()["field"]))
+        assert answers[0] == answers[1] == (415, "unsupported_media_type", "content-type"), answers
     assert api.stored() == 2 + 2  # the two good single reports and one good report of each batch
+
+
+def _synthetic_window(window: int, closed_at: float, n_sources: int) -> Any:
+    """A stored window record with a map we know (its values name the window), for the read API's tests."""
+    from dpcloak.service.store import WindowRecord
+
+    return WindowRecord(window=window, closed_at=closed_at, source_map=[window + i / 10 for i in range(n_sources)],
+                        uncertainty=1.5, uncertainty_90=2.5, reporting=[0, 1], missing=0, sigma=3.0,
+                        epsilon_window=1.0, delta_window=1e-6, epsilon_period=2.0, delta_period=1e-5,
+                        releases_in_period=2, converged=True, message="ok")
+
+
+def _analyst_get(api: Harness, path: str) -> Any:
+    resp = api.client.get(path, headers={"Authorization": f"Bearer {api.token}"})
+    assert resp.status_code == 200, resp.text
+    return resp.json()
+
+
+def test_window_listing_is_paginated_and_bounded(api: Harness) -> None:
+    """Walking the pages backwards (``before``) and forwards (``after``) yields every closed window once, in
+    order (oracle: the windows stored), a page never holds more than ``limit`` and ``limit`` is capped."""
+    import random
+
+    rng = random.Random(5)
+    stored = sorted(rng.sample(range(10_000), 57))
+    did, n_src = api.deployment.deployment_id, api.net.n_sources
+    for k, w in enumerate(stored):
+        assert api.store.save_window(did, _synthetic_window(w, 1000.0 + k, n_src))
+    newest = _analyst_get(api, "/api/v1/windows?limit=10")
+    assert [r["window"] for r in newest["windows"]] == stored[-10:] and newest["more"] and newest["total"] == 57
+    assert "source_map" not in newest["windows"][0]
+    assert newest["windows"][-1]["total"] == pytest.approx(sum(stored[-1] + i / 10 for i in range(n_src)))
+    assert newest["windows"][-1]["peak"] == pytest.approx(stored[-1] + (n_src - 1) / 10)
+    seen, page = [], newest
+    while True:
+        seen = [r["window"] for r in page["windows"]] + seen
+        assert len(page["windows"]) <= 10
+        if not page["more"]:
+            break
+        page = _analyst_get(api, f"/api/v1/windows?limit=10&before={page['windows'][0]['window']}")
+    assert seen == stored
+    forward, after = [], -1
+    while True:
+        page = _analyst_get(api, f"/api/v1/windows?limit=7&after={after}")
+        forward += [r["window"] for r in page["windows"]]
+        if not page["more"]:
+            break
+        after = forward[-1]
+    assert forward == stored
+    between = _analyst_get(api, f"/api/v1/windows?after={stored[3]}&before={stored[9]}")
+    assert [r["window"] for r in between["windows"]] == stored[4:9] and not between["more"]
+    headers = {"Authorization": f"Bearer {api.token}"}
+    for bad in ("limit=0", "limit=1001", "after=-2", "before=x", "since=nan:3", "since=12", "since=1.0:-1"):
+        resp = api.client.get(f"/api/v1/windows?{bad}", headers=headers)
+        assert resp.status_code == 422, bad
+        assert resp.json()["field"] == "query." + bad.split("=")[0], (bad, resp.json())
+    assert len(_analyst_get(api, "/api/v1/windows")["windows"]) == 57  # the default page (1000) holds them all
+
+
+def test_since_cursor_gives_only_the_windows_closed_since(api: Harness) -> None:
+    """Windows closed out of index order come in the order they were closed, each once; a poll with nothing
+    new is empty; ``total`` counts them all (the oracle is the list of windows saved, in saving order)."""
+    did, n_src = api.deployment.deployment_id, api.net.n_sources
+    order = [5, 3, 4, 9, 8, 10, 2]  # a full window closes before a late one with a missing sensor
+    for k, w in enumerate(order[:3]):
+        api.store.save_window(did, _synthetic_window(w, 100.0 + k, n_src))
+    first = _analyst_get(api, "/api/v1/windows")
+    assert [r["window"] for r in first["windows"]] == [3, 4, 5] and first["total"] == 3
+    cursor = first["cursor"]
+    empty = _analyst_get(api, f"/api/v1/windows?since={cursor}")
+    assert empty["windows"] == [] and empty["cursor"] == cursor and empty["total"] == 3 and not empty["more"]
+    for k, w in enumerate(order[3:], start=3):
+        api.store.save_window(did, _synthetic_window(w, 100.0 + (k if w != 10 else 4), n_src))  # 10 ties with 8
+    got: list[int] = []
+    while True:
+        page = _analyst_get(api, f"/api/v1/windows?limit=2&since={cursor}")
+        got += [r["window"] for r in page["windows"]]
+        cursor = page["cursor"]
+        assert page["total"] == 7
+        if not page["more"]:
+            break
+    assert got == [9, 8, 10, 2]  # closing order; the tie at 104.0 broken by the window index
+    assert _analyst_get(api, f"/api/v1/windows?since={cursor}")["windows"] == []
+    # from the start of the history: a cursor before every window gives all of them once, in closing order
+    every = _analyst_get(api, "/api/v1/windows?since=0.0:0")
+    assert [r["window"] for r in every["windows"]] == order
+
+
+def test_export_streams_across_pages(api: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the store reading 3 windows per query and 2 windows per piece, the streamed CSV and Parquet hold
+    every (window, source) once with its value (oracle: the synthetic maps), in more than one piece."""
+    import dpcloak.service.store as store_module
+    import dpcloak.service.views as views
+
+    monkeypatch.setattr(store_module, "READ_PAGE", 3)
+    monkeypatch.setattr(views, "EXPORT_CHUNK_WINDOWS", 2)
+    did, n_src = api.deployment.deployment_id, api.net.n_sources
+    windows = [0, 1, 2, 3, 4, 5, 6, 9, 11]
+    for k, w in enumerate(windows):
+        api.store.save_window(did, _synthetic_window(w, 10.0 + k, n_src))
+    pieces = list(views.export_csv_chunks(api.deployment, api.store))
+    assert len(pieces) == 1 + 5
+    headers = {"Authorization": f"Bearer {api.token}"}
+    with api.client.stream("GET", "/api/v1/export.csv", headers=headers) as resp:
+        assert resp.status_code == 200 and resp.headers["content-type"].startswith("text/csv")
+        text = "".join(resp.iter_text())
+    rows = [line.split(",") for line in text.strip().splitlines()[1:]]
+    assert [(int(r[0]), int(r[1])) for r in rows] == [(w, i) for w in windows for i in range(n_src)]
+    assert [float(r[3]) for r in rows] == pytest.approx([w + i / 10 for w in windows for i in range(n_src)])
+    pytest.importorskip("pyarrow")
+    import io
+
+    import pyarrow.parquet as pq
+
+    resp = api.client.get("/api/v1/export.parquet", headers=headers)
+    assert resp.headers["content-type"] == "application/vnd.apache.parquet"
+    parquet = pq.ParquetFile(io.BytesIO(resp.content))
+    assert parquet.num_row_groups == 5
+    table = parquet.read()
+    assert table.column("window").to_pylist() == [w for w in windows for _ in range(n_src)]
+    assert table.column("people").to_pylist() == pytest.approx([w + i / 10 for w in windows for i in range(n_src)])
+
+
+def test_pages_and_api_carry_security_headers_and_no_docs_pages(api: Harness) -> None:
+    """The dashboard and the analyst API answer with a CSP of their own origin (no inline script), no framing,
+    no sniffing, no referrer; there are no interactive /docs or /redoc pages, the schema stays."""
+    from dpcloak.service.app import SECURITY_HEADERS
+
+    headers = {"Authorization": f"Bearer {api.token}"}
+    for path in ("/dashboard/", "/dashboard/app.js", "/api/v1/deployment", "/api/v1/windows", "/api/v1/health",
+                 "/nowhere"):
+        resp = api.client.get(path, headers=headers)
+        assert resp.status_code in (200, 404), path
+        csp = resp.headers["content-security-policy"]
+        assert "script-src 'self'" in csp and "unsafe-inline" not in csp and "frame-ancestors 'none'" in csp, path
+        assert resp.headers["x-content-type-options"] == "nosniff"
+        assert resp.headers["x-frame-options"] == "DENY" and resp.headers["referrer-policy"] == "no-referrer"
+        assert {k.decode() for k, _ in SECURITY_HEADERS} <= set(resp.headers)
+    page = api.client.get("/dashboard/").text
+    assert "<script src=" in page and "<script>" not in page and " on" + "load=" not in page  # nothing inline
+    for path in ("/docs", "/redoc", "/docs/oauth2-redirect"):
+        assert api.client.get(path).status_code == 404, path
+    assert api.client.get("/openapi.json").status_code == 200
+
+
+@pytest.mark.parametrize("content_type", ["text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded",
+                                          "multipart/form-data; boundary=x", None])
+def test_report_not_sent_as_json_is_refused(api: Harness, content_type: str | None) -> None:
+    """A valid report posted as text/plain (what a page of another origin can send without a preflight) or a
+    form, or with no content type, is refused (415) and not stored; the same bytes as JSON are stored."""
+    import json as json_module
+
+    body = api.report()
+    data = json_module.dumps(body).encode()
+    headers = {} if content_type is None else {"Content-Type": content_type}
+    for path, payload in (("/api/v1/reports", data), ("/api/v1/reports/batch",
+                                                      json_module.dumps({"reports": [body]}).encode())):
+        resp = api.client.post(path, content=payload, headers={**headers, "Origin": "https://evil.example"})
+        assert resp.status_code == 415 and resp.json()["error"] == "unsupported_media_type", (path, resp.text)
+    assert api.stored() == 0
+    resp = api.client.post("/api/v1/reports", content=data, headers={"Content-Type": "application/json; charset=utf-8"})
+    assert resp.status_code == 201 and api.stored() == 1

@@ -101,7 +101,10 @@ def test_serve_demo_runs_and_stops(tmp_path: Path) -> None:
     cmd = [sys.executable, "-m", "dpcloak", "serve", "--demo", "--port", str(port), "--windows", "3"]
     out = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300, env=dict(os.environ))
     assert out.returncode == 0, out.stderr
-    assert f"http://127.0.0.1:{port}/dashboard/#token=" in out.stdout
+    assert f"http://127.0.0.1:{port}/dashboard/" in out.stdout
+    token_file = tmp_path / "dpcloak-demo" / "analyst.token"
+    assert token_file.read_text().strip() not in out.stdout + out.stderr and str(token_file) in out.stdout
+    assert token_file.stat().st_mode & 0o777 == 0o600
     assert "Traceback" not in out.stderr
     with sqlite3.connect(tmp_path / "dpcloak-demo" / "collector.db") as db:
         reports = db.execute("SELECT COUNT(*) FROM reports").fetchone()[0]

@@ -11,8 +11,10 @@ a pasted token. The screenshots are kept as test artefacts in the test's tempora
 
 from __future__ import annotations
 
+import itertools
 import math
 import shutil
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -130,7 +132,7 @@ def test_dashboard_in_headless_chromium(served: tuple[Path, CollectorProcess, li
     last = WINDOWS - 1
     page = _open(browser, viewport, f"{collector.url}/dashboard/#token={collector.token}", messages)
     try:
-        page.wait_for_function(f"document.getElementById('map').dataset.window === '{last}'", timeout=30_000)
+        page.wait_for_selector(f"#map[data-window='{last}']", state="attached", timeout=30_000)
         assert "token" not in page.evaluate("window.location.href")  # the fragment left the address and history
         assert f"window {last}" in page.inner_text("#window-info")
         assert "missing" in page.inner_text("#window-info")  # the flagged window says so
@@ -162,7 +164,7 @@ def test_dashboard_in_headless_chromium(served: tuple[Path, CollectorProcess, li
         name = "dashboard.png" if viewport is DESKTOP else "dashboard-phone.png"
         page.screenshot(path=str(directory / name), full_page=True)
         page.locator("#window-slider").fill("0")  # moves the slider and fires its input event
-        page.wait_for_function("document.getElementById('map').dataset.window === '0'", timeout=30_000)
+        page.wait_for_selector("#map[data-window='0']", state="attached", timeout=30_000)
         assert "window 0" in page.inner_text("#window-info")
         assert not page.is_checked("#follow")
         assert float(page.get_attribute("#map", "data-scale-max") or "nan") == pytest.approx(top)  # not rescaled
@@ -191,29 +193,66 @@ def test_token_pages_say_what_to_do(served: tuple[Path, CollectorProcess, list[d
         assert page.evaluate("document.body.scrollWidth") <= viewport["width"]
         page.fill("#token-input", "not-the-token")  # a wrong one: told so, asked again
         page.click("#token-submit")
-        page.wait_for_function("document.getElementById('token-title').textContent.includes('not valid')",
-                               timeout=30_000)
+        page.wait_for_selector("#token-title:has-text('not valid')", timeout=30_000)
         assert "this token is not valid for this deployment" in page.inner_text("#token-panel").lower()
         assert "token is required" not in page.inner_text("body")
         assert page.evaluate("sessionStorage.length") == 0  # a refused token is not kept
         page.screenshot(path=str(directory / f"token-{viewport['width']}.png"), full_page=True)
         page.fill("#token-input", f"  {collector.token}\n")  # pasted with stray white space
         page.click("#token-submit")
-        page.wait_for_function(f"document.getElementById('map').dataset.window === '{WINDOWS - 1}'",
-                               timeout=30_000)
+        page.wait_for_selector(f"#map[data-window='{WINDOWS - 1}']", state="attached", timeout=30_000)
         assert page.is_hidden("#token-panel")
         assert collector.token not in page.evaluate("window.location.href")
         _fits(page, viewport)
         page.reload()  # the token lives in this tab's session storage: a reload needs no new paste
-        page.wait_for_function(f"document.getElementById('map').dataset.window === '{WINDOWS - 1}'",
-                               timeout=30_000)
+        page.wait_for_selector(f"#map[data-window='{WINDOWS - 1}']", state="attached", timeout=30_000)
     finally:
         page.context.close()
     wrong = _open(browser, viewport, f"{collector.url}/dashboard/#token=wrong-token", messages)
     try:  # a wrong token in the fragment: the same message, never "token is required"
-        wrong.wait_for_function("document.getElementById('token-title').textContent.includes('not valid')",
-                                timeout=30_000)
+        wrong.wait_for_selector("#token-title:has-text('not valid')", timeout=30_000)
         assert "wrong-token" not in wrong.evaluate("window.location.href")
     finally:
         wrong.context.close()
     assert [m for m in messages if "401" not in m] == []  # the refused requests are the only console errors
+
+
+@pytest.mark.slow
+def test_dashboard_polls_only_what_is_new(served: tuple[Path, CollectorProcess, list[dict[str, Any]]],
+                                         browser: Any) -> None:
+    """After its first page, the page asks only for the windows closed since its cursor, one request at a time
+    (with the collector's answers held 2.5 s, polls start 2 s after the previous one ended, never every 2 s),
+    and a window closed while it is open appears (runs last: it adds window 3 to the module's collector)."""
+    directory, collector, _ = served
+    messages: list[str] = []
+    requests: list[tuple[str, float, float]] = []
+    page = _open(browser, DESKTOP, f"{collector.url}/dashboard/#token={collector.token}", messages)
+    try:
+        page.on("requestfinished", lambda r: requests.append((r.url, r.timing["startTime"],
+                                                              r.timing["startTime"] + r.timing["responseEnd"])))
+        page.wait_for_selector(f"#map[data-window='{WINDOWS - 1}']", state="attached", timeout=30_000)
+        dep = load_deployment(directory)
+        readings = dep.sensor_network.model.matvec(np.full(dep.sensor_network.n_sources, 0.5))
+        for j in range(dep.n_sensors):  # a full window closes by itself
+            node = SensorNode(deployment=dep, credential=load_credential(directory / "sensors" / f"sensor-{j}.json"),
+                              ledger=directory / f"ledger-{j}.db", url=collector.url)
+            try:
+                assert node.submit(float(readings[j]), window=WINDOWS).outcome == "stored"
+            finally:
+                node.close()
+        page.wait_for_selector(f"#map[data-window='{WINDOWS}']", state="attached", timeout=30_000)
+        assert page.get_attribute("#window-slider", "max") == str(WINDOWS)
+        page.wait_for_timeout(4500)  # two more polls with nothing new
+        # a slow collector (the sensors' answer held 2.5 s): the next poll waits for this one to end, then 2 s
+        held_from = len(requests)
+        page.route("**/api/v1/sensors", lambda route: (time.sleep(2.5), route.continue_()))
+        page.wait_for_timeout(14_000)
+    finally:
+        page.context.close()
+    listing = sorted((t0, u) for u, t0, _ in requests if "/api/v1/windows?" in u)
+    assert len(listing) >= 3
+    first_page = [u for _, u in listing if "since=" not in u]
+    assert len(first_page) <= 1 and (not first_page or first_page[0] == listing[0][1]), listing  # then only new
+    starts = sorted(t0 for u, t0, _ in requests[held_from:] if "/api/v1/windows?" in u)
+    assert len(starts) >= 2 and all(b - a >= 4000 for a, b in itertools.pairwise(starts)), starts
+    assert messages == []

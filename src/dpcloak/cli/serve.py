@@ -39,7 +39,7 @@ def serve(
     require_service_extra()
     import uvicorn
 
-    from dpcloak.service.server import build_app, dashboard_url
+    from dpcloak.service.server import build_app, dashboard_url, token_path
 
     directory = Path.cwd() / "dpcloak-demo" if demo else Path(deployment)  # type: ignore[arg-type]
     if demo:
@@ -48,7 +48,8 @@ def serve(
         demo_deployment(directory)
     app = build_app(directory, db_url=db, max_pending=max_pending)
     server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False))
-    console.print(f"dashboard: {dashboard_url(directory, host=host, port=port)}", highlight=False, soft_wrap=True)
+    console.print(f"dashboard: {dashboard_url(directory, host=host, port=port)} (it asks for the analyst token, in "
+                  f"{token_path(directory)})", highlight=False, soft_wrap=True)
     stop = threading.Event()
     sim: threading.Thread | None = None
     if demo:

@@ -71,6 +71,7 @@ from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
+from dpcloak._files import sqlite_owner_only
 from dpcloak.errors import InvalidParameterError, LedgerIntegrityError
 
 __all__ = ["Ledger", "Anchor", "BudgetLedger", "record_tag", "head_tag", "canonical_body"]
@@ -268,6 +269,7 @@ class Ledger:
             raise InvalidParameterError(f"ledger {str(self.path)!r} is a directory, not a ledger file")
         try:
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30.0)
+            sqlite_owner_only(self._db)  # a ledger copied in with mode 0644 (and its WAL files) made 0600
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA synchronous=FULL")
             with self._write():

@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import hmac
 import logging
+import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import Depends, FastAPI, Query, Request
 from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, RedirectResponse, Response
+from fastapi.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -30,20 +31,69 @@ from dpcloak.service.collector import Collector, Overloaded
 from dpcloak.service.http_ingest import (
     BATCH_PATH,
     MAX_BODY_BYTES,
+    NOT_JSON,
     REPORT_PATH,
     IngestEndpoints,
+    is_json,
     malformed,
     retry_after_header,
 )
 from dpcloak.service.ingest import BatchIn, ReportError, ReportIn
+from dpcloak.service.store import ClosingCursor, Store, WindowRecord
 
-__all__ = ["create_app", "CollectorApp"]
+__all__ = ["create_app", "CollectorApp", "SECURITY_HEADERS"]
 
 log = logging.getLogger("dpcloak.service")
 ASSETS = Path(__file__).parent / "assets"
 _BEARER = HTTPBearer(auto_error=False)
 WindowIndex = Annotated[int, PathParam(ge=0, le=2**62, description="Window index (as in reports).")]
 """A window in a URL: the range of ``ReportIn.window`` (a larger integer would not fit the database's BIGINT)."""
+
+
+MAX_PAGE = 1000
+"""Most windows one answer of ``GET /api/v1/windows`` lists (without their maps)."""
+
+
+def format_cursor(cursor: ClosingCursor | None) -> str | None:
+    """A closing position as the opaque cursor string of the windows API (``None`` stays ``None``).
+
+    Examples
+    --------
+    >>> format_cursor((1700000000.25, 12)), parse_cursor(format_cursor((1700000000.25, 12)))
+    ('1700000000.25:12', (1700000000.25, 12))
+    >>> parse_cursor("nan:1"), parse_cursor("1.5:-2"), parse_cursor("x")
+    (None, None, None)
+    """
+    return None if cursor is None else f"{cursor[0]!r}:{cursor[1]}"
+
+
+def parse_cursor(text: str) -> ClosingCursor | None:
+    """The closing position a cursor string names; ``None`` when it is not one :func:`format_cursor` writes."""
+    closed_at, sep, window = text.partition(":")
+    try:
+        position = (float(closed_at), int(window))
+    except ValueError:
+        return None
+    if not sep or not math.isfinite(position[0]) or not 0 <= position[1] <= 2**62:
+        return None
+    return position
+
+
+def _closing_state(store: Store, deployment_id: str) -> tuple[int, ClosingCursor | None]:
+    """The number of closed windows and the last closing position, read consistently: retried (a few
+    times) when a window closed in between, which a second count shows. A count that still moved makes
+    the client's next poll see a mismatch and reload its page (``total`` is a check, not a promise)."""
+    for _ in range(3):
+        total = store.window_count(deployment_id)
+        cursor = store.last_closed(deployment_id)
+        if store.window_count(deployment_id) == total:
+            break
+    return total, cursor
+
+
+def _window_page(records: list[WindowRecord], *, total: int, more: bool, cursor: ClosingCursor | None) -> JSONResponse:
+    return JSONResponse({"windows": [r.as_dict(with_map=False) for r in records], "total": total, "more": more,
+                         "cursor": format_cursor(cursor)})
 
 
 def _error(status: int, code: str, message: str, field: str | None = None,
@@ -79,12 +129,35 @@ class BodyLimit:
         await self.app(scope, limited, send)
 
 
+SECURITY_HEADERS: tuple[tuple[bytes, bytes], ...] = (
+    (b"content-security-policy", b"default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+                                 b"connect-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"),
+    (b"x-content-type-options", b"nosniff"),
+    (b"x-frame-options", b"DENY"),
+    (b"referrer-policy", b"no-referrer"),
+    (b"cross-origin-opener-policy", b"same-origin"),
+)
+"""Headers on every answer of the dashboard and the analyst API: scripts, styles and data from this origin
+only (no inline script), never framed, no MIME sniffing, no referrer."""
+
+
+def _with_security_headers(send: Any) -> Any:
+    """``send`` adding :data:`SECURITY_HEADERS` to the start of the response."""
+
+    async def with_headers(message: Any) -> None:
+        if message["type"] == "http.response.start":
+            message = {**message, "headers": [*message.get("headers", []), *SECURITY_HEADERS]}
+        await send(message)
+
+    return with_headers
+
+
 class CollectorApp(FastAPI):
     """FastAPI application whose two sensor ingest endpoints are answered before the framework's layers.
 
     ``POST /api/v1/reports`` and ``/api/v1/reports/batch`` go straight to :class:`IngestEndpoints`
     (same models, same checks, same answers as the documented routes; :mod:`dpcloak.service.http_ingest`);
-    every other request goes through FastAPI as usual.
+    every other request goes through FastAPI as usual, and its answer carries :data:`SECURITY_HEADERS`.
 
     Examples
     --------
@@ -115,7 +188,7 @@ class CollectorApp(FastAPI):
         if self.ingest is not None and self.ingest.handles(scope):
             await self.ingest(scope, receive, send)
             return
-        await super().__call__(scope, receive, send)
+        await super().__call__(scope, receive, _with_security_headers(send) if scope["type"] == "http" else send)
 
 
 def create_app(collector: Collector, *, analyst_token: str) -> CollectorApp:
@@ -145,9 +218,10 @@ def create_app(collector: Collector, *, analyst_token: str) -> CollectorApp:
         finally:
             await collector.stop()
 
-    app = CollectorApp(title="dpcloak collector", version=__version__, lifespan=lifespan,
-                  description="Collects differentially private sensor reports, recovers maps per window.")
-    dep = collector.deployment
+    app = CollectorApp(title="dpcloak collector", version=__version__, lifespan=lifespan, docs_url=None,
+                       redoc_url=None,  # no interactive pages (they load scripts from a CDN): /openapi.json only
+                       description="Collects differentially private sensor reports, recovers maps per window.")
+    dep, store = collector.deployment, collector.store
     endpoints = IngestEndpoints(collector)
 
     @app.exception_handler(RequestValidationError)
@@ -160,6 +234,10 @@ def create_app(collector: Collector, *, analyst_token: str) -> CollectorApp:
         code = {401: "unauthenticated", 404: "not_found", 405: "method_not_allowed", 413: "too_large"}.get(
             exc.status_code, "error")
         return _error(exc.status_code, code, str(exc.detail), headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(ReportError)
+    async def _refused(_: Request, exc: ReportError) -> JSONResponse:
+        return JSONResponse(exc.body(), status_code=exc.status)
 
     @app.exception_handler(Overloaded)
     async def _overloaded(_: Request, exc: Overloaded) -> JSONResponse:
@@ -179,7 +257,11 @@ def create_app(collector: Collector, *, analyst_token: str) -> CollectorApp:
             raise StarletteHTTPException(401, "this token is not valid for this deployment",
                                          headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})
 
-    @app.post(REPORT_PATH, status_code=201, tags=["sensors"],
+    def json_body(request: Request) -> None:
+        if not is_json(request.scope):
+            raise NOT_JSON
+
+    @app.post(REPORT_PATH, status_code=201, tags=["sensors"], dependencies=[Depends(json_body)],
               responses={200: {"description": "Duplicate of a stored report: acknowledged, nothing stored"},
                          401: {}, 403: {}, 404: {}, 409: {}, 422: {},
                          429: {"description": "This sensor's flood limit: retry after Retry-After seconds"}})
@@ -188,7 +270,7 @@ def create_app(collector: Collector, *, analyst_token: str) -> CollectorApp:
         status, body = await endpoints.report(report)
         return JSONResponse(body, status_code=status, headers=retry_after_header(body))
 
-    @app.post(BATCH_PATH, tags=["sensors"],
+    @app.post(BATCH_PATH, tags=["sensors"], dependencies=[Depends(json_body)],
               responses={429: {"description": "A sensor's flood limit refused a report: Retry-After seconds"}})
     async def post_batch(batch: BatchIn) -> JSONResponse:
         """Store up to 1000 signed reports forwarded by a gateway; one outcome per report, in order."""
@@ -219,16 +301,46 @@ def create_app(collector: Collector, *, analyst_token: str) -> CollectorApp:
         return {"events": events, "flagged": [{"sensor": s, "generation": g} for s, g in flagged]}
 
     @app.get("/api/v1/windows", tags=["analyst"], dependencies=[Depends(analyst)])
-    async def list_windows() -> dict[str, Any]:
-        """Every closed window without its map."""
-        records = await collector.run_in_reader(lambda: list(collector.store.windows(dep.deployment_id)))
-        return {"windows": [r.as_dict(with_map=False) for r in records]}
+    async def list_windows(
+            limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="Windows per page (at most 1000).")] = MAX_PAGE,
+            after: Annotated[int | None, Query(ge=-1, le=2**62, description=(
+                "Only windows after this one (-1: from the first), the first page of them."))] = None,
+            before: Annotated[int | None, Query(ge=0, le=2**62, description="Only windows before this one.")] = None,
+            since: Annotated[str | None, Query(max_length=64, description=(
+                "A cursor from an earlier answer: only the windows closed since, in closing order."))] = None,
+    ) -> JSONResponse:
+        """Closed windows without their maps, a page at a time.
+
+        Without ``since``: windows in index order, the last ``limit`` of those before ``before`` (the
+        newest page by default), or the first ``limit`` after ``after`` (``-1``: the oldest page). With
+        ``since`` (the ``cursor`` of an earlier answer): the windows closed since then, in the order they
+        were closed, whatever their index (a dashboard's poll). Every answer carries ``total`` (closed windows in all),
+        ``more`` (whether the range holds more than this page) and the ``cursor`` to poll from next.
+        """
+        if since is not None:
+            cursor = parse_cursor(since)
+            if cursor is None:
+                return _error(422, "invalid", "since must be a cursor returned by this endpoint", "query.since")
+            position = cursor
+            records = await collector.run_in_reader(lambda: store.windows_closed_after(
+                dep.deployment_id, position, limit=limit + 1))
+            total = await collector.run_in_reader(store.window_count, dep.deployment_id)
+            more, records = len(records) > limit, records[:limit]
+            if records:
+                cursor = (records[-1].closed_at, records[-1].window)
+            return _window_page(records, total=total, more=more, cursor=cursor)
+        total, cursor = await collector.run_in_reader(_closing_state, store, dep.deployment_id)
+        newest = after is None
+        records = await collector.run_in_reader(lambda: store.windows_page(
+            dep.deployment_id, after=after, before=before, limit=limit + 1, newest=newest))
+        more = len(records) > limit
+        records = records[-limit:] if newest else records[:limit]
+        return _window_page(records, total=total, more=more, cursor=cursor)
 
     @app.get("/api/v1/windows/{window}", tags=["analyst"], dependencies=[Depends(analyst)])
     async def get_window(window: WindowIndex) -> JSONResponse:
         """One closed window with its recovered map."""
-        records = await collector.run_in_reader(lambda: list(collector.store.windows(dep.deployment_id,
-                                                                                     window=window)))
+        records = await collector.run_in_reader(lambda: list(store.windows(dep.deployment_id, window=window)))
         if not records:
             return _error(404, "not_found", f"window {window} is not closed (or does not exist)", "window")
         return JSONResponse(records[0].as_dict())
@@ -241,20 +353,22 @@ def create_app(collector: Collector, *, analyst_token: str) -> CollectorApp:
             return _error(404, "not_found", f"no sensor reported for window {window}", "window")
         return JSONResponse(record.as_dict())
 
-    @app.get("/api/v1/export.csv", tags=["analyst"], dependencies=[Depends(analyst)])
-    async def export_csv() -> Response:
-        """Every closed window's map in long format (window, source, coordinates, value, window metadata)."""
-        text = await collector.run_in_reader(views.export_csv, dep, collector.store)
-        return Response(text, media_type="text/csv",
-                        headers={"Content-Disposition": f'attachment; filename="{dep.deployment_id}.csv"'})
+    @app.get("/api/v1/export.csv", tags=["analyst"], dependencies=[Depends(analyst)],
+             response_class=StreamingResponse, responses={200: {"content": {"text/csv": {}}}})
+    async def export_csv() -> StreamingResponse:
+        """Every closed window's map in long format (window, source, coordinates, value, window metadata), streamed."""
+        return StreamingResponse(views.export_csv_chunks(dep, store), media_type="text/csv",
+                                 headers={"Content-Disposition": f'attachment; filename="{dep.deployment_id}.csv"'})
 
-    @app.get("/api/v1/export.parquet", tags=["analyst"], dependencies=[Depends(analyst)])
+    @app.get("/api/v1/export.parquet", tags=["analyst"], dependencies=[Depends(analyst)],
+             response_class=StreamingResponse, responses={200: {"content": {"application/vnd.apache.parquet": {}}}})
     async def export_parquet() -> Response:
-        """The same table as Parquet (needs pyarrow)."""
-        data = await collector.run_in_reader(views.export_parquet, dep, collector.store)
-        if data is None:
+        """The same table as Parquet (needs pyarrow), streamed a row group at a time."""
+        pieces = views.export_parquet_chunks(dep, store)
+        if pieces is None:
             return _error(501, "not_available", "Parquet export needs pyarrow: pip install pyarrow")
-        return Response(data, media_type="application/vnd.apache.parquet")
+        return StreamingResponse(pieces, media_type="application/vnd.apache.parquet",
+                                 headers={"Content-Disposition": f'attachment; filename="{dep.deployment_id}.parquet"'})
 
     @app.get("/", include_in_schema=False)
     async def root() -> RedirectResponse:

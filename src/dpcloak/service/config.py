@@ -35,6 +35,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from dpcloak._files import owner_only
 from dpcloak._validation import check_int, check_real
 from dpcloak.errors import InvalidParameterError
 from dpcloak.sensors import SensorNetwork
@@ -467,6 +468,7 @@ def load_master_key(directory: Path) -> bytes:
     >>> tmp.cleanup()
     """
     path = Path(directory) / MASTER_KEY_FILE
+    owner_only(path)  # a key copied in with mode 0644 is made 0600 (with a warning in the log)
     try:
         key = bytes.fromhex(path.read_text().strip())
     except FileNotFoundError:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -24,7 +24,7 @@ from dpcloak.service.collector import Collector, Overloaded
 from dpcloak.service.ingest import BatchIn, ReportError, ReportIn
 
 __all__ = ["REPORT_PATH", "BATCH_PATH", "MAX_BODY_BYTES", "IngestEndpoints", "error_field", "malformed",
-           "retry_after_header"]
+           "retry_after_header", "is_json", "NOT_JSON"]
 
 log = logging.getLogger("dpcloak.service")
 
@@ -159,7 +159,7 @@ class IngestEndpoints:
         return status, out, retry_after_header(out)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        body = await _read_body(scope, receive)
+        body = NOT_JSON if not is_json(scope) else await _read_body(scope, receive)
         if body is None:  # the client went away
             return
         if isinstance(body, ReportError):
@@ -176,6 +176,29 @@ class IngestEndpoints:
         raw += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
         await send({"type": "http.response.start", "status": status, "headers": raw})
         await send({"type": "http.response.body", "body": data})
+
+
+NOT_JSON = ReportError(415, "unsupported_media_type",
+                        "reports must be sent as JSON with the header Content-Type: application/json", "content-type")
+
+
+def is_json(scope: Mapping[str, Any]) -> bool:
+    """Whether the request declares a JSON body (``Content-Type: application/json``, parameters allowed).
+
+    Anything else is refused with 415 before the body is read: a web page of another origin can send
+    ``text/plain`` (or a form) without asking the browser's permission first, never ``application/json``.
+
+    Examples
+    --------
+    >>> is_json({"headers": [(b"content-type", b"application/json; charset=utf-8")]})
+    True
+    >>> is_json({"headers": [(b"content-type", b"text/plain")]}), is_json({"headers": []})
+    (False, False)
+    """
+    for name, value in scope.get("headers") or ():
+        if name == b"content-type":
+            return value.split(b";", 1)[0].strip().lower() == b"application/json"
+    return False
 
 
 _TOO_LARGE = ReportError(413, "too_large", f"request body must be at most {MAX_BODY_BYTES} bytes", "body")

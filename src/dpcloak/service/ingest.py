@@ -3,6 +3,7 @@
 The order is fixed and each failure has its own status and error code (JSON, never a traceback):
 
 ====  ====================  =====================================================================
+415   ``unsupported_media_type`` the request is not ``Content-Type: application/json``
 422   ``malformed``         the body does not parse; the message names the field
 404   ``unknown_deployment`` the report names another deployment
 409   ``wrong_configuration`` the report is bound to another configuration fingerprint

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from dpcloak._files import owner_only
 from dpcloak.service.app import create_app
 from dpcloak.service.collector import Collector
 from dpcloak.service.config import (
@@ -16,7 +17,7 @@ from dpcloak.service.config import (
 )
 from dpcloak.service.store import Store, sqlite_url
 
-__all__ = ["build_app", "serve", "dashboard_url"]
+__all__ = ["build_app", "serve", "dashboard_url", "token_path"]
 
 DEFAULT_DB = "collector.db"
 
@@ -52,28 +53,38 @@ def build_app(directory: Path, *, db_url: str | None = None, close_interval: flo
 
 
 def dashboard_url(directory: Path, *, host: str, port: int) -> str:
-    """The dashboard's URL with the analyst token in the fragment.
+    """The dashboard's URL, without the analyst token: the page asks for it (:func:`token_path` holds it).
 
     Examples
     --------
-    >>> from dpcloak.service.config import analyst_token, load_master_key, write_deployment
+    >>> dashboard_url(Path("site"), host="127.0.0.1", port=8000), dashboard_url(Path("site"), host="::1", port=80)
+    ('http://127.0.0.1:8000/dashboard/', 'http://[::1]:80/dashboard/')
+    """
+    shown = f"[{host}]" if ":" in host else host
+    return f"http://{shown}:{port}/dashboard/"
+
+
+def token_path(directory: Path) -> Path:
+    """The file holding the deployment's analyst token, made readable by its owner only (0600).
+
+    ``dpcloak serve`` prints this path, never the token (a start line lands in service logs).
+
+    Examples
+    --------
+    >>> from dpcloak.service.config import write_deployment
     >>> from dpcloak.service.examples import two_sensor_deployment
-    >>> deployment = two_sensor_deployment()
     >>> import tempfile
-    >>> from pathlib import Path
     >>> tmp = tempfile.TemporaryDirectory()
     >>> directory = Path(tmp.name)
-    >>> _ = write_deployment(directory, deployment)
-    >>> url = dashboard_url(directory, host="127.0.0.1", port=8000)
-    >>> url.split("#")[0]
-    'http://127.0.0.1:8000/dashboard/'
-    >>> url.endswith(analyst_token(load_master_key(directory), deployment_id="abc123"))
-    True
+    >>> _ = write_deployment(directory, two_sensor_deployment())
+    >>> path = token_path(directory)
+    >>> path.name, oct(path.stat().st_mode & 0o777)
+    ('analyst.token', '0o600')
     >>> tmp.cleanup()
     """
-    token = (Path(directory) / ANALYST_FILE).read_text().strip()
-    shown = f"[{host}]" if ":" in host else host
-    return f"http://{shown}:{port}/dashboard/#token={token}"
+    path = Path(directory) / ANALYST_FILE
+    owner_only(path)
+    return path
 
 
 def serve(app: Any, *, host: str, port: int, log_level: str = "warning") -> None:

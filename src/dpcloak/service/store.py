@@ -23,15 +23,22 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, OperationalError
 
+from dpcloak._files import sqlite_owner_only
 from dpcloak.errors import InvalidParameterError
 from dpcloak.service import _network
 from dpcloak.service.config import Deployment
 from dpcloak.service.schema import deployments, reports, security_events, sensors, windows
 
-__all__ = ["Store", "StoredReport", "WindowRecord", "sqlite_url"]
+__all__ = ["Store", "StoredReport", "WindowRecord", "ClosingCursor", "sqlite_url"]
 
 Slot = tuple[int, int]
 """A report's (sensor, window): the database holds at most one report per slot."""
+
+ClosingCursor = tuple[float, int]
+"""A position in the order windows were closed in: ``(closed_at, window)`` of the last window seen."""
+
+READ_PAGE = 256
+"""Windows read per query when iterating over all of them (:meth:`Store.windows`): memory stays constant."""
 
 
 def sqlite_url(path: Path | str) -> str:
@@ -125,6 +132,7 @@ class WindowRecord:
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
+    sqlite_owner_only(dbapi_connection)  # 0600 (and so its WAL files) before the first write
     cur = dbapi_connection.cursor()
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA synchronous=FULL")
@@ -278,13 +286,29 @@ class Store:
         with self.engine.connect() as conn:
             return {int(w): int(c) for w, c in conn.execute(stmt)}
 
-    def sensor_activity(self, deployment_id: str, *, first_window: int) -> dict[int, tuple[int, float, int]]:
-        """Per sensor: (last window reported, last time seen, reports since ``first_window``)."""
-        recent = func.sum((reports.c.window >= first_window).cast(sensors.c.sensor_id.type))
-        stmt = (select(reports.c.sensor_id, func.max(reports.c.window), func.max(reports.c.received_at), recent)
-                .where(reports.c.deployment_id == deployment_id).group_by(reports.c.sensor_id))
+    def sensor_activity(self, deployment_id: str, *, first_window: int, since_window: int = 0,
+                        n_sensors: int | None = None) -> dict[int, tuple[int, float, int]]:
+        """Per sensor: (last window reported, when that report arrived, reports since ``first_window``).
+
+        Only reports of windows from ``since_window`` on are read (sensors with none there are left
+        out), all through the slot index: the reports since ``first_window`` (the period) first, then,
+        unless all ``n_sensors`` reported in it, the windows ``since_window … first_window - 1``. The
+        cost is bounded by that range, not by the history's length.
+        """
+        key = (reports.c.sensor_id + 0).label("sensor")  # grouped through the slot index (see reports_per_sensor)
+        dep = reports.c.deployment_id == deployment_id
+        recent = (select(key, func.max(reports.c.window), func.count())
+                  .where(dep & (reports.c.window >= max(first_window, since_window))).group_by(key))
         with self.engine.connect() as conn:
-            return {int(s): (int(w), float(t), int(n or 0)) for s, w, t, n in conn.execute(stmt)}
+            last = {int(s): (int(w), int(n)) for s, w, n in conn.execute(recent)}
+            if since_window < first_window and (n_sensors is None or len(last) < n_sensors):
+                older = (select(key, func.max(reports.c.window)).where(
+                    dep & (reports.c.window >= since_window) & (reports.c.window < first_window)).group_by(key))
+                for s, w in conn.execute(older):
+                    last.setdefault(int(s), (int(w), 0))
+        arrived = {(r.sensor_id, r.window): r.received_at
+                   for r in self.find_reports(deployment_id, [(s, w) for s, (w, _) in last.items()])}
+        return {s: (w, arrived[(s, w)], n) for s, (w, n) in sorted(last.items())}
 
     def reports_per_sensor(self, deployment_id: str, *, first_window: int, last_window: int) -> dict[int, int]:
         """Number of reports each sensor stored in windows ``first_window … last_window`` (sensors with none left out).
@@ -341,12 +365,77 @@ class Store:
             return [int(w) for (w,) in conn.execute(stmt)]
 
     def windows(self, deployment_id: str, *, window: int | None = None) -> Iterator[WindowRecord]:
-        """Closed windows (all, or the one given), ascending."""
-        cols = [windows.c[name] for name in WindowRecord.__dataclass_fields__]
-        stmt = select(*cols).where(windows.c.deployment_id == deployment_id).order_by(windows.c.window)
+        """Closed windows (all, or the one given), ascending; read a page at a time (constant memory)."""
         if window is not None:
-            stmt = stmt.where(windows.c.window == window)
+            yield from self.windows_page(deployment_id, after=window - 1, before=window + 1, limit=1)
+            return
+        after: int | None = None
+        while True:
+            page = self.windows_page(deployment_id, after=after, limit=READ_PAGE)
+            yield from page
+            if len(page) < READ_PAGE:
+                return
+            after = page[-1].window
+
+    def windows_page(self, deployment_id: str, *, after: int | None = None, before: int | None = None,
+                     limit: int, newest: bool = False) -> list[WindowRecord]:
+        """Up to ``limit`` closed windows with ``after < window < before`` (either bound optional), ascending.
+
+        The first ``limit`` of that range, or its last ``limit`` with ``newest``; read through the
+        windows' primary key, so a page costs its own rows whatever the history's length.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> from dpcloak.service.examples import two_sensor_store
+        >>> with tempfile.TemporaryDirectory() as directory:
+        ...     _, store = two_sensor_store(directory, reading=10.0)  # window 0 closed
+        ...     pages = [[r.window for r in store.windows_page("abc123", after=a, limit=10)] for a in (None, 0)]
+        ...     store.dispose()
+        >>> pages
+        [[0], []]
+        """
+        where = windows.c.deployment_id == deployment_id
+        if after is not None:
+            where = where & (windows.c.window > after)
+        if before is not None:
+            where = where & (windows.c.window < before)
+        order = windows.c.window.desc() if newest else windows.c.window
+        rows = self._window_rows(select(*self._window_columns()).where(where).order_by(order).limit(limit))
+        return rows[::-1] if newest else rows
+
+    def windows_closed_after(self, deployment_id: str, cursor: ClosingCursor | None, *,
+                             limit: int) -> list[WindowRecord]:
+        """Up to ``limit`` windows closed after ``cursor`` (all, from the first, when ``None``), in closing order.
+
+        The closing order is ``(closed_at, window)``, read through its index: what a dashboard polls
+        for (the windows closed since its last poll, whichever their index).
+        """
+        where = windows.c.deployment_id == deployment_id
+        if cursor is not None:
+            where = where & (tuple_(windows.c.closed_at, windows.c.window) > tuple_(float(cursor[0]), int(cursor[1])))
+        stmt = (select(*self._window_columns()).where(where)
+                .order_by(windows.c.closed_at, windows.c.window).limit(limit))
+        return self._window_rows(stmt)
+
+    def last_closed(self, deployment_id: str) -> ClosingCursor | None:
+        """The closing position ``(closed_at, window)`` of the window closed last; ``None`` before the first."""
+        stmt = (select(windows.c.closed_at, windows.c.window).where(windows.c.deployment_id == deployment_id)
+                .order_by(windows.c.closed_at.desc(), windows.c.window.desc()).limit(1))
         with self.engine.connect() as conn:
-            rows = list(conn.execute(stmt))
-        for r in rows:
-            yield WindowRecord(*r)
+            row = conn.execute(stmt).first()
+        return None if row is None else (float(row[0]), int(row[1]))
+
+    def window_count(self, deployment_id: str) -> int:
+        """Number of closed windows."""
+        stmt = select(func.count()).select_from(windows).where(windows.c.deployment_id == deployment_id)
+        with self.engine.connect() as conn:
+            return int(conn.execute(stmt).scalar_one())
+
+    @staticmethod
+    def _window_columns() -> list[Any]:
+        return [windows.c[name] for name in WindowRecord.__dataclass_fields__]
+
+    def _window_rows(self, stmt: Any) -> list[WindowRecord]:
+        with self.engine.connect() as conn:
+            return [WindowRecord(*r) for r in conn.execute(stmt)]

@@ -4,13 +4,24 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Any
+import math
+from collections.abc import Iterable, Iterator
+from typing import Any, TypeVar
 
 from dpcloak.service import _network
 from dpcloak.service.config import Deployment
 from dpcloak.service.store import Store
 
-__all__ = ["guarantee_words", "deployment_view", "sensors_view", "export_rows", "export_csv", "export_parquet"]
+__all__ = ["guarantee_words", "deployment_view", "sensors_view", "export_rows", "export_csv_chunks", "export_csv",
+           "export_parquet_chunks", "export_parquet"]
+
+T = TypeVar("T")
+
+EXPORT_CHUNK_WINDOWS = 64
+"""Windows per piece of a streamed export (a CSV piece, a Parquet row group)."""
+
+LAST_SEEN_LOOKBACK = 86_400.0
+"""Seconds of windows (one day) searched for a sensor's last report: a sensor silent longer shows as not seen."""
 
 EXPORT_COLUMNS = ("window", "source", "coordinates", "people", "uncertainty_m", "missing", "sigma",
                   "epsilon_period", "delta_period", "converged")
@@ -92,6 +103,11 @@ def deployment_view(deployment: Deployment, *, now: float) -> dict[str, Any]:
 def sensors_view(deployment: Deployment, store: Store, now: float) -> dict[str, Any]:
     """Per sensor: last window, last seen, readings and composed ε in the current period.
 
+    A sensor's last report is looked for in the last :data:`LAST_SEEN_LOOKBACK` seconds of windows
+    (at least the period) only: ``seen_since_window`` is the first window looked at, and a sensor
+    silent since has ``last_window`` and ``last_seen`` ``None``. The query's cost is bounded by that
+    range, not by the length of the history.
+
     Examples
     --------
     >>> import tempfile
@@ -102,48 +118,78 @@ def sensors_view(deployment: Deployment, store: Store, now: float) -> dict[str, 
     ...                         "value": 10.0, "mac": "00", "received_at": 30.0}])
     >>> view = sensors_view(deployment, store, now=45.0)
     >>> sorted(view)
-    ['period_first_window', 'releases_per_period', 'sensors']
+    ['period_first_window', 'releases_per_period', 'seen_since_window', 'sensors']
+    >>> [(s["sensor"], s["last_window"], s["last_seen"], s["readings_in_period"]) for s in view["sensors"]]
+    [(0, 0, 30.0, 1), (1, None, None, 0)]
     >>> store.dispose()
     >>> tmp.cleanup()
     """
-    current = deployment.window_at(now)
-    first = deployment.period_of(max(current, 0)) * deployment.period_windows
-    activity = store.sensor_activity(deployment.deployment_id, first_window=first)
+    current = max(deployment.window_at(now), 0)
+    first = deployment.period_of(current) * deployment.period_windows
+    lookback = max(deployment.period_windows, math.ceil(LAST_SEEN_LOOKBACK / deployment.window_seconds))
+    since = max(0, min(first, current - lookback))
+    activity = store.sensor_activity(deployment.deployment_id, first_window=first, since_window=since,
+                                     n_sensors=deployment.n_sensors)
     out = []
     for j in range(deployment.n_sensors):
         last_window, last_seen, in_period = activity.get(j, (None, None, 0))
         eps, delta = deployment.guarantee(in_period)
         out.append({"sensor": j, "last_window": last_window, "last_seen": last_seen, "readings_in_period": in_period,
                     "epsilon_spent": eps, "delta": delta})
-    return {"period_first_window": first, "releases_per_period": deployment.releases_per_period, "sensors": out}
+    return {"period_first_window": first, "releases_per_period": deployment.releases_per_period,
+            "seen_since_window": since, "sensors": out}
 
 
-def export_rows(deployment: Deployment, store: Store) -> list[tuple[Any, ...]]:
-    """One row per (closed window, source) with the window's metadata (:data:`EXPORT_COLUMNS`).
+def export_rows(deployment: Deployment, store: Store) -> Iterator[list[tuple[Any, ...]]]:
+    """The export table (:data:`EXPORT_COLUMNS`): one row per (closed window, source), one list per window.
+
+    The windows are read a page at a time (:meth:`Store.windows`): memory stays constant whatever
+    the length of the history.
 
     Examples
     --------
     >>> import tempfile
     >>> from dpcloak.service.examples import two_sensor_store
-    >>> tmp = tempfile.TemporaryDirectory()
-    >>> deployment, store = two_sensor_store(tmp.name, reading=10.0)
-    >>> rows = export_rows(deployment, store)
-    >>> len(rows), len(rows[0]) == len(EXPORT_COLUMNS)
-    (2, True)
-    >>> store.dispose()
-    >>> tmp.cleanup()
+    >>> with tempfile.TemporaryDirectory() as directory:
+    ...     deployment, store = two_sensor_store(directory, reading=10.0)
+    ...     tables = list(export_rows(deployment, store))
+    ...     store.dispose()
+    >>> len(tables), len(tables[0]), len(tables[0][0]) == len(EXPORT_COLUMNS)  # one window, two sources
+    (1, 2, True)
     """
-    coords = _network.source_positions(deployment.sensor_network)
-    rows = []
+    coords = [" ".join(f"{c:.6g}" for c in row) for row in _network.source_positions(deployment.sensor_network)]
     for r in store.windows(deployment.deployment_id):
-        for i, v in enumerate(r.source_map):
-            rows.append((r.window, i, " ".join(f"{c:.6g}" for c in coords[i]), v, r.uncertainty, r.missing, r.sigma,
-                         r.epsilon_period, r.delta_period, r.converged))
-    return rows
+        yield [(r.window, i, coords[i], v, r.uncertainty, r.missing, r.sigma, r.epsilon_period, r.delta_period,
+                r.converged) for i, v in enumerate(r.source_map)]
+
+
+def export_csv_chunks(deployment: Deployment, store: Store) -> Iterator[str]:
+    """The export table as CSV text, in pieces of :data:`EXPORT_CHUNK_WINDOWS` windows (header first).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from dpcloak.service.examples import two_sensor_store
+    >>> with tempfile.TemporaryDirectory() as directory:
+    ...     deployment, store = two_sensor_store(directory, reading=10.0)
+    ...     lines = [piece.count("\\n") for piece in export_csv_chunks(deployment, store)]
+    ...     store.dispose()
+    >>> lines  # the header, then one window's two rows
+    [1, 2]
+    """
+    buf = io.StringIO()
+    csv.writer(buf).writerow(EXPORT_COLUMNS)
+    yield buf.getvalue()
+    for tables in _batched(export_rows(deployment, store), EXPORT_CHUNK_WINDOWS):
+        buf = io.StringIO()
+        writer = csv.writer(buf)
+        for rows in tables:
+            writer.writerows(rows)
+        yield buf.getvalue()
 
 
 def export_csv(deployment: Deployment, store: Store) -> str:
-    """The export table as CSV text.
+    """The export table as CSV text (in one string: :func:`export_csv_chunks` streams it).
 
     Examples
     --------
@@ -157,15 +203,51 @@ def export_csv(deployment: Deployment, store: Store) -> str:
     >>> store.dispose()
     >>> tmp.cleanup()
     """
-    buf = io.StringIO()
-    writer = csv.writer(buf)
-    writer.writerow(EXPORT_COLUMNS)
-    writer.writerows(export_rows(deployment, store))
-    return buf.getvalue()
+    return "".join(export_csv_chunks(deployment, store))
+
+
+def export_parquet_chunks(deployment: Deployment, store: Store) -> Iterator[bytes] | None:
+    """The export table as Parquet, in pieces (one row group per :data:`EXPORT_CHUNK_WINDOWS` windows);
+    ``None`` when pyarrow is not installed.
+
+    Examples
+    --------
+    >>> import io, tempfile
+    >>> import pyarrow.parquet as pq
+    >>> from dpcloak.service.examples import two_sensor_store
+    >>> with tempfile.TemporaryDirectory() as directory:
+    ...     deployment, store = two_sensor_store(directory, reading=10.0)
+    ...     pieces = list(export_parquet_chunks(deployment, store))
+    ...     store.dispose()
+    >>> parquet = pq.ParquetFile(io.BytesIO(b"".join(pieces)))
+    >>> parquet.num_row_groups, parquet.metadata.num_rows, parquet.schema_arrow.names == list(EXPORT_COLUMNS)
+    (1, 2, True)
+    """
+    try:
+        import pyarrow as pa
+        import pyarrow.parquet as pq
+    except ImportError:
+        return None
+    schema = pa.schema([("window", pa.int64()), ("source", pa.int64()), ("coordinates", pa.string()),
+                        ("people", pa.float64()), ("uncertainty_m", pa.float64()), ("missing", pa.int64()),
+                        ("sigma", pa.float64()), ("epsilon_period", pa.float64()), ("delta_period", pa.float64()),
+                        ("converged", pa.bool_())])
+
+    def pieces() -> Iterator[bytes]:
+        sink = _Pieces()
+        with pq.ParquetWriter(sink, schema) as writer:
+            for tables in _batched(export_rows(deployment, store), EXPORT_CHUNK_WINDOWS):
+                rows = [row for rows in tables for row in rows]
+                writer.write_table(pa.table({name: [r[k] for r in rows] for k, name in enumerate(EXPORT_COLUMNS)},
+                                            schema=schema))
+                yield sink.take()
+        yield sink.take()
+
+    return pieces()
 
 
 def export_parquet(deployment: Deployment, store: Store) -> bytes | None:
-    """The export table as Parquet bytes; ``None`` when pyarrow is not installed.
+    """The export table as Parquet bytes (:func:`export_parquet_chunks` streams it); ``None`` without pyarrow.
 
     Examples
     --------
@@ -181,13 +263,41 @@ def export_parquet(deployment: Deployment, store: Store) -> bytes | None:
     >>> store.dispose()
     >>> tmp.cleanup()
     """
-    try:
-        import pyarrow as pa
-        import pyarrow.parquet as pq
-    except ImportError:
-        return None
-    rows = export_rows(deployment, store)
-    table = pa.table({name: [r[k] for r in rows] for k, name in enumerate(EXPORT_COLUMNS)})
-    buf = io.BytesIO()
-    pq.write_table(table, buf)
-    return buf.getvalue()
+    pieces = export_parquet_chunks(deployment, store)
+    return None if pieces is None else b"".join(pieces)
+
+
+class _Pieces(io.RawIOBase):
+    """A write-only file that hands out what was written since the last :meth:`take` (Parquet streaming)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._parts: list[bytes] = []
+        self._position = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        chunk = bytes(data)
+        self._parts.append(chunk)
+        self._position += len(chunk)
+        return len(chunk)
+
+    def tell(self) -> int:
+        return self._position
+
+    def take(self) -> bytes:
+        out, self._parts = b"".join(self._parts), []
+        return out
+
+
+def _batched(items: Iterable[T], n: int) -> Iterator[list[T]]:
+    batch: list[T] = []
+    for item in items:
+        batch.append(item)
+        if len(batch) == n:
+            yield batch
+            batch = []
+    if batch:
+        yield batch

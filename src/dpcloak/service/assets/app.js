@@ -5,8 +5,9 @@
 (function () {
   const TOKEN_KEY = "dpcloak-analyst-token";
   const POLL_MS = 2000;
+  const PAGE = 120;  // windows per listing request (summaries without maps: well under 100 kB)
   const state = { deployment: null, windows: [], summaries: new Map(), current: null, extent: null, scaleMax: 0,
-                  timer: null, started: false };
+                  timer: null, cursor: null, counted: 0, earlier: false };
   const el = (id) => document.getElementById(id);
   const slider = el("window-slider");
   const follow = el("follow");
@@ -223,16 +224,64 @@
     describe(record);
   }
 
-  async function refreshWindows() {
-    const data = await api("/api/v1/windows");
-    data.windows.forEach((s) => state.summaries.set(s.window, s));
-    state.windows = data.windows.map((r) => r.window);
+  function addSummaries(list) {
+    list.forEach((s) => state.summaries.set(s.window, s));
+    state.windows = Array.from(state.summaries.keys()).sort((a, b) => a - b);
+  }
+
+  // The newest page of windows, the number closed in all and the cursor to poll from (also the resync).
+  async function loadLatest() {
+    const data = await api("/api/v1/windows?limit=" + PAGE);
+    state.summaries = new Map();
+    addSummaries(data.windows);
+    state.cursor = data.cursor;
+    state.counted = data.total;
+    state.earlier = data.more;
+  }
+
+  // Only the windows closed since the last poll (the cursor). The count the collector gives is a check:
+  // a window closed out of order (another collector, a clock stepped back) makes it differ: reload.
+  async function pollWindows() {
+    if (state.cursor === null) { await loadLatest(); return; }
+    for (let pages = 0; pages < 5; pages++) {
+      const data = await api("/api/v1/windows?limit=" + PAGE + "&since=" + encodeURIComponent(state.cursor));
+      addSummaries(data.windows);
+      state.counted += data.windows.length;
+      state.cursor = data.cursor;
+      if (data.more) continue;
+      if (state.counted !== data.total) await loadLatest();
+      return;
+    }
+  }
+
+  async function loadEarlier() {
+    const shown = state.windows[Number(slider.value)];
+    const data = await api("/api/v1/windows?limit=" + PAGE + "&before=" + state.windows[0]);
+    addSummaries(data.windows);
+    state.earlier = data.more;
+    updateSlider(shown);
+  }
+
+  // The slider covers the windows loaded; it keeps showing ``shown`` (its index moves when earlier ones arrive).
+  function updateSlider(shown) {
     updateScale();
-    if (state.windows.length === 0) return;
+    const n = state.windows.length;
+    el("earlier").hidden = !state.earlier;
+    el("history-note").textContent = n === 0 ? "" : (n < state.counted ? "windows " + state.windows[0] + "–" +
+      state.windows[n - 1] + " loaded (" + n + " of " + state.counted + " closed)" : n + " window(s) closed");
+    if (n === 0) return;
     slider.disabled = false;
-    slider.max = String(state.windows.length - 1);
-    const atEnd = follow.checked || state.current === null;
-    if (atEnd) {
+    slider.max = String(n - 1);
+    const at = state.windows.indexOf(shown);
+    if (at >= 0) slider.value = String(at);
+  }
+
+  async function refreshWindows() {
+    await pollWindows();
+    const shown = state.current ? state.current.window : null;
+    updateSlider(shown);
+    if (state.windows.length === 0) return;
+    if (follow.checked || state.current === null) {
       slider.value = slider.max;
       const latest = state.windows[state.windows.length - 1];
       if (!state.current || state.current.window !== latest) await showWindow(latest);
@@ -246,7 +295,8 @@
     body.replaceChildren(...data.sensors.map((s) => {
       const tr = document.createElement("tr");
       [String(s.sensor),
-       s.last_seen === null ? "never" : Math.max(0, now - s.last_seen).toFixed(0) + " s ago (window " + s.last_window + ")",
+       s.last_seen === null ? (data.seen_since_window > 0 ? "not since window " + data.seen_since_window : "never")
+         : Math.max(0, now - s.last_seen).toFixed(0) + " s ago (window " + s.last_window + ")",
        s.readings_in_period + " / " + data.releases_per_period, fmt(s.epsilon_spent)].forEach((t) => {
         const td = document.createElement("td");
         td.textContent = t;
@@ -261,6 +311,8 @@
     follow.checked = Number(slider.value) === state.windows.length - 1;
     showWindow(w).catch(showError);
   });
+
+  el("earlier").addEventListener("click", () => { loadEarlier().catch(showError); });
 
   let resizeFrame = 0;
   window.addEventListener("resize", () => {
