@@ -91,7 +91,8 @@ def _closing_state(store: Store, deployment_id: str) -> tuple[int, ClosingCursor
     return total, cursor
 
 
-def _window_page(records: list[WindowRecord], *, total: int, more: bool, cursor: ClosingCursor | None) -> JSONResponse:
+def _window_page(records: list[WindowRecord], *, total: int | None, more: bool,
+                 cursor: ClosingCursor | None) -> JSONResponse:
     return JSONResponse({"windows": [r.as_dict(with_map=False) for r in records], "total": total, "more": more,
                          "cursor": format_cursor(cursor)})
 
@@ -308,14 +309,18 @@ def create_app(collector: Collector, *, analyst_token: str) -> CollectorApp:
             before: Annotated[int | None, Query(ge=0, le=2**62, description="Only windows before this one.")] = None,
             since: Annotated[str | None, Query(max_length=64, description=(
                 "A cursor from an earlier answer: only the windows closed since, in closing order."))] = None,
+            count: Annotated[bool, Query(description=(
+                "With since: also count the closed windows (total); the other answers always do."))] = False,
     ) -> JSONResponse:
         """Closed windows without their maps, a page at a time.
 
         Without ``since``: windows in index order, the last ``limit`` of those before ``before`` (the
         newest page by default), or the first ``limit`` after ``after`` (``-1``: the oldest page). With
         ``since`` (the ``cursor`` of an earlier answer): the windows closed since then, in the order they
-        were closed, whatever their index (a dashboard's poll). Every answer carries ``total`` (closed windows in all),
-        ``more`` (whether the range holds more than this page) and the ``cursor`` to poll from next.
+        were closed, whatever their index (a dashboard's poll). Every answer carries ``total`` (closed
+        windows in all; with ``since`` only when ``count`` is asked, else ``null``: counting reads an index
+        entry per window of the history), ``more`` (whether the range holds more than this page) and the
+        ``cursor`` to poll from next.
         """
         if since is not None:
             cursor = parse_cursor(since)
@@ -324,7 +329,7 @@ def create_app(collector: Collector, *, analyst_token: str) -> CollectorApp:
             position = cursor
             records = await collector.run_in_reader(lambda: store.windows_closed_after(
                 dep.deployment_id, position, limit=limit + 1))
-            total = await collector.run_in_reader(store.window_count, dep.deployment_id)
+            total = await collector.run_in_reader(store.window_count, dep.deployment_id) if count else None
             more, records = len(records) > limit, records[:limit]
             if records:
                 cursor = (records[-1].closed_at, records[-1].window)

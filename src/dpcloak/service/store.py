@@ -292,8 +292,9 @@ class Store:
 
         Only reports of windows from ``since_window`` on are read (sensors with none there are left
         out), all through the slot index: the reports since ``first_window`` (the period) first, then,
-        unless all ``n_sensors`` reported in it, the windows ``since_window … first_window - 1``. The
-        cost is bounded by that range, not by the history's length.
+        until all ``n_sensors`` are found, the windows ``since_window … first_window - 1`` backwards in
+        spans of 16, 32, 64… windows. The cost is bounded by that range, not by the history's length,
+        and is small when every sensor reported lately.
         """
         key = (reports.c.sensor_id + 0).label("sensor")  # grouped through the slot index (see reports_per_sensor)
         dep = reports.c.deployment_id == deployment_id
@@ -301,13 +302,18 @@ class Store:
                   .where(dep & (reports.c.window >= max(first_window, since_window))).group_by(key))
         with self.engine.connect() as conn:
             last = {int(s): (int(w), int(n)) for s, w, n in conn.execute(recent)}
-            if since_window < first_window and (n_sensors is None or len(last) < n_sensors):
+            high, span = first_window, 16
+            while high > since_window and (n_sensors is None or len(last) < n_sensors):
+                low = max(since_window, high - span)  # backwards, in spans doubling: the latest first
                 older = (select(key, func.max(reports.c.window)).where(
-                    dep & (reports.c.window >= since_window) & (reports.c.window < first_window)).group_by(key))
+                    dep & (reports.c.window >= low) & (reports.c.window < high)).group_by(key))
                 for s, w in conn.execute(older):
                     last.setdefault(int(s), (int(w), 0))
-        arrived = {(r.sensor_id, r.window): r.received_at
-                   for r in self.find_reports(deployment_id, [(s, w) for s, (w, _) in last.items()])}
+                high, span = low, 2 * span
+            # when each last report arrived: the rows of those few windows, through the slot index
+            arrived = {(int(s), int(w)): float(t) for s, w, t in conn.execute(
+                select(reports.c.sensor_id, reports.c.window, reports.c.received_at)
+                .where(dep & reports.c.window.in_(sorted({w for w, _ in last.values()}))))}
         return {s: (w, arrived[(s, w)], n) for s, (w, n) in sorted(last.items())}
 
     def reports_per_sensor(self, deployment_id: str, *, first_window: int, last_window: int) -> dict[int, int]:

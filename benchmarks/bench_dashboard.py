@@ -1,0 +1,311 @@
+"""The dashboard against 30 days of history: what two open dashboards cost the collector and its sensors.
+
+A deployment of 40 people counters (8 x 5 on a 16 m x 10 m floor, 40 source cells) with 1-minute
+windows, started 30 days ago: 43,200 closed windows and their 1,728,000 reports are written straight
+into the SQLite store (the collector's own schema, migrated; synthetic maps — the benchmark measures
+reads, not recoveries). The collector (``dpcloak serve``, a real process) then takes honest signed
+reports for the last 60 windows, left open (a two-hour grace period), at 40 reports a second in two
+phases of 30 windows (1,200 reports each): first with no dashboard, then with two dashboards open.
+Every full window closes (and is recovered) as it fills, so the dashboards see a new window each second.
+
+A dashboard is emulated request for request as ``assets/app.js`` makes them: the deployment, the newest
+page of 120 window summaries, the latest window's map and the sensors, then every 2 s *after the previous
+poll ended* the windows closed since its cursor (every 30th poll with the count of closed windows), the
+new latest map when one closed, and the sensors.
+Printed: report acknowledgement latency p50/p99/max per phase, the collector's resident memory (start
+of each phase, and its range during the dashboards' phase), each kind of dashboard request's latency
+(p50, p99, max) and size (max), each whole poll's time and size (max), and the streamed CSV and Parquet
+exports of the whole history: time, size and the collector's memory during the stream. Goals (issue 33):
+p99 with dashboards within 2x of without, memory flat (within 10 %), every poll within 50 ms and
+100 kB, exports in constant memory. Results: ``benchmarks/results/bench_dashboard.json``.
+
+Run: ``PYTHONPATH=src python benchmarks/bench_dashboard.py`` (a few minutes: about a minute to write the
+history, one of load, the exports).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import os
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _collector_load as shared
+
+DAYS = 30
+WINDOW_SECONDS = 60.0
+HISTORY = int(DAYS * 86_400 / WINDOW_SECONDS)  # 43,200 windows
+OPEN = 60  # the last hour is left open for the live load
+RATE = 40.0  # reports a second
+POLL_SECONDS = 2.0
+PAGE = 120
+COUNT_EVERY = 30  # as app.js: every 30th poll also counts the closed windows (a check for out-of-order closes)
+RESULTS = Path(__file__).resolve().parent / "results" / "bench_dashboard.json"
+
+
+def network() -> Any:
+    from dpcloak.service import _network
+
+    return _network.floor_plan_network(width=16.0, height=10.0, sensor_cols=8, sensor_rows=5, epsilon=1.0,
+                                       delta=1e-6, budget=(1e4, 1e-5), spacing=2.0, diffusion=4.0, move=2.0,
+                                       reading_high=200.0)
+
+
+def write_history(directory: Path) -> tuple[Any, Path]:
+    """The deployment and its 30 days of closed windows and reports, written with sqlite3 in one transaction."""
+    from dpcloak.service.config import Deployment, write_deployment
+    from dpcloak.service.store import Store, sqlite_url
+
+    now = time.time()
+    total = HISTORY + OPEN
+    dep = Deployment.create(network=network(), window_seconds=WINDOW_SECONDS, period_windows=60,
+                            start=now - total * WINDOW_SECONDS - 5.0, grace_seconds=7200.0)
+    write_deployment(directory, dep)
+    db = directory / "collector.db"
+    store = Store(sqlite_url(db))
+    store.migrate()
+    store.register(dep)
+    store.dispose()
+    rng = np.random.default_rng(1)
+    did, m, n_src = dep.deployment_id, dep.n_sensors, dep.sensor_network.n_sources
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=OFF")
+        for first in range(0, HISTORY, 2000):
+            ws = range(first, min(first + 2000, HISTORY))
+            conn.executemany(
+                "INSERT INTO reports (deployment_id, sensor_id, window, report_id, value, received_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                ((did, j, w, f"{w:x}-{j}", float(v), dep.window_end(w) - 1.0)
+                 for w in ws for j, v in zip(range(m), rng.uniform(0, 20, m), strict=True)))
+            maps = rng.gamma(0.3, 4.0, (len(ws), n_src))
+            conn.executemany(
+                "INSERT INTO windows (deployment_id, window, closed_at, source_map, uncertainty, uncertainty_90, "
+                "reporting, missing, sigma, epsilon_window, delta_window, epsilon_period, delta_period, "
+                "releases_in_period, converged, message) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                ((did, w, dep.window_end(w) + 0.5, json.dumps([round(float(x), 6) for x in row]), 1.2, 2.3,
+                  json.dumps(list(range(m))), 0, 4.7, 1.0, 1e-6, 5.0, 1e-5, (w % 60) + 1, 1, "converged")
+                 for w, row in zip(ws, maps, strict=True)))
+        conn.commit()
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return dep, db
+
+
+def rss_mb(pid: int) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return float("nan")
+
+
+class Sampler(threading.Thread):
+    """The collector's resident memory every 0.2 s."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(daemon=True)
+        self.pid, self.samples, self.stop = pid, [], threading.Event()
+
+    def run(self) -> None:
+        while not self.stop.is_set():
+            with contextlib.suppress(OSError):
+                self.samples.append(rss_mb(self.pid))
+            self.stop.wait(0.2)
+
+
+class Dashboard(threading.Thread):
+    """One open dashboard: app.js's requests, in its order, one poll at a time."""
+
+    def __init__(self, url: str, token: str, stop: threading.Event) -> None:
+        super().__init__(daemon=True)
+        self.client = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60)
+        self.stop, self.requests, self.polls = stop, [], []
+        self.cursor: str | None = None
+        self.counted = 0
+        self.latest = -1
+        self.n_polls = 0
+
+    def get(self, kind: str, path: str) -> Any:
+        t0 = time.perf_counter()
+        resp = self.client.get(path)
+        dt = time.perf_counter() - t0
+        resp.raise_for_status()
+        self.requests.append((kind, dt, len(resp.content)))
+        return resp.json(), dt, len(resp.content)
+
+    def page(self) -> tuple[float, int]:
+        data, dt, size = self.get("first page", f"/api/v1/windows?limit={PAGE}")
+        self.cursor, self.counted = data["cursor"], data["total"]
+        self.latest = max([r["window"] for r in data["windows"]] + [self.latest])
+        return dt, size
+
+    def poll(self) -> tuple[float, int]:
+        spent, size = 0.0, 0
+        self.n_polls += 1
+        count = "&count=true" if self.n_polls % COUNT_EVERY == 0 else ""
+        while True:
+            data, dt, n = self.get("since (counted)" if count else "since",
+                                   f"/api/v1/windows?limit={PAGE}&since={self.cursor}{count}")
+            spent, size = spent + dt, size + n
+            self.counted += len(data["windows"])
+            self.cursor = data["cursor"]
+            new = [r["window"] for r in data["windows"]]
+            if not data["more"]:
+                break
+        if data["total"] is not None and self.counted != data["total"]:
+            dt, n = self.page()
+            spent, size = spent + dt, size + n
+        if new and max(new) > self.latest:
+            self.latest = max(new)
+            _, dt, n = self.get("window map", f"/api/v1/windows/{self.latest}")
+            spent, size = spent + dt, size + n
+        _, dt, n = self.get("sensors", "/api/v1/sensors")
+        return spent + dt, size + n
+
+    def run(self) -> None:
+        self.get("deployment", "/api/v1/deployment")
+        self.page()
+        self.get("window map", f"/api/v1/windows/{self.latest}")
+        self.get("sensors", "/api/v1/sensors")
+        while not self.stop.wait(POLL_SECONDS):
+            self.polls.append(self.poll())
+
+
+def send_phase(client: httpx.Client, bodies: list[dict[str, Any]]) -> list[float]:
+    """Post the reports one at a time at ``RATE`` a second; every acknowledgement's latency in seconds."""
+    latencies = []
+    t_next = time.perf_counter()
+    for body in bodies:
+        t_next += 1.0 / RATE
+        time.sleep(max(0.0, t_next - time.perf_counter()))
+        t0 = time.perf_counter()
+        resp = client.post("/api/v1/reports", json=body)
+        latencies.append(time.perf_counter() - t0)
+        if resp.status_code != 201:
+            raise RuntimeError(f"report refused: {resp.status_code} {resp.text}")
+    return latencies
+
+
+def export(url: str, token: str, path: str, pid: int) -> dict[str, Any]:
+    """Stream an export to nowhere; its time, size and the collector's memory before and during."""
+    sampler = Sampler(pid)
+    before = rss_mb(pid)
+    sampler.start()
+    size, t0 = 0, time.perf_counter()
+    with httpx.stream("GET", url + path, headers={"Authorization": f"Bearer {token}"}, timeout=600) as resp:
+        resp.raise_for_status()
+        for chunk in resp.iter_raw():
+            size += len(chunk)
+    seconds = time.perf_counter() - t0
+    sampler.stop.set()
+    sampler.join()
+    return {"seconds": round(seconds, 2), "mb": round(size / 2**20, 1), "rss_before_mb": round(before, 1),
+            "rss_peak_mb": round(max([*sampler.samples, before]), 1)}
+
+
+def quantiles(values: list[float]) -> dict[str, float]:
+    ms = sorted(v * 1000 for v in values)
+    return {"n": len(ms), "p50_ms": round(statistics.median(ms), 2),
+            "p99_ms": round(ms[min(len(ms) - 1, int(0.99 * len(ms)))], 2), "max_ms": round(ms[-1], 2)}
+
+
+def main() -> None:
+    from dpcloak.service.config import ANALYST_FILE
+
+    work = Path(tempfile.mkdtemp(prefix="dpcloak-bench-dashboard-"))
+    t0 = time.perf_counter()
+    dep, db = write_history(work)
+    print(f"history: {HISTORY:,} windows, {HISTORY * dep.n_sensors:,} reports, {db.stat().st_size / 2**20:.0f} MB "
+          f"written in {time.perf_counter() - t0:.0f} s")
+    keys = shared.sensor_keys(work, dep)
+    first_open = HISTORY
+    rng = np.random.default_rng(2)
+    net = dep.sensor_network
+    bodies = [shared.report_body(keys[j], dep, j, w, float(net.privatize_reading(j, float(v))))
+              for w in range(first_open, first_open + OPEN) for j, v in enumerate(rng.uniform(0, 20, dep.n_sensors))]
+    half = len(bodies) // 2
+    port = shared.free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = (work / "collector.log").open("w")
+    proc = subprocess.Popen([sys.executable, "-m", "dpcloak", "serve", "--deployment", str(work), "--port", str(port)],
+                            stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ))
+    out: dict[str, Any] = {}
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError((work / "collector.log").read_text())
+            with contextlib.suppress(httpx.TransportError):
+                if httpx.get(url + "/api/v1/health", timeout=2).status_code == 200:
+                    break
+            time.sleep(0.3)
+        time.sleep(3.0)  # let the recovery process finish starting
+        token = (work / ANALYST_FILE).read_text().strip()
+        sensors = httpx.Client(base_url=url, timeout=60)
+        sampler = Sampler(proc.pid)
+        sampler.start()
+        rss0 = rss_mb(proc.pid)
+        alone = send_phase(sensors, bodies[:half])
+        rss1 = rss_mb(proc.pid)
+        stop = threading.Event()
+        dashboards = [Dashboard(url, token, stop) for _ in range(2)]
+        mark = len(sampler.samples)
+        for d in dashboards:
+            d.start()
+        watched = send_phase(sensors, bodies[half:])
+        stop.set()
+        for d in dashboards:
+            d.join()
+        during = sampler.samples[mark:]
+        rss2 = rss_mb(proc.pid)
+        sampler.stop.set()
+        out["reports_alone"] = quantiles(alone)
+        out["reports_two_dashboards"] = quantiles(watched)
+        out["p99_ratio"] = round(out["reports_two_dashboards"]["p99_ms"] / out["reports_alone"]["p99_ms"], 2)
+        out["rss_mb"] = {"start": round(rss0, 1), "before_dashboards": round(rss1, 1),
+                         "during_min": round(min(during), 1), "during_max": round(max(during), 1),
+                         "end": round(rss2, 1),
+                         "change_during_pct": round(100 * (max(during) - rss1) / rss1, 1)}
+        requests: dict[str, list[tuple[float, int]]] = {}
+        for d in dashboards:
+            for kind, dt, size in d.requests:
+                requests.setdefault(kind, []).append((dt, size))
+        out["dashboard_requests"] = {kind: {**quantiles([dt for dt, _ in v]), "max_kb": round(max(s for _, s in v)
+                                                                                          / 1000, 1)}
+                                     for kind, v in requests.items()}
+        polls = [p for d in dashboards for p in d.polls]
+        out["polls"] = {**quantiles([dt for dt, _ in polls]), "max_kb": round(max(s for _, s in polls) / 1000, 1)}
+        out["export_csv"] = export(url, token, "/api/v1/export.csv", proc.pid)
+        out["export_parquet"] = export(url, token, "/api/v1/export.parquet", proc.pid)
+    finally:
+        shared.stop(proc, timeout=60)
+        log.close()
+    out.update(windows=HISTORY, sensors=dep.n_sensors, sources=dep.sensor_network.n_sources,
+               load_avg=round(os.getloadavg()[0], 2), date=datetime.date.today().isoformat())
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text(json.dumps(out, indent=1) + "\n")
+    print(json.dumps(out, indent=1))
+    goals = {"p99 within 2x": out["p99_ratio"] <= 2.0,
+             "memory flat (10 %)": abs(out["rss_mb"]["change_during_pct"]) <= 10.0,
+             "polls <= 50 ms": out["polls"]["max_ms"] <= 50.0, "polls <= 100 kB": out["polls"]["max_kb"] <= 100.0}
+    print("goals: " + ", ".join(f"{k}: {'yes' if v else 'NO'}" for k, v in goals.items()))
+    import shutil
+
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
