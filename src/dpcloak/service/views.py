@@ -148,11 +148,12 @@ def export_rows(deployment: Deployment, store: Store) -> Iterator[list[tuple[Any
 
     Examples
     --------
-    >>> import tempfile
     >>> from dpcloak.service.examples import two_sensor_store
+    >>> import tempfile
+    >>> tables = []
     >>> with tempfile.TemporaryDirectory() as directory:
     ...     deployment, store = two_sensor_store(directory, reading=10.0)
-    ...     tables = list(export_rows(deployment, store))
+    ...     tables += export_rows(deployment, store)
     ...     store.dispose()
     >>> len(tables), len(tables[0]), len(tables[0][0]) == len(EXPORT_COLUMNS)  # one window, two sources
     (1, 2, True)
