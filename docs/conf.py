@@ -11,9 +11,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "src"))
 sys.path.insert(0, str(HERE / "_ext"))
 os.environ.setdefault("MPLBACKEND", "Agg")
-# numpydoc re-parses raw docstrings for signatures and warns about the custom section; the rendered text
-# keeps it (the privacy_sections extension moves it into Notes before numpydoc formats the docstring).
-warnings.filterwarnings("ignore", message="Unknown section Privacy Guarantee", category=UserWarning)
+# numpydoc re-parses raw docstrings for signatures and warns about the custom sections; the rendered text
+# keeps them (the privacy_sections extension moves them into Notes before numpydoc formats the docstring).
+warnings.filterwarnings("ignore", message="Unknown section (Privacy Guarantee|Security Events)", category=UserWarning)
 
 from dpcloak import __version__  # noqa: E402
 

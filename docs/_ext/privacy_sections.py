@@ -1,8 +1,8 @@
-"""Keep dpcloak's "Privacy guarantee" docstring sections in the rendered reference.
+"""Keep dpcloak's own docstring sections ("Privacy guarantee", "Security events") in the rendered reference.
 
 numpydoc knows a fixed list of sections and drops any other with a warning, which would silently
 remove the one paragraph a reader of privacy software most needs. Before numpydoc parses a
-docstring, this hook moves the section into an admonition at the end of the "Notes" section
+docstring, this hook moves each such section into an admonition at the end of the "Notes" section
 (creating it if needed), where numpydoc keeps free reStructuredText.
 """
 
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-TITLE = "privacy guarantee"
+TITLES = ("privacy guarantee", "security events")
 
 
 def _is_header(lines: list[str], i: int) -> bool:
@@ -23,14 +23,21 @@ def _is_header(lines: list[str], i: int) -> bool:
 
 
 def move_privacy_section(lines: list[str]) -> list[str]:
-    """The docstring ``lines`` with its "Privacy guarantee" section turned into a Notes admonition."""
-    start = next((i for i in range(len(lines)) if _is_header(lines, i) and lines[i].strip().lower() == TITLE), None)
+    """The docstring ``lines`` with each section of ``TITLES`` turned into a Notes admonition."""
+    for title in TITLES:
+        lines = _move_section(lines, title)
+    return lines
+
+
+def _move_section(lines: list[str], title: str) -> list[str]:
+    start = next((i for i in range(len(lines)) if _is_header(lines, i) and lines[i].strip().lower() == title), None)
     if start is None:
         return lines
     end = next((i for i in range(start + 2, len(lines)) if _is_header(lines, i)), len(lines))
     body = lines[start + 2 : end]
     rest = lines[:start] + lines[end:]
-    admonition = ["", ".. admonition:: Privacy guarantee", ""] + [f"   {line}" if line.strip() else "" for line in body]
+    heading = lines[start].strip()
+    admonition = ["", f".. admonition:: {heading}", ""] + [f"   {line}" if line.strip() else "" for line in body]
     notes = next((i for i in range(len(rest)) if _is_header(rest, i) and rest[i].strip().lower() == "notes"), None)
     if notes is None:
         return [*rest, "", "Notes", "-----", *admonition[1:], ""]

@@ -210,3 +210,12 @@ def test_a_raw_delimiter_would_be_reported() -> None:
     from offline_math import _LEFTOVER
 
     assert _LEFTOVER.findall('<mo maxsize="1.6em">\\|</mo><mo>\\lVert</mo>') == ["\\|", "\\lVert"]
+
+
+def test_security_events_section_moves_into_notes_too() -> None:
+    doc = ["Summary.", "", "Security events", "---------------", "A conflict is logged.", "",
+           "Privacy guarantee", "-----------------", "ε-DP."]
+    out = move_privacy_section(doc)
+    assert [line for line in out if line in ("Security events", "Privacy guarantee")] == []
+    assert out.count("Notes") == 1 and ".. admonition:: Security events" in out
+    assert ".. admonition:: Privacy guarantee" in out and "   A conflict is logged." in out
