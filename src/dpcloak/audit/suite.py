@@ -27,10 +27,12 @@ so a broken noise scale is caught as "samples do not match the claim" and a wron
 Every entry also runs the event tests of :mod:`dpcloak.audit.events` (exact atoms and the lowest
 mantissa bits, which binning discards). The float samplers' claims hold for idealised real-valued
 noise, so their entries are audited with ``claim_scope="idealised"`` (bits tolerate the rounding
-structure); the exact grid samplers are held to their claim on the released doubles. Two broken
+structure); the exact grid samplers are held to their claim on the released doubles. Broken
 variants only these tests see must be rejected: a secret bit written into the lowest mantissa bit
-of a correct Gaussian output (true ``δ = 1``) and a Gaussian that releases its input exactly with
-probability 0.04 (true ``δ_ε = 0.04 + 0.96·0.05 = 0.088`` against the claimed 0.05). One
+of a correct Gaussian output, or into bit 9 (true ``δ = 1``), a Gaussian that releases its input
+exactly with probability 0.04 (true ``δ_ε = 0.04 + 0.96·0.05 = 0.088`` against the claimed 0.05), a
+second coordinate whose noise scale is ×3 for one input while its mean stays 0 (``δ_ε = 0.43``) and a
+discrete Laplace whose grid index's parity is the input (data-dependent rounding, ``δ_ε = 1``). One
 ``UNCLAIMED`` entry reads the float Gaussian's *released doubles* against its claim, which they do
 not meet (Mironov 2012: the lowest bit alone has ``δ_ε ≈ 0.12``): it must be rejected, and shows why
 releases default to the exact samplers.
@@ -256,11 +258,29 @@ def _additive(privatize: Callable[..., NDArray[Any]], factor: float = 1.0) -> Ca
     return mechanism
 
 
-def _secret_in_lowest_bit(mechanism: Callable[..., NDArray[Any]]) -> Callable[..., NDArray[Any]]:
-    """BROKEN: the correct output with its lowest mantissa bit set to the database's bit (0 or 1): ``δ = 1``."""
+def _secret_in_bit(mechanism: Callable[..., NDArray[Any]], bit: int = 0) -> Callable[..., NDArray[Any]]:
+    """BROKEN: the correct output with mantissa bit ``bit`` set to the database's bit (0 or 1): ``δ = 1``."""
+    mask = np.uint64(1) << np.uint64(bit)
+
     def broken(value: float, rng: np.random.Generator, size: int) -> NDArray[Any]:
         bits = np.ascontiguousarray(mechanism(value, rng, size), dtype=np.float64).view(np.uint64)
-        return ((bits & ~np.uint64(1)) | np.uint64(int(value) & 1)).view(np.float64)
+        return ((bits & ~mask) | (np.uint64(int(value) & 1) << np.uint64(bit))).view(np.float64)
+    return broken
+
+
+def _spread_leak(sigma: float, scale: float) -> Callable[..., NDArray[Any]]:
+    """BROKEN: coordinate 0 the Gaussian release of the value, coordinate 1 pure noise of σ·scale^value (mean 0)."""
+    def broken(value: float, rng: np.random.Generator, size: int) -> NDArray[Any]:
+        return np.stack([value + sigma * rng.standard_normal(size),
+                         sigma * scale ** float(value) * rng.standard_normal(size)], axis=1)
+    return broken
+
+
+def _parity_leak(privatize: Callable[..., NDArray[Any]], resolution: float) -> Callable[..., NDArray[Any]]:
+    """BROKEN: data-dependent rounding, grid index ``2Y + value`` (Y the exact noise): its parity is the input."""
+    def broken(value: float, rng: np.random.Generator, size: int) -> NDArray[Any]:
+        noise = np.asarray(privatize(np.zeros((size, 1)), rng=rng), dtype=float).ravel()
+        return 2.0 * noise + resolution * (int(value) & 1)
     return broken
 
 
@@ -301,7 +321,11 @@ def _gaussian_cases() -> list[SuiteCase]:
         SuiteCase("BROKEN Gaussian (analytic) calibrated to Δ2/4", float_claim, REJECT,
                   _audit(_additive(wrong.privatize), pair, scope="idealised", **no_info)),
         SuiteCase("BROKEN Gaussian (analytic), secret bit in the lowest mantissa bit (δ = 1)", float_claim, REJECT,
-                  _audit(_secret_in_lowest_bit(correct), pair, scope="idealised", **no_info)),
+                  _audit(_secret_in_bit(correct), pair, scope="idealised", **no_info)),
+        SuiteCase("BROKEN Gaussian (analytic), secret bit in mantissa bit 9 (δ = 1)", float_claim, REJECT,
+                  _audit(_secret_in_bit(correct, 9), pair, scope="idealised", **no_info)),
+        SuiteCase("BROKEN Gaussian (analytic) plus a coordinate whose noise is x3 for one input (δ_ε = 0.43)",
+                  float_claim, REJECT, _audit(_spread_leak(mech.sigma, 3.0), pair, scope="idealised", **no_info)),
         SuiteCase(f"BROKEN Gaussian (analytic), input released exactly w.p. {p:g} (δ_ε = {true_delta:.3g})",
                   float_claim, REJECT, _audit(_exact_release(correct, p), pair, scope="idealised", **no_info)),
         SuiteCase("UNCLAIMED float Gaussian (analytic) read bit by bit (Mironov 2012)",
@@ -375,6 +399,9 @@ def _discrete_cases() -> list[SuiteCase]:
                   _audit(_additive(lap.privatize), pair, scope="released", **full_info)),
         SuiteCase("BROKEN discrete Laplace, noise scale halved", lap_claim, REJECT,
                   _audit(_additive(lap.privatize, 0.5), pair, scope="released", **full_info)),
+        SuiteCase("BROKEN discrete Laplace, grid index parity follows the input (δ_ε = 1)", lap_claim, REJECT,
+                  _audit(_parity_leak(lap.privatize, res), pair, scope="released", epsilon=LAPLACE_EPS,
+                         alpha=ALPHA_PURE)),
         SuiteCase(f"discrete Gaussian (exact sampler), σ={gauss.sigma:.3g}", gauss_claim, ACCEPT,
                   _audit(_additive(gauss.privatize), pair, scope="released", **gauss_info)),
     ]
