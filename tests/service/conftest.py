@@ -38,7 +38,7 @@ def free_port() -> int:
 
 def make_deployment(directory: Path, *, sensor_rows: int = 5, sensor_cols: int = 10, window_seconds: float = 1.0,
                     past_windows: int = 40, grace_seconds: float = 3600.0, budget: tuple[float, float] = (50.0, 1e-5),
-                    period_windows: int = 1000, width: float = 12.0, height: float = 8.0) -> Deployment:
+                    period_windows: int = 800, width: float = 12.0, height: float = 8.0) -> Deployment:
     """A floor-plan deployment (12 m x 8 m by default) whose window 0 started ``past_windows`` windows ago.
 
     The long grace period means windows close only when every sensor reported or when the analyst

@@ -1,24 +1,41 @@
 """The sensor node: write-ahead ledger, budget enforcement, retries with one idempotency key.
 
 Oracles: the ledger file re-opened by a fresh node (persistence), a scripted transport
-(``httpx.MockTransport``) that records every request the node makes, the deployment's
-``releases_per_period``.
+(``httpx.MockTransport``) that records every request the node makes, counts of the accepted windows
+in every run of ``period_windows`` windows, the wall clock.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
-from dpcloak.errors import BudgetExceededError, InvalidParameterError
+from dpcloak.errors import InvalidParameterError
 from dpcloak.service.auth import verify_report
-from dpcloak.service.config import load_credential, load_deployment, load_master_key, sensor_key
-from dpcloak.service.node import DeliveryError, NodeRefusedError, Reading, SensorNode, read_values, tail_csv
+from dpcloak.service.config import (
+    Deployment,
+    load_credential,
+    load_deployment,
+    load_master_key,
+    sensor_key,
+    write_deployment,
+)
+from dpcloak.service.node import (
+    DeliveryError,
+    NodeClock,
+    NodeRefusedError,
+    Reading,
+    ReleaseSkipped,
+    SensorNode,
+    read_values,
+    tail_csv,
+)
 
 from .conftest import make_deployment
 
@@ -99,20 +116,90 @@ def test_rejection_is_not_retried(small: Path) -> None:
     node.close()
 
 
-def test_budget_is_enforced_on_the_sensor(tmp_path: Path) -> None:
-    dep = make_deployment(tmp_path, sensor_rows=1, sensor_cols=3, budget=(3.0, 1e-5), period_windows=50)
+def test_policy_is_enforced_on_the_sensor(tmp_path: Path) -> None:
+    """Release windows only, every s-th with s = ceil(W/k), and the node never stops for good.
+
+    Oracle: the defining inequality of the largest k that fits the budget, and a count of the
+    windows the node accepted in every run of W consecutive windows (the policy's sliding window).
+    """
+    dep = make_deployment(tmp_path, sensor_rows=1, sensor_cols=3, budget=(3.0, 1e-5), period_windows=50,
+                          past_windows=400)
     k = dep.releases_per_period
     assert 1 <= k < 50
     assert dep.guarantee(k)[0] <= 3.0 < dep.guarantee(k + 1)[0]  # the largest count that fits
+    s = -(-50 // k)
     script = Script([])
     node = _node(tmp_path, script)
-    for w in range(k):
-        node.submit(1.0, window=w)
-    with pytest.raises(BudgetExceededError, match="nothing released"):
-        node.release(1.0, window=k)
-    assert len(script.bodies) == k and len(node.ledger.all()) == k
-    node.submit(1.0, window=50)  # the next period has a fresh budget
+    accepted = []
+    for w in range(0, 380):
+        try:
+            node.submit(1.0, window=w)
+            accepted.append(w)
+        except ReleaseSkipped as skip:
+            assert "nothing released" in str(skip)
+            assert skip.next_window == -(-w // s) * s > w and skip.next_time == dep.window_start(skip.next_window)
+    assert accepted == list(range(0, 380, s))  # every s-th window, for ever (380 windows > 7 periods)
+    assert max(sum(1 for a in accepted if lo <= a < lo + 50) for lo in range(0, 380)) <= k
+    assert len(script.bodies) == len(accepted) == len(node.ledger.all())
     node.close()
+
+
+def test_lifetime_cap_stops_releases_and_says_so(tmp_path: Path) -> None:
+    net = make_deployment(tmp_path, sensor_rows=1, sensor_cols=3, period_windows=10).sensor_network
+    dep = Deployment.create(network=net, window_seconds=1.0, period_windows=10, start=time.time() - 40,
+                            policy_releases=5, lifetime_releases=3)
+    other = tmp_path / "capped"
+    write_deployment(other, dep)
+    node = _node(other, Script([]))
+    assert [node.release(1.0, window=w).window for w in (0, 2, 4)] == [0, 2, 4]
+    with pytest.raises(ReleaseSkipped, match="lifetime cap of 3 release windows is reached") as skip:
+        node.release(1.0, window=6)
+    assert skip.value.next_window is None and skip.value.next_time is None
+    node.close()
+
+
+def test_windows_only_move_forward_and_never_ahead_of_the_clock(tmp_path: Path) -> None:
+    """Defect 4 of issue 28: ``window=`` 20 periods ahead was accepted, and a window before the last one too."""
+    make_deployment(tmp_path, sensor_rows=1, sensor_cols=3, past_windows=40)
+    dep = load_deployment(tmp_path)
+    node = _node(tmp_path, Script([]))
+    latest = dep.latest_window(time.time())
+    assert latest in (dep.window_at(time.time()) + 1, dep.window_at(time.time()) + 2)  # skew: one window
+    with pytest.raises(InvalidParameterError, match="window must be at most"):
+        node.release(1.0, window=latest + 1)
+    with pytest.raises(InvalidParameterError, match="window must be at most"):
+        node.release(1.0, window=20 * dep.period_windows)
+    node.release(1.0, window=10)
+    with pytest.raises(InvalidParameterError, match="windows only move forward"):
+        node.release(1.0, window=9)
+    node.close()
+    reopened = _node(tmp_path, Script([]))  # the ledger keeps the last window across restarts
+    with pytest.raises(InvalidParameterError, match="windows only move forward"):
+        reopened.release(1.0, window=3)
+    assert [e.window for e in reopened.ledger.all()] == [10]
+    reopened.close()
+
+
+def test_node_clock_ignores_wall_clock_changes_while_running(tmp_path: Path) -> None:
+    """A node's default clock is monotonic, anchored at start-up: moving the wall clock ahead by
+    20 periods after start-up releases nothing ahead (the weakened node, reading the wall clock, does)."""
+    make_deployment(tmp_path, sensor_rows=1, sensor_cols=3, past_windows=40)
+    dep = load_deployment(tmp_path)
+    wall = [time.time()]
+    jump = 20 * dep.period_windows * dep.window_seconds
+
+    def make(clock: object) -> SensorNode:
+        return SensorNode(deployment=dep, credential=load_credential(tmp_path / "sensors" / "sensor-0.json"),
+                          ledger=tmp_path / f"ledger-{id(clock)}.db", url="http://127.0.0.1:9",
+                          transport=httpx.MockTransport(Script([])), clock=clock)  # type: ignore[arg-type]
+
+    anchored = make(NodeClock(wall=lambda: wall[0]))
+    weak = make(lambda: wall[0])
+    wall[0] += jump  # the wall clock is set 20 periods ahead
+    assert anchored.release(1.0).window <= dep.window_at(time.time()) + 1
+    assert weak.release(1.0).window >= dep.window_at(time.time()) + 20 * dep.period_windows - 1
+    anchored.close()
+    weak.close()
 
 
 def test_one_release_per_window(small: Path) -> None:

@@ -2,7 +2,7 @@
 
 Oracles: Alembic's own schema comparison (migration vs. the tables), SQLite's PRAGMA answers,
 an independent HMAC computation over the documented canonical string, the defining inequality of
-the release count that fits the budget.
+the release count that fits the budget, the direct count of the windows holding stored reports.
 """
 
 from __future__ import annotations
@@ -74,9 +74,9 @@ def _upgrade_from_0001(url: str) -> None:
         assert WINDOW_INDEX in {ix["name"] for ix in inspect(conn).get_indexes("reports")}
     assert _schema_diff(store) == []
     assert store.window_readings("d", 3) == [(0, 0.0), (1, 1.0)]
-    assert store.reports_per_sensor("d", first_window=1, last_window=3) == {0: 3, 1: 3, 2: 2}
-    assert store.reports_per_sensor("d", first_window=3, last_window=3) == {0: 1, 1: 1}
-    assert store.reports_per_sensor("d", first_window=5, last_window=9) == {}
+    assert store.windows_with_reports("d", first_window=1, last_window=3) == [1, 2, 3]
+    assert store.windows_with_reports("d", first_window=3, last_window=3) == [3]
+    assert store.windows_with_reports("d", first_window=5, last_window=9) == []
     if store.dialect == "sqlite":  # the store's own query reads the range through the window index
         seen: list[tuple[str, object]] = []
 
@@ -84,7 +84,7 @@ def _upgrade_from_0001(url: str) -> None:
             seen.append((statement, params))
 
         event.listen(store.engine, "before_cursor_execute", record)
-        store.reports_per_sensor("d", first_window=1, last_window=3)
+        store.windows_with_reports("d", first_window=1, last_window=3)
         event.remove(store.engine, "before_cursor_execute", record)
         with store.engine.connect() as conn:
             plan = " ".join(str(r[-1]) for r in conn.exec_driver_sql("EXPLAIN QUERY PLAN " + seen[-1][0],
@@ -101,15 +101,20 @@ def test_migration_upgrades_from_0001_postgresql(postgres_url: str) -> None:
     _upgrade_from_0001(postgres_url)
 
 
-def test_period_releases_equal_the_count_over_the_period(tmp_path: Path,
-                                                         deployment_dir: tuple[Path, Deployment]) -> None:
-    """The incremental count equals the direct count over the period's rows (the oracle), with windows
-    closed out of order, a window nobody reported for, late reports to open windows, a restart and a new period."""
+def _charged(store: Store, did: str, window: int, span: int) -> int:
+    """The oracle: windows among ``window − span + 1 … window`` holding a report, from every stored report."""
+    return len({r.window for r in store.all_reports(did) if window - span < r.window <= window})
+
+
+def test_policy_releases_equal_the_count_over_the_sliding_window(tmp_path: Path,
+                                                                 deployment_dir: tuple[Path, Deployment]) -> None:
+    """The incremental count equals the direct count over every stored report (the oracle), with windows
+    closed out of order, windows nobody reported for, late reports to open windows and a restart."""
     import numpy as np
 
-    from dpcloak.service.windows import PeriodReleases
+    from dpcloak.service.windows import PolicyReleases
 
-    dep = dataclasses.replace(deployment_dir[1], period_windows=6)
+    dep = dataclasses.replace(deployment_dir[1], period_windows=6, policy_releases=None)
     store = _migrated(sqlite_url(tmp_path / "p.db"))
     store.register(dep)
     rng = np.random.default_rng(7)
@@ -119,40 +124,35 @@ def test_period_releases_equal_the_count_over_the_period(tmp_path: Path,
         store.insert_reports([{"deployment_id": did, "sensor_id": int(j), "window": window,
                                "report_id": f"{window}-{j}", "value": 0.0, "received_at": 0.0} for j in sensors])
 
-    order = [0, 1, 3, 2, 4, 7, 6, 8, 9, 11, 10]  # window 5 stays empty; 3 closes before 2; 6 starts a period
-    for w in range(12):
-        if w != 5:
-            put(w, rng.choice(m, size=int(rng.integers(1, m)), replace=False))
-    tracker = PeriodReleases(dep, store, closed=())
+    order = [0, 1, 3, 2, 4, 7, 6, 8, 9, 11, 10, 13, 14, 20]  # 5, 12, 15-19 stay empty; 3 closes before 2
+    for w in order:
+        put(w, rng.choice(m, size=int(rng.integers(1, m)), replace=False))
+    tracker = PolicyReleases(dep, store, closed=())
     closed: list[int] = []
     for i, w in enumerate(order):
         if i == 6:  # a restart: a new tracker that knows the windows closed so far
-            tracker = PeriodReleases(dep, store, closed=closed)
-        if w + 1 not in closed:  # a late report to the next window, still open (a conflict if it exists)
+            tracker = PolicyReleases(dep, store, closed=closed)
+        if w + 1 not in closed and w + 1 not in (5, 12):  # a late report to the next window, still open
             put(w + 1, np.array([m - 1]))
-        present = np.zeros(m, dtype=bool)
-        present[[sensor for sensor, _ in store.window_readings(did, w)]] = True
-        first = dep.period_of(w) * dep.period_windows
-        expected = max(store.reports_per_sensor(did, first_window=first, last_window=w).values())
-        assert tracker.releases(w, present) == expected, w
-        tracker.closed(w, present)
+        assert tracker.releases(w, final_below=max(0, max(closed, default=0) - 1)) == _charged(store, did, w, 6), w
+        tracker.closed(w)
         closed.append(w)
     store.dispose()
 
 
 def _releases_past_empty_windows(tmp_path: Path, dep: Deployment, final_lag: int | None,
                                  weakened: bool = False) -> tuple[int, int]:
-    """Closes windows 5-59 in order, as the collector does, and returns (report rows the tracker read, rows stored).
+    """Closes windows 5-59 in order, as the collector does, and returns (windows the tracker read, windows held).
 
     Windows 0-4 are empty (sensors switched on late), 20 and 35 too, and window 20 gets a late first
     report while still in grace (closed after 22). Windows more than ``final_lag`` behind the latest
     closed one are past grace (``None``: the tracker is not told). Every count is checked against the
-    oracle, the direct count over the period's rows. ``weakened``: the tracker caches nothing (every
-    earlier window treated as a hole), i.e. rereads the period at every close.
+    oracle, the direct count over the stored reports. ``weakened``: the tracker caches nothing (every
+    earlier window read again at every close).
     """
     import numpy as np
 
-    from dpcloak.service.windows import PeriodReleases
+    from dpcloak.service.windows import PolicyReleases
 
     store = _migrated(sqlite_url(tmp_path / f"q-{final_lag}-{weakened}.db"))
     store.register(dep)
@@ -167,19 +167,17 @@ def _releases_past_empty_windows(tmp_path: Path, dep: Deployment, final_lag: int
     for w in range(5, 60):
         if w not in (20, 35):
             put(w, rng.choice(m, size=int(rng.integers(1, m)), replace=False))
-    direct = store.reports_per_sensor
-    rows_read = 0
+    direct = store.windows_with_reports
+    read = 0
 
-    def counting(deployment_id: str, *, first_window: int, last_window: int) -> dict[int, int]:
-        nonlocal rows_read
+    def counting(deployment_id: str, *, first_window: int, last_window: int) -> list[int]:
+        nonlocal read
         out = direct(deployment_id, first_window=first_window, last_window=last_window)
-        rows_read += sum(out.values())
+        read += len(out)
         return out
 
-    store.reports_per_sensor = counting  # type: ignore[method-assign]
-    tracker = PeriodReleases(dep, store, closed=())
-    if weakened:
-        tracker._split = lambda first, last, final: [(first, last, False)]  # type: ignore[method-assign]
+    store.windows_with_reports = counting  # type: ignore[method-assign]
+    tracker = PolicyReleases(dep, store, closed=())
     order = [w for w in range(5, 60) if w not in (20, 35)]
     order.insert(order.index(22) + 1, 20)
     latest = 0
@@ -187,32 +185,27 @@ def _releases_past_empty_windows(tmp_path: Path, dep: Deployment, final_lag: int
         latest = max(latest, w)
         if w == 22:
             put(20, np.array([0]), "late")
-        present = np.zeros(m, dtype=bool)
-        present[[sensor for sensor, _ in store.window_readings(did, w)]] = True
-        expected = max(direct(did, first_window=0, last_window=w).values())
-        final_below = None if final_lag is None else latest - final_lag
-        assert tracker.releases(w, present, final_below=final_below) == expected, w
-        tracker.closed(w, present)
-    stored = sum(direct(did, first_window=0, last_window=59).values())
+        final_below = None if final_lag is None or weakened else latest - final_lag
+        if weakened:
+            tracker = PolicyReleases(dep, store, closed=())
+        assert tracker.releases(w, final_below=final_below) == _charged(store, did, w, dep.period_windows), w
+        tracker.closed(w)
+    held = len(direct(did, first_window=0, last_window=59))
     store.dispose()
-    return rows_read, stored
+    return read, held
 
 
 @pytest.mark.parametrize("final_lag", [2, None])
-def test_period_releases_read_each_report_about_once_past_empty_windows(
+def test_policy_releases_read_each_window_about_once(
         tmp_path: Path, deployment_dir: tuple[Path, Deployment], final_lag: int | None) -> None:
-    """Windows nobody reported for no longer keep the count's range open: each report is read about once.
+    """Closed windows are never read again, final ones once: the tracker reads only the windows that were holes.
 
-    Both sides: a tracker that caches nothing past the first empty window (the behaviour before,
-    when nothing says which windows are past grace) rereads the period at every close: measured
-    9,867 rows read for 1,185 stored.
-    """
-    dep = dataclasses.replace(deployment_dir[1], period_windows=1000)
-    rows_read, stored = _releases_past_empty_windows(tmp_path, dep, final_lag)
-    assert rows_read <= 1.2 * stored  # measured: 269 rows read for 1,185 stored (closing windows are at hand)
-    if final_lag is None:  # told nothing about grace, the cache-nothing tracker rereads everything
-        rows_weak, _ = _releases_past_empty_windows(tmp_path, dep, final_lag, weakened=True)
-        assert rows_weak > 5 * stored
+    Both sides: a tracker that caches nothing rereads the sliding window at every close."""
+    dep = dataclasses.replace(deployment_dir[1], period_windows=800, policy_releases=None)
+    read, held = _releases_past_empty_windows(tmp_path, dep, final_lag)
+    assert read <= 2  # measured: 1 window read (window 20, a hole until its late report) for 54 held
+    read_weak, _ = _releases_past_empty_windows(tmp_path, dep, final_lag, weakened=True)
+    assert read_weak > 10 * held
 
 
 def test_unreachable_database_is_a_clear_error() -> None:
@@ -244,8 +237,8 @@ def test_mac_is_hmac_sha256_of_the_documented_encoding() -> None:
 def test_fingerprint_binds_every_privacy_parameter(deployment_dir: tuple[Path, Deployment]) -> None:
     directory, dep = deployment_dir
     assert load_deployment(directory).fingerprint == dep.fingerprint  # stable through the file
-    for change in ({"window_seconds": 2.0}, {"period_windows": 999},
-                   {"start": dep.start + 1}):
+    for change in ({"window_seconds": 2.0}, {"period_windows": 900}, {"policy_releases": 5},
+                   {"lifetime_releases": 10**6}, {"clock_skew_seconds": 0.5}, {"start": dep.start + 1}):
         assert dataclasses.replace(dep, **change).fingerprint != dep.fingerprint, change
     assert dataclasses.replace(dep, deployment_id="other1").fingerprint == dep.fingerprint
 
@@ -253,11 +246,12 @@ def test_fingerprint_binds_every_privacy_parameter(deployment_dir: tuple[Path, D
 def test_releases_per_period_fit_the_budget(deployment_dir: tuple[Path, Deployment]) -> None:
     _, dep = deployment_dir
     net = dep.sensor_network
-    long = dataclasses.replace(dep, period_windows=10**6)
-    k = long.releases_per_period  # the budget binds: the largest count that fits
+    long = dataclasses.replace(dep, period_windows=10**6, policy_releases=None)
+    k = long.policy_releases  # the budget binds: the largest count that fits
+    assert k is not None and long.releases_per_period <= k
     assert dep.guarantee(k)[0] <= net.budget[0] < dep.guarantee(k + 1)[0]
     assert dep.releases_per_period == min(dep.period_windows, k)
-    assert dataclasses.replace(dep, period_windows=3).releases_per_period == 3  # the period binds
+    assert dataclasses.replace(dep, period_windows=3, policy_releases=None).releases_per_period == 3  # W binds
 
 
 def test_existing_deployment_directory_is_not_overwritten(deployment_dir: tuple[Path, Deployment]) -> None:

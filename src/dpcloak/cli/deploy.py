@@ -21,7 +21,8 @@ deploy_app = typer.Typer(help="Create and inspect a sensor deployment (configura
 @cli_errors
 def init(
     directory: str = typer.Argument(..., help="New directory for deployment.json, the keys and the credentials."),
-    network: str | None = typer.Option(None, help="A saved SensorNetwork (TOML/JSON, its budget is per period); "
+    network: str | None = typer.Option(None, help="A saved SensorNetwork (TOML/JSON, its budget holds for any "
+                                       "W consecutive windows); "
                                        "default: a floor plan."),
     width: float = typer.Option(16.0, help="Floor plan: width in metres (sources every metre)."),
     height: float = typer.Option(10.0, help="Floor plan: height in metres."),
@@ -29,11 +30,21 @@ def init(
     sensor_rows: int = typer.Option(5, help="Floor plan: rows of the people-counter lattice."),
     epsilon: float = typer.Option(1.0, help="Floor plan: epsilon of one window's readings (all sensors)."),
     delta: float = typer.Option(1e-6, help="Floor plan: delta of one window's readings."),
-    budget_epsilon: float = typer.Option(20.0, help="Floor plan: per-sensor budget epsilon per period."),
+    budget_epsilon: float = typer.Option(20.0, help="Floor plan: budget epsilon of any W consecutive windows."),
     budget_delta: float = typer.Option(1e-5, help="Floor plan: delta at which the budget is measured."),
     window_seconds: float = typer.Option(60.0, help="Time precision: length of a reporting window in seconds."),
-    period_windows: int = typer.Option(1440, help="Length of a budget period in windows."),
-    grace_seconds: float = typer.Option(10.0, help="Late reports are accepted this long after a window ends."),
+    period_windows: int = typer.Option(1440, help="Policy: the sliding window W ('any W consecutive windows'), "
+                                       "over which the network's budget holds."),
+    policy_releases: int | None = typer.Option(None, help="Policy: release windows in any W consecutive windows "
+                                               "(every ceil(W/k)-th window releases); default: as many as the "
+                                               "budget allows, at most W."),
+    lifetime_releases: int | None = typer.Option(None, help="Policy: release windows in all since the start "
+                                                 "(default: no lifetime cap, the deployment runs for ever)."),
+    clock_skew_seconds: float | None = typer.Option(None, help="How far ahead of real time a sensor's clock may "
+                                                    "run (default: one window)."),
+    grace_seconds: float = typer.Option(10.0, help="Late reports are accepted this long after a window ends "
+                                        "(sensors send at the end of their window: keep it above the network's "
+                                        "delay)."),
 ) -> None:
     """Write a deployment: public configuration, collector key, analyst token, one credential per sensor."""
     from dpcloak.service import require_service_extra
@@ -61,8 +72,9 @@ def init(
            _network.floor_plan_network(width=width, height=height, sensor_cols=sensor_cols, sensor_rows=sensor_rows,
                                        epsilon=epsilon, delta=delta, budget=(budget_epsilon, budget_delta)))
     dep = Deployment.create(network=net, window_seconds=window_seconds, period_windows=period_windows,
-                            start=float(int(time.time())),
-                            grace_seconds=grace_seconds)
+                            start=float(int(time.time())), grace_seconds=grace_seconds,
+                            policy_releases=policy_releases, lifetime_releases=lifetime_releases,
+                            clock_skew_seconds=clock_skew_seconds)
     write_deployment(Path(directory), dep)
     console.print(f"deployment {dep.deployment_id} written to {directory} ({dep.n_sensors} sensor credentials in "
                   f"{Path(directory) / 'sensors'}); keep collector.key and analyst.token secret")
@@ -79,7 +91,7 @@ def show(
 
     require_service_extra()
     from dpcloak.service.config import load_deployment
-    from dpcloak.service.views import deployment_view, guarantee_words
+    from dpcloak.service.views import deployment_view, guarantee_words, policy_words
 
     dep = load_deployment(Path(directory))
     view = deployment_view(dep, now=time.time())
@@ -87,8 +99,10 @@ def show(
         emit_json({k: v for k, v in view.items() if k not in ("sensor_positions", "source_positions")})
         return
     console.print(f"deployment {dep.deployment_id}  configuration fingerprint {dep.fingerprint}")
-    console.print(f"{dep.n_sensors} sensors, windows of {dep.window_seconds:g} s, budget period "
-                  f"{dep.period_windows} windows, at most {dep.releases_per_period} readings per sensor per period")
+    console.print(f"{dep.n_sensors} sensors, windows of {dep.window_seconds:g} s, release windows: every "
+                  f"{dep.release_stride} window(s), at most {dep.releases_per_period} in any {dep.period_windows} "
+                  f"consecutive windows, clock skew tolerated {dep.clock_skew_seconds:g} s")
+    console.print(policy_words(dep), highlight=False)
     console.print(guarantee_words(dep), highlight=False)
 
 

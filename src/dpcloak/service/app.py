@@ -280,9 +280,15 @@ def create_app(collector: Collector, *, analyst_token: str) -> CollectorApp:
 
     @app.get("/api/v1/health", tags=["public"])
     async def health() -> dict[str, Any]:
-        """Liveness and the deployment served (public)."""
-        return {"status": "ok", "deployment": dep.deployment_id, "fingerprint": dep.fingerprint,
-                "window": dep.window_at(collector.clock())}
+        """Liveness, the deployment served and whether its sensors release now (public).
+
+        ``status`` is ``"degraded"`` while the release policy makes the sensors skip (the current
+        window is not a release window, or the lifetime cap is reached); ``policy`` says why and when
+        the next release window starts, and states the policy in words.
+        """
+        policy = views.policy_view(dep, now=collector.clock())
+        return {"status": policy["status"], "deployment": dep.deployment_id, "fingerprint": dep.fingerprint,
+                "window": policy["window"], "policy": policy}
 
     @app.get("/api/v1/deployment", tags=["analyst"], dependencies=[Depends(analyst)])
     async def deployment() -> dict[str, Any]:

@@ -42,6 +42,7 @@ from dpcloak.sensors import SensorNetwork
 
 __all__ = [
     "Deployment",
+    "PolicyStatement",
     "SensorCredential",
     "canonical_json",
     "sensor_key",
@@ -62,6 +63,8 @@ MASTER_KEY_FILE = "collector.key"
 ANALYST_FILE = "analyst.token"
 SENSOR_DIR = "sensors"
 GENERATIONS_FILE = "generations.json"
+DEPLOYMENT_VERSION = 2
+"""Version of the deployment format: 2 declares the release policy (version 1 counted releases per sensor)."""
 
 
 def canonical_json(value: Any) -> bytes:
@@ -116,8 +119,43 @@ def analyst_token(master_key: bytes, *, deployment_id: str) -> str:
 
 
 @dataclass(frozen=True)
+class PolicyStatement:
+    """What a deployment's release policy guarantees, level by level (:meth:`Deployment.policy_statement`).
+
+    Attributes
+    ----------
+    window : (float, float)
+        (ε, δ) of one window's readings of all sensors (event level).
+    span_windows, span_releases, stride : int
+        Any ``span_windows`` consecutive windows hold at most ``span_releases`` release windows (every
+        ``stride``-th window).
+    span : (float, float)
+        Their composition (ε, δ) at the budget's δ.
+    lifetime_releases : int or None
+        The lifetime cap on release windows (``None``: no cap).
+    lifetime : (float, float) or None
+        The composition of the lifetime's release windows.
+
+    Examples
+    --------
+    >>> statement = PolicyStatement(window=(1.0, 1e-6), span_windows=10, span_releases=4, stride=3,
+    ...                             span=(1.887, 1e-5), lifetime_releases=None, lifetime=None)
+    >>> statement.span_releases, statement.lifetime
+    (4, None)
+    """
+
+    window: tuple[float, float]
+    span_windows: int
+    span_releases: int
+    stride: int
+    span: tuple[float, float]
+    lifetime_releases: int | None
+    lifetime: tuple[float, float] | None
+
+
+@dataclass(frozen=True)
 class Deployment:
-    """A deployment's public, fixed parameters (the DAP task).
+    r"""A deployment's public, fixed parameters (the DAP task), with its long-run release policy.
 
     Parameters
     ----------
@@ -130,21 +168,37 @@ class Deployment:
     start : float
         Unix time at which window 0 starts.
     period_windows : int
-        Length of a budget period in windows (≥ 1).
+        W ≥ 1: the policy's sliding window ("any W consecutive windows").
     grace_seconds : float
         How long after its end a window still accepts late reports before it is closed and recovered.
+    policy_releases : int, optional
+        k: release windows in any W consecutive windows, 1 ≤ k ≤ min(W, ``network.max_releases()``)
+        (the network's budget bounds the composition of k releases). Default: that largest k.
+    lifetime_releases : int, optional
+        L ≥ 1: release windows since the start, in all (default: no lifetime cap).
+    clock_skew_seconds : float, optional
+        How far ahead of real time (the collector's clock) a node's clock may run: no window is
+        released, nor accepted by the collector, before ``window_start − clock_skew_seconds``
+        (default: one window, ``window_seconds``).
+    version : int
+        :data:`DEPLOYMENT_VERSION` (earlier versions counted releases per sensor and are refused).
 
     Privacy guarantee
     -----------------
-    One window's readings of all sensors are one release of the network's mechanism (calibrated
-    to Δ2 of the whole vector): (``network.epsilon``, ``network.delta``)-DP. The network's budget
-    ``(epsilon_total, delta_total)`` is spent **per period**: within a period every sensor sends at
-    most ``releases_per_period = min(period_windows, network.max_releases())`` readings. Each window
-    is a Gaussian release of the sub-vector of the sensors present, so for any fixed pair of
-    neighbouring count histories the squared sensitivities summed over the period are at most
-    ``releases_per_period · Δ2²`` (every coordinate appears at most that often), and the period's
-    releases are ``network.guarantee(releases_per_period)`` — within the budget (pattern-level
-    privacy within a period, Gilbert & McMillan's slides "Continual Monitoring"). Periods compose (ε and δ add up).
+    A window in which any sensor releases is one release of the network's mechanism on the
+    sub-vector S of the sensors present, with noise calibrated to Δ2 of the whole vector; as
+    Δ2(S) ≤ Δ2 (a sub-vector of a difference is no longer than the difference) it is
+    (``network.epsilon``, ``network.delta``)-DP (event level: one window). The neighbouring relation
+    is over count histories, so the adversary may pick a different worst pair in every window: the
+    composition is charged per **release window** (one vector release at full Δ2 for every window in
+    which anyone releases), never per sensor. Nodes cannot see each other, so the release windows
+    are public: window ``w`` is a release window iff ``w ≥ 0``, ``w mod s = 0`` with the stride
+    ``s = ⌈W/k⌉``, and ``w // s < L``. Any W consecutive windows hold at most ⌈W/s⌉ ≤ k multiples
+    of s, so they compose to at most k releases: ``guarantee(k)`` (k·ρ-zCDP, within the network's
+    budget); the whole lifetime to ``guarantee(L)``. Each node releases at most once per window, in
+    release windows only, in increasing windows no later than its clock (plus the skew); the
+    collector refuses reports outside the schedule or from the future, and states the composition
+    of the release windows in which reports actually arrived (:meth:`policy_statement`).
 
     Examples
     --------
@@ -152,11 +206,19 @@ class Deployment:
     >>> deployment = two_sensor_deployment()
     >>> deployment.window_at(125.0), deployment.window_end(2), deployment.period_of(25)
     (2, 180.0, 2)
-    >>> eps, delta = deployment.guarantee(1)  # one reading per sensor
+    >>> eps, delta = deployment.guarantee(1)  # one release window
     >>> round(eps, 4), delta
     (0.884, 1e-05)
     >>> deployment.network_for_period(0).n_sensors
     2
+
+    A policy of 4 release windows in any 10: every third window releases, never more:
+
+    >>> sparse = two_sensor_deployment(policy_releases=4, lifetime_releases=5)
+    >>> sparse.release_stride, [w for w in range(20) if sparse.is_release_window(w)]
+    (3, [0, 3, 6, 9, 12])
+    >>> sparse.next_release_window(13) is None, sparse.next_release_window(4)  # lifetime cap: 5 in all
+    (True, 6)
     """
 
     deployment_id: str
@@ -165,9 +227,17 @@ class Deployment:
     start: float
     period_windows: int
     grace_seconds: float = 5.0
-    version: int = field(default=1)
+    policy_releases: int | None = None
+    lifetime_releases: int | None = None
+    clock_skew_seconds: float | None = None
+    version: int = field(default=DEPLOYMENT_VERSION)
 
     def __post_init__(self) -> None:
+        if self.version != DEPLOYMENT_VERSION:
+            raise InvalidParameterError(
+                f"deployment version must be {DEPLOYMENT_VERSION}, got {self.version!r}: version 1 counted releases "
+                "per sensor, which understates the composition when sensors report in different windows; create "
+                "the deployment again (dpcloak deploy init) and provision its sensors")
         # normalised types: the fingerprint must not depend on 60 vs 60.0
         for name, value in (("window_seconds", check_real("window_seconds", self.window_seconds, low=0.0)),
                             ("start", check_real("start", self.start)),
@@ -178,6 +248,20 @@ class Deployment:
         if not isinstance(self.deployment_id, str) or not self.deployment_id.isalnum():
             raise InvalidParameterError(f"deployment_id must be a non-empty alphanumeric string, "
                                         f"got {self.deployment_id!r}")
+        most = min(self.period_windows, int(self.sensor_network.max_releases()))
+        k = most if self.policy_releases is None else check_int("policy_releases", self.policy_releases, minimum=1)
+        if k > most:
+            raise InvalidParameterError(
+                f"policy_releases must be in [1, {most}] (at most period_windows={self.period_windows} and the "
+                f"{self.sensor_network.max_releases()} releases the network's budget epsilon="
+                f"{self.sensor_network.budget[0]:g} allows), got {k}")
+        object.__setattr__(self, "policy_releases", k)
+        if self.lifetime_releases is not None:
+            object.__setattr__(self, "lifetime_releases",
+                               check_int("lifetime_releases", self.lifetime_releases, minimum=1))
+        skew = self.window_seconds if self.clock_skew_seconds is None else self.clock_skew_seconds
+        object.__setattr__(self, "clock_skew_seconds", check_real("clock_skew_seconds", skew, low=0.0,
+                                                                  low_inclusive=True))
 
     @cached_property
     def sensor_network(self) -> SensorNetwork:
@@ -188,10 +272,45 @@ class Deployment:
     def n_sensors(self) -> int:
         return int(self.sensor_network.n_sensors)
 
-    @cached_property
+    @property
     def releases_per_period(self) -> int:
-        """Readings a sensor may release per period: ``min(period_windows, network.max_releases())``."""
-        return min(self.period_windows, int(self.sensor_network.max_releases()))
+        """The most release windows in any ``period_windows`` consecutive windows: ⌈W/s⌉ ≤ ``policy_releases``."""
+        return self.max_release_windows(self.period_windows)
+
+    @property
+    def release_stride(self) -> int:
+        """s = ⌈W/k⌉ (k = ``policy_releases``): every s-th window is a release window."""
+        return -(-self.period_windows // int(self.policy_releases))  # type: ignore[arg-type]  # set in __post_init__
+
+    def max_release_windows(self, windows: int) -> int:
+        """The most release windows in any ``windows`` consecutive windows: ⌈windows/s⌉ (and at most the lifetime cap).
+
+        Any n consecutive integers hold at most ⌈n/s⌉ multiples of s.
+        """
+        n = -(-check_int("windows", windows, minimum=0) // self.release_stride)
+        return n if self.lifetime_releases is None else min(n, self.lifetime_releases)
+
+    def is_release_window(self, window: int) -> bool:
+        """Whether the policy lets sensors release in ``window`` (class docstring)."""
+        s = self.release_stride
+        return window >= 0 and window % s == 0 and (self.lifetime_releases is None
+                                                    or window // s < self.lifetime_releases)
+
+    def next_release_window(self, window: int) -> int | None:
+        """The first release window ≥ ``window``; ``None`` once the lifetime cap is reached."""
+        s = self.release_stride
+        nxt = max(0, -(-window // s) * s)
+        if self.lifetime_releases is not None and nxt // s >= self.lifetime_releases:
+            return None
+        return nxt
+
+    def window_start(self, window: int) -> float:
+        """Unix time at which window ``window`` starts."""
+        return self.start + window * self.window_seconds
+
+    def latest_window(self, now: float) -> int:
+        """The latest window a clock reading ``now`` may release or report for: ``window_at(now + skew)``."""
+        return self.window_at(now + float(self.clock_skew_seconds))  # type: ignore[arg-type]
 
     def network_for_period(self, period: int) -> SensorNetwork:
         """A network whose in-memory release counter belongs to budget period ``period`` (for sensor nodes).
@@ -216,6 +335,9 @@ class Deployment:
             "start": self.start,
             "period_windows": self.period_windows,
             "grace_seconds": self.grace_seconds,
+            "policy_releases": self.policy_releases,
+            "lifetime_releases": self.lifetime_releases,
+            "clock_skew_seconds": self.clock_skew_seconds,
             "version": self.version,
         }
 
@@ -238,25 +360,55 @@ class Deployment:
         return window // self.period_windows
 
     def guarantee(self, releases: int) -> tuple[float, float]:
-        """Composed (ε, δ_budget) of ``releases`` releases of one sensor in a period (``network.guarantee``)."""
+        """Composed (ε, δ_budget) of ``releases`` release windows (``network.guarantee``: vector releases, full Δ2)."""
         g = self.sensor_network.guarantee(max(0, int(releases)))
         return (float(g.epsilon), float(g.delta))
 
+    def policy_statement(self) -> PolicyStatement:
+        """The guarantee at each level of the policy: one window, any W consecutive windows, the lifetime.
+
+        Examples
+        --------
+        >>> from dpcloak.service.examples import two_sensor_deployment
+        >>> statement = two_sensor_deployment(policy_releases=4).policy_statement()
+        >>> statement.window, statement.span_windows, statement.span_releases, round(statement.span[0], 3)
+        ((1.0, 1e-06), 10, 4, 1.887)
+        >>> statement.lifetime is None
+        True
+        """
+        net = self.sensor_network
+        k = self.releases_per_period
+        life = self.lifetime_releases
+        return PolicyStatement(window=(float(net.epsilon), float(net.delta)), span_windows=self.period_windows,
+                               span_releases=k, stride=self.release_stride, span=self.guarantee(k),
+                               lifetime_releases=life, lifetime=None if life is None else self.guarantee(life))
+
     @classmethod
     def create(cls, *, network: SensorNetwork, window_seconds: float, period_windows: int, start: float,
-               grace_seconds: float = 5.0) -> Deployment:
-        """A new deployment with a fresh random id; the network's budget is spent per period."""
+               grace_seconds: float = 5.0, policy_releases: int | None = None, lifetime_releases: int | None = None,
+               clock_skew_seconds: float | None = None) -> Deployment:
+        """A new deployment with a fresh random id; the network's budget bounds any ``period_windows`` windows."""
         return cls(deployment_id=uuid.uuid4().hex, network=network.to_dict(), window_seconds=window_seconds,
-                   start=start, period_windows=period_windows, grace_seconds=grace_seconds)
+                   start=start, period_windows=period_windows, grace_seconds=grace_seconds,
+                   policy_releases=policy_releases, lifetime_releases=lifetime_releases,
+                   clock_skew_seconds=clock_skew_seconds)
 
     @classmethod
     def from_public_dict(cls, data: dict[str, Any]) -> Deployment:
         """Inverse of :meth:`public_dict`; refuses a file whose network fingerprint does not match."""
         try:
+            if int(data["version"]) != DEPLOYMENT_VERSION:
+                raise InvalidParameterError(f"deployment file: version {data['version']} is not supported (this "
+                                            f"dpcloak reads version {DEPLOYMENT_VERSION}); version 1 counted releases "
+                                            "per sensor, which understates the composition when sensors report in "
+                                            "different windows: create the deployment again (dpcloak deploy init)")
+            lifetime = data["lifetime_releases"]
             dep = cls(deployment_id=data["deployment_id"], network=data["network"],
                       window_seconds=float(data["window_seconds"]), start=float(data["start"]),
-                      period_windows=int(data["period_windows"]),
-                      grace_seconds=float(data["grace_seconds"]), version=int(data["version"]))
+                      period_windows=int(data["period_windows"]), grace_seconds=float(data["grace_seconds"]),
+                      policy_releases=int(data["policy_releases"]),
+                      lifetime_releases=None if lifetime is None else int(lifetime),
+                      clock_skew_seconds=float(data["clock_skew_seconds"]), version=int(data["version"]))
         except (KeyError, TypeError, ValueError) as exc:
             raise InvalidParameterError(f"deployment file is malformed: {exc!r}") from None
         if dep.sensor_network.fingerprint() != data.get("network_fingerprint"):

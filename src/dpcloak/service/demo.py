@@ -3,12 +3,17 @@
 Two crowds wander across a 16 m x 10 m floor; 40 people counters on a lattice measure them (the
 heat model: a person at distance d counts exp(-d²/4T)), privatize their readings on the "device"
 (the same :class:`~dpcloak.service.node.SensorNode` a real sensor runs, with its own ledger) and
-send them to the collector over HTTP on the loopback interface. The deployment, the SQLite
-database and the ledgers live in ``./dpcloak-demo``.
+send them to the collector over HTTP on the loopback interface, at the end of each window. The
+deployment's policy is the network's budget (30, 10⁻⁵) over any 1,800 consecutive two-second windows
+(an hour): every fifth window is a release window, so the demo runs indefinitely within it. The
+deployment, the SQLite database and the ledgers live in ``./dpcloak-demo``.
 """
 
 from __future__ import annotations
 
+import contextlib
+import json
+import logging
 import math
 import threading
 import time
@@ -17,12 +22,21 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from dpcloak.errors import BudgetExceededError
+from dpcloak.errors import BudgetExceededError, InvalidParameterError
 from dpcloak.service import _network
-from dpcloak.service.config import SENSOR_DIR, Deployment, load_credential, load_deployment, write_deployment
+from dpcloak.service.config import (
+    DEPLOYMENT_VERSION,
+    SENSOR_DIR,
+    Deployment,
+    load_credential,
+    load_deployment,
+    write_deployment,
+)
 from dpcloak.service.node import DeliveryError, SensorNode
 
 __all__ = ["DEMO_DIR", "demo_deployment", "demo_readings", "simulate"]
+
+log = logging.getLogger("dpcloak.service")
 
 DEMO_DIR = "dpcloak-demo"
 WIDTH, HEIGHT = 16.0, 10.0
@@ -45,7 +59,11 @@ def demo_deployment(directory: Path, *, window_seconds: float = 2.0) -> Deployme
     >>> tmp.cleanup()
     """
     if (directory / "deployment.json").exists():
-        return load_deployment(directory)
+        if json.loads((directory / "deployment.json").read_text()).get("version") == DEPLOYMENT_VERSION:
+            return load_deployment(directory)
+        aside = directory.with_name(f"{directory.name}.v-old-{int(time.time())}")
+        directory.rename(aside)  # an earlier version's demo (its keys and ledgers) is kept, not reused
+        log.warning("moved the demo of an earlier deployment version to %s; starting a new demo", aside)
     network = _network.floor_plan_network(width=WIDTH, height=HEIGHT, sensor_cols=8, sensor_rows=5, epsilon=1.0,
                                           delta=1e-6, budget=(30.0, 1e-5), reading_high=200.0)
     dep = Deployment.create(network=network, window_seconds=window_seconds, period_windows=1800,
@@ -118,15 +136,24 @@ def simulate(directory: Path, *, url: str, stop: threading.Event, windows: int |
             w = dep.window_at(time.time())
             if windows is not None and w >= first + windows:
                 break
+            nxt = dep.next_release_window(w)
+            if nxt is None:  # the lifetime cap is reached: nothing more to send
+                stop.wait(dep.window_seconds)
+                continue
+            if nxt != w:  # not a release window: the sensors skip it
+                stop.wait(max(0.05, dep.window_start(nxt) - time.time()))
+                continue
             readings = demo_readings(dep, w)
+            released = []
             for node in nodes:
                 if node.ledger.entry(w) is None and not stop.is_set():
-                    try:
-                        node.submit(float(readings[node.sensor]), window=w)
-                        sent += 1
-                    except (DeliveryError, BudgetExceededError):
-                        pass  # pending in the ledger (flushed next run), or the period is spent
-            stop.wait(max(0.05, dep.window_end(w) - time.time()))
+                    with contextlib.suppress(BudgetExceededError, InvalidParameterError):  # refused: nothing left
+                        released.append((node, node.release(float(readings[node.sensor]), window=w)))
+            stop.wait(max(0.0, dep.window_end(w) - time.time()))  # reports leave at the window's end
+            for node, entry in released:
+                with contextlib.suppress(DeliveryError):  # pending in the ledger, flushed next run
+                    node.deliver(entry)
+                    sent += 1
     finally:
         for node in nodes:
             node.close()

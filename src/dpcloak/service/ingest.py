@@ -12,7 +12,8 @@ The order is fixed and each failure has its own status and error code (JSON, nev
 401   ``unauthenticated``    the MAC does not verify under the key the report names (``key_id``, ``generation``)
 403   ``forbidden``          a valid key of one sensor used to report for another sensor id
 403   ``sensor_flagged``     the sensor's credential sent two different reports for one slot (a security event)
-422   ``window_in_future``   the window starts more than one window length after the collector's now
+422   ``outside_policy``     the window is not a release window of the deployment's policy
+422   ``window_in_future``   the window starts later than the collector's now plus the stated clock skew
 409   ``window_closed``      the window is already recovered (or its grace period is over)
 422   ``out_of_range``       the value is off the mechanism's grid or outside what the noise can produce
 409   ``conflict``           the (sensor, window) slot holds a different report: a security event
@@ -213,9 +214,16 @@ class Verifier:
             raise ReportError(403, "sensor_flagged", f"sensor {report.sensor} sent two different reports for one "
                               "window (a security event); its reports are refused until it is re-provisioned",
                               "sensor")
-        if report.window > dep.window_at(now) + 1:
-            raise ReportError(422, "window_in_future", f"window must be at most {dep.window_at(now) + 1} (the "
-                              f"collector's current window + 1), got {report.window}", "window")
+        if not dep.is_release_window(report.window):
+            nxt = dep.next_release_window(report.window)
+            raise ReportError(422, "outside_policy", f"window {report.window} is not a release window of the "
+                              f"policy (every {dep.release_stride}th window; next: {nxt}); the report is refused",
+                              "window")
+        latest = dep.latest_window(now)
+        if report.window > latest:
+            raise ReportError(422, "window_in_future", f"window must be at most {latest} (the window at the "
+                              f"collector's clock plus the stated skew of {dep.clock_skew_seconds:g} s), got "
+                              f"{report.window}: check the sensor's clock", "window")
         if closed or now >= dep.window_end(report.window) + dep.grace_seconds:
             raise ReportError(409, "window_closed", f"window {report.window} is closed (recovered, or its "
                               f"grace period of {dep.grace_seconds:g} s after its end is over)", "window")

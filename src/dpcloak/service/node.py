@@ -3,8 +3,10 @@
 A node holds only its own credential (its id and key) and the deployment's public parameters.
 For each reading it
 
-1. refuses if the budget period already holds ``releases_per_period`` releases
-   (:class:`~dpcloak.errors.BudgetExceededError`, nothing released);
+1. refuses a window that is not a release window of the deployment's policy (:class:`ReleaseSkipped`,
+   saying when the next one starts), one at or before the last window it released, or one ahead of
+   its clock by more than the deployment's stated skew (its clock is monotonic, anchored at start-up:
+   :class:`NodeClock`); nothing is released then;
 2. privatizes the reading with the network's exact discrete Gaussian sampler fed by the OS CSPRNG
    (``SensorNetwork.privatize_reading``; the reading is clipped to the declared range first);
 3. records the noisy value, a fresh random report id and the MAC in its ledger, durably, *before*
@@ -21,10 +23,11 @@ readings into a collector that refuses them.
 
 Privacy guarantee
 -----------------
-What leaves the node is the output of the network's mechanism on one coordinate; with at most
-``releases_per_period`` releases per period the deployment's guarantee holds
-(:class:`~dpcloak.service.config.Deployment`). A fixed seed is not accepted: the sampler is the OS
-CSPRNG.
+What leaves the node is the output of the network's mechanism on one coordinate, at most once per
+window and only in the public release windows, so any ``period_windows`` consecutive windows hold at
+most ``releases_per_period`` vector releases and the deployment's policy holds
+(:class:`~dpcloak.service.config.Deployment`) for every node that follows it, whichever sensors report
+in which window. A fixed seed is not accepted: the sampler is the OS CSPRNG.
 """
 
 from __future__ import annotations
@@ -47,7 +50,8 @@ from dpcloak.service.auth import sign_report
 from dpcloak.service.config import Deployment, SensorCredential
 from dpcloak.service.ledger import LedgerEntry, SensorLedger
 
-__all__ = ["SensorNode", "Delivery", "DeliveryError", "NodeRefusedError", "Reading", "read_values", "tail_csv"]
+__all__ = ["SensorNode", "NodeClock", "ReleaseSkipped", "Delivery", "DeliveryError", "NodeRefusedError", "Reading",
+           "read_values", "tail_csv"]
 
 _RETRY_STATUS = {429, 500, 502, 503, 504}
 log = logging.getLogger("dpcloak.service.node")
@@ -113,6 +117,55 @@ class Delivery:
     body: dict[str, Any]
 
 
+class ReleaseSkipped(BudgetExceededError):
+    """The release policy lets no sensor release in this window: nothing released; it says when it may next.
+
+    ``next_window`` is the next release window (``None`` once the lifetime cap is reached) and
+    ``next_time`` the Unix time at which it starts.
+
+    Examples
+    --------
+    >>> skip = ReleaseSkipped("window 4 is not a release window", window=4, next_window=6, next_time=360.0)
+    >>> skip.next_window, skip.next_time, isinstance(skip, BudgetExceededError)
+    (6, 360.0, True)
+    """
+
+    def __init__(self, message: str, *, window: int, next_window: int | None, next_time: float | None) -> None:
+        super().__init__(message)
+        self.window = window
+        self.next_window = next_window
+        self.next_time = next_time
+
+
+class NodeClock:
+    """Unix time from a monotonic clock anchored at start-up: the wall clock is read once.
+
+    Changing the wall clock while the node runs (by hand, by an attacker with access to it, or by a
+    step of the time service) does not move the node's windows; a slewed monotonic clock still follows
+    the time service's frequency corrections. ``offset()`` is how far the wall clock has drifted
+    from the node's time since (the node tells its operator past the deployment's stated skew).
+
+    Examples
+    --------
+    >>> ticks = iter([100.0, 100.5])
+    >>> clock = NodeClock(wall=lambda: 5000.0, monotonic=lambda: next(ticks))
+    >>> clock()  # 0.5 s after start-up, whatever the wall clock says now
+    5000.5
+    """
+
+    def __init__(self, *, wall: Callable[[], float] = time.time,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
+        self._wall, self._monotonic = wall, monotonic
+        self._anchor_wall, self._anchor_mono = wall(), monotonic()
+
+    def __call__(self) -> float:
+        return self._anchor_wall + (self._monotonic() - self._anchor_mono)
+
+    def offset(self) -> float:
+        """Wall clock minus the node's time, in seconds."""
+        return self._wall() - self()
+
+
 class SensorNode:
     """One sensor of a deployment.
 
@@ -127,8 +180,8 @@ class SensorNode:
         refused, :mod:`dpcloak.service.ledger`).
     url : str
         Base URL of the collector (``http://host:port``).
-    clock : callable, default time.time
-        Unix time now (decides the window of a reading).
+    clock : callable, optional
+        Unix time now (decides the window of a reading). Default: a :class:`NodeClock` started now.
     attempts : int or None, default 6
         Sending attempts per report before :class:`DeliveryError`; ``None``: retry until delivered
         (what ``dpcloak sensor run`` does).
@@ -165,9 +218,9 @@ class SensorNode:
     """
 
     def __init__(self, *, deployment: Deployment, credential: SensorCredential, ledger: SensorLedger | Path | str,
-                 url: str, clock: Callable[[], float] = time.time, attempts: int | None = 6, backoff: float = 0.1,
-                 max_delay: float = 30.0, timeout: float = 10.0, transport: httpx.BaseTransport | None = None,
-                 sleep: Callable[[float], None] = time.sleep) -> None:
+                 url: str, clock: Callable[[], float] | None = None, attempts: int | None = 6,
+                 backoff: float = 0.1, max_delay: float = 30.0, timeout: float = 10.0,
+                 transport: httpx.BaseTransport | None = None, sleep: Callable[[float], None] = time.sleep) -> None:
         if credential.deployment_id != deployment.deployment_id or credential.fingerprint != deployment.fingerprint:
             raise InvalidParameterError(
                 f"the credential of sensor {credential.sensor} is for deployment {credential.deployment_id} "
@@ -179,7 +232,8 @@ class SensorNode:
         self.credential = credential
         self.sensor = credential.sensor
         self.ledger = ledger if isinstance(ledger, SensorLedger) else SensorLedger(ledger, credential=credential)
-        self.clock = clock
+        self.clock: Callable[[], float] = NodeClock() if clock is None else clock
+        self._last_window = max((e.window for e in self.ledger.all()), default=-1)
         self.attempts = None if attempts is None else check_int("attempts", attempts, minimum=1)
         self.backoff = check_real("backoff", backoff, low=0.0)
         self.max_delay = check_real("max_delay", max_delay, low=0.0)
@@ -194,19 +248,42 @@ class SensorNode:
     def release(self, value: float, *, window: int | None = None) -> LedgerEntry:
         """Privatize ``value`` for ``window`` (default: the current one) and record it; nothing is sent yet.
 
+        The window must be a release window of the deployment's policy, after every window this
+        sensor released before, and no later than its clock allows
+        (:meth:`~dpcloak.service.config.Deployment.latest_window`).
+
         Raises
         ------
+        ReleaseSkipped
+            ``window`` is not a release window (a :class:`~dpcloak.errors.BudgetExceededError`
+            saying when the next one starts); nothing is released.
         BudgetExceededError
-            The period's budget is spent (nothing is released).
+            The budget period's count is spent (nothing is released).
         InvalidParameterError
-            The sensor already released a reading for that window, or the window is before the start.
+            The window is before the start, ahead of the clock, or not after the last window released.
         """
         dep = self.deployment
-        w = dep.window_at(self.clock()) if window is None else int(window)
+        now = self.clock()
+        w = dep.window_at(now) if window is None else int(window)
         if w < 0:
             raise InvalidParameterError(f"window must be >= 0 (the deployment starts at {dep.start}), got {w}")
+        latest = dep.latest_window(now)
+        if w > latest:
+            raise InvalidParameterError(f"window must be at most {latest} (the node's clock {now:.3f} plus the "
+                                        f"stated skew of {dep.clock_skew_seconds:g} s), got {w}; nothing released")
         if self.ledger.entry(w) is not None:
             raise InvalidParameterError(f"sensor {self.sensor} already released a reading for window {w}")
+        if w <= self._last_window:
+            raise InvalidParameterError(f"window must be after window {self._last_window}, the last this sensor "
+                                        f"released (windows only move forward), got {w}; nothing released")
+        if not dep.is_release_window(w):
+            nxt = dep.next_release_window(w)
+            when = (f"the next release window is {nxt}, starting at {dep.window_start(nxt):.0f}" if nxt is not None
+                    else f"the lifetime cap of {dep.lifetime_releases} release windows is reached: no more releases")
+            raise ReleaseSkipped(f"sensor {self.sensor}: window {w} is not a release window of the policy (at most "
+                                 f"{dep.releases_per_period} in any {dep.period_windows} consecutive windows, every "
+                                 f"{dep.release_stride}th); nothing released; {when}", window=w, next_window=nxt,
+                                 next_time=None if nxt is None else dep.window_start(nxt))
         period, limit = dep.period_of(w), dep.releases_per_period
         if self.ledger.spent_in_period(period) >= limit:
             raise BudgetExceededError(f"sensor {self.sensor} has released {limit} readings in budget period {period} "
@@ -219,6 +296,7 @@ class SensorNode:
         entry = LedgerEntry(window=w, period=period, report_id=report_id, value=noisy, mac=mac, acknowledged=False)
         if not self.ledger.record(entry, limit=limit):
             raise BudgetExceededError(f"sensor {self.sensor}: budget period {period} filled up concurrently")
+        self._last_window = w
         return entry
 
     def report_body(self, entry: LedgerEntry) -> dict[str, Any]:

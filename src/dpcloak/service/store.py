@@ -316,22 +316,18 @@ class Store:
                 .where(dep & reports.c.window.in_(sorted({w for w, _ in last.values()}))))}
         return {s: (w, arrived[(s, w)], n) for s, (w, n) in sorted(last.items())}
 
-    def reports_per_sensor(self, deployment_id: str, *, first_window: int, last_window: int) -> dict[int, int]:
-        """Number of reports each sensor stored in windows ``first_window … last_window`` (sensors with none left out).
+    def windows_with_reports(self, deployment_id: str, *, first_window: int, last_window: int) -> list[int]:
+        """The windows among ``first_window … last_window`` holding at least one report, ascending.
 
-        Reads only the rows of those windows, through the (deployment, window, sensor) index. The
-        grouping key is ``sensor_id + 0`` on purpose: grouping by the bare column, SQLite (without table
-        statistics) prefers the unique (deployment, sensor, window) index, which yields the groups in
-        order, and scans every report of the deployment.
+        Reads the index entries of those windows' reports (the (deployment, window, sensor) index).
         """
         if last_window < first_window:
-            return {}
-        key = (reports.c.sensor_id + 0).label("sensor")
-        stmt = (select(key, func.count()).where(
+            return []
+        stmt = (select(reports.c.window).distinct().where(
             (reports.c.deployment_id == deployment_id) & (reports.c.window >= first_window)
-            & (reports.c.window <= last_window)).group_by(key))
+            & (reports.c.window <= last_window)).order_by(reports.c.window))
         with self.engine.connect() as conn:
-            return {int(s): int(n) for s, n in conn.execute(stmt)}
+            return [int(w) for (w,) in conn.execute(stmt)]
 
     # --- security events ---------------------------------------------------------------------------------------
 

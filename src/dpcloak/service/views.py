@@ -12,8 +12,8 @@ from dpcloak.service import _network
 from dpcloak.service.config import Deployment
 from dpcloak.service.store import Store
 
-__all__ = ["guarantee_words", "deployment_view", "sensors_view", "export_rows", "export_csv_chunks", "export_csv",
-           "export_parquet_chunks", "export_parquet"]
+__all__ = ["guarantee_words", "policy_words", "policy_view", "deployment_view", "sensors_view", "export_rows",
+           "export_csv_chunks", "export_csv", "export_parquet_chunks", "export_parquet"]
 
 T = TypeVar("T")
 
@@ -27,40 +27,117 @@ EXPORT_COLUMNS = ("window", "source", "coordinates", "people", "uncertainty_m", 
                   "epsilon_period", "delta_period", "converged")
 
 
+def _duration(seconds: float) -> str:
+    """A duration in the largest unit that keeps it at least 1 (``90 s``, ``2 min``, ``1 h``, ``1.5 days``)."""
+    for unit, size in (("days", 86400.0), ("h", 3600.0), ("min", 60.0)):
+        if seconds >= size:
+            return f"{seconds / size:.3g} {unit}"
+    return f"{seconds:.3g} s"
+
+
+def policy_words(deployment: Deployment) -> str:
+    """The release policy's guarantee in one line per level ("any W consecutive windows: (ε, δ); one window: …").
+
+    Examples
+    --------
+    >>> from dpcloak.service.examples import two_sensor_deployment
+    >>> print(policy_words(two_sensor_deployment(policy_releases=4, lifetime_releases=100)))
+    any 10 consecutive windows (10 min): (1.89, 1e-05) — at most 4 release windows, every 3rd window;
+    one window: (1, 1e-06); lifetime: (12.1, 1e-05) — at most 100 release windows in all
+    """
+    st = deployment.policy_statement()
+    span = _duration(st.span_windows * deployment.window_seconds)
+    life = ("no lifetime cap (longer spans add up)" if st.lifetime is None else
+            f"lifetime: ({st.lifetime[0]:.3g}, {st.lifetime[1]:.2g}) — at most {st.lifetime_releases} release "
+            "windows in all")
+    return (f"any {st.span_windows} consecutive windows ({span}): ({st.span[0]:.3g}, {st.span[1]:.2g}) — at most "
+            f"{st.span_releases} release windows, every {_ordinal(st.stride)} window;\n"
+            f"one window: ({st.window[0]:.3g}, {st.window[1]:.2g}); {life}")
+
+
+def _ordinal(n: int) -> str:
+    if n == 1:
+        return ""
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
 def guarantee_words(deployment: Deployment) -> str:
     """The deployment's guarantee in plain words.
 
     Examples
     --------
     >>> from dpcloak.service.examples import two_sensor_deployment
-    >>> deployment = two_sensor_deployment()
+    >>> deployment = two_sensor_deployment(policy_releases=4)
     >>> import textwrap
     >>> print(textwrap.fill(guarantee_words(deployment), 100))
     Every sensor adds exact discrete Gaussian noise (σ = 4.301 people) to its reading before it leaves
     the sensor; this collector never sees a raw reading. One window's readings of all sensors are (1,
     1e-06)-differentially private for one person moved by up to 150 m, holds if the readings follow the
     model (graph diffusion on the 4-nearest-neighbour graph of the sites, τ = 2000 m², spreading ~63 m):
-    nobody can tell from them whether that happened. Each sensor sends at most 10 readings per period of
-    10 windows (10 minutes) and refuses more, so everything released in one period is (3.14,
-    1e-05)-differentially private, also for patterns that repeat within the period. Periods add up: two
-    periods together are at most (6.28, 2e-05).
+    nobody can tell from them whether that happened, whichever sensors report. Sensors release only in
+    every 3rd window (the public schedule: at most 4 release windows in any 10 consecutive windows, i.e.
+    10 min) and refuse other windows, so everything released in any 10 consecutive windows is (1.89,
+    1e-05)-differentially private, also for patterns that repeat within them; every window in which any
+    sensor reports is charged as one release of all sensors. There is no lifetime cap: longer spans add
+    up (any 20 consecutive windows: at most (2.57, 1e-05)).
     """
     net = deployment.sensor_network
-    eps1, delta = net.epsilon, net.delta
-    k = deployment.releases_per_period
-    eps_k, delta_k = deployment.guarantee(k)
-    minutes = deployment.window_seconds * deployment.period_windows / 60.0
+    st = deployment.policy_statement()
+    span = _duration(st.span_windows * deployment.window_seconds)
+    every = "in every window" if st.stride == 1 else f"only in every {_ordinal(st.stride)} window"
     condition = net.model_condition
+    if st.lifetime is None:
+        twice = deployment.guarantee(deployment.max_release_windows(2 * st.span_windows))
+        life = (f"There is no lifetime cap: longer spans add up (any {2 * st.span_windows} consecutive windows: at "
+                f"most ({twice[0]:.3g}, {twice[1]:.2g})).")
+    else:
+        life = (f"Over its lifetime a sensor releases in at most {st.lifetime_releases} windows, so everything it "
+                f"ever releases is ({st.lifetime[0]:.3g}, {st.lifetime[1]:.2g})-differentially private.")
     return (
         f"Every sensor adds {net.noise} to its reading before it leaves the sensor; this collector never "
-        f"sees a raw reading. One window's readings of all sensors are ({eps1:.3g}, {delta:.2g})-differentially "
-        f"private for {net.privacy_unit}{'' if condition is None else ', ' + condition}: nobody can tell from them "
-        f"whether that happened. Each sensor sends at most {k} readings per period of "
-        f"{deployment.period_windows} windows ({minutes:.4g} minutes) and refuses more, so everything released in "
-        f"one period is ({eps_k:.3g}, {delta_k:.2g})-differentially private, also for patterns that repeat "
-        f"within the period. Periods add up: two periods together are at most ({2 * eps_k:.3g}, "
-        f"{2 * delta_k:.2g})."
+        f"sees a raw reading. One window's readings of all sensors are ({st.window[0]:.3g}, {st.window[1]:.2g})-"
+        f"differentially private for {net.privacy_unit}{'' if condition is None else ', ' + condition}: nobody can "
+        f"tell from them whether that happened, whichever sensors report. Sensors release {every} (the public "
+        f"schedule: at most {st.span_releases} release windows in any {st.span_windows} consecutive windows, i.e. "
+        f"{span}) and refuse other windows, so everything released in any {st.span_windows} consecutive windows is "
+        f"({st.span[0]:.3g}, {st.span[1]:.2g})-differentially private, also for patterns that repeat within them; "
+        f"every window in which any sensor reports is charged as one release of all sensors. {life}"
     )
+
+
+def policy_view(deployment: Deployment, *, now: float) -> dict[str, Any]:
+    """Whether sensors release or skip now under the policy, and when the next release window starts.
+
+    ``status`` is ``"degraded"`` while the sensors skip (the current window is not a release window,
+    or the lifetime cap is reached), ``"ok"`` in a release window.
+
+    Examples
+    --------
+    >>> from dpcloak.service.examples import two_sensor_deployment
+    >>> deployment = two_sensor_deployment(policy_releases=4)  # every 3rd window: 0, 3, 6, ...
+    >>> view = policy_view(deployment, now=125.0)  # window 2
+    >>> view["status"], view["next_release_window"], view["next_release_at"]
+    ('degraded', 3, 180.0)
+    >>> print(view["message"])
+    sensors skip window 2 under the release policy (every 3rd window); the next release window is 3, in 55 s
+    >>> policy_view(deployment, now=185.0)["status"]
+    'ok'
+    """
+    w = deployment.window_at(now)
+    nxt = deployment.next_release_window(max(w, 0))
+    at = None if nxt is None else deployment.window_start(nxt)
+    if nxt is None:
+        status, message = "degraded", (f"the lifetime cap of {deployment.lifetime_releases} release windows is "
+                                       "reached: sensors release no more")
+    elif nxt == w:
+        status, message = "ok", f"window {w} is a release window"
+    else:
+        status = "degraded"
+        message = (f"sensors skip window {w} under the release policy (every {_ordinal(deployment.release_stride)} "
+                   f"window); the next release window is {nxt}, in {_duration(max(0.0, float(at) - now))}")  # type: ignore[arg-type]
+    return {"status": status, "window": w, "release_window": status == "ok", "next_release_window": nxt,
+            "next_release_at": at, "message": message, "words": policy_words(deployment)}
 
 
 def deployment_view(deployment: Deployment, *, now: float) -> dict[str, Any]:
@@ -75,10 +152,12 @@ def deployment_view(deployment: Deployment, *, now: float) -> dict[str, Any]:
     ('abc123', 2, 60.0, 2)
     >>> view["guarantee_window"]
     {'epsilon': 1.0, 'delta': 1e-06}
+    >>> view["policy"]["span_releases"], view["policy"]["stride"], view["policy"]["lifetime_releases"]
+    (10, 1, None)
     """
     net = deployment.sensor_network
-    k = deployment.releases_per_period
-    eps_k, delta_k = deployment.guarantee(k)
+    st = deployment.policy_statement()
+    k = st.span_releases
     return {
         "deployment_id": deployment.deployment_id,
         "fingerprint": deployment.fingerprint,
@@ -88,12 +167,19 @@ def deployment_view(deployment: Deployment, *, now: float) -> dict[str, Any]:
         "current_window": deployment.window_at(now),
         "period_windows": deployment.period_windows,
         "releases_per_period": k,
+        "clock_skew_seconds": deployment.clock_skew_seconds,
         "sigma": float(net.sigma),
         "relation": net.privacy_unit,
         "guarantee": net.guarantee_text(),
-        "guarantee_window": {"epsilon": net.epsilon, "delta": net.delta},
-        "guarantee_period": {"epsilon": eps_k, "delta": delta_k, "releases": k},
+        "guarantee_window": {"epsilon": st.window[0], "delta": st.window[1]},
+        "guarantee_period": {"epsilon": st.span[0], "delta": st.span[1], "releases": k},
         "budget_per_period": {"epsilon": net.budget[0], "delta": net.budget[1]},
+        "policy": {"span_windows": st.span_windows, "span_releases": k, "stride": st.stride,
+                   "span": {"epsilon": st.span[0], "delta": st.span[1]},
+                   "window": {"epsilon": st.window[0], "delta": st.window[1]},
+                   "lifetime_releases": st.lifetime_releases,
+                   "lifetime": None if st.lifetime is None else {"epsilon": st.lifetime[0], "delta": st.lifetime[1]},
+                   "words": policy_words(deployment)},
         "guarantee_text": guarantee_words(deployment),
         "sensor_positions": _network.sensor_positions(net).tolist(),
         "source_positions": _network.source_positions(net).tolist(),
@@ -101,7 +187,12 @@ def deployment_view(deployment: Deployment, *, now: float) -> dict[str, Any]:
 
 
 def sensors_view(deployment: Deployment, store: Store, now: float) -> dict[str, Any]:
-    """Per sensor: last window, last seen, readings and composed ε in the current period.
+    """Per sensor: last window, last seen, readings in the policy's sliding window, the budget left and its renewal.
+
+    The policy's sliding window is the ``period_windows`` windows ending at the current one. Every
+    window in which any sensor reported is charged to every sensor (one release of all sensors), so
+    the spent ε, the release windows left and the renewal — when the oldest charged window leaves
+    the sliding window — are the same for all sensors; ``readings_in_period`` is each sensor's own.
 
     A sensor's last report is looked for in the last :data:`LAST_SEEN_LOOKBACK` seconds of windows
     (at least the period) only: ``seen_since_window`` is the first window looked at, and a sensor
@@ -117,15 +208,24 @@ def sensors_view(deployment: Deployment, store: Store, now: float) -> dict[str, 
     >>> _ = store.insert_reports([{"deployment_id": "abc123", "sensor_id": 0, "window": 0, "report_id": "r-0",
     ...                         "value": 10.0, "mac": "00", "received_at": 30.0}])
     >>> view = sensors_view(deployment, store, now=45.0)
-    >>> sorted(view)
-    ['period_first_window', 'releases_per_period', 'seen_since_window', 'sensors']
-    >>> [(s["sensor"], s["last_window"], s["last_seen"], s["readings_in_period"]) for s in view["sensors"]]
-    [(0, 0, 30.0, 1), (1, None, None, 0)]
+    >>> sorted(view)  # doctest: +NORMALIZE_WHITESPACE
+    ['period_first_window', 'release_windows_charged', 'releases_left', 'releases_per_period', 'renews_at',
+     'renews_at_window', 'seen_since_window', 'sensors']
+    >>> view["release_windows_charged"], view["releases_left"], view["renews_at_window"], view["renews_at"]
+    (1, 9, 10, 600.0)
+    >>> [(s["sensor"], s["last_window"], s["last_seen"], s["readings_in_period"], s["next_release_window"])
+    ...  for s in view["sensors"]]
+    [(0, 0, 30.0, 1, 1), (1, None, None, 0, 1)]
     >>> store.dispose()
     >>> tmp.cleanup()
     """
     current = max(deployment.window_at(now), 0)
-    first = deployment.period_of(current) * deployment.period_windows
+    first = max(0, current - deployment.period_windows + 1)
+    charged = store.windows_with_reports(deployment.deployment_id, first_window=first, last_window=current)
+    k = deployment.releases_per_period
+    eps, delta = deployment.guarantee(len(charged))
+    renews = charged[0] + deployment.period_windows if charged else None
+    nxt = deployment.next_release_window(current + 1)
     lookback = max(deployment.period_windows, math.ceil(LAST_SEEN_LOOKBACK / deployment.window_seconds))
     since = max(0, min(first, current - lookback))
     activity = store.sensor_activity(deployment.deployment_id, first_window=first, since_window=since,
@@ -133,11 +233,13 @@ def sensors_view(deployment: Deployment, store: Store, now: float) -> dict[str, 
     out = []
     for j in range(deployment.n_sensors):
         last_window, last_seen, in_period = activity.get(j, (None, None, 0))
-        eps, delta = deployment.guarantee(in_period)
         out.append({"sensor": j, "last_window": last_window, "last_seen": last_seen, "readings_in_period": in_period,
-                    "epsilon_spent": eps, "delta": delta})
-    return {"period_first_window": first, "releases_per_period": deployment.releases_per_period,
-            "seen_since_window": since, "sensors": out}
+                    "epsilon_spent": eps, "delta": delta, "releases_left": k - len(charged),
+                    "next_release_window": nxt})
+    return {"period_first_window": first, "releases_per_period": k, "release_windows_charged": len(charged),
+            "releases_left": k - len(charged), "renews_at_window": renews,
+            "renews_at": None if renews is None else deployment.window_start(renews), "seen_since_window": since,
+            "sensors": out}
 
 
 def export_rows(deployment: Deployment, store: Store) -> Iterator[list[tuple[Any, ...]]]:

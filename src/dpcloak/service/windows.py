@@ -3,8 +3,9 @@
 A window closes when every sensor has reported for it, when its grace period after its end is
 over, or when the analyst closes it. Its stored record holds the recovered source map, the
 EMD-scale uncertainty (metres), the sensors that reported (missing ones are flagged and their rows dropped
-from the model), σ and the privacy spent: one window's (ε, δ) and the composed (ε, δ) of its
-budget period so far.
+from the model), σ and the privacy spent: one window's (ε, δ) and the composed (ε, δ) of the release
+windows that received reports among the policy's sliding window ending at it (``releases_in_period``
+of them: ``period_windows`` consecutive windows, at most the policy's ``releases_per_period``).
 """
 
 from __future__ import annotations
@@ -19,26 +20,25 @@ from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
-from numpy.typing import NDArray
 
 from dpcloak.sensors import NetworkRecovery
 from dpcloak.service import _network
 from dpcloak.service.config import Deployment
 from dpcloak.service.store import Store, WindowRecord
 
-__all__ = ["recover_window_record", "PeriodReleases", "WindowRecovery", "start_worker", "close_in_worker",
+__all__ = ["recover_window_record", "PolicyReleases", "WindowRecovery", "start_worker", "close_in_worker",
            "worker_ready"]
 
 
 def recover_window_record(deployment: Deployment, store: Store, window: int,
                           warm_start: NetworkRecovery | None = None,
-                          releases: PeriodReleases | None = None, *,
+                          releases: PolicyReleases | None = None, *,
                           final_below: int | None = None) -> tuple[WindowRecord, NetworkRecovery] | None:
     """Recover ``window`` from its stored reports; ``None`` when no sensor reported.
 
     Returns the record and the network's recovery result (the next window's warm start). ``releases``
-    counts the period's reports incrementally (default: read the period's rows up to ``window``);
-    windows before ``final_below`` take no more reports (see :class:`PeriodReleases`).
+    counts the sliding window's release windows incrementally (default: read its rows up to ``window``);
+    windows before ``final_below`` take no more reports (see :class:`PolicyReleases`).
 
     Examples
     --------
@@ -67,8 +67,8 @@ def recover_window_record(deployment: Deployment, store: Store, window: int,
     present[sensors] = True
     result = _network.recover_window(network, values, present, warm_start)
     if releases is None:
-        releases = PeriodReleases(deployment, store, closed=())
-    n_releases = releases.releases(window, present, final_below=final_below)
+        releases = PolicyReleases(deployment, store, closed=())
+    n_releases = releases.releases(window, final_below=final_below)
     eps_period, delta_period = deployment.guarantee(n_releases)
     record = WindowRecord(
         window=window, closed_at=time.time(), source_map=[float(v) for v in result.sources],
@@ -84,137 +84,85 @@ def _finite(x: float) -> float | None:
     return float(x) if math.isfinite(x) else None
 
 
-class PeriodReleases:
-    """The busiest sensor's number of reports in a budget period up to a window, kept incrementally.
+class PolicyReleases:
+    """How many release windows of the policy's sliding window actually received reports, kept incrementally.
 
-    :meth:`releases` equals the largest ``Store.reports_per_sensor`` count over the period's windows
-    ``first … window``, without reading the whole period at every close. The counts of *final*
-    windows are read once and cached: a closed (recovered) window takes no more reports (the
-    collector answers 409), nor does a window past its grace period (``final_below``: the
-    collector's oldest window still in grace; older ones are refused by the clock). The other windows
-    before the closing one — *holes*: nobody has reported for them yet, or they are still open — are
-    read at every close through the window index, which costs what they hold (usually nothing), until
-    they become final. Before, the cached part was only the run of closed windows from the period's
-    first, so one empty window (the sensors switched on late, a night without reports) kept the range
-    open and every later close reread every report since: in the 60 s batch soak that was 41–56 % of
-    the recovery process's time. Closed windows are kept as intervals and pruned once final by the
-    clock, so the state stays small over months. ``closed`` are the windows recovered before (e.g. by
-    an earlier process).
+    :meth:`releases` is the number of windows among ``window − W + 1 … window`` (W =
+    ``period_windows``) holding at least one stored report — the windows charged as vector releases
+    (:class:`~dpcloak.service.config.Deployment`) — without rereading the whole range at every
+    close. Windows the collector closed (recovered) hold reports and take no more (it answers 409);
+    windows before ``final_below`` (the collector's oldest window still in grace) take no more either:
+    both are *final*, and a final window that was not closed is read once (through the window index,
+    which costs what it holds: usually nothing). The windows still open are read at every close. The
+    known windows are pruned once they leave the sliding window, so the state stays small over months.
+    ``closed`` are the windows recovered before (e.g. by an earlier process).
 
     Examples
     --------
-    Sensor 0 reports in windows 0 and 1, sensor 1 only in window 1; window 0 is closed:
+    Sensor 0 reports in windows 0 and 1, sensor 1 in window 3; window 0 is closed:
 
     >>> import tempfile
     >>> from dpcloak.service.examples import two_sensor_store
     >>> tmp = tempfile.TemporaryDirectory()
     >>> deployment, store = two_sensor_store(tmp.name)
-    >>> import numpy as np
     >>> _ = store.insert_reports([{"deployment_id": "abc123", "sensor_id": j, "window": w, "report_id": f"r-{j}-{w}",
     ...                         "value": 5.0, "mac": "00", "received_at": 60.0 * w + 30}
-    ...                        for j, w in [(0, 0), (0, 1), (1, 1)]])
-    >>> releases = PeriodReleases(deployment, store, closed=[0])
-    >>> releases.releases(1, present=np.array([True, True]))  # sensor 0: one report in window 0, one in 1
+    ...                        for j, w in [(0, 0), (0, 1), (1, 3)]])
+    >>> releases = PolicyReleases(deployment, store, closed=[0])
+    >>> releases.releases(1)  # windows 0 and 1 received reports
     2
-    >>> releases.closed(1, np.array([True, True]))
-    >>> releases.releases(2, present=np.array([False, True]))  # window 2 (same period): sensor 1 reaches 2 too
+    >>> releases.closed(1)
+    >>> releases.releases(3, final_below=2)  # 0, 1 and 3: one release for each window anyone reported in
+    3
+    >>> releases.releases(12)  # windows 3-12 (any 10 consecutive): 3 and 12
     2
-    >>> releases.releases(10, present=np.array([True, False]))  # window 10 starts the next period
-    1
-    >>> releases.releases(13, present=np.array([True, False]), final_below=12)  # 10-11 take no more reports
-    1
     >>> store.dispose()
     >>> tmp.cleanup()
     """
 
     def __init__(self, deployment: Deployment, store: Store, closed: Iterable[int]) -> None:
         self._dep, self._store = deployment, store
-        self._closed: list[tuple[int, int]] = []  # closed windows, as sorted disjoint intervals
-        for w in sorted(set(closed)):
-            self._add_closed(w)
-        self._period = -1
-        self._upto = -1  # windows first … _upto are final (in _counts) or holes
-        self._counts = np.zeros(deployment.n_sensors, dtype=np.int64)
-        self._holes: list[tuple[int, int]] = []
+        self._known: set[int] = set(closed)  # final windows holding reports
+        self._closed: set[int] = set(self._known)
+        self._scanned = -1  # windows before it are final and, if they hold reports, in _known
+        self._floor = -1  # windows before it were pruned
 
-    def releases(self, window: int, present: NDArray[np.bool_], *, final_below: int | None = None) -> int:
-        """The largest number of reports one sensor stored in ``window``'s period up to it (``present``: who
-        reported for ``window``). Windows before ``final_below`` take no more reports, closed or not."""
-        dep = self._dep
-        period = dep.period_of(window)
-        first = period * dep.period_windows
-        if period != self._period or window <= self._upto:  # a new period, or a hole closed after later windows
-            self._period, self._upto, self._holes = period, first - 1, []
-            self._counts = np.zeros(dep.n_sensors, dtype=np.int64)
-        final = first if final_below is None else max(first, final_below)
-        self._closed = [(a, b) for a, b in self._closed if b >= final or b >= first + dep.period_windows]
-        holes, self._holes = self._holes, []
-        for a, b in holes:  # holes that became final are read once more, into the cache
-            if a < final:
-                self._add_counts(self._counts, a, min(b, final - 1))
-            if b >= final:
-                self._holes.append((max(a, final), b))
-        if window - 1 > self._upto:
-            for a, b, is_final in self._split(self._upto + 1, window - 1, final):
-                if is_final:
-                    self._add_counts(self._counts, a, b)
-                else:
-                    self._holes.append((a, b))
-            self._upto = window - 1
-        counts = self._counts + present
-        for a, b in self._holes:
-            self._add_counts(counts, a, b)
-        return int(counts.max())
+    def releases(self, window: int, *, final_below: int | None = None) -> int:
+        """Windows among ``window − W + 1 … window`` holding reports (``window`` itself counts: it is being
+        recovered from its reports). Windows before ``final_below`` take no more reports, closed or not."""
+        dep, did = self._dep, self._dep.deployment_id
+        lo = max(0, window - dep.period_windows + 1)
+        if lo < self._floor:  # an old window closed late: count it directly
+            return len(set(self._store.windows_with_reports(did, first_window=lo, last_window=window - 1))) + 1
+        self._floor = lo
+        self._known = {w for w in self._known if w >= lo}
+        self._closed = {w for w in self._closed if w >= lo}
+        self._scanned = max(self._scanned, lo)
+        final = min(window, self._scanned if final_below is None else max(self._scanned, final_below))
+        for a, b in self._runs(self._scanned, final - 1):  # newly final windows not closed: read once
+            self._known.update(self._store.windows_with_reports(did, first_window=a, last_window=b))
+        self._scanned = max(self._scanned, final)
+        found = {w for a, b in self._runs(self._scanned, window - 1)  # open windows: read at every close
+                 for w in self._store.windows_with_reports(did, first_window=a, last_window=b)}
+        return len({w for w in self._known if w < window} | found) + 1
 
-    def closed(self, window: int, present: NDArray[np.bool_]) -> None:
-        """Record that ``window`` (with these sensors reporting) is closed: its counts are final."""
-        self._add_closed(window)
-        if self._dep.period_of(window) != self._period:
-            return
-        if window == self._upto + 1:
-            self._counts += present
-            self._upto = window
-        elif any(a <= window <= b for a, b in self._holes):  # a hole, closed: final from now on
-            self._counts += present
-            self._holes = [(x, y) for a, b in self._holes for x, y in ((a, min(b, window - 1)), (max(a, window + 1), b))
-                           if x <= y]
+    def closed(self, window: int) -> None:
+        """Record that ``window`` (which held reports) is closed: final from now on."""
+        if window >= self._floor:
+            self._known.add(window)
+            self._closed.add(window)
 
-    def _add_closed(self, window: int) -> None:
-        out: list[tuple[int, int]] = []
-        lo = hi = window
-        for a, b in self._closed:
-            if b < lo - 1 or a > hi + 1:
-                out.append((a, b))
-            else:
-                lo, hi = min(lo, a), max(hi, b)
-        out.append((lo, hi))
-        self._closed = sorted(out)
-
-    def _split(self, first: int, last: int, final: int) -> list[tuple[int, int, bool]]:
-        """``first … last`` cut into runs of final windows (closed, or before ``final``) and holes."""
-        runs: list[tuple[int, int, bool]] = []
+    def _runs(self, first: int, last: int) -> list[tuple[int, int]]:
+        """``first … last`` cut into runs of windows not closed."""
+        runs: list[tuple[int, int]] = []
         at = first
-        if at < final:
-            runs.append((at, min(last, final - 1), True))
-            at = final
-        for a, b in self._closed:
-            if at > last:
-                break
-            if b < at:
-                continue
-            if a > at:
-                runs.append((at, min(a - 1, last), False))
-            if a <= last:
-                runs.append((max(a, at), min(b, last), True))
-            at = b + 1
+        for w in sorted(c for c in self._closed if first <= c <= last):
+            if w > at:
+                runs.append((at, w - 1))
+            at = w + 1
         if at <= last:
-            runs.append((at, last, False))
+            runs.append((at, last))
         return runs
-
-    def _add_counts(self, counts: NDArray[np.int64], first: int, last: int) -> None:
-        for sensor, n in self._store.reports_per_sensor(self._dep.deployment_id, first_window=first,
-                                                        last_window=last).items():
-            counts[sensor] += n
 
 
 class WindowRecovery:
@@ -240,18 +188,18 @@ class WindowRecovery:
         self.deployment = deployment
         self.store = store
         self._previous: NetworkRecovery | None = None
-        self._releases = PeriodReleases(deployment, store, store.closed_windows(deployment.deployment_id))
+        self._releases = PolicyReleases(deployment, store, store.closed_windows(deployment.deployment_id))
 
     def close(self, window: int, final_below: int | None = None) -> WindowRecord | None:
         """Recover and store ``window`` (once); ``None`` when nobody reported for it. Windows before
-        ``final_below`` take no more reports (see :class:`PeriodReleases`)."""
+        ``final_below`` take no more reports (see :class:`PolicyReleases`)."""
         out = recover_window_record(self.deployment, self.store, window, self._previous, self._releases,
                                     final_below=final_below)
         if out is None:
             return None
         record, recovery = out
         self.store.save_window(self.deployment.deployment_id, record)
-        self._releases.closed(window, recovery.present)
+        self._releases.closed(window)
         self._previous = recovery
         return record
 
@@ -337,7 +285,7 @@ def _exit_with_parent() -> None:
 def close_in_worker(window: int, final_below: int | None = None) -> bool:
     """Recover and store ``window`` in the recovery process; whether anybody reported for it.
 
-    Windows before ``final_below`` take no more reports (see :class:`PeriodReleases`).
+    Windows before ``final_below`` take no more reports (see :class:`PolicyReleases`).
 
     Examples
     --------
