@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import io
 import json
+import logging
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import numpy as np
 import pytest
 
 from dpcloak.errors import InvalidParameterError
@@ -188,13 +190,13 @@ def test_node_clock_ignores_wall_clock_changes_while_running(tmp_path: Path) -> 
     wall = [time.time()]
     jump = 20 * dep.period_windows * dep.window_seconds
 
-    def make(clock: object) -> SensorNode:
-        return SensorNode(deployment=dep, credential=load_credential(tmp_path / "sensors" / "sensor-0.json"),
-                          ledger=tmp_path / f"ledger-{id(clock)}.db", url="http://127.0.0.1:9",
+    def make(sensor: int, clock: object) -> SensorNode:
+        return SensorNode(deployment=dep, credential=load_credential(tmp_path / "sensors" / f"sensor-{sensor}.json"),
+                          ledger=tmp_path / f"ledger-{sensor}.db", url="http://127.0.0.1:9",
                           transport=httpx.MockTransport(Script([])), clock=clock)  # type: ignore[arg-type]
 
-    anchored = make(NodeClock(wall=lambda: wall[0]))
-    weak = make(lambda: wall[0])
+    anchored = make(0, NodeClock(wall=lambda: wall[0]))
+    weak = make(1, lambda: wall[0])
     wall[0] += jump  # the wall clock is set 20 periods ahead
     assert anchored.release(1.0).window <= dep.window_at(time.time()) + 1
     assert weak.release(1.0).window >= dep.window_at(time.time()) + 20 * dep.period_windows - 1
@@ -326,3 +328,83 @@ def test_a_refusal_no_resend_can_change_stops_the_node(small: Path, status: int,
         node.run(iter([1.0, 2.0, 3.0]))
     assert len(node.ledger.all()) == 1  # stopped at the first refusal: no more readings released into it
     node.close()
+
+
+def test_report_refused_for_its_clock_is_dropped_once_and_the_operator_told(
+        small: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 33 item 3: a report the collector refuses as from the future (or too late) is marked refused in the
+    ledger (authenticated, kept across restarts), the operator is told what to check, and it is not resent;
+    a refusal a resend could change nothing about stays pending as before (the weakened side)."""
+    requests: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        requests.append(json.loads(request.content)["report_id"])
+        code = "window_in_future" if json.loads(request.content)["window"] == 5 else "out_of_range"
+        return httpx.Response(422, json={"error": code, "message": "refused", "field": "window"})
+
+    node = _node(small, Script([]))
+    node._client = httpx.Client(base_url="http://127.0.0.1:9", transport=httpx.MockTransport(answer))
+    with caplog.at_level(logging.WARNING, logger="dpcloak.service.node"):
+        assert node.submit(1.0, window=5).outcome == "rejected"
+    assert "clock runs ahead of the collector's" in caplog.text and "not resent" in caplog.text
+    entry = node.ledger.entry(5)
+    assert entry is not None and entry.refused == "window_in_future" and node.ledger.pending() == []
+    assert node.flush() == [] and len(requests) == 1
+    node.submit(1.0, window=6)  # out_of_range: not a clock or schedule problem, stays pending
+    assert [e.window for e in node.ledger.pending()] == [6] and len(node.flush()) == 1
+    node.close()
+    reopened = _node(small, Script([]))
+    assert reopened.ledger.entry(5).refused == "window_in_future"  # type: ignore[union-attr]
+    assert [e.window for e in reopened.ledger.pending()] == [6]
+    reopened.close()
+
+
+def test_reports_leave_at_the_end_of_their_window_whatever_the_sampling_took(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 28 defect 5: the exact sampler's time grows with |noise|. Here sampling is made to take 0 or 0.3 s
+    (alternately); the running node's reports still leave at their window's end, so the send times of the two
+    groups agree to within scheduling jitter. The weakened node (send right after sampling) shows the 0.3 s."""
+    from dpcloak.sensors import SensorNetwork
+
+    make_deployment(tmp_path, sensor_rows=1, sensor_cols=3, window_seconds=0.5, past_windows=4)
+    dep = load_deployment(tmp_path)
+    delays = iter([0.0, 0.3] * 20)
+    taken: dict[int, float] = {}
+    original = SensorNetwork.privatize_reading
+
+    def slow(self: SensorNetwork, sensor: int, value: float, **kw: object) -> float:
+        d = next(delays)
+        time.sleep(d)
+        taken[len(taken)] = d
+        return original(self, sensor, value, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(SensorNetwork, "privatize_reading", slow)
+    sends: list[tuple[int, float]] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        sends.append((json.loads(request.content)["window"], time.time()))
+        return httpx.Response(201, json={"status": "stored"})
+
+    node = _node(tmp_path, Script([]))
+    node._client = httpx.Client(base_url="http://127.0.0.1:9", transport=httpx.MockTransport(answer))
+    assert node.run(lambda: 1.0, windows=12) >= 10
+    late = [t - dep.window_end(w) for w, t in sends]
+    groups = [[x for i, x in enumerate(late) if taken[i] == d] for d in (0.0, 0.3)]
+    assert min(late) >= -0.01  # never before the window's end
+    assert abs(np.mean(groups[1]) - np.mean(groups[0])) < 0.1  # the sampling time does not show
+    node.close()
+    # weakened: send right after sampling, at the same points in each window
+    weak = _node(tmp_path, Script([]), sensor=1)
+    weak._client = httpx.Client(base_url="http://127.0.0.1:9", transport=httpx.MockTransport(answer))
+    sends.clear()
+    taken.clear()
+    starts = []
+    for _ in range(10):
+        w = dep.window_at(time.time()) + 1
+        time.sleep(max(0.0, dep.window_start(w) - time.time()))
+        starts.append(time.time())
+        weak.submit(1.0, window=w)
+    after = [t - s for (_, t), s in zip(sends, starts, strict=True)]
+    weak_groups = [[x for i, x in enumerate(after) if taken[i] == d] for d in (0.0, 0.3)]
+    assert np.mean(weak_groups[1]) - np.mean(weak_groups[0]) > 0.25
+    weak.close()

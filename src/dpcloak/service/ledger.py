@@ -54,7 +54,7 @@ def ledger_key(credential: SensorCredential) -> bytes:
 
 @dataclass(frozen=True)
 class LedgerEntry:
-    """One release recorded by a sensor.
+    """One release recorded by a sensor (``refused``: the collector's error code if it refused it for good).
 
     Examples
     --------
@@ -69,6 +69,7 @@ class LedgerEntry:
     value: float
     mac: str
     acknowledged: bool
+    refused: str | None = None
 
 
 class _PeriodFull(Exception):
@@ -112,6 +113,7 @@ class SensorLedger(Ledger):
         self.sensor = credential.sensor
         self._entries: dict[int, tuple[int, LedgerEntry]] = {}  # window -> (seq, entry as released)
         self._per_period: dict[int, int] = {}
+        self._refused: dict[int, str] = {}  # window -> the collector's error code
         anchor = Anchor(credential.path) if credential.path is not None else None
         remedy = (f"a sensor whose ledger is lost or in doubt needs a new credential: dpcloak deploy reprovision "
                   f"<deployment directory> --sensor {credential.sensor}, then a new ledger file")
@@ -121,6 +123,12 @@ class SensorLedger(Ledger):
         self._acked = self.marked()
 
     def _apply(self, seq: int, kind: str, body: Any) -> None:
+        if kind == "refused":
+            window = body.get("window") if isinstance(body, dict) else None
+            if window not in self._entries or window in self._refused:
+                self._refuse(f"record {seq} refuses no release of this ledger")
+            self._refused[window] = str(body.get("code"))
+            return
         try:
             entry = LedgerEntry(window=int(body["window"]), period=int(body["period"]),
                                 report_id=str(body["report_id"]), value=float(body["value"]), mac=str(body["mac"]),
@@ -133,7 +141,8 @@ class SensorLedger(Ledger):
         self._per_period[entry.period] = self._per_period.get(entry.period, 0) + 1
 
     def _entry(self, seq: int, entry: LedgerEntry) -> LedgerEntry:
-        return LedgerEntry(entry.window, entry.period, entry.report_id, entry.value, entry.mac, seq in self._acked)
+        return LedgerEntry(entry.window, entry.period, entry.report_id, entry.value, entry.mac, seq in self._acked,
+                           self._refused.get(entry.window))
 
     def entry(self, window: int) -> LedgerEntry | None:
         """The release recorded for ``window``, if any."""
@@ -176,9 +185,22 @@ class SensorLedger(Ledger):
             self.mark(found[0])
             self._acked.add(found[0])
 
+    def refuse(self, window: int, code: str) -> None:
+        """Record (authenticated) that the collector refused the release of ``window`` for good (error ``code``).
+
+        The release still counts as spent (it left the sensor); it is no longer pending, so it is not
+        resent. Refusing an unknown or already refused window does nothing.
+        """
+        def make() -> dict[str, Any] | None:
+            if int(window) not in self._entries or int(window) in self._refused:
+                return None
+            return {"window": int(window), "code": str(code)}
+
+        self.append("refused", make)
+
     def pending(self) -> list[LedgerEntry]:
-        """Releases not yet acknowledged (to be resent unchanged), in window order."""
-        return [e for e in self.all() if not e.acknowledged]
+        """Releases neither acknowledged nor refused (to be resent unchanged), in window order."""
+        return [e for e in self.all() if not e.acknowledged and e.refused is None]
 
     def all(self) -> list[LedgerEntry]:
         """Every recorded release, in window order."""

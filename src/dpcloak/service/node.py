@@ -55,6 +55,15 @@ __all__ = ["SensorNode", "NodeClock", "ReleaseSkipped", "Delivery", "DeliveryErr
 
 _RETRY_STATUS = {429, 500, 502, 503, 504}
 log = logging.getLogger("dpcloak.service.node")
+_REFUSED_FOR_GOOD = {
+    "window_in_future": "this node's clock runs ahead of the collector's by more than the deployment's stated skew: "
+                        "check its time source",
+    "window_closed": "the report arrived after its window's grace period: this node's clock runs behind, or the "
+                     "report waited too long to be delivered",
+    "outside_policy": "the window is not a release window of the deployment's policy: check the node's "
+                      "deployment.json",
+}
+"""Collector answers that no resend can change (the clock or the schedule is at fault), with what to check."""
 _STOP_STATUS = {400, 401, 403, 404, 405, 413, 415}
 _STOP_CODES = {"wrong_configuration", "unknown_deployment", "malformed", "conflict"}
 """Answers that no resend and no later reading can change: the node's key, URL or deployment is wrong, its
@@ -348,6 +357,12 @@ class SensorNode:
             self.ledger.acknowledge(entry.window)
             return Delivery(entry.window, entry.report_id, "stored" if resp.status_code == 201 else "duplicate",
                             resp.status_code, body)
+        code = body.get("error")
+        if code in _REFUSED_FOR_GOOD:
+            self.ledger.refuse(entry.window, str(code))
+            log.warning("sensor %d: the collector refused the report for window %d for good (%s: %s); %s. "
+                        "It counts as spent and is not resent", self.sensor, entry.window, code,
+                        body.get("message", ""), _REFUSED_FOR_GOOD[str(code)])
         return Delivery(entry.window, entry.report_id, "rejected", resp.status_code, body)
 
     def _check_refusal(self, delivery: Delivery) -> None:
@@ -365,7 +380,7 @@ class SensorNode:
         return self.deliver(self.release(value, window=window))
 
     def flush(self) -> list[Delivery]:
-        """Resend every release not yet acknowledged (unchanged).
+        """Resend every release neither acknowledged nor refused for good (unchanged).
 
         Raises
         ------
@@ -387,8 +402,11 @@ class SensorNode:
         ``readings`` is an iterable (stdin, a CSV tail: floats or :class:`Reading`) or a callback called
         once per window. Stops at the end of the iterable or after ``windows`` windows; returns the number
         of releases sent. A reading that is not a finite number, a second reading for a window and one the
-        node refuses (budget, range) are skipped with a notice ``"line 2: window 17 already has a reading;
-        skipped"``, and the node goes on.
+        node refuses (budget, range, a window that is not a release window of the policy: the notice says
+        when the next one starts) are skipped with a notice ``"line 2: window 17 already has a reading;
+        skipped"``, and the node goes on. A release is sampled when its reading arrives but sent at the end
+        of its window, so when the report leaves does not depend on how long the exact sampler took (which
+        grows with the noise drawn).
 
         Raises
         ------
@@ -415,6 +433,7 @@ class SensorNode:
                 except DpcloakError as exc:
                     problem = str(exc)
                 else:
+                    self._sleep_until(self.deployment.window_end(w))  # the report leaves on the window's schedule
                     delivery = self.deliver(entry)
                     sent += 1
                     if on_delivery is not None:
@@ -425,8 +444,12 @@ class SensorNode:
                 if on_skip is not None:
                     on_skip(f"{reading.where}: {problem}; skipped")
             if callable(readings):
-                self.sleep(max(0.0, self.deployment.window_end(w) - self.clock()))
+                self._sleep_until(self.deployment.window_end(w))
         return sent
+
+    def _sleep_until(self, t: float) -> None:
+        """Sleep until the node's clock reads ``t`` (at once if it already does)."""
+        self.sleep(max(0.0, t - self.clock()))
 
 
 def read_values(stream: Iterable[str], *, column: int = -1, header: bool = True,
