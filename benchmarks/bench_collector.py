@@ -257,7 +257,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     try:
         total = args.windows_single + args.windows_batch
         net = shared.floor_network()
-        dep = Deployment.create(network=net, window_seconds=1.0, period_windows=10**6,
+        dep = Deployment.create(network=net, window_seconds=1.0, period_windows=net.max_releases(),
                                 start=time.time() - (total + 5), grace_seconds=3600.0)
         write_deployment(work, dep)
         t0 = time.perf_counter()

@@ -110,7 +110,8 @@ def _positive(kind: Callable[[str], Any]) -> Callable[[str], Any]:
 def _deployment(work: Path, window_seconds: float) -> Any:
     from dpcloak.service.config import Deployment, write_deployment
 
-    dep = Deployment.create(network=shared.floor_network(), window_seconds=window_seconds, period_windows=10**7,
+    net = shared.floor_network()  # every window releases: W = the releases the budget allows
+    dep = Deployment.create(network=net, window_seconds=window_seconds, period_windows=net.max_releases(),
                             start=time.time() - 5.0, grace_seconds=GRACE_SECONDS)
     write_deployment(work, dep)
     return dep

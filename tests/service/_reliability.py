@@ -28,7 +28,8 @@ def fast_deployment(directory: Path, *, cols: int = 10, rows: int = 10, window_s
     net = _network.floor_plan_network(width=20.0, height=20.0, sensor_cols=cols, sensor_rows=rows, epsilon=1.0,
                                       delta=1e-6, budget=(1e4, 1e-5), spacing=4.0, diffusion=8.0, move=4.0,
                                       reading_high=100.0)
-    dep = Deployment.create(network=net, window_seconds=window_seconds, period_windows=10**6,
+    # W = the releases the budget allows: every window is a release window
+    dep = Deployment.create(network=net, window_seconds=window_seconds, period_windows=net.max_releases(),
                             start=time.time() - past_windows * window_seconds, grace_seconds=grace_seconds)
     write_deployment(directory, dep)
     return dep

@@ -17,7 +17,14 @@ from fastapi.testclient import TestClient
 from dpcloak.service.app import create_app
 from dpcloak.service.auth import sign_report, verify_report
 from dpcloak.service.collector import Collector
-from dpcloak.service.config import Deployment, analyst_token, load_deployment, load_master_key, sensor_key
+from dpcloak.service.config import (
+    Deployment,
+    analyst_token,
+    load_deployment,
+    load_master_key,
+    sensor_key,
+    write_deployment,
+)
 from dpcloak.service.store import Store, sqlite_url
 
 from .conftest import make_deployment
@@ -504,3 +511,34 @@ def test_report_not_sent_as_json_is_refused(api: Harness, content_type: str | No
     assert api.stored() == 0
     resp = api.client.post("/api/v1/reports", content=data, headers={"Content-Type": "application/json; charset=utf-8"})
     assert resp.status_code == 201 and api.stored() == 1
+
+
+def test_release_policy_at_the_api(tmp_path: Path) -> None:
+    """Every 4th window releases (2 in any 8): a report for another window is 422 ``outside_policy``, one beyond the
+    clock plus the stated skew 422 ``window_in_future`` (nothing stored); ``/api/v1/health`` is ``degraded`` while
+    the sensors skip, with the next release window and its time, ``ok`` in a release window; ``/api/v1/sensors``
+    says how many release windows are left in the sliding window and when it renews. Oracle: the schedule
+    arithmetic of the issue (w mod ceil(W/k) = 0) and the clock."""
+    net = make_deployment(tmp_path, sensor_rows=2, sensor_cols=3).sensor_network
+    directory = tmp_path / "policy"
+    write_deployment(directory, Deployment.create(network=net, window_seconds=60.0, period_windows=8, start=0.0,
+                                                  policy_releases=2, grace_seconds=3600.0))
+    h = Harness(directory)
+    now = [5 * 60.0 + 30]  # window 5: the sensors skip (release windows 0, 4, 8, ...)
+    h.collector.clock = lambda: now[0]
+    with h.client:
+        health = h.client.get("/api/v1/health").json()
+        assert health["status"] == "degraded" and health["policy"]["next_release_window"] == 8
+        assert health["policy"]["next_release_at"] == 480.0 and "any 8 consecutive windows" in health["policy"]["words"]
+        resp = h.post(h.report(window=5))
+        assert resp.status_code == 422 and resp.json()["error"] == "outside_policy"
+        resp = h.post(h.report(window=8))  # a release window, but it starts 150 s after now: skew is 60 s
+        assert resp.status_code == 422 and resp.json()["error"] == "window_in_future"
+        assert h.stored() == 0
+        now[0] = 4 * 60.0 + 30
+        assert h.client.get("/api/v1/health").json()["status"] == "ok"
+        assert h.post(h.report(window=4)).status_code == 201
+        view = h.client.get("/api/v1/sensors", headers={"Authorization": f"Bearer {h.token}"}).json()
+        assert (view["release_windows_charged"], view["releases_left"], view["renews_at_window"]) == (1, 1, 12)
+        assert view["renews_at"] == 720.0
+    h.store.dispose()
