@@ -161,11 +161,12 @@ def test_a_second_device_with_a_copied_credential_is_caught_by_the_collector(tmp
         renewed = SensorNode(deployment=dep, credential=load_credential(tmp_path / "sensors" / "sensor-0.json"),
                              ledger=tmp_path / "ledger-a2.db", url=collector.url)
         assert renewed.credential.generation == 1
-        assert renewed.submit(5.0, window=w + 2).outcome == "stored"
+        later = dep.window_at(time.time()) + 1  # > w, and within the clock skew the node allows (one window)
+        assert renewed.submit(5.0, window=later).outcome == "stored"
         renewed.close()
         old = SensorNode(deployment=dep, credential=load_credential(device_b / "sensor-0.json"),
                          ledger=device_b / "ledger-b.db", url=collector.url)
-        retired = old.submit(6.0, window=w + 3)
+        retired = old.submit(6.0, window=later)
         assert retired.http_status == 403 and retired.body["error"] == "retired_credential"
         old.close()
     finally:

@@ -254,11 +254,12 @@ def test_a_node_survives_a_60_s_collector_outage_and_delivers_everything_after(s
     """Issue 33 item 3: the node used to give up after 6 attempts (~3 s). With attempts=None (sensor run) it backs
     off with jitter up to max_delay and delivers every pending report once the collector is back. Oracle: the
     scripted collector (refusing connections for 60 s of the node's own time) and the waits the node asked for."""
-    fake = FakeTime(0.0)
+    t0 = load_deployment(small).window_start(40)  # the node's clock must be past the windows it releases
+    fake = FakeTime(t0)
     received: list[dict[str, object]] = []
 
     def collector(request: httpx.Request) -> httpx.Response:
-        if fake.now < 60.0:
+        if fake.now < t0 + 60.0:
             raise httpx.ConnectError("connection refused")
         received.append(json.loads(request.content))
         return httpx.Response(201, json={"status": "stored"})
@@ -271,13 +272,13 @@ def test_a_node_survives_a_60_s_collector_outage_and_delivers_everything_after(s
     assert [d.outcome for d in deliveries] == ["stored"] * 3
     assert [b["report_id"] for b in received] == [e.report_id for e in entries]  # each once, unchanged
     assert node.ledger.pending() == []
-    assert fake.now >= 60.0 and len(fake.sleeps) > 6  # more than the old 6 attempts
+    assert fake.now >= t0 + 60.0 and len(fake.sleeps) > 6  # more than the old 6 attempts
     assert max(fake.sleeps) <= 8.0  # bounded
     capped = [t for t in fake.sleeps if t > 4.0]  # waits drawn at the cap: uniform in [4, 8], not all equal
     assert len(capped) >= 3 and len(set(capped)) == len(capped)
     node.close()
     # the old bound still exists for callers who ask for it
-    fake.now = 0.0
+    fake.now = t0
     bounded = _node(small, Script([0] * 10))
     with pytest.raises(DeliveryError, match="not delivered after 4 attempts"):
         bounded.submit(1.0, window=7)
