@@ -388,6 +388,16 @@ class ReleaseEvent:
         Which sensors (coordinates) took part, when a release covers only some of them.
     window : int, optional
         The time window released, when the release belongs to one.
+
+    Examples
+    --------
+    Events are values: two descriptions of the same release are equal and hash alike.
+
+    >>> event = LaplaceEvent(sensitivity=1.0, scale=2.0, window=3)
+    >>> event == LaplaceEvent(sensitivity=1.0, scale=2.0, window=3), event.kind, event.window
+    (True, 'laplace', 3)
+    >>> len({event, LaplaceEvent(sensitivity=1.0, scale=2.0, window=3)})
+    1
     """
 
     sensitivity: float
@@ -443,7 +453,14 @@ class ReleaseEvent:
 
 @dataclass(frozen=True)
 class GaussianEvent(ReleaseEvent):
-    """Continuous Gaussian noise N(0, σ²) per coordinate, ℓ2 sensitivity Δ: μ-GDP with μ = Δ/σ."""
+    """Continuous Gaussian noise N(0, σ²) per coordinate, ℓ2 sensitivity Δ: μ-GDP with μ = Δ/σ.
+
+    Examples
+    --------
+    >>> event = GaussianEvent(sensitivity=1.0, scale=2.0)
+    >>> event.gdp_mu2(), event.zcdp_rho()  # μ² = (Δ/σ)² and ρ = μ²/2, exactly
+    (Fraction(1, 4), Fraction(1, 8))
+    """
 
     kind: ClassVar[str] = "gaussian"
 
@@ -459,6 +476,14 @@ class DiscreteGaussianEvent(ReleaseEvent):
     """Exact discrete Gaussian noise of σ = ``scale`` grid steps; ``sigma2``, when given, is σ² exactly.
 
     ½(Δ/σ)²-zCDP (Canonne, Kamath & Steinke 2020, Theorem 14), Δ the ℓ2 grid sensitivity.
+
+    Examples
+    --------
+    >>> from fractions import Fraction
+    >>> DiscreteGaussianEvent(sensitivity=3, scale=Fraction(6)).zcdp_rho()  # 3² / (2 · 6²)
+    Fraction(1, 8)
+    >>> DiscreteGaussianEvent(sensitivity=3, scale=Fraction(6), sigma2=Fraction(9)).zcdp_rho()  # σ² given exactly
+    Fraction(1, 2)
     """
 
     sigma2: Fraction | None = None
@@ -475,7 +500,13 @@ class DiscreteGaussianEvent(ReleaseEvent):
 
 @dataclass(frozen=True)
 class LaplaceEvent(ReleaseEvent):
-    """Continuous Laplace noise of scale b per coordinate, ℓ1 sensitivity Δ: ε-DP with ε = Δ/b exactly."""
+    """Continuous Laplace noise of scale b per coordinate, ℓ1 sensitivity Δ: ε-DP with ε = Δ/b exactly.
+
+    Examples
+    --------
+    >>> LaplaceEvent(sensitivity=1.0, scale=2.0).pure_epsilon()
+    Fraction(1, 2)
+    """
 
     kind: ClassVar[str] = "laplace"
 
@@ -489,7 +520,15 @@ class LaplaceEvent(ReleaseEvent):
 
 @dataclass(frozen=True)
 class DiscreteLaplaceEvent(LaplaceEvent):
-    """Exact discrete Laplace noise P(y) ∝ e^{−|y|/b} on ℤ (b = ``scale``, rational), integer ℓ1 grid sensitivity."""
+    """Exact discrete Laplace noise P(y) ∝ e^{−|y|/b} on ℤ (b = ``scale``, rational), integer ℓ1 grid sensitivity.
+
+    Examples
+    --------
+    >>> from fractions import Fraction
+    >>> event = DiscreteLaplaceEvent(sensitivity=2, scale=Fraction(4))
+    >>> event.pure_epsilon(), event.kind  # ε = Δ/b
+    (Fraction(1, 2), 'discrete-laplace')
+    """
 
     kind: ClassVar[str] = "discrete-laplace"
 
