@@ -308,6 +308,13 @@
       });
       return tr;
     }));
+    // the release policy: a banner while the sensors skip windows, with the budget left and its renewal
+    const health = await api("/api/v1/health");
+    const banner = el("policy-banner");
+    banner.hidden = health.status !== "degraded";
+    banner.textContent = health.policy.message + " · " + data.releases_left + " of " + data.releases_per_period +
+      " release windows left in the sliding window" + (data.renews_at === null ? "" :
+      "; the budget renews from " + new Date(data.renews_at * 1000).toLocaleTimeString());
   }
 
   slider.addEventListener("input", () => {
@@ -348,6 +355,7 @@
       el("deployment-line").textContent = "deployment " + dep.deployment_id + " · " + dep.n_sensors + " sensors · windows of " +
         dep.window_seconds + " s · configuration " + dep.fingerprint.slice(0, 16) + "…";
       el("guarantee").textContent = dep.guarantee_text;
+      el("policy").textContent = dep.policy.words;
       drawLegend();
       draw(null);
       await tick();
