@@ -39,12 +39,15 @@ def check_int(name: str, value: Any, *, minimum: int | None = None, maximum: int
         if isinstance(value, float | np.floating) and float(value).is_integer():
             value = int(value)
         else:
-            raise InvalidParameterError(f"{name} must be an integer, got {_describe(value)}")
+            raise InvalidParameterError(f"{name} must be an integer, got {_describe(value)}", parameter=name,
+                                        allowed="an integer", got=value)
     value = int(value)
     if minimum is not None and value < minimum:
-        raise InvalidParameterError(f"{name} must be an integer >= {minimum}, got {value}")
+        raise InvalidParameterError(f"{name} must be an integer >= {minimum}, got {value}", parameter=name,
+                                    allowed=f"an integer >= {minimum}", got=value)
     if maximum is not None and value > maximum:
-        raise InvalidParameterError(f"{name} must be an integer <= {maximum}, got {value}")
+        raise InvalidParameterError(f"{name} must be an integer <= {maximum}, got {value}", parameter=name,
+                                    allowed=f"an integer <= {maximum}", got=value)
     return value
 
 
@@ -60,22 +63,27 @@ def check_real(
 ) -> float:
     """Return ``value`` as a finite ``float`` inside the given (open by default) interval."""
     if isinstance(value, bool):
-        raise InvalidParameterError(f"{name} must be a real number, got {value!r}")
+        raise InvalidParameterError(f"{name} must be a real number, got {value!r}", parameter=name,
+                                    allowed="a real number", got=value)
     try:
         x = float(value)
     except (TypeError, ValueError):
-        raise InvalidParameterError(f"{name} must be a real number, got {_describe(value)}") from None
+        raise InvalidParameterError(f"{name} must be a real number, got {_describe(value)}", parameter=name,
+                                    allowed="a real number", got=value) from None
     if math.isnan(x) or (math.isinf(x) and not allow_inf):
-        raise InvalidParameterError(f"{name} must be a finite real number, got {x}")
+        raise InvalidParameterError(f"{name} must be a finite real number, got {x}", parameter=name,
+                                    allowed="a finite real number", got=x)
     lo_txt = "[" if low_inclusive else "("
     hi_txt = "]" if high_inclusive else ")"
     lo_val = "-inf" if low is None else f"{low:g}"
     hi_val = "inf" if high is None else f"{high:g}"
     range_txt = f"{lo_txt}{lo_val}, {hi_val}{hi_txt}"
     if low is not None and (x < low or (x == low and not low_inclusive)):
-        raise InvalidParameterError(f"{name} must lie in {range_txt}, got {x:g}")
+        raise InvalidParameterError(f"{name} must lie in {range_txt}, got {x:g}", parameter=name,
+                                    allowed=range_txt, got=x)
     if high is not None and (x > high or (x == high and not high_inclusive)):
-        raise InvalidParameterError(f"{name} must lie in {range_txt}, got {x:g}")
+        raise InvalidParameterError(f"{name} must lie in {range_txt}, got {x:g}", parameter=name,
+                                    allowed=range_txt, got=x)
     return x
 
 
@@ -88,7 +96,8 @@ def check_choice(name: str, value: Any, choices: Sequence[str]) -> str:
     """Return ``value`` if it is one of ``choices``."""
     if not isinstance(value, str) or value not in choices:
         allowed = ", ".join(repr(c) for c in choices)
-        raise InvalidParameterError(f"{name} must be one of {allowed}, got {_describe(value)}")
+        raise InvalidParameterError(f"{name} must be one of {allowed}, got {_describe(value)}", parameter=name,
+                                    allowed=allowed, got=value)
     return value
 
 
@@ -106,21 +115,26 @@ def check_array(
     try:
         arr: NDArray[Any] = np.asarray(value, dtype=dtype)
     except (TypeError, ValueError):
-        raise InvalidParameterError(f"{name} must be an array of numbers, got {_describe(value)}") from None
+        raise InvalidParameterError(f"{name} must be an array of numbers, got {_describe(value)}", parameter=name,
+                                    allowed="an array of numbers", got=_describe(value)) from None
     if ndim is not None and arr.ndim != ndim:
-        raise InvalidParameterError(f"{name} must be a {ndim}-D array, got an array of shape {arr.shape}")
+        raise InvalidParameterError(f"{name} must be a {ndim}-D array, got an array of shape {arr.shape}",
+                                    parameter=name, allowed=f"a {ndim}-D array", got=arr.shape)
     if shape is not None:
         ok = arr.ndim == len(shape) and all(s is None or s == a for s, a in zip(shape, arr.shape, strict=True))
         if not ok:
             want = "(" + ", ".join("*" if s is None else str(s) for s in shape) + ")"
-            raise InvalidParameterError(f"{name} must have shape {want}, got {arr.shape}")
+            raise InvalidParameterError(f"{name} must have shape {want}, got {arr.shape}", parameter=name,
+                                        allowed=f"shape {want}", got=arr.shape)
     if arr.size == 0 and not allow_empty:
-        raise InvalidParameterError(f"{name} must not be empty")
+        raise InvalidParameterError(f"{name} must not be empty", parameter=name, allowed="not empty", got=arr.shape)
     if np.issubdtype(arr.dtype, np.floating) and not np.all(np.isfinite(arr)):
         bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
-        raise InvalidParameterError(f"{name} must be finite; it has {bad} NaN or infinite entries")
+        raise InvalidParameterError(f"{name} must be finite; it has {bad} NaN or infinite entries", parameter=name,
+                                    allowed="finite entries", got=f"{bad} NaN or infinite entries")
     if nonnegative and arr.size and np.min(arr) < 0:
-        raise InvalidParameterError(f"{name} must be non-negative; its minimum is {np.min(arr):g}")
+        raise InvalidParameterError(f"{name} must be non-negative; its minimum is {np.min(arr):g}", parameter=name,
+                                    allowed="non-negative entries", got=float(np.min(arr)))
     return arr
 
 

@@ -2,14 +2,20 @@
 
 Every error raised on purpose by dpcloak derives from :class:`DpcloakError`, so a caller (or the
 CLI) can catch user mistakes without catching programming errors. Messages name the parameter, the
-allowed range and the value received.
+allowed range and the value received; the same facts are fields of the error (``parameter``,
+``allowed``, ``got``; for a file also ``path``, ``field`` and ``line``), so a program (the CLI, which
+names its own option for ``parameter``) never has to read the message.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Any
+
 __all__ = [
     "DpcloakError",
     "InvalidParameterError",
+    "InvalidFileError",
     "DisconnectedGraphError",
     "BudgetExceededError",
     "LedgerIntegrityError",
@@ -31,7 +37,40 @@ class DpcloakError(Exception):
     ... except DpcloakError as err:
     ...     print(type(err).__name__, "-", err)
     InvalidParameterError - epsilon must lie in (0, inf), got -1
+
+    The facts of the message are fields too (``None`` when the raise site did not give them):
+
+    >>> try:
+    ...     LaplaceMechanism(epsilon=-1.0, sensitivity=1.0)
+    ... except DpcloakError as err:
+    ...     print(err.parameter, err.allowed, err.got)
+    epsilon (0, inf) -1.0
     """
+
+    def __init__(self, message: str = "", *, parameter: str | None = None, allowed: str | None = None,
+                 got: Any = None) -> None:
+        super().__init__(message)
+        self.parameter = parameter
+        """The name of the parameter at fault, as the library's caller spells it (a keyword argument)."""
+        self.allowed = allowed
+        """What would be accepted, in words or interval notation."""
+        self.got = got
+        """The value received."""
+
+    def with_message(self, message: str) -> DpcloakError:
+        """A copy of this error (same class and fields) with another message, e.g. prefixed by context.
+
+        Examples
+        --------
+        >>> err = InvalidParameterError("k must be >= 1, got 0", parameter="k", allowed=">= 1", got=0)
+        >>> new = err.with_message("site.toml: " + str(err))
+        >>> type(new).__name__, str(new), new.parameter, new.got
+        ('InvalidParameterError', 'site.toml: k must be >= 1, got 0', 'k', 0)
+        """
+        clone = self.__class__.__new__(self.__class__)
+        clone.__dict__.update(self.__dict__)
+        clone.args = (message,)
+        return clone
 
 
 class InvalidParameterError(DpcloakError, ValueError):
@@ -49,6 +88,35 @@ class InvalidParameterError(DpcloakError, ValueError):
         ...
     dpcloak.errors.InvalidParameterError: delta must lie in (0, 1), got 2
     """
+
+
+class InvalidFileError(InvalidParameterError):
+    """A file dpcloak reads does not follow its format: the error names the file, the field and the line.
+
+    ``path`` is the file, ``field`` the key, column or field at fault (``None`` for the whole file,
+    e.g. a bad encoding), ``line`` its 1-based line when the format has lines. ``parameter`` is the
+    argument that named the file (e.g. ``"path"``), so the CLI can name its option.
+
+    Examples
+    --------
+    >>> err = InvalidFileError("sensors.csv:3: lon must be a number, got 'x'", path="sensors.csv", field="lon",
+    ...                        line=3, got="x")
+    >>> str(err), err.path.name, err.field, err.line
+    ("sensors.csv:3: lon must be a number, got 'x'", 'sensors.csv', 'lon', 3)
+    >>> isinstance(err, InvalidParameterError)
+    True
+    """
+
+    def __init__(self, message: str = "", *, path: str | Path | None = None, field: str | None = None,
+                 line: int | None = None, parameter: str | None = "path", allowed: str | None = None,
+                 got: Any = None) -> None:
+        super().__init__(message, parameter=parameter, allowed=allowed, got=got)
+        self.path = None if path is None else Path(path)
+        """The file."""
+        self.field = field
+        """The key, column or field at fault (``None``: the whole file)."""
+        self.line = line
+        """The 1-based line, when the format has lines."""
 
 
 class DisconnectedGraphError(InvalidParameterError):

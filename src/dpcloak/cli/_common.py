@@ -32,7 +32,10 @@ __all__ = [
     "emit_json",
     "build_model",
     "flag",
-    "user_vocabulary",
+    "user_message",
+    "option_name",
+    "addressed",
+    "readdressed",
     "check_input_file",
     "check_text_file",
     "check_output_file",
@@ -80,7 +83,7 @@ def cli_errors(fn: F) -> F:
             _check_options(kwargs)
             return fn(*args, **kwargs)
         except DpcloakError as exc:
-            _fail(user_vocabulary(str(exc), kwargs))
+            _fail(user_message(exc, kwargs))
         except OSError as exc:
             _fail(_os_message(exc, kwargs))
         except UnicodeDecodeError as exc:
@@ -112,9 +115,68 @@ def _check_options(kwargs: dict[str, Any]) -> None:
             raise InvalidParameterError(f"--seed must be a non-negative integer, got {value}")
 
 
-def user_vocabulary(message: str, kwargs: dict[str, Any]) -> str:
-    """``message`` in the user's words: a leading library parameter name becomes the command's option, and a
-    path the user gave is named with its option."""
+def user_message(exc: DpcloakError, kwargs: dict[str, Any], names: dict[str, str] | None = None) -> str:
+    """The error's message addressed to the command-line option it is about, found from the error's fields.
+
+    The option is the error's ``parameter`` when it already is one (``--tau``, ``POINTS``), the option
+    ``names`` maps it to, or the command's own option of that name; a file error (``path``) names the
+    option that gave the file. The message is never searched for words: it gets the option in front,
+    or in place of the parameter's name when it starts with it.
+    """
+    parameter = exc.parameter
+    path = getattr(exc, "path", None)
+    message = str(exc)
+    if path is not None:
+        option = _option_of_path(path, kwargs)
+        if option is not None and option not in message:
+            lead = "" if message.startswith(str(path)) else f"{path}: "
+            return f"{option} {lead}{message}"
+        return message
+    if parameter is None:
+        return _legacy_vocabulary(message, kwargs)
+    option = option_name(parameter, kwargs, names)
+    return message if option is None else addressed(message, parameter, option)
+
+
+def option_name(parameter: str, kwargs: dict[str, Any], names: dict[str, str] | None = None) -> str | None:
+    """The command-line option of a library ``parameter``: itself when it is one, else from ``names`` or ``kwargs``."""
+    if parameter.startswith("-") or parameter.isupper():
+        return parameter
+    if names and parameter in names:
+        return names[parameter]
+    return flag(parameter) if parameter in kwargs else None
+
+
+def addressed(message: str, parameter: str, option: str) -> str:
+    """``message`` led by ``option``: in place of a leading ``parameter``, else in front of the message."""
+    if parameter == option or message.startswith(option):
+        return message
+    after = message[len(parameter):len(parameter) + 1]
+    if message.startswith(parameter) and not (after.isalnum() or after == "_"):
+        return option + message[len(parameter):]
+    return f"{option}: {message}"
+
+
+def readdressed(exc: DpcloakError, names: dict[str, str]) -> DpcloakError:
+    """``exc`` re-addressed to the option ``names`` gives its ``parameter`` (itself when it names none)."""
+    if exc.parameter is None or exc.parameter not in names:
+        return exc
+    option = names[exc.parameter]
+    clone = exc.with_message(addressed(str(exc), exc.parameter, option))
+    clone.parameter = option
+    return clone
+
+
+def _option_of_path(path: Path, kwargs: dict[str, Any]) -> str | None:
+    for name, value in kwargs.items():
+        if isinstance(value, str) and value and (Path(value) == path or path.is_relative_to(Path(value))):
+            return flag(name)
+    return None
+
+
+def _legacy_vocabulary(message: str, kwargs: dict[str, Any]) -> str:
+    """Errors without fields: a leading library parameter name becomes the command's option, and a path the
+    user gave is named with its option."""
     head, sep, rest = message.partition(" ")
     bare = head.rstrip(":,")
     if sep and bare in kwargs and not bare.startswith("-"):

@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
-from dpcloak.cli._common import renamed
-from dpcloak.errors import InvalidParameterError
+from dpcloak.cli._common import readdressed, renamed
+from dpcloak.errors import DpcloakError, InvalidParameterError
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -106,7 +106,7 @@ class NetworkCli:
         try:
             return self._model_and_relation(alpha)
         except InvalidParameterError as exc:
-            raise InvalidParameterError(renamed(str(exc), LIBRARY_NAMES)) from None
+            raise _in_options(exc) from None
 
     def _model_and_relation(self, alpha: float | None) -> tuple[LinearModel, Relation, str]:
         self._check_exclusive(alpha)
@@ -141,7 +141,7 @@ class NetworkCli:
         try:
             return self._network(epsilon=epsilon, delta=delta, alpha=alpha)
         except InvalidParameterError as exc:
-            raise InvalidParameterError(renamed(str(exc), LIBRARY_NAMES)) from None
+            raise _in_options(exc) from None
 
     def _network(self, *, epsilon: float | None, delta: float | None, alpha: float | None) -> SensorNetwork:
         from dpcloak.sensors import SensorNetwork
@@ -177,6 +177,13 @@ class NetworkCli:
             relation=self._relation(alpha), model=self.network_model, diffusion=self._spec().diffusion,
             sources=self.sources, graph=self.graph_method, k=self.k, spacing=self.spacing, margin=self.margin,
             **common)
+
+
+def _in_options(exc: InvalidParameterError) -> DpcloakError:
+    """A library error in the options' words: by its ``parameter`` field (messages without fields: by name)."""
+    if exc.parameter is not None:
+        return readdressed(exc, LIBRARY_NAMES)
+    return exc.with_message(renamed(str(exc), LIBRARY_NAMES))
 
 
 LIBRARY_NAMES = {
