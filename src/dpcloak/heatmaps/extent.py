@@ -23,6 +23,7 @@ x = (X − x_min)/size, y = (Y − y_min)/size; points outside the square are re
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -144,6 +145,9 @@ class Extent:
     def _square(cls, x0: float, y0: float, x1: float, y1: float, proj: LocalProjection | None, source: str,
                 margin: float = 0.0) -> Extent:
         side = max(x1 - x0, y1 - y0) * (1.0 + 2.0 * margin)
+        if not math.isfinite(side):
+            raise InvalidParameterError(f"the extent's side must be a finite number of metres, got {side:g} for the "
+                                        f"{source}", parameter="extent", allowed="a finite side", got=side)
         cx, cy = 0.5 * (x0 + x1), 0.5 * (y0 + y1)
         return cls(x_min=cx - 0.5 * side, y_min=cy - 0.5 * side, size=side, projection=proj, source=source)
 
@@ -173,10 +177,10 @@ class Extent:
         y = (np.ravel(ym) - self.y_min) / self.size
         inside = (x >= 0.0) & (x < 1.0) & (y >= 0.0) & (y < 1.0)
         if not drop_outside and not np.all(inside):
-            raise InvalidParameterError(
-                f"{int(inside.size - np.count_nonzero(inside))} of {inside.size} points lie outside the extent "
-                f"({self.source}); enlarge it or pass drop_outside=True"
-            )
+            outside = int(inside.size - np.count_nonzero(inside))
+            raise InvalidParameterError(f"{outside} of {inside.size} points lie outside the extent ({self.source}); "
+                                        "enlarge it or pass drop_outside=True", parameter="drop_outside",
+                                        allowed="True to drop the points outside", got=outside)
         return x[inside], y[inside], inside
 
     def cell_size(self, resolution: int) -> float:

@@ -23,7 +23,7 @@ from dpcloak.errors import InvalidParameterError, MissingExtraError
 from dpcloak.heatmaps.extent import Extent
 from dpcloak.heatmaps.synthetic import PointSet
 
-__all__ = ["lonlat_to_unit", "pixels_to_unit", "bounding_box", "load_points", "load_ais", "AIS_FILE"]
+__all__ = ["lonlat_to_unit", "pixels_to_unit", "bounding_box", "load_points", "load_ais", "ais_path", "AIS_FILE"]
 
 AIS_FILE = "NYHarbor_2020_06_30_first_hour.csv"
 
@@ -33,10 +33,10 @@ BBox = tuple[float, float, float, float]
 def _finish(x: NDArray[np.float64], y: NDArray[np.float64], drop_outside: bool, what: str) -> NDArray[np.bool_]:
     inside = (x >= 0.0) & (x < 1.0) & (y >= 0.0) & (y < 1.0)
     if not drop_outside and not np.all(inside):
-        raise InvalidParameterError(
-            f"{int(inside.size - np.count_nonzero(inside))} points lie outside the {what}; "
-            "enlarge it or pass drop_outside=True"
-        )
+        outside = int(inside.size - np.count_nonzero(inside))
+        raise InvalidParameterError(f"{outside} points lie outside the {what}; enlarge it or pass drop_outside=True",
+                                    parameter="drop_outside", allowed="True to drop the points outside",
+                                    got=outside)
     return inside
 
 
@@ -205,6 +205,23 @@ def load_points(
     return _to_points(frame, user, a, b, extent, drop_outside)
 
 
+def ais_path() -> Path:
+    """The AIS CSV file shipped by ``tracktable-data`` (columns MMSI, BaseDateTime, LON, LAT, …).
+
+    Raises :class:`~dpcloak.errors.MissingExtraError` without the ``data`` extra.
+
+    Examples
+    --------
+    >>> ais_path().name
+    'NYHarbor_2020_06_30_first_hour.csv'
+    """
+    # tracktable_data.data reconfigures logging and sys.tracebacklimit on import: locate the file instead.
+    spec = importlib.util.find_spec("tracktable_data")
+    if spec is None or spec.origin is None:
+        raise MissingExtraError("the AIS data set needs tracktable-data: pip install 'dpcloak[data]'")
+    return Path(spec.origin).parent / "python_example_data" / AIS_FILE
+
+
 def load_ais(*, bbox: BBox | None = None, drop_outside: bool = False) -> tuple[PointSet, BBox]:
     """Real AIS vessel reports around New York harbour from ``tracktable-data`` (user = vessel MMSI).
 
@@ -221,12 +238,8 @@ def load_ais(*, bbox: BBox | None = None, drop_outside: bool = False) -> tuple[P
     >>> bool(np.all((points.x >= 0) & (points.x < 1) & (points.y >= 0) & (points.y < 1)))
     True
     """
-    # tracktable_data.data reconfigures logging and sys.tracebacklimit on import: locate the file instead.
-    spec = importlib.util.find_spec("tracktable_data")
-    if spec is None or spec.origin is None:
-        raise MissingExtraError("the AIS data set needs tracktable-data: pip install 'dpcloak[data]'")
     pd = _pandas()
-    frame = pd.read_csv(Path(spec.origin).parent / "python_example_data" / AIS_FILE)
+    frame = pd.read_csv(ais_path())
     lo, la = _columns(frame, ("MMSI", "LON", "LAT"))
     box = bounding_box(lo, la) if bbox is None else bbox
     return _to_points(frame, "MMSI", lo, la, Extent.lonlat_box(*box), drop_outside), box
