@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import signal
+import socket
 import threading
 from pathlib import Path
+from typing import Any
 
 import typer
 
-from dpcloak.cli._common import cli_errors, console
+from dpcloak.cli._common import cli_errors, console, err_console, readdressed
 from dpcloak.errors import InvalidParameterError
 
 __all__ = ["serve"]
@@ -39,18 +42,42 @@ def serve(
     require_service_extra()
     import uvicorn
 
-    from dpcloak.service.server import build_app, dashboard_url, token_path
+    from dpcloak.service.server import build_app, dashboard_url, listening_socket, token_path
 
     directory = Path.cwd() / "dpcloak-demo" if demo else Path(deployment)  # type: ignore[arg-type]
-    if demo:
-        from dpcloak.service.demo import demo_deployment
+    sock = listening_socket(host, port)  # an invalid host or a busy port is refused before anything starts
+    try:
+        if demo:
+            from dpcloak.service.demo import demo_deployment
 
-        demo_deployment(directory)
-    app = build_app(directory, db_url=db, max_pending=max_pending)
-    server = uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False))
-    console.print(f"dashboard: {dashboard_url(directory, host=host, port=port)} (it asks for the analyst token, in "
-                  f"{token_path(directory)})", highlight=False, soft_wrap=True)
-    stop = threading.Event()
+            demo_deployment(directory)
+        try:
+            app = build_app(directory, db_url=db, max_pending=max_pending, check_database=True)
+        except InvalidParameterError as exc:
+            raise readdressed(exc, {"url": "--db"}) from None
+        stop = threading.Event()
+
+        class Server(uvicorn.Server):
+            def handle_exit(self, sig: int, frame: Any) -> None:  # Ctrl-C: the simulated sensors stop at once too
+                if not stop.is_set():
+                    name = "Ctrl-C" if sig == signal.SIGINT else signal.Signals(sig).name
+                    err_console.print(f"{name}: stopping the collector (reports are committed first)",
+                                      highlight=False)
+                stop.set()
+                super().handle_exit(sig, frame)
+
+        server = Server(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False))
+        console.print(f"dashboard: {dashboard_url(directory, host=host, port=port)} (it asks for the analyst token, "
+                      f"in {token_path(directory)})", highlight=False, soft_wrap=True)
+        _run(server, sock, directory, stop, url=f"http://{host}:{port}" if ":" not in host else
+             f"http://[{host}]:{port}", demo=demo, windows=windows)
+    finally:
+        sock.close()
+
+
+def _run(server: Any, sock: socket.socket, directory: Path, stop: threading.Event, *, url: str, demo: bool,
+         windows: int | None) -> None:
+    """Serve until Ctrl-C (or, for the demo, the last window); the simulated sensors run beside it."""
     sim: threading.Thread | None = None
     if demo:
         from dpcloak.service.demo import simulate
@@ -59,15 +86,21 @@ def serve(
             while not server.started and not stop.is_set():
                 stop.wait(0.05)
             try:
-                simulate(directory, url=f"http://{host}:{port}", stop=stop, windows=windows)
+                simulate(directory, url=url, stop=stop, windows=windows)
+            except Exception as exc:  # the collector went away under them: only worth a word if not stopping
+                if not (stop.is_set() or server.should_exit):
+                    err_console.print(f"[yellow]warning:[/] the simulated sensors stopped: {type(exc).__name__}: "
+                                      f"{exc}", highlight=False)
             finally:
                 server.should_exit = True
 
         sim = threading.Thread(target=run_sensors, name="dpcloak-demo-sensors", daemon=True)
         sim.start()
     try:
-        server.run()
+        server.run(sockets=[sock])
+    except KeyboardInterrupt:  # uvicorn shuts down gracefully, then re-raises the Ctrl-C it caught: a normal end
+        pass
     finally:
         stop.set()
         if sim is not None:
-            sim.join(timeout=30)
+            sim.join(timeout=2)  # a daemon: what it has not sent stays pending in its sensors' ledgers

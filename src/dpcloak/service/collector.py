@@ -30,6 +30,8 @@ log = logging.getLogger("dpcloak.service")
 
 RECOVERY_NICENESS = 10
 """Scheduling priority drop of the recovery process: acknowledgements come first on a busy machine."""
+RECOVERY_STOP_SECONDS = 2.0
+"""How long a stopping collector lets its recovery process finish the window it is on."""
 
 Outcome = tuple[int, dict[str, Any]]
 """HTTP status and JSON body of one report's outcome."""
@@ -169,8 +171,26 @@ class Collector:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
         await self.writer.stop()
-        self._recovery_process.shutdown(wait=True, cancel_futures=True)
+        self._stop_recovery(RECOVERY_STOP_SECONDS)
         self._reader_thread.shutdown(wait=True)
+
+    def _stop_recovery(self, timeout: float) -> None:
+        """End the recovery process: it may finish its window within ``timeout`` seconds, else it is terminated.
+
+        A terminated recovery stores nothing (its transaction is rolled back), so its window is still
+        open in the database and is recovered after the next start. Waiting for it instead made a
+        stop take as long as the process's start-up (imports at a low priority) or a whole recovery.
+        """
+        pool = self._recovery_process
+        workers = list((getattr(pool, "_processes", None) or {}).values())  # Python < 3.14 has no public handle
+        pool.shutdown(wait=False, cancel_futures=True)
+        deadline = time.monotonic() + timeout
+        for process in workers:
+            process.join(max(0.0, deadline - time.monotonic()))
+        for process in workers:
+            if process.is_alive():
+                process.terminate()
+                process.join(timeout)
 
     async def run_in_reader(self, fn: Callable[..., Any], *args: Any) -> Any:
         """Run a read-only database call off the event loop."""

@@ -126,10 +126,14 @@ def simulate(directory: Path, *, url: str, stop: threading.Event, windows: int |
     dep = load_deployment(directory)
     ledgers = directory / "ledgers"
     ledgers.mkdir(exist_ok=True)
-    nodes = [SensorNode(deployment=dep, credential=load_credential(directory / SENSOR_DIR / f"sensor-{j}.json"),
-                        ledger=ledgers / f"sensor-{j}.db", url=url, attempts=3) for j in range(dep.n_sensors)]
+    nodes: list[SensorNode] = []
     sent, first = 0, dep.window_at(time.time())
     try:
+        for j in range(dep.n_sensors):  # each node opens a ledger and an HTTP client: seconds on a busy machine
+            if stop.is_set():
+                return sent
+            nodes.append(SensorNode(deployment=dep, ledger=ledgers / f"sensor-{j}.db", url=url, attempts=3,
+                                    credential=load_credential(directory / SENSOR_DIR / f"sensor-{j}.json")))
         for node in nodes:
             node.flush()
         while not stop.is_set():

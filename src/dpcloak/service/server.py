@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import errno
+import socket
 from pathlib import Path
 from typing import Any
 
 from dpcloak._files import owner_only
+from dpcloak._validation import check_int
+from dpcloak.errors import InvalidParameterError
 from dpcloak.service.app import create_app
 from dpcloak.service.collector import Collector
 from dpcloak.service.config import (
@@ -17,15 +21,19 @@ from dpcloak.service.config import (
 )
 from dpcloak.service.store import Store, sqlite_url
 
-__all__ = ["build_app", "serve", "dashboard_url", "token_path"]
+__all__ = ["build_app", "serve", "dashboard_url", "token_path", "listening_socket"]
 
 DEFAULT_DB = "collector.db"
 
 
 def build_app(directory: Path, *, db_url: str | None = None, close_interval: float = 0.25,
-              max_pending: int = 20_000) -> Any:
+              max_pending: int = 20_000, check_database: bool = False) -> Any:
     """The ASGI app of the deployment in ``directory`` (SQLite ``collector.db`` there unless ``db_url``;
     ``max_pending``: back-pressure limit of :class:`~dpcloak.service.collector.Collector`).
+
+    With ``check_database`` the database is reached and migrated now, so that an unreachable or
+    unwritable one is an :class:`~dpcloak.errors.InvalidParameterError` (``parameter="url"``) before
+    anything is served, not an error of the server's start-up.
 
     Examples
     --------
@@ -47,6 +55,8 @@ def build_app(directory: Path, *, db_url: str | None = None, close_interval: flo
     deployment = load_deployment(directory)
     key = load_master_key(directory)
     store = Store(db_url or sqlite_url(Path(directory) / DEFAULT_DB))
+    if check_database:
+        store.migrate()
     collector = Collector(deployment, store, master_key=key, close_interval=close_interval, warm_recovery=True,
                           max_pending=max_pending, generations=load_generations(directory))
     return create_app(collector, analyst_token=analyst_token(key, deployment_id=deployment.deployment_id))
@@ -112,3 +122,48 @@ def serve(app: Any, *, host: str, port: int, log_level: str = "warning") -> None
     import uvicorn
 
     uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to (``host``, ``port``), for :meth:`uvicorn.Server.run` (``sockets=[...]``).
+
+    Binding before anything else is printed or started turns an invalid host, a port in use and a
+    privileged port into one :class:`~dpcloak.errors.InvalidParameterError` (``parameter`` is
+    ``"host"`` or ``"port"``).
+
+    Examples
+    --------
+    >>> sock = listening_socket("127.0.0.1", 0)
+    >>> sock.getsockname()[0]
+    '127.0.0.1'
+    >>> sock.listen()  # a server on that port: a second one is refused
+    >>> listening_socket("127.0.0.1", sock.getsockname()[1])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    dpcloak.errors.InvalidParameterError: port ... is already in use on 127.0.0.1 (another collector?); ...
+    >>> sock.close()
+    """
+    check_int("port", port, minimum=0, maximum=65535)
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+    except (socket.gaierror, UnicodeError) as exc:
+        raise InvalidParameterError(f"host {host!r} is not an address or a name this machine can resolve ({exc})",
+                                    parameter="host", allowed="an IP address or host name of this machine",
+                                    got=host) from None
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise InvalidParameterError(f"port {port} is already in use on {host} (another collector?); choose "
+                                        "another port", parameter="port", allowed="a free port", got=port) from None
+        if exc.errno == errno.EACCES:
+            raise InvalidParameterError(f"port {port} needs privileges on this machine (ports below 1024 are "
+                                        "reserved); choose a port >= 1024", parameter="port",
+                                        allowed="a port this user may bind", got=port) from None
+        raise InvalidParameterError(f"host {host!r} is not an address of this machine ({exc.strerror or exc})",
+                                    parameter="host", allowed="an address of this machine", got=host) from None
+    sock.set_inheritable(True)
+    return sock

@@ -175,11 +175,13 @@ class Store:
             parsed = make_url(url)
         except ArgumentError:
             raise InvalidParameterError(f"database URL must be a SQLAlchemy URL such as sqlite:///collector.db or "
-                                        f"postgresql+psycopg://user@host/db, got {url!r}") from None
+                                        f"postgresql+psycopg://user@host/db, got {url!r}", parameter="url",
+                                        allowed="a SQLAlchemy URL", got=url) from None
         self.url = url
         self.dialect = parsed.get_backend_name()
         if self.dialect not in ("sqlite", "postgresql"):
-            raise InvalidParameterError(f"database must be sqlite or postgresql, got {self.dialect!r}")
+            raise InvalidParameterError(f"database must be sqlite or postgresql, got {self.dialect!r}", parameter="url",
+                                        allowed="sqlite or postgresql", got=self.dialect)
         kwargs: dict[str, Any] = {}
         if self.dialect == "sqlite":
             kwargs["connect_args"] = {"check_same_thread": False}
@@ -202,8 +204,10 @@ class Store:
                 cfg.attributes["connection"] = conn
                 command.upgrade(cfg, revision)
         except OperationalError as exc:
-            raise InvalidParameterError(f"cannot reach or migrate the database {self.engine.url!r}: "
-                                        f"{exc.orig}") from None
+            reason = " ".join(str(exc.orig).split())
+            raise InvalidParameterError(f"cannot reach or migrate the database {self.engine.url!r}: {reason}",
+                                        parameter="url", allowed="a reachable, writable database",
+                                        got=repr(self.engine.url)) from None
 
     def dispose(self) -> None:
         """Close every pooled connection."""
