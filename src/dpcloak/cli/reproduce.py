@@ -49,8 +49,9 @@ def reproduce(
     result = run_experiment(exp, trials=trials, quick=quick, seed=seed, scheduler=scheduler, workers=workers,
                             out=check_output_dir("--out", out) if out is not None else None,
                             progress=show_progress(quiet) and not as_json)
-    claims = [(c.claim, _finite_text(c.measured), "too small to judge (--quick)") if result.quick
-              else (c.claim, c.measured, c.verdict) for c in result.claims]  # a smoke sweep is no evidence
+    from dpcloak.experiments.report import presented_claims, quick_caption
+
+    claims = [(c.claim, c.measured, c.verdict) for c in presented_claims(result)]  # as report.md says them
     if as_json:
         emit_json({"experiment": result.experiment, "quick": result.quick, "seed": result.seed,
                    "trials": len(result.rows), "failed": result.n_failed, "seconds": result.elapsed,
@@ -64,17 +65,9 @@ def reproduce(
         table.add_row(*row)
     console.print(table)
     if result.quick:
-        console.print("--quick: the sweep is too small to judge any claim; run without --quick for verdicts.",
-                      highlight=False)
+        console.print(quick_caption(exp, result.trials), highlight=False)
     console.print(f"{len(result.rows)} trials ({result.n_failed} failed) in {result.elapsed:.1f} s; "
                   f"wrote {', '.join(str(p) for p in result.files)}", highlight=False)
-
-
-def _finite_text(measured: str) -> str:
-    """``measured`` with NaN/infinite numbers (fits over too few points) written as ``n/a``."""
-    import re
-
-    return re.sub(r"(?<![\w.])[-+]?(nan|inf)(?![\w])", "n/a", measured, flags=re.IGNORECASE)
 
 
 def _check_size(exp: Any, trials: int | None, quick: bool) -> None:

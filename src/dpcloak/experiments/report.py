@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import csv
 import math
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -14,7 +16,8 @@ from dpcloak.experiments.registry import Experiment, Row
 if TYPE_CHECKING:
     from dpcloak.experiments.runner import RunResult
 
-__all__ = ["STANDARD_COLUMNS", "columns", "quick_caption", "write_outputs"]
+__all__ = ["STANDARD_COLUMNS", "QUICK_VERDICT", "ShownClaim", "columns", "finite_text", "presented_claims",
+           "quick_caption", "write_outputs"]
 
 #: Columns every data.csv has, empty where a quantity does not apply (e.g. EMD in a Δ2-only figure).
 STANDARD_COLUMNS = ("delta2", "sigma", "emd", "solve_time")
@@ -75,6 +78,54 @@ def _sweep_lines(points: Sequence[Row]) -> list[str]:
     return lines
 
 
+QUICK_VERDICT = "too small to judge (--quick)"
+"""The verdict of every claim of a quick run: a smoke sweep is no evidence either way."""
+
+
+def finite_text(measured: str) -> str:
+    """``measured`` with NaN and infinite numbers (fits over too few points) written as ``n/a``.
+
+    Examples
+    --------
+    >>> finite_text("slope nan over 1 point(s), ratio inf, -inf; nanometre kept")
+    'slope n/a over 1 point(s), ratio n/a, n/a; nanometre kept'
+    """
+    return re.sub(r"(?<![\w.])[-+]?(nan|inf)(?![\w])", "n/a", measured, flags=re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class ShownClaim:
+    """One claim as it is shown: the paper's claim, the measured text (``n/a``, never ``nan``) and the verdict."""
+
+    claim: str
+    measured: str
+    verdict: str
+
+
+def presented_claims(result: RunResult) -> tuple[ShownClaim, ...]:
+    """The claims as ``report.md`` and ``dpcloak reproduce`` show them (the same text in both).
+
+    A quick run's verdicts are :data:`QUICK_VERDICT`; every measured text has ``n/a`` for NaN and
+    infinite numbers.
+
+    Examples
+    --------
+    >>> from dataclasses import dataclass
+    >>> @dataclass
+    ... class Run:
+    ...     claims: tuple
+    ...     quick: bool
+    >>> from dpcloak.experiments import Claim
+    >>> claim = Claim("Δ2 ∝ m^0.5", "slope nan", "not confirmed")
+    >>> [(c.measured, c.verdict) for c in presented_claims(Run((claim,), quick=True))]
+    [('slope n/a', 'too small to judge (--quick)')]
+    >>> presented_claims(Run((claim,), quick=False))[0].verdict
+    'not confirmed'
+    """
+    return tuple(ShownClaim(claim=c.claim, measured=finite_text(c.measured),
+                       verdict=QUICK_VERDICT if result.quick else c.verdict) for c in result.claims)
+
+
 def write_report(experiment: Experiment, result: RunResult, path: Path) -> None:
     """The markdown report: provenance, trial accounting, the claim/measured table and the figure."""
     rows = result.rows
@@ -104,8 +155,11 @@ def write_report(experiment: Experiment, result: RunResult, path: Path) -> None:
         lines.append(f"- recovery radius policy: {', '.join(policies)}")
     if failed:
         lines.append(f"- first failure: `{failed[0]['error']}`")
-    lines += ["", "## Claims", "", "| claim (paper) | measured (this run) | verdict |", "|---|---|---|"]
-    for claim in result.claims:
+    lines += ["", "## Claims", ""]
+    if result.quick:
+        lines += [quick_caption(experiment, result.trials) + ".", ""]
+    lines += ["| claim (paper) | measured (this run) | verdict |", "|---|---|---|"]
+    for claim in presented_claims(result):
         cells = (c.replace("|", "\\|").replace("\n", " ") for c in (claim.claim, claim.measured, claim.verdict))
         lines.append("| " + " | ".join(cells) + " |")
     if experiment.notes:
