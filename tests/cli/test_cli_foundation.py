@@ -84,3 +84,18 @@ def test_long_error_messages_stay_on_one_line(tmp_path):
     assert result.exit_code == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and str(deep) in lines[0], result.stderr
+
+
+def test_sensitivity_json_says_which_bound_has_a_proof():
+    """Issue 31: ``bound`` stood next to ``proved_bound`` without saying which is which."""
+    from dpcloak.privacy.sensitivity import heat1d_bound, heat1d_bound_published
+
+    heat = json.loads(runner.invoke(app, ["sensitivity", "--n", "40", "--m", "20", "--t", "0.05", "--json"]).stdout)
+    assert heat["bound_proved"] is False and "gap" in heat["bound_note"]
+    assert heat["bound"] == pytest.approx(heat1d_bound_published(40, 20, 0.05).value, rel=1e-12)
+    assert heat["proved_bound"] == pytest.approx(heat1d_bound(40, 20, 0.05).value, rel=1e-12)
+    assert heat["proved_bound_source"] == heat1d_bound(40, 20, 0.05).source
+    assert heat["delta2"] <= heat["proved_bound"]
+    graph = json.loads(runner.invoke(app, ["sensitivity", "--model", "graph", "--graph", "path", "--nodes", "20",
+                                           "--json"]).stdout)
+    assert graph["bound_proved"] is True and graph["proved_bound"] == graph["bound"] >= graph["delta2"]

@@ -95,6 +95,7 @@ def test_extents_outputs_and_evaluate(csv_path, tmp_path):
     assert {"sim", "cc", "kl"} <= set(curator) and "users" not in curator  # counts only with --diagnostics
     truth = np.load(tmp_path / "m.true-NOT-PRIVATE.npy")
     assert truth.sum() == pytest.approx(1.0) and not np.array_equal(truth, np.load(npy))
+    assert curator["true_map_file"] == str(tmp_path / "m.true-NOT-PRIVATE.npy")
     assert out.stat().st_size > 0 and cells.read_text().count("\n") == 16 * 16 + 1
     assert json.loads(geo.read_text())["type"] == "FeatureCollection"
 
@@ -121,3 +122,30 @@ def test_invalid_latitude_in_the_data_is_refused(tmp_path):
     pd.DataFrame({"user": [1, 2], "lat": [40.5, 95.0], "lon": [-73.9, -73.8]}).to_csv(path, index=False)
     res = CliRunner().invoke(app, ["heatmap", str(path), "--epsilon", "1", "--resolution", "8", *BOX])
     assert res.exit_code == 2 and "lat must lie in [-90, 90]" in res.output
+
+
+def test_evaluate_promises_only_the_files_it_writes(csv_path, tmp_path):
+    """Issue 31: --evaluate promised *.true-NOT-PRIVATE.* files, which only --npy writes."""
+    out = tmp_path / "m.png"
+    res = CliRunner().invoke(app, ["heatmap", str(csv_path), "--epsilon", "1", "--resolution", "16", *BOX,
+                                   "--out", str(out), "--evaluate", "--json"])
+    assert res.exit_code == 0, res.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.png", "points.csv"]
+    assert "true_map_file" not in json.loads(res.stdout)["curator_not_private"]
+    text = CliRunner().invoke(app, ["heatmap", "--help"], env={"COLUMNS": "200"}).output
+    assert "--npy a second file beside it" in " ".join(text.split())
+
+
+def test_points_outside_the_box_name_the_option_that_drops_them(csv_path, tmp_path):
+    """Issue 31: the error named the Python keyword drop_outside=True, not the option."""
+    res = CliRunner().invoke(app, ["heatmap", str(csv_path), "--epsilon", "1", "--resolution", "16",
+                                   "--bbox", "-74,40,-73.75,40.25", "--out", str(tmp_path / "m.png")])
+    assert res.exit_code == 2
+    assert "--drop-outside" in res.stderr and "drop_outside" not in res.stderr
+    frame = __import__("pandas").read_csv(csv_path)
+    outside = int(((frame.lon >= -73.75) | (frame.lat >= 40.25)).sum())  # the box is a square in metres: roughly
+    reported = int(res.stderr.split("POINTS ")[1].split(": ")[1].split(" points")[0])
+    assert reported > 0 and abs(reported - outside) <= 0.1 * outside
+    res = CliRunner().invoke(app, ["heatmap", str(csv_path), "--epsilon", "1", "--resolution", "16",
+                                   "--bbox", "-74,40,-73.75,40.25", "--drop-outside", "--out", str(tmp_path / "m.png")])
+    assert res.exit_code == 0, res.output

@@ -39,3 +39,15 @@ def test_demo_runs_the_pipeline_and_saves_the_figure(tmp_path):
 def test_demo_rejects_a_source_outside_the_interval(tmp_path):
     result = runner.invoke(app, ["demo", "--out", str(tmp_path), "--source", "1.5"])
     assert result.exit_code == 2 and "--source" in result.output
+
+
+def test_the_default_delta_is_flagged_as_weak_and_a_small_one_is_not(tmp_path):
+    """Issue 31: the demo's default delta = 0.1 (the paper's illustration) is weak and said so."""
+    import json
+
+    weak = json.loads(runner.invoke(app, ["demo", "--out", str(tmp_path), "--json"]).stdout)
+    assert weak["delta"] == 0.1 and "weak" in weak["warning"] and "--delta 1e-6" in weak["warning"]
+    text = runner.invoke(app, ["demo", "--out", str(tmp_path)]).stdout
+    assert "note: delta = 0.1 is weak" in " ".join(text.split())
+    strong = json.loads(runner.invoke(app, ["demo", "--out", str(tmp_path), "--json", "--delta", "1e-6"]).stdout)
+    assert strong["warning"] is None

@@ -34,13 +34,18 @@ def _plot(points: np.ndarray, true: np.ndarray, recovered: np.ndarray, title: st
     fig.savefig(path, dpi=120)
 
 
+WEAK_DELTA = 1e-4
+"""A demo δ above this is flagged: δ bounds the chance of an outright leak, and should be far below 1/people."""
+
+
 @cli_errors
 def demo(
     n: int = typer.Option(100, help="Number of source locations."),
     m: int = typer.Option(50, help="Number of sensors."),
     t: float = typer.Option(0.1, help="Time lapse t."),
     epsilon: float = typer.Option(1.0, help="Privacy parameter epsilon."),
-    delta: float = typer.Option(0.1, help="Privacy parameter delta."),
+    delta: float = typer.Option(0.1, help="Privacy parameter delta (default 0.1: the paper's illustrative value, "
+                                "weak; a release would use 1e-6 or less)."),
     source: float = typer.Option(0.5, help="Location of the single heat source in (0, 1]."),
     seed: int = typer.Option(0, help="Seed of the privacy noise."),
     out: str = typer.Option(None, help="Directory for the PNG (created if missing) [default: <tmp>/dpcloak-demo]."),
@@ -79,12 +84,15 @@ def demo(
         _plot(points, sources, rec.x, title, png)
         update(5, len(steps), "done")
     status = "converged" if rec.converged else "ball out of reach" if not rec.feasible else "stopped"
+    weak = (f"delta = {delta:g} is weak: with probability up to delta the mechanism may reveal a person outright; "
+            f"the paper uses it to illustrate, a release would use 1e-6 or less (--delta 1e-6)"
+            if delta > WEAK_DELTA else None)
     peak = None if estimate.degenerate else float(points[int(np.argmax(rec.x))])
     if as_json:
         emit_json({"model": repr(model), "source": float(points[index]), "delta2": delta2, "epsilon": epsilon,
                    "delta": delta, "sigma": sigma, "radius": rec.radius, "radius_policy": rec.radius_policy,
                    "recovery": status, "degenerate": estimate.degenerate, "recovered_peak": peak, "emd": error,
-                   "plot": str(png)})
+                   "plot": str(png), "warning": weak})
         return
     table = Table(title="dpcloak demo: Gilbert & McMillan default scenario")
     table.add_column("step")
@@ -100,3 +108,5 @@ def demo(
     table.add_row("EMD(f₀/‖f₀‖₁, f̂/‖f̂‖₁)", f"{error:.4g}")
     console.print(table)
     console.print(f"plot saved to {png}", highlight=False)
+    if weak is not None:
+        console.print(f"[yellow]note:[/] {weak}", highlight=False)

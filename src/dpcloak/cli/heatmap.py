@@ -138,8 +138,9 @@ def heatmap(
                               "float (numpy Laplace: simulation only, leaks through low-order bits)."),
     seed: int | None = typer.Option(None, help="Random seed: only with --noise float or --simulation."),
     simulation: bool = typer.Option(False, help="Allow --seed with secure noise (reproducible: not a release)."),
-    evaluate: bool = typer.Option(False, help="Curator-side, NOT private: EMD/SIM/CC/KL against the true map, "
-                                  "which is written beside the private one (*.true-NOT-PRIVATE.*)."),
+    evaluate: bool = typer.Option(False, help="Curator-side, NOT private: EMD/SIM/CC/KL against the true map; "
+                                  "--out gets a second panel with the true map, --npy a second file beside it "
+                                  "(*.true-NOT-PRIVATE.npy)."),
     diagnostics: bool = typer.Option(False, help="Also show curator-side diagnostics (exact counts, timings): "
                                      "NOT private, never publish them."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON summary."),
@@ -147,10 +148,36 @@ def heatmap(
                                "terminal)."),
 ) -> None:
     """Release an epsilon-DP heatmap of users' points (Ghazi et al., 'Differentially Private Heatmaps')."""
-    from dpcloak.heatmaps.api import METHODS
+    with progress_bar(show_progress(quiet), "heatmap") as update:
+        update(0, STEPS, "loading dpcloak.heatmaps")  # seconds of imports: the bar shows at once
+        from dpcloak.heatmaps.api import METHODS
 
-    if method not in METHODS:
-        raise InvalidParameterError(f"--method must be one of {', '.join(METHODS)}, got {method!r}")
+        if method not in METHODS:
+            raise InvalidParameterError(f"--method must be one of {', '.join(METHODS)}, got {method!r}")
+        ext, cols = _check(points, epsilon=epsilon, resolution=resolution, bbox=bbox, centre=centre, size=size,
+                           metres_box=metres_box, xy=xy, method=method, w=w, gamma=gamma, top_percent=top_percent,
+                           out=out, units=units, sigma=sigma, csv=csv, geojson=geojson, npy=npy, noise=noise,
+                           seed=seed, simulation=simulation, evaluate=evaluate, lon=lon, lat=lat)
+        res, agg = _release(update, points, user=user, cols=cols, ext=ext, drop_outside=drop_outside,
+                            resolution=resolution, method=method, epsilon=epsilon, w=w, gamma=gamma,
+                            top_percent=top_percent, population=population, seed=seed, noise=noise,
+                            simulation=simulation)
+        update(4, STEPS, "writing")
+        written = _write(res, agg, evaluate=evaluate, npy=npy, out=out, csv=csv, geojson=geojson, ext=ext,
+                         method=method, epsilon=epsilon, sigma=sigma, units=units)
+    _report(res, agg, evaluate=evaluate, diagnostics=diagnostics, sigma=sigma, ext=ext, as_json=as_json,
+            outputs={"out": out, "npy": npy, "csv": csv, "geojson": geojson}, true_file=written)
+
+
+STEPS = 5
+
+
+def _check(points: str, *, epsilon: float, resolution: int, bbox: str | None, centre: str | None,
+           size: float | None, metres_box: str | None, xy: str | None, method: str, w: int | None, gamma: float,
+           top_percent: float | None, out: str | None, units: str, sigma: float, csv: str | None,
+           geojson: str | None, npy: str | None, noise: str, seed: int | None, simulation: bool, evaluate: bool,
+           lon: str, lat: str) -> tuple[Extent | None, tuple[str, str]]:
+    """Every option checked before the points are read: the extent and the two coordinate columns."""
     _check_used(method, w=w, gamma=gamma, top_percent=top_percent, out=out, evaluate=evaluate, units=units,
                 sigma=sigma)
     if not sigma > 0:
@@ -177,16 +204,7 @@ def heatmap(
         raise InvalidParameterError(f"--xy must be 'xcol,ycol', got {xy!r}")
     if geojson is not None and (ext is None or ext.projection is None):
         raise InvalidParameterError("--geojson needs a lon/lat extent (--bbox or --centre/--size)")
-    with progress_bar(show_progress(quiet), "heatmap") as update:
-        res, agg = _release(update, points, user=user, cols=(cols[0], cols[1]), ext=ext, drop_outside=drop_outside,
-                            resolution=resolution, method=method, epsilon=epsilon, w=w, gamma=gamma,
-                            top_percent=top_percent, population=population, seed=seed, noise=noise,
-                            simulation=simulation)
-        update(3, 4, "writing")
-        _write(res, agg, evaluate=evaluate, npy=npy, out=out, csv=csv, geojson=geojson, ext=ext, method=method,
-               epsilon=epsilon, sigma=sigma, units=units)
-    _report(res, agg, evaluate=evaluate, diagnostics=diagnostics, sigma=sigma, ext=ext, as_json=as_json,
-            outputs={"out": out, "npy": npy, "csv": csv, "geojson": geojson})
+    return ext, (cols[0], cols[1])
 
 
 def _release(update: Any, points: str, *, user: str, cols: tuple[str, str], ext: Extent | None, drop_outside: bool,
@@ -197,32 +215,42 @@ def _release(update: Any, points: str, *, user: str, cols: tuple[str, str], ext:
     from dpcloak.heatmaps.data import bound_users
     from dpcloak.heatmaps.loaders import load_points
 
-    update(0, 4, "loading points")
-    data = load_points(Path(points), user=user, columns=cols, extent=ext, drop_outside=drop_outside)
+    update(1, STEPS, "loading points")
+    try:
+        data = load_points(Path(points), user=user, columns=cols, extent=ext, drop_outside=drop_outside)
+    except InvalidParameterError as exc:
+        if exc.parameter != "drop_outside":
+            raise
+        where = "" if ext is None else f" ({ext.source})"
+        raise InvalidParameterError(f"POINTS {points}: {exc.got} points lie outside the extent{where}; enlarge the "
+                                    "extent or add --drop-outside", parameter="--drop-outside", got=exc.got) from None
     if len(data.x) == 0:
         raise InvalidParameterError(f"POINTS {points}: no point left to map" + (
             " (--drop-outside dropped every point: none lies inside the extent)" if drop_outside else ""))
-    update(1, 4, "bounding users")
+    update(2, STEPS, "bounding users")
     agg = bound_users(data.users, data.x, data.y, resolution=resolution)
-    update(2, 4, f"releasing ({method})")
+    update(3, STEPS, f"releasing ({method})")
     res = heatmap_from_aggregate(agg, method=method, epsilon=epsilon, w=w, gamma=gamma, top_percent=top_percent,
                                  population=population, extent=ext, rng=seed, noise=noise, simulation=simulation)
     return res, agg
 
 
 def _write(res: Any, agg: Any, *, evaluate: bool, npy: str | None, out: str | None, csv: str | None,
-           geojson: str | None, ext: Extent | None, method: str, epsilon: float, sigma: float, units: str) -> None:
-    """Write the requested files (each path was checked before any work)."""
+           geojson: str | None, ext: Extent | None, method: str, epsilon: float, sigma: float,
+           units: str) -> str | None:
+    """Write the requested files (each path was checked before any work); returns the NOT private one, if any."""
     import numpy as np
 
     from dpcloak.heatmaps.export import write_cells_csv, write_geojson
     from dpcloak.heatmaps.render import plot_heatmaps, render
 
     truth = agg.normalized if evaluate else None
+    true_npy = None
     if npy is not None:
         np.save(Path(npy), res.aggregate)
         if truth is not None:
-            np.save(_beside(npy, "true-NOT-PRIVATE"), truth)
+            true_npy = str(_beside(npy, "true-NOT-PRIVATE"))
+            np.save(true_npy, truth)
     if out is not None:
         panels = {f"private ({method}, ε={epsilon:g})": res.render(sigma=sigma)}
         if truth is not None:
@@ -232,10 +260,11 @@ def _write(res: Any, agg: Any, *, evaluate: bool, npy: str | None, out: str | No
         write_cells_csv(csv, res.aggregate, extent=ext)
     if geojson is not None and ext is not None:
         write_geojson(geojson, res.aggregate, extent=ext, properties=res.public_summary())
+    return true_npy
 
 
 def _report(res: Any, agg: Any, *, evaluate: bool, diagnostics: bool, sigma: float, ext: Extent | None,
-            as_json: bool, outputs: dict[str, str | None]) -> None:
+            as_json: bool, outputs: dict[str, str | None], true_file: str | None) -> None:
     """Print the release (or its JSON), and curator-side numbers only when asked for."""
     from dpcloak.heatmaps.evaluate import score_heatmap
     from dpcloak.heatmaps.release import NOT_PRIVATE
@@ -249,6 +278,8 @@ def _report(res: Any, agg: Any, *, evaluate: bool, diagnostics: bool, sigma: flo
         scores = score_heatmap(truth, res.aggregate, sigma=sigma, scale=1.0 if ext is None else ext.size)
         curator.update(emd=scores.emd, emd_unit="m" if ext is not None else "unit square", sim=scores.sim,
                        cc=scores.cc, kl=scores.kl)
+    if true_file is not None:
+        curator.update(true_map_file=true_file)
     if as_json:
         emit_json({**summary, **({"curator_not_private": curator} if len(curator) > 1 else {})})
         return
@@ -264,7 +295,7 @@ def _print(res: Any, summary: dict[str, Any], curator: dict[str, Any]) -> None:
                       f"cells {summary['cell_size_m']:.6g} m")
     for key in ("out", "npy", "csv", "geojson"):
         if summary[key] is not None:
-            console.print(f"wrote {summary[key]}")
+            console.print(f"wrote {summary[key]}", highlight=False)
     if len(curator) > 1:
         console.print(f"[yellow]{curator['label']}:[/]")
         if "users" in curator:
@@ -272,3 +303,5 @@ def _print(res: Any, summary: dict[str, Any], curator: dict[str, Any]) -> None:
         if "emd" in curator:
             console.print(f"  against the true map: EMD {curator['emd']:.4g} ({curator['emd_unit']}), "
                           f"SIM {curator['sim']:.3f}, CC {curator['cc']:.3f}, KL {curator['kl']:.3f}")
+        if "true_map_file" in curator:
+            console.print(f"  wrote the true map: {curator['true_map_file']}", highlight=False)
