@@ -121,3 +121,17 @@ def test_cli_shows_progress_on_a_terminal(monkeypatch):
     result = runner.invoke(app, ["audit", "--select", "Gaussian (paper)"])
     assert result.exit_code == 0, result.output
     assert "auditing" in bar.getvalue() and "1/1" in bar.getvalue()
+
+
+def test_cli_table_fits_120_columns_and_never_breaks_a_mechanism_name():
+    """Issue 31: eight columns wrapped every cell at 120 columns; now one narrow table per claim."""
+    select = ["--select", "laplace"]
+    rows = json.loads(runner.invoke(app, ["audit", *select, "--json"]).stdout)["rows"]
+    result = runner.invoke(app, ["audit", *select], env={"COLUMNS": "120"})
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 120
+    for row in rows:
+        assert any(row["mechanism"] in line and row["tester"] in line for line in lines), row["mechanism"]
+        assert any(row["detects"] in line for line in lines)
+    assert sum(line.startswith("claim: ") for line in lines) == len({row["claim"] for row in rows})

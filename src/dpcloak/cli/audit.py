@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -14,35 +14,49 @@ if TYPE_CHECKING:
 
 
 def _print_table(report: SuiteReport) -> None:
+    """One narrow table per claim (fits 120 columns), each followed by what its testers are guaranteed to catch."""
     from rich.table import Table
 
-    table = Table(title=f"dpcloak audit (seed {report.seed}): property testers of thesis Part IV + event tests")
-    for name, justify in (("mechanism", "left"), ("claim", "left"), ("tester", "left"), ("verdict", "left"),
-                          ("queries", "right"), ("time", "right"), ("tester rejects if", "left"),
-                          ("event tests reject if", "left")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    console.print(f"[bold]dpcloak audit (seed {report.seed})[/]: property testers of thesis Part IV + event tests",
+                  highlight=False)
+    groups: dict[str, list[Any]] = {}
     for r in report.rows:
-        verdict = f"[green]{r.verdict} ✓[/]" if r.passed else f"[bold red]{r.verdict} ✗ (must be {r.expected})[/]"
-        table.add_row(r.mechanism, r.claim, r.tester, verdict, f"{r.queries:,}", f"{r.seconds:.2f} s", r.detects,
-                      r.events_detect)
-    console.print(table)
+        groups.setdefault(r.claim, []).append(r)
+    for claim, rows in groups.items():
+        table = Table(title=f"claim: {claim}", title_justify="left", title_style="bold")
+        for name, justify in (("mechanism", "left"), ("tester", "left"), ("verdict", "left"), ("queries", "right"),
+                              ("time", "right")):
+            table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        for r in rows:
+            verdict = f"[green]{r.verdict} ✓[/]" if r.passed else f"[bold red]{r.verdict} ✗ (must be {r.expected})[/]"
+            table.add_row(r.mechanism, r.tester, verdict, f"{r.queries:,}", f"{r.seconds:.2f} s")
+        console.print(table)
+        for tester, detects, events in dict.fromkeys((r.tester, r.detects, r.events_detect) for r in rows):
+            _prose(f"  {tester} rejects if {detects}; the event tests reject if {events}")
     ok = sum(r.passed for r in report.rows)
-    console.print(f"{ok}/{len(report.rows)} verdicts as required in {report.seconds:.1f} s. Each audit errs with "
-                  "probability <= 1/3 at its stated size (thesis Def. 9.1). What is guaranteed: the tester "
-                  "rejects a violation of the size in its 'reject if' column as seen through its bins; each "
-                  "event family (atoms, all mantissa bits, grid residues/parity, each coordinate's spread) "
-                  "rejects the one event it selected on the pilot when that event's delta_eps reaches its "
-                  "column. What is not: a leak in no binned or selected event (see 'out of reach') can pass; "
-                  "ACCEPT is evidence, not a proof of privacy. Float samplers are audited for their claim, which "
-                  "holds for idealised real-valued noise; the UNCLAIMED row reads their released doubles bit by "
-                  "bit.")
+    _prose(f"{ok}/{len(report.rows)} verdicts as required in {report.seconds:.1f} s. Each audit errs with "
+           "probability <= 1/3 at its stated size (thesis Def. 9.1). What is guaranteed: the tester rejects a "
+           "violation of the size on its 'rejects if' line as seen through its bins; each event family (atoms, all "
+           "mantissa bits, grid residues/parity, each coordinate's spread) rejects the one event it selected on the "
+           "pilot when that event's delta_eps reaches its line. What is not: a leak in no binned or selected event "
+           "(see 'out of reach') can pass; ACCEPT is evidence, not a proof of privacy. Float samplers are audited "
+           "for their claim, which holds for idealised real-valued noise; the UNCLAIMED row reads their released "
+           "doubles bit by bit.", indent="")
     console.print("[bold]Out of reach at these query budgets:[/]")
     for line in report.limits:
-        console.print(f"  - {line}", highlight=False)
+        _prose(f"  - {line}")
     for note in report.missing:
-        console.print(f"[yellow]not audited (not installed)[/]: {note}", highlight=False)
+        _prose(f"not audited (not installed): {note}")
     for note in report.errors:
-        console.print(f"[bold red]could not build at its claim[/]: {note}", highlight=False)
+        _prose(f"could not build at its claim: {note}")
+
+
+def _prose(text: str, *, indent: str = "    ") -> None:
+    """A paragraph wrapped at words to the terminal's width (tables and prose stay inside it)."""
+    import textwrap
+
+    console.print(textwrap.fill(text, width=max(console.width, 40), subsequent_indent=indent), highlight=False,
+                  markup=False)
 
 
 @cli_errors
