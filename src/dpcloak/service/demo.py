@@ -127,13 +127,14 @@ def simulate(directory: Path, *, url: str, stop: threading.Event, windows: int |
     ledgers = directory / "ledgers"
     ledgers.mkdir(exist_ok=True)
     nodes: list[SensorNode] = []
-    sent, first = 0, dep.window_at(time.time())
+    sent = 0
     try:
         for j in range(dep.n_sensors):  # each node opens a ledger and an HTTP client: seconds on a busy machine
             if stop.is_set():
                 return sent
             nodes.append(SensorNode(deployment=dep, ledger=ledgers / f"sensor-{j}.db", url=url, attempts=3,
                                     credential=load_credential(directory / SENSOR_DIR / f"sensor-{j}.json")))
+        first = dep.window_at(time.time())  # windows count from when the sensors are ready
         for node in nodes:
             node.flush()
         while not stop.is_set():
