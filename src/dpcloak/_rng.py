@@ -22,8 +22,8 @@ def as_generator(rng: RngLike) -> np.random.Generator:
         return np.random.default_rng()
     if isinstance(rng, bool) or not isinstance(rng, int | np.integer):
         raise InvalidParameterError(
-            f"rng must be a numpy.random.Generator, a non-negative integer seed or None, got {rng!r}"
+            f"rng must be a numpy.random.Generator, a non-negative integer seed or None, got {rng!r}", parameter="rng"
         )
     if rng < 0:
-        raise InvalidParameterError(f"rng seed must be a non-negative integer, got {rng}")
+        raise InvalidParameterError(f"rng seed must be a non-negative integer, got {rng}", parameter="rng")
     return np.random.default_rng(int(rng))

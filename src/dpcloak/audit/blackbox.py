@@ -284,9 +284,10 @@ def _draw(mechanism: Mechanism, database: Any, size: int, rng: np.random.Generat
     try:
         values = out.reshape(size, -1).astype(float)
     except (TypeError, ValueError):
-        raise InvalidParameterError("mechanism outputs must be numbers or arrays of numbers") from None
+        raise InvalidParameterError("mechanism outputs must be numbers or arrays of numbers",
+                                    parameter="mechanism") from None
     if not np.all(np.isfinite(values)):
-        raise InvalidParameterError("mechanism outputs must be finite")
+        raise InvalidParameterError("mechanism outputs must be finite", parameter="mechanism")
     return values
 
 
@@ -308,7 +309,7 @@ class _Scalarizer:
         if values.shape[1] == 1:
             return values[:, 0]
         if self.direction is None or self.direction.size != values.shape[1]:
-            raise InvalidParameterError("vector outputs changed dimension between queries")
+            raise InvalidParameterError("vector outputs changed dimension between queries", parameter="vector")
         return values @ self.direction
 
 
@@ -334,7 +335,7 @@ def _plan_binning(
         return Binning(edges, direction, f"pilot quantiles ({k} requested, {edges.size + 1} distinct); {how}"), scal
     edges = check_vector("bins", bins)
     if np.any(np.diff(edges) <= 0):
-        raise InvalidParameterError("bins (interior edges) must be strictly increasing")
+        raise InvalidParameterError("bins (interior edges) must be strictly increasing", parameter="bins")
     return Binning(edges, direction, f"user edges; {how}"), scal
 
 
@@ -392,7 +393,8 @@ def _pairs(neighbours: tuple[Any, Any] | Iterable[tuple[Any, Any]]) -> list[tupl
         return [neighbours]
     out = list(neighbours)
     if not out or not all(_is_pair(p) for p in out):
-        raise InvalidParameterError("neighbours must be a pair (d0, d1) or a non-empty iterable of such pairs")
+        raise InvalidParameterError("neighbours must be a pair (d0, d1) or a non-empty iterable of such pairs",
+                                    parameter="neighbours")
     return out
 
 
@@ -492,7 +494,7 @@ def audit_blackbox(
     if alpha is None and budget is None:
         alpha = 0.05
     if not callable(mechanism):
-        raise InvalidParameterError("mechanism must be callable as mechanism(database, rng)")
+        raise InvalidParameterError("mechanism must be callable as mechanism(database, rng)", parameter="mechanism")
     pairs = _pairs(neighbours)
     gen = as_generator(rng)
     results = tuple(

@@ -87,7 +87,8 @@ def check_distribution(name: str, p: ArrayLike, *, length: int | None = None) ->
     arr = check_vector(name, p, length=length, nonnegative=True)
     total = float(arr.sum())
     if abs(total - 1.0) > SUM_TOLERANCE:
-        raise InvalidParameterError(f"{name} must sum to 1 (within {SUM_TOLERANCE:g}), got a sum of {total:.12g}")
+        raise InvalidParameterError(f"{name} must sum to 1 (within {SUM_TOLERANCE:g}), got a sum of {total:.12g}",
+                                    parameter=name)
     return arr
 
 

@@ -174,7 +174,7 @@ def _resolve(
     if alpha_high is not None and not a <= alpha_high:
         raise InvalidParameterError(
             f"budget={lam:g} queries per database is too small: the guarantee needs alpha <= {alpha_high:g}, "
-            f"this budget only gives alpha = {a:.4g}"
+            f"this budget only gives alpha = {a:.4g}", parameter="budget"
         )
     return a, lam
 
@@ -220,7 +220,8 @@ def _side_information(q0: ArrayLike, q1: ArrayLike) -> tuple[NDArray[np.float64]
     a = check_distribution("q0", q0)
     b = check_distribution("q1", q1)
     if a.shape != b.shape:
-        raise InvalidParameterError(f"q0 and q1 must be on the same support; got lengths {a.size} and {b.size}")
+        raise InvalidParameterError(f"q0 and q1 must be on the same support; got lengths {a.size} and {b.size}",
+                                    parameter="q0")
     return a, b
 
 
@@ -340,7 +341,7 @@ def adp_tester(
     if dlt + 2 * a >= 1:  # δ_ε ≤ 1 always: such a test could reject nothing, and may look at nothing
         if dlt == 1:
             raise InvalidParameterError("delta = 1 holds for every mechanism: there is nothing to test; "
-                                        "delta must be < 1")
+                                        "delta must be < 1", parameter="delta")
         given = f"budget={lam:g} queries per database gives alpha = {a:.4g}" if budget is not None else f"alpha={a:g}"
         raise InvalidParameterError(
             f"{given}: the test would only detect delta_eps >= delta + 2 alpha = {dlt + 2 * a:.4g}, but delta_eps "

@@ -76,14 +76,16 @@ class GraphDomain(Domain):
 
     def __post_init__(self) -> None:
         if not isinstance(self.graph, nx.Graph):
-            raise InvalidParameterError(f"graph must be a networkx.Graph, got {type(self.graph).__name__}")
+            raise InvalidParameterError(f"graph must be a networkx.Graph, got {type(self.graph).__name__}",
+                                        parameter="graph")
         if self.graph.is_directed():
-            raise InvalidParameterError("graph must be undirected, got a directed graph")
+            raise InvalidParameterError("graph must be undirected, got a directed graph", parameter="graph")
         if self.graph.number_of_nodes() == 0:
-            raise InvalidParameterError("graph must have at least one node, got an empty graph")
+            raise InvalidParameterError("graph must have at least one node, got an empty graph", parameter="graph")
         if self.length == self.conductance:
             raise InvalidParameterError(
-                f"length and conductance must be different edge attributes, both are {self.length!r}"
+                f"length and conductance must be different edge attributes, both are {self.length!r}",
+                parameter="length"
             )
         unnamed = AMBIGUOUS_EDGE_ATTRIBUTE not in (self.length, self.conductance)
         for u, v, data in self.graph.edges(data=True):
@@ -91,13 +93,13 @@ class GraphDomain(Domain):
                 raise InvalidParameterError(
                     f"edge ({u!r}, {v!r}) has a {AMBIGUOUS_EDGE_ATTRIBUTE!r} attribute, which is ambiguous: store "
                     f"a distance (metres) as {self.length!r} (the metric and the privacy relation) and a heat-flow "
-                    f"rate as {self.conductance!r} (graph diffusion)"
+                    f"rate as {self.conductance!r} (graph diffusion)", parameter="edge"
                 )
             for attribute in (self.length, self.conductance):
                 w = data.get(attribute, 1.0)
                 if not (isinstance(w, int | float | np.number) and np.isfinite(w) and w > 0):
                     raise InvalidParameterError(
-                        f"edge ({u!r}, {v!r}) must have a finite positive {attribute!r}, got {w!r}"
+                        f"edge ({u!r}, {v!r}) must have a finite positive {attribute!r}, got {w!r}", parameter="edge"
                     )
         object.__setattr__(self, "nodes", list(self.graph.nodes))
 
@@ -118,7 +120,8 @@ class GraphDomain(Domain):
         """Raise :class:`DisconnectedGraphError` unless the graph is connected."""
         if not self.is_connected():
             parts = nx.number_connected_components(self.graph)
-            raise DisconnectedGraphError(f"graph must be connected for {what}; it has {parts} components")
+            raise DisconnectedGraphError(f"graph must be connected for {what}; it has {parts} components",
+                                         parameter="graph")
 
     def _edge_arrays(self) -> tuple[NDArray[np.intp], NDArray[np.float64]]:
         index = {node: k for k, node in enumerate(self.nodes)}

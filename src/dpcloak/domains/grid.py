@@ -54,11 +54,13 @@ class Grid(Domain):
         try:
             rows, cols = self.shape
         except (TypeError, ValueError):
-            raise InvalidParameterError(f"shape must be a pair (rows, cols), got {self.shape!r}") from None
+            raise InvalidParameterError(f"shape must be a pair (rows, cols), got {self.shape!r}",
+                                        parameter="shape") from None
         try:
             height, width = self.extent
         except (TypeError, ValueError):
-            raise InvalidParameterError(f"extent must be a pair (height, width), got {self.extent!r}") from None
+            raise InvalidParameterError(f"extent must be a pair (height, width), got {self.extent!r}",
+                                        parameter="extent") from None
         object.__setattr__(
             self, "shape", (check_int("shape[0]", rows, minimum=1), check_int("shape[1]", cols, minimum=1))
         )

@@ -42,7 +42,7 @@ def _delaunay_pairs(pos: np.ndarray) -> set[tuple[int, int]]:
         tri = Delaunay(pos)
     except QhullError:
         raise InvalidParameterError(
-            "positions are collinear, so they have no Delaunay triangulation; use method='knn'"
+            "positions are collinear, so they have no Delaunay triangulation; use method='knn'", parameter="positions"
         ) from None
     out: set[tuple[int, int]] = set()
     for simplex in tri.simplices:
@@ -82,12 +82,13 @@ def proximity_graph(positions: ArrayLike, *, method: str = "knn", k: int = 4) ->
     method = check_choice("method", method, PROXIMITY_METHODS)
     kk = check_int("k", k, minimum=1)
     if len(pos) < 2:
-        raise InvalidParameterError(f"positions must hold at least 2 points for a graph, got {len(pos)}")
+        raise InvalidParameterError(f"positions must hold at least 2 points for a graph, got {len(pos)}",
+                                    parameter="positions")
     i, j, d = closest_pair(pos)
     if d == 0.0:
         raise InvalidParameterError(
             f"positions {i} and {j} are co-located at {tuple(pos[i].tolist())}: merge them into one node "
-            "(a zero-length edge has infinite conductance)"
+            "(a zero-length edge has infinite conductance)", parameter="positions"
         )
     pairs = _knn_pairs(pos, kk) if method == "knn" else _delaunay_pairs(pos)
     graph = nx.Graph()

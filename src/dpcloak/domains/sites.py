@@ -64,7 +64,7 @@ class Sites(Domain):
             if d == 0.0:
                 raise InvalidParameterError(
                     f"positions must be distinct; points {i} and {j} are both at {tuple(pos[i].tolist())}: "
-                    "merge co-located points into one site"
+                    "merge co-located points into one site", parameter="positions"
                 )
         pos.setflags(write=False)
         object.__setattr__(self, "positions", pos)

@@ -77,7 +77,8 @@ class Claim:
 
     def __post_init__(self) -> None:
         if self.verdict not in VERDICTS:
-            raise InvalidParameterError(f"verdict must be one of {', '.join(VERDICTS)}, got {self.verdict!r}")
+            raise InvalidParameterError(f"verdict must be one of {', '.join(VERDICTS)}, got {self.verdict!r}",
+                                        parameter="verdict")
 
     @classmethod
     def check(cls, claim: str, measured: str, holds: bool | np.bool_) -> Claim:
@@ -159,14 +160,16 @@ class Experiment:
 
     def __post_init__(self) -> None:
         if not self.id or any(c.isspace() or c in "/\\" for c in self.id):
-            raise InvalidParameterError(f"experiment id must be non-empty without spaces or slashes, got {self.id!r}")
+            raise InvalidParameterError(f"experiment id must be non-empty without spaces or slashes, got {self.id!r}",
+                                        parameter="experiment")
         for name in ("trials", "quick_trials"):
             value = getattr(self, name)
             if not isinstance(value, int) or value < 1:
-                raise InvalidParameterError(f"{name} must be an integer >= 1, got {value!r}")
+                raise InvalidParameterError(f"{name} must be an integer >= 1, got {value!r}", parameter=name)
         for name in ("sweep", "quick_sweep"):
             if len(getattr(self, name)) == 0:
-                raise InvalidParameterError(f"{name} of experiment {self.id!r} must contain at least one point")
+                raise InvalidParameterError(f"{name} of experiment {self.id!r} must contain at least one point",
+                                            parameter=name)
 
 
 def vary(name: str, values: Iterable[Any], *, panel: str | None = None, **fixed: Any) -> list[dict[str, Any]]:
@@ -203,10 +206,12 @@ def register(experiment: Experiment) -> Experiment:
     dpcloak.errors.InvalidParameterError: experiment id 'sensor-fig3' is already registered ...
     """
     if not isinstance(experiment, Experiment):
-        raise InvalidParameterError(f"experiment must be an Experiment, got {type(experiment).__name__}")
+        raise InvalidParameterError(f"experiment must be an Experiment, got {type(experiment).__name__}",
+                                    parameter="experiment")
     existing = _REGISTRY.get(experiment.id)
     if existing is not None and existing is not experiment:
-        raise InvalidParameterError(f"experiment id {experiment.id!r} is already registered ({existing.source})")
+        raise InvalidParameterError(f"experiment id {experiment.id!r} is already registered ({existing.source})",
+                                    parameter="experiment")
     _REGISTRY[experiment.id] = experiment
     return experiment
 

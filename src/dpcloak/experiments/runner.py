@@ -294,7 +294,8 @@ def run_experiment(
 
     exp = get_experiment(experiment) if isinstance(experiment, str) else experiment
     if not isinstance(exp, Experiment):
-        raise InvalidParameterError(f"experiment must be an id or an Experiment, got {type(experiment).__name__}")
+        raise InvalidParameterError(f"experiment must be an id or an Experiment, got {type(experiment).__name__}",
+                                    parameter="experiment")
     workers = check_int("workers", workers, minimum=1)
     specs = plan_trials(exp, trials=trials, quick=quick, seed=seed)
     n_trials = max(s.trial for s in specs) + 1

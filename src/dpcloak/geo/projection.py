@@ -76,13 +76,15 @@ def _as_coordinates(name_x: str, x: ArrayLike, name_y: str, y: ArrayLike) -> tup
     try:
         xa, ya = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     except (TypeError, ValueError):
-        raise InvalidParameterError(f"{name_x} and {name_y} must be numbers or arrays of numbers") from None
+        raise InvalidParameterError(f"{name_x} and {name_y} must be numbers or arrays of numbers",
+                                    parameter=name_x) from None
     if xa.shape != ya.shape:
-        raise InvalidParameterError(f"{name_x} and {name_y} must have the same shape, got {xa.shape} and {ya.shape}")
+        raise InvalidParameterError(f"{name_x} and {name_y} must have the same shape, got {xa.shape} and {ya.shape}",
+                                    parameter=name_x)
     for name, arr in ((name_x, xa), (name_y, ya)):
         if not np.all(np.isfinite(arr)):
             bad = int(arr.size - np.count_nonzero(np.isfinite(arr)))
-            raise InvalidParameterError(f"{name} must be finite; it has {bad} NaN or infinite entries")
+            raise InvalidParameterError(f"{name} must be finite; it has {bad} NaN or infinite entries", parameter=name)
     return xa, ya
 
 
@@ -197,9 +199,11 @@ class LocalProjection:
             check_real(name, getattr(self, name))  # named as the caller gave it (check_lonlat says lon/lat)
         lo, la = check_lonlat(self.lon0, self.lat0)
         if lo.ndim != 0:
-            raise InvalidParameterError(f"lon0 and lat0 must be single numbers, got arrays of shape {lo.shape}")
+            raise InvalidParameterError(f"lon0 and lat0 must be single numbers, got arrays of shape {lo.shape}",
+                                        parameter="lon0")
         if abs(float(la)) >= 90.0:
-            raise InvalidParameterError(f"lat0 must lie in (-90, 90) degrees for a local projection, got {float(la):g}")
+            raise InvalidParameterError(f"lat0 must lie in (-90, 90) degrees for a local projection, got {float(la):g}",
+                                        parameter="lat0")
         check_choice("backend", self.backend, BACKENDS)
         object.__setattr__(self, "lon0", float(lo))
         object.__setattr__(self, "lat0", float(la))
@@ -222,7 +226,7 @@ class LocalProjection:
         if np.any(far):
             raise InvalidParameterError(
                 f"lon must lie within {MAX_LONGITUDE_OFFSET:g} degrees of the projection centre lon0={self.lon0:g}, "
-                f"got {lo[far].ravel()[0]:g}"
+                f"got {lo[far].ravel()[0]:g}", parameter="lon"
             )
         if self.backend == "pyproj":
             x, y = self._pyproj(False).transform(lo, la)
@@ -235,7 +239,8 @@ class LocalProjection:
         xa, ya = _as_coordinates("x", x, "y", y)
         limit = 0.5 * math.pi * _RECTIFYING
         if np.any(np.abs(xa) > limit) or np.any(np.abs(ya + self._y0) > limit):
-            raise InvalidParameterError(f"x and y must lie within {limit:.0f} m of the projection's central meridian")
+            raise InvalidParameterError(f"x and y must lie within {limit:.0f} m of the projection's central meridian",
+                                        parameter="x")
         if self.backend == "pyproj":
             lo, la = self._pyproj(True).transform(xa, ya)
             return np.asarray(lo, dtype=float), np.asarray(la, dtype=float)

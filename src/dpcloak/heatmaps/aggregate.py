@@ -439,7 +439,7 @@ def check_aggregate(aggregate: Any) -> UserAggregate:
     if not isinstance(aggregate, UserAggregate):
         raise InvalidParameterError(
             "aggregate must be a UserAggregate from bound_users/bound_distributions (per-user bounding), "
-            f"got {type(aggregate).__name__}"
+            f"got {type(aggregate).__name__}", parameter="aggregate"
         )
     return aggregate
 

@@ -228,7 +228,8 @@ def heatmap_from_aggregate(
     agg = check_aggregate(aggregate)
     meth = check_choice("method", method, METHODS)
     if extent is not None and not isinstance(extent, Extent):
-        raise InvalidParameterError(f"extent must be an Extent (dpcloak.heatmaps.extent), got {type(extent).__name__}")
+        raise InvalidParameterError(f"extent must be an Extent (dpcloak.heatmaps.extent), got {type(extent).__name__}",
+                                    parameter="extent")
     check_real("epsilon", epsilon, low=0.0)
     gen = release_randomness(rng, noise, simulation=simulation)
     times = dict(timings or {})
@@ -469,7 +470,8 @@ def heatmap_from_frame(
     release_randomness(rng, noise, simulation=simulation)
     missing = [c for c in (user, x, y) if c not in getattr(frame, "columns", ())]
     if missing:
-        raise InvalidParameterError(f"frame must have columns {user!r}, {x!r}, {y!r}; missing {missing}")
+        raise InvalidParameterError(f"frame must have columns {user!r}, {x!r}, {y!r}; missing {missing}",
+                                    parameter="frame")
     t0 = time.perf_counter()
     if type(frame).__module__.startswith("dask"):
         from dpcloak.heatmaps.distributed import bound_users_dask

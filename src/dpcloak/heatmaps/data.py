@@ -73,7 +73,7 @@ def check_resolution(resolution: Any) -> int:
         lower = 1 << (res.bit_length() - 1)
         raise InvalidParameterError(
             f"resolution must be a power of two Δ = 2^ℓ (the pyramid halves the grid at each level), got {res}; "
-            f"use {lower} or {lower * 2}"
+            f"use {lower} or {lower * 2}", parameter="resolution"
         )
     return res.bit_length() - 1
 
@@ -82,13 +82,14 @@ def _coordinates(x: ArrayLike, y: ArrayLike) -> tuple[NDArray[np.float64], NDArr
     xa = check_array("x", x, ndim=1)
     ya = check_array("y", y, ndim=1)
     if xa.shape != ya.shape:
-        raise InvalidParameterError(f"x and y must have the same length, got {xa.size} and {ya.size}")
+        raise InvalidParameterError(f"x and y must have the same length, got {xa.size} and {ya.size}", parameter="x")
     for name, arr in (("x", xa), ("y", ya)):
         outside = np.count_nonzero((arr < 0.0) | (arr >= 1.0))
         if outside:
             raise InvalidParameterError(
                 f"{name} must lie in [0, 1); {outside} of {arr.size} points are outside (range "
-                f"[{arr.min():g}, {arr.max():g}]); map coordinates first with lonlat_to_unit or pixels_to_unit"
+                f"[{arr.min():g}, {arr.max():g}]); map coordinates first with lonlat_to_unit or pixels_to_unit",
+                parameter=name
             )
     return xa, ya
 
@@ -166,7 +167,7 @@ def _id_kind(value: Any) -> str:
     if value is None or type(value).__name__ in _MISSING_TYPES:
         raise InvalidParameterError(_MISSING_IDS)
     raise InvalidParameterError(
-        f"users must hold numbers or strings; found an id of type {type(value).__name__} ({value!r})"
+        f"users must hold numbers or strings; found an id of type {type(value).__name__} ({value!r})", parameter="users"
     )
 
 
@@ -206,19 +207,21 @@ def check_user_ids(users: NDArray[Any]) -> str:
         return "number"
     if users.dtype.kind == "f":
         if not np.all(np.isfinite(users)):
-            raise InvalidParameterError(f"users must be finite ids; found NaN or infinite ids. {_MISSING_IDS}")
+            raise InvalidParameterError(f"users must be finite ids; found NaN or infinite ids. {_MISSING_IDS}",
+                                        parameter="users")
         return "number"
     if users.dtype.kind in "US":
         return "string"
     if users.dtype.kind != "O":
-        raise InvalidParameterError(f"users must hold numbers or strings, got an array of dtype {users.dtype}")
+        raise InvalidParameterError(f"users must hold numbers or strings, got an array of dtype {users.dtype}",
+                                    parameter="users")
     kinds = {_id_kind(v) for v in users.tolist()}
     if len(kinds) > 1:
         first_num = next(v for v in users.tolist() if _id_kind(v) == "number")
         first_str = next(v for v in users.tolist() if _id_kind(v) == "string")
         raise InvalidParameterError(
             "users must be all numbers or all strings, got a mix (for example "
-            f"{first_num!r} and {first_str!r}); convert the id column to one type"
+            f"{first_num!r} and {first_str!r}); convert the id column to one type", parameter="users"
         )
     return kinds.pop() if kinds else "number"
 
@@ -238,7 +241,8 @@ def user_codes(users: ArrayLike, n: int) -> tuple[NDArray[np.int64], NDArray[np.
     """
     arr = np.asarray(users)
     if arr.ndim != 1 or arr.shape[0] != n:
-        raise InvalidParameterError(f"users must be a 1-D array with one id per point ({n}), got shape {arr.shape}")
+        raise InvalidParameterError(f"users must be a 1-D array with one id per point ({n}), got shape {arr.shape}",
+                                    parameter="users")
     kind = check_user_ids(arr)
     if arr.dtype.kind in "iu" and n:
         lo, hi = int(arr.min()), int(arr.max())
@@ -403,7 +407,8 @@ def bound_distributions(distributions: ArrayLike) -> UserAggregate:
     arr = check_array("distributions", distributions, ndim=3, nonnegative=True)
     n, rows, cols = arr.shape
     if rows != cols:
-        raise InvalidParameterError(f"distributions must be (n, Δ, Δ) with a square grid, got {arr.shape}")
+        raise InvalidParameterError(f"distributions must be (n, Δ, Δ) with a square grid, got {arr.shape}",
+                                    parameter="distributions")
     check_resolution(rows)
     totals = arr.reshape(n, -1).sum(axis=1)
     if np.any(totals > 1.0 + 1e-9):

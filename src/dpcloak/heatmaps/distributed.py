@@ -59,7 +59,8 @@ def _add_counts(partials: Sequence[tuple[frozenset[str], Any]]) -> tuple[frozens
     kinds = frozenset().union(*(k for k, _ in partials))
     if len(kinds) > 1:
         raise InvalidParameterError(
-            "users must be all numbers or all strings, got a mix across partitions; convert the id column to one type"
+            "users must be all numbers or all strings, got a mix across partitions; convert the id column to one type",
+            parameter="users"
         )
     merged = pd.concat([c for _, c in partials])
     codes, ids = pd.factorize(merged.index)
@@ -87,10 +88,11 @@ def _partition_sums(part: Any, users: tuple[Any, NDArray[np.int64]], user: str, 
         xa, ya, _ = extent.to_unit(xa, ya)
     for name, arr in ((x, xa), (y, ya)):
         if not np.all(np.isfinite(arr)):
-            raise InvalidParameterError(f"{name} must be finite; found NaN or infinite coordinates")
+            raise InvalidParameterError(f"{name} must be finite; found NaN or infinite coordinates", parameter=name)
         outside = int(np.count_nonzero((arr < 0.0) | (arr >= 1.0)))
         if outside:
-            raise InvalidParameterError(f"{name} must lie in [0, 1); {outside} points of a partition are outside")
+            raise InvalidParameterError(f"{name} must lie in [0, 1); {outside} points of a partition are outside",
+                                        parameter=name)
     index, weights = users
     where = index.get_indexer(part[user])
     if np.any(where < 0):
@@ -165,10 +167,12 @@ def bound_users_dask(
     dask, dd = _dask()
     ell = check_resolution(resolution)
     if not isinstance(frame, dd.DataFrame):
-        raise InvalidParameterError(f"frame must be a dask.dataframe.DataFrame, got {type(frame).__name__}")
+        raise InvalidParameterError(f"frame must be a dask.dataframe.DataFrame, got {type(frame).__name__}",
+                                    parameter="frame")
     missing = [c for c in (user, x, y) if c not in frame.columns]
     if missing:
-        raise InvalidParameterError(f"frame must have columns {user!r}, {x!r}, {y!r}; missing {missing}")
+        raise InvalidParameterError(f"frame must have columns {user!r}, {x!r}, {y!r}; missing {missing}",
+                                    parameter="frame")
     ids = frame[[user]].to_delayed()
     counts = _tree(dask, [dask.delayed(_partition_counts)(p, user) for p in ids], _add_counts)
     users = dask.delayed(_user_weights)(counts)
@@ -181,7 +185,7 @@ def bound_users_dask(
     else:
         (n_p, fixed), n_u = dask.compute(total, n_users)
     if int(n_p) == 0:
-        raise InvalidParameterError("x must not be empty")
+        raise InvalidParameterError("x must not be empty", parameter="x")
     _check_user_count(int(n_u))
     delta = 1 << ell
     return _make_aggregate(np.asarray(fixed, dtype=np.int64).reshape(delta, delta), delta, int(n_u), int(n_p))

@@ -29,7 +29,8 @@ __all__ = ["write_cells_csv", "write_geojson"]
 def _square(aggregate: ArrayLike) -> Any:
     arr = check_array("aggregate", aggregate, ndim=2, nonnegative=True)
     if arr.shape[0] != arr.shape[1]:
-        raise InvalidParameterError(f"aggregate must be a square Δ × Δ array, got shape {arr.shape}")
+        raise InvalidParameterError(f"aggregate must be a square Δ × Δ array, got shape {arr.shape}",
+                                    parameter="aggregate")
     return arr
 
 

@@ -162,7 +162,8 @@ class Extent:
             return self.projection.forward(a, b)
         xa, ya = check_array("x", a, ndim=1), check_array("y", b, ndim=1)
         if xa.shape != ya.shape:
-            raise InvalidParameterError(f"x and y must have the same length, got {xa.size} and {ya.size}")
+            raise InvalidParameterError(f"x and y must have the same length, got {xa.size} and {ya.size}",
+                                        parameter="x")
         return xa, ya
 
     def to_unit(self, a: ArrayLike, b: ArrayLike, *, drop_outside: bool = False

@@ -142,7 +142,7 @@ def kmedian(
     w = np.ones(p.shape[0]) if weights is None else check_array("weights", weights, shape=(p.shape[0],),
                                                                  nonnegative=True)
     if not w.sum() > 0:
-        raise InvalidParameterError("weights must have positive total")
+        raise InvalidParameterError("weights must have positive total", parameter="weights")
     gen = as_generator(rng)
     best, best_cost = p[:kk].copy(), np.inf
     for _ in range(check_int("n_init", n_init, minimum=1)):

@@ -57,7 +57,8 @@ def lonlat_to_unit(
     lo = check_array("lon", lon, ndim=1)
     la = check_array("lat", lat, ndim=1)
     if lo.shape != la.shape:
-        raise InvalidParameterError(f"lon and lat must have the same length, got {lo.size} and {la.size}")
+        raise InvalidParameterError(f"lon and lat must have the same length, got {lo.size} and {la.size}",
+                                    parameter="lon")
     return Extent.lonlat_box(*bbox).to_unit(lo, la, drop_outside=drop_outside)
 
 
@@ -77,7 +78,7 @@ def pixels_to_unit(
     x = check_array("px", px, ndim=1) / w
     y = check_array("py", py, ndim=1) / h
     if x.shape != y.shape:
-        raise InvalidParameterError(f"px and py must have the same length, got {x.size} and {y.size}")
+        raise InvalidParameterError(f"px and py must have the same length, got {x.size} and {y.size}", parameter="px")
     keep = _finish(x, y, drop_outside, "pixel box")
     return x[keep], y[keep], keep
 
@@ -120,7 +121,7 @@ def _numeric_column(frame: Any, name: str) -> Any:
         return frame[name].to_numpy(dtype=float)
     except (TypeError, ValueError):
         bad = next((v for v in frame[name] if not _is_number(v)), None)
-        raise InvalidParameterError(f"column {name!r} must hold numbers; it has {bad!r}") from None
+        raise InvalidParameterError(f"column {name!r} must hold numbers; it has {bad!r}", parameter="column") from None
 
 
 def _is_number(value: Any) -> bool:
@@ -195,7 +196,7 @@ def load_points(
     pd = _pandas()
     p = Path(path)
     if not p.exists():
-        raise InvalidParameterError(f"path does not exist: {p}")
+        raise InvalidParameterError(f"path does not exist: {p}", parameter="path")
     try:
         frame = pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p)
     except (ValueError, OSError) as exc:  # pandas/pyarrow parse errors derive from ValueError

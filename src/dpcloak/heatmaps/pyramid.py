@@ -44,7 +44,7 @@ def _square(name: str, grid: ArrayLike) -> tuple[NDArray[Any], int]:
     if arr.dtype.kind not in "iu":
         arr = check_array(name, arr, ndim=2)
     if arr.ndim != 2 or arr.shape[0] != arr.shape[1]:
-        raise InvalidParameterError(f"{name} must be a square Δ × Δ array, got shape {arr.shape}")
+        raise InvalidParameterError(f"{name} must be a square Δ × Δ array, got shape {arr.shape}", parameter=name)
     return arr, check_resolution(arr.shape[0])
 
 

@@ -98,6 +98,6 @@ def release_randomness(rng: RngLike, noise: str, *, simulation: bool) -> RngLike
         raise InvalidParameterError(
             f"rng must be None for a release with noise='secure' (the noise then comes from the OS CSPRNG), got "
             f"{type(rng).__name__} {rng!r}: whoever knows a seed can subtract the noise. Pass simulation=True to "
-            "reproduce a release in a test or experiment, or noise='float' for simulation"
+            "reproduce a release in a test or experiment, or noise='float' for simulation", parameter="rng"
         )
     return rng

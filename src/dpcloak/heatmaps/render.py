@@ -63,7 +63,7 @@ def render(p: ArrayLike, *, sigma: float) -> NDArray[np.float64]:
     """
     arr = check_array("p", p, ndim=2, nonnegative=True)
     if arr.shape[0] != arr.shape[1]:
-        raise InvalidParameterError(f"p must be a square Δ × Δ array, got shape {arr.shape}")
+        raise InvalidParameterError(f"p must be a square Δ × Δ array, got shape {arr.shape}", parameter="p")
     sig = check_real("sigma", sigma, low=0.0, low_inclusive=True)
     if sig * arr.shape[0] < 1e-3:  # neighbour weights exp(-1/(2 (σΔ)²)) underflow to 0: H^σ is p itself
         return arr.copy()
@@ -100,7 +100,7 @@ def render_layers(layers: Sequence[tuple[int, ArrayLike]], *, sigma: float) -> N
     (1.0, True)
     """
     if not layers:
-        raise InvalidParameterError("layers must contain at least one (block, array) pair")
+        raise InvalidParameterError("layers must contain at least one (block, array) pair", parameter="layers")
     sig = check_real("sigma", sigma, low=0.0, low_inclusive=True)
     rendered = []
     for block, arr in layers:
@@ -158,11 +158,12 @@ def plot_heatmaps(
     >>> plt.close(fig)
     """
     if not panels:
-        raise InvalidParameterError("panels must contain at least one heatmap")
+        raise InvalidParameterError("panels must contain at least one heatmap", parameter="panels")
     unit = check_choice("units", units, ("m", "lonlat"))
     power = {"sqrt": 0.5, "linear": 1.0}[check_choice("colour_scale", colour_scale, ("sqrt", "linear"))]
     if unit == "lonlat" and (extent is None or extent.projection is None):
-        raise InvalidParameterError("units='lonlat' needs a lon/lat extent (Extent.lonlat_box or Extent.around)")
+        raise InvalidParameterError("units='lonlat' needs a lon/lat extent (Extent.lonlat_box or Extent.around)",
+                                    parameter="units")
     maps = {title: check_array(title, arr, ndim=2, nonnegative=True) for title, arr in panels.items()}
     delta = next(iter(maps.values())).shape[0]
     if extent is None:

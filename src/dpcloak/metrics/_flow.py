@@ -54,7 +54,7 @@ def edge_flow(
     if status == 1:
         raise DisconnectedGraphError("the domain's graph must be connected for the EMD")
     if status != 0:
-        raise ConvergenceError(f"network simplex stopped before optimality: {STATUS[status]}")
+        raise ConvergenceError(f"network simplex stopped before optimality: {STATUS[status]}", parameter="network")
     return tree_to_edge_flow(pred, tflow, eu, eu.shape[0])
 
 

@@ -120,7 +120,7 @@ def _solve(
         supply.shape[0], eu, ev, ew, supply, root, EPS_REL * float(ew.max()), pivot_cap(supply.shape[0]), tree
     )
     if status != 0:
-        raise ConvergenceError(f"grid network simplex stopped before optimality: {STATUS[status]}")
+        raise ConvergenceError(f"grid network simplex stopped before optimality: {STATUS[status]}", parameter="grid")
     return pred, flow, pivots + piv
 
 
@@ -174,7 +174,8 @@ def grid_flow(b: NDArray[np.int64], hy: float, hx: float, *, penalty: float | No
         n = rows * cols
         status, flow, _ = grid_cost_scaling(rows, cols, costs[0], costs[1], b.ravel().astype(np.int64), relabel_cap(n))
         if status != 0:
-            raise ConvergenceError(f"grid cost scaling stopped before optimality: {CS_STATUS[status]}")
+            raise ConvergenceError(f"grid cost scaling stopped before optimality: {CS_STATUS[status]}",
+                                   parameter="grid")
         return flow
     pred, tflow, _ = _solve(b, hy, hx, penalty)
     eu = _graph(rows, cols, hy, hx, penalty)[0]

@@ -23,7 +23,8 @@ def as_cost_matrix(cost: Any) -> NDArray[np.float64]:
     """Validate an explicit ground-cost matrix: square, finite, non-negative."""
     m = check_array("domain (ground-cost matrix)", cost, ndim=2, nonnegative=True)
     if m.shape[0] != m.shape[1]:
-        raise InvalidParameterError(f"domain (ground-cost matrix) must be square, got shape {m.shape}")
+        raise InvalidParameterError(f"domain (ground-cost matrix) must be square, got shape {m.shape}",
+                                    parameter="domain")
     return m
 
 
@@ -40,7 +41,8 @@ def as_masses(
         return arr.ravel()
     if arr.shape != (n,):
         want = f"({n},)" + (f" or {domain.shape}" if isinstance(domain, Grid) else "")
-        raise InvalidParameterError(f"{name} must have shape {want} to match the domain, got {arr.shape}")
+        raise InvalidParameterError(f"{name} must have shape {want} to match the domain, got {arr.shape}",
+                                    parameter=name)
     return arr
 
 
@@ -48,5 +50,5 @@ def total_mass(name: str, value: NDArray[np.float64]) -> float:
     """Total mass of a non-negative vector, which must be positive."""
     total = float(np.sum(value))
     if not total > 0.0:
-        raise InvalidParameterError(f"{name} must have positive total mass, got {total:g}")
+        raise InvalidParameterError(f"{name} must have positive total mass, got {total:g}", parameter=name)
     return total

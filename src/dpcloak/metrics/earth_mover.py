@@ -134,7 +134,7 @@ def _masses(
     if not normalize and abs(mp - mq) > MASS_RTOL * max(mp, mq):
         raise InvalidParameterError(
             f"p and q must have equal total mass when normalize=False, got {mp:g} and {mq:g}; "
-            "use normalize=True, or emd_norm for unequal masses"
+            "use normalize=True, or emd_norm for unequal masses", parameter="p"
         )
     return pv / mp, qv / mq, 1.0 if normalize else mp
 

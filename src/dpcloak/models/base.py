@@ -49,7 +49,8 @@ class LinearModel(ABC):
     def __init__(self, *, shape: tuple[int, int], domain: Domain, sensor_positions: NDArray[Any] | None) -> None:
         if shape[1] != domain.size:
             raise InvalidParameterError(
-                f"model has {shape[1]} columns but its domain has {domain.size} locations; they must agree"
+                f"model has {shape[1]} columns but its domain has {domain.size} locations; they must agree",
+                parameter="model"
             )
         self._shape = (int(shape[0]), int(shape[1]))
         self._domain = domain

@@ -216,7 +216,8 @@ def graph_diffusion(
     domain = graph if isinstance(graph, GraphDomain) else GraphDomain(graph, conductance=conductance)
     domain.require_connected("graph diffusion")
     if domain.size < 2:
-        raise InvalidParameterError(f"graph must have at least 2 nodes for diffusion, got {domain.size}")
+        raise InvalidParameterError(f"graph must have at least 2 nodes for diffusion, got {domain.size}",
+                                    parameter="graph")
     tau = check_real("tau", tau, low=0.0)
     if sensors is not None:
         return LocalGraphDiffusion(domain, tau, _sensor_nodes(sensors, domain.size))
@@ -227,9 +228,11 @@ def _sensor_nodes(sensors: ArrayLike, n: int) -> NDArray[np.intp]:
     """Validated distinct node indices ``0 ≤ s < n``, at least one."""
     raw = np.asarray(sensors)
     if raw.ndim != 1 or raw.size == 0 or not np.issubdtype(raw.dtype, np.integer):
-        raise InvalidParameterError(f"sensors must be a non-empty 1-D array of node indices, got shape {raw.shape}")
+        raise InvalidParameterError(f"sensors must be a non-empty 1-D array of node indices, got shape {raw.shape}",
+                                    parameter="sensors")
     if raw.min() < 0 or raw.max() >= n:
-        raise InvalidParameterError(f"sensors must be node indices in [0, {n}), got {raw.min()}..{raw.max()}")
+        raise InvalidParameterError(f"sensors must be node indices in [0, {n}), got {raw.min()}..{raw.max()}",
+                                    parameter="sensors")
     if np.unique(raw).size != raw.size:
-        raise InvalidParameterError("sensors must be distinct node indices")
+        raise InvalidParameterError("sensors must be distinct node indices", parameter="sensors")
     return raw.astype(np.intp)

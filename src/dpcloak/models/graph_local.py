@@ -231,7 +231,8 @@ class LocalGraphDiffusion(LinearModel):
             raise InvalidParameterError(
                 f"graph diffusion with {len(sensors)} sensors on {domain.size} nodes at tau={tau:g} is estimated "
                 f"to need {need_bytes / 2**30:.1f} GiB and {need_work:.2g} neighbour updates (limits "
-                f"{MEMORY_LIMIT / 2**30:.0f} GiB, {WORK_LIMIT:.2g}); use fewer sensors or a shorter tau"
+                f"{MEMORY_LIMIT / 2**30:.0f} GiB, {WORK_LIMIT:.2g}); use fewer sensors or a shorter tau",
+                parameter="graph"
             )
         ptr, idx, val, err, _ = _rows(*args, local, pmf, tail, PRUNE)
         back = np.empty_like(order)

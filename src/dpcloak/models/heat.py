@@ -236,7 +236,7 @@ def _inside(name: str, pos: NDArray[np.float64], box: tuple[tuple[float, float],
         (a0, a1), (b0, b1) = box
         raise InvalidParameterError(
             f"{name} must lie inside the floor [{a0:g}, {a1:g}] x [{b0:g}, {b1:g}]; "
-            f"got a point at {tuple(bad.tolist())}"
+            f"got a point at {tuple(bad.tolist())}", parameter=name
         )
 
 
@@ -246,7 +246,7 @@ def _check_box(box: object) -> tuple[tuple[float, float], tuple[float, float]]:
     except (TypeError, ValueError):
         arr = np.zeros(0)
     if arr.shape != (2, 2):
-        raise InvalidParameterError(f"box must be ((low0, high0), (low1, high1)), got {box!r}")
+        raise InvalidParameterError(f"box must be ((low0, high0), (low1, high1)), got {box!r}", parameter="box")
     out = ((float(arr[0, 0]), float(arr[0, 1])), (float(arr[1, 0]), float(arr[1, 1])))
     for k, (lo, hi) in enumerate(out):
         if not (np.isfinite(lo) and np.isfinite(hi) and hi > lo):
@@ -261,10 +261,12 @@ def _sites_kernel(
     src = sources.positions
     if walls is None:
         if box is not None:
-            raise InvalidParameterError("box is only used with walls='reflecting'; remove it or set walls")
+            raise InvalidParameterError("box is only used with walls='reflecting'; remove it or set walls",
+                                        parameter="box")
         return _axis_kernel(pos[:, 0], src[:, 0], T, 0.0, None) * _axis_kernel(pos[:, 1], src[:, 1], T, 0.0, None)
     if box is None:
-        raise InvalidParameterError("walls='reflecting' with Sites needs the room: box=((low0, high0), (low1, high1))")
+        raise InvalidParameterError("walls='reflecting' with Sites needs the room: box=((low0, high0), (low1, high1))",
+                                    parameter="walls")
     room = _check_box(box)
     _inside("sources", src, room)
     _inside("sensors", pos, room)
@@ -326,7 +328,7 @@ def heat_kernel_2d(
     """
     if not isinstance(source_grid, Grid | Sites):
         raise InvalidParameterError(
-            f"source_grid must be a dpcloak Grid or Sites, got {type(source_grid).__name__}"
+            f"source_grid must be a dpcloak Grid or Sites, got {type(source_grid).__name__}", parameter="source_grid"
         )
     t = check_real("t", t, low=0.0)
     mu = check_real("mu", mu, low=0.0)
@@ -336,18 +338,20 @@ def heat_kernel_2d(
     T = mu * t
     if isinstance(source_grid, Sites):
         if isinstance(sensors, Grid):
-            raise InvalidParameterError("sensors must be an array of (x, y) positions with Sites sources, got a Grid")
+            raise InvalidParameterError("sensors must be an array of (x, y) positions with Sites sources, got a Grid",
+                                        parameter="sensors")
         pos = check_array("sensors", sensors, shape=(None, 2))
         matrix = _sites_kernel(source_grid, pos, T, walls, box)
         return HeatKernel2D(matrix, domain=source_grid, sensors=pos, t=t, mu=mu, walls=walls)
     if box is not None:
-        raise InvalidParameterError("box is only for Sites sources; a Grid's room is its extent")
+        raise InvalidParameterError("box is only for Sites sources; a Grid's room is its extent", parameter="box")
     height, width = source_grid.extent
     ys, xs = source_grid.axes()
     if isinstance(sensors, Grid):
         if not np.allclose(sensors.extent, source_grid.extent):
             raise InvalidParameterError(
-                f"sensor grid extent {sensors.extent} must equal the source grid extent {source_grid.extent}"
+                f"sensor grid extent {sensors.extent} must equal the source grid extent {source_grid.extent}",
+                parameter="sensor"
             )
         sy, sx = sensors.axes()
         ky = _axis_kernel(sy, ys, T, height, walls)

@@ -38,7 +38,7 @@ def matrix_model(matrix: ArrayLike, domain: Domain | None = None, *, sensor_posi
     if domain is None:
         domain = Line(arr.shape[1])
     if not isinstance(domain, Domain):
-        raise InvalidParameterError(f"domain must be a dpcloak Domain, got {type(domain).__name__}")
+        raise InvalidParameterError(f"domain must be a dpcloak Domain, got {type(domain).__name__}", parameter="domain")
     return DenseModel(
         arr, domain=domain, sensor_positions=None if sensor_positions is None else np.asarray(sensor_positions)
     )

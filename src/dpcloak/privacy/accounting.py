@@ -325,7 +325,8 @@ def split_epsilon(epsilon: float, weights: Sequence[float | Fraction]) -> tuple[
     eps = Fraction(check_real("epsilon", epsilon, low=0.0))
     exact = [Fraction(w) for w in weights]
     if not exact or any(w < 0 for w in exact) or sum(exact) == 0:
-        raise InvalidParameterError(f"weights must be non-negative and not all zero, got {list(weights)!r}")
+        raise InvalidParameterError(f"weights must be non-negative and not all zero, got {list(weights)!r}",
+                                    parameter="weights")
     whole = sum(exact)
     parts = [_float_at_most(eps * w / whole) for w in exact]
     top = max(range(len(parts)), key=lambda i: exact[i])
@@ -576,7 +577,8 @@ def compose(events: Iterable[ReleaseEvent | tuple[ReleaseEvent, int]], *, delta:
     for item in events:
         event, n = item if isinstance(item, tuple) else (item, 1)
         if not isinstance(event, ReleaseEvent):
-            raise InvalidParameterError(f"events must be ReleaseEvent objects, got {type(event).__name__}")
+            raise InvalidParameterError(f"events must be ReleaseEvent objects, got {type(event).__name__}",
+                                        parameter="events")
         counts[event] = counts.get(event, 0) + check_int("count", n, minimum=0)
     counts = {e: n for e, n in counts.items() if n}
     total = sum(counts.values())
@@ -634,7 +636,7 @@ def release_event(mechanism: Any) -> ReleaseEvent:
         raise InvalidParameterError(
             f"mechanism {type(mechanism).__name__} has no (epsilon, delta) accounting: it describes no release "
             "event (GaussianMechanism, LaplaceMechanism, DiscreteGaussianMechanism and DiscreteLaplaceMechanism "
-            "do, and so does a privatizer wrapping one)"
+            "do, and so does a privatizer wrapping one)", parameter="mechanism"
         )
     event: ReleaseEvent = seen.release_event()
     return event
@@ -666,7 +668,7 @@ def _dp_accounting_epsilon(mechanism: Any, k: int, delta: float, kind: str) -> f
             raise InvalidParameterError(
                 f"readings must be <= {PLD_MAX_SELF_COMPOSITIONS} for the pld accountant with "
                 f"{type(event).__name__} (its memory grows with the count: about 1 GB at 10000), got {k}; "
-                "use accountant='closed'"
+                "use accountant='closed'", parameter="readings"
             )
         from dp_accounting.pld import PLDAccountant
 

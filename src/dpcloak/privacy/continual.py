@@ -196,7 +196,8 @@ def _rho_target(epsilon: float, delta: float) -> float:
             break
         lo, hi = (mid, hi) if zcdp_epsilon(rho=mid, delta=delta) <= epsilon else (lo, mid)
     if lo <= 0.0:
-        raise InvalidParameterError(f"epsilon={epsilon:g} is too small for delta={delta:g}: no zCDP level fits")
+        raise InvalidParameterError(f"epsilon={epsilon:g} is too small for delta={delta:g}: no zCDP level fits",
+                                    parameter="epsilon")
     return lo
 
 
@@ -418,7 +419,8 @@ class ContinualCounter:
         self.delta = check_probability("delta", delta)
         self.sensitivity = check_real("sensitivity", sensitivity, low=0.0)
         if not 2.0**-900 < self.sensitivity < 2.0**900:
-            raise InvalidParameterError(f"sensitivity must lie in (2^-900, 2^900), got {self.sensitivity:g}")
+            raise InvalidParameterError(f"sensitivity must lie in (2^-900, 2^900), got {self.sensitivity:g}",
+                                        parameter="sensitivity")
         self.method = check_choice("method", method, METHODS)
         if self.method == "factorization" and self.horizon > MAX_FACTORIZATION_HORIZON:
             raise InvalidParameterError(
@@ -547,10 +549,10 @@ class ContinualCounter:
         rows = np.atleast_2d(values)
         if rows.ndim != 2 or rows.shape[1] != self.horizon:
             raise InvalidParameterError(f"counts must have shape ({self.horizon},) or (n_streams, {self.horizon}), "
-                                        f"got shape {values.shape}")
+                                        f"got shape {values.shape}", parameter="counts")
         if not simulation and rng is not None:
             raise InvalidParameterError(f"rng must be None on a release path (the OS CSPRNG is used; a fixed seed "
-                                        f"is only accepted with simulation=True), got {rng!r}")
+                                        f"is only accepted with simulation=True), got {rng!r}", parameter="rng")
         grid = grid_indices(rows, self.grid, name="counts")
         dtype = _int_dtype(self.method, int(np.abs(grid).max(initial=0)))
         columns = np.ascontiguousarray(grid.T, dtype=dtype)  # one contiguous row per window
@@ -644,17 +646,18 @@ class PrefixSumStream:
         raw = bytes(data)
         start = len(_STATE_MAGIC) + _HEADER.size + 1
         if not raw.startswith(_STATE_MAGIC) or len(raw) < start:
-            raise InvalidParameterError("data is not a serialised PrefixSumStream (bad magic or too short)")
+            raise InvalidParameterError("data is not a serialised PrefixSumStream (bad magic or too short)",
+                                        parameter="data")
         code, horizon, done, eps, dlt, sens = _HEADER.unpack_from(raw, len(_STATE_MAGIC))
         if code >= len(METHODS):
-            raise InvalidParameterError(f"data has an unknown method code {code}")
+            raise InvalidParameterError(f"data has an unknown method code {code}", parameter="data")
         counter = ContinualCounter(horizon=horizon, epsilon=eps, delta=dlt, sensitivity=sens, method=METHODS[code])
         size, state, pos = raw[start - 1], [], start
         for _ in range(size):
             value, pos = _read_varint(raw, pos)
             state.append(value)
         if pos != len(raw) or size != len(_fresh_state(counter.method, horizon)) or done > horizon:
-            raise InvalidParameterError("data has a state that does not match its method and horizon")
+            raise InvalidParameterError("data has a state that does not match its method and horizon", parameter="data")
         stream = cls(counter)
         stream._encoder = _Encoder(counter.method, state, done)
         return stream
@@ -675,7 +678,7 @@ def _read_varint(raw: bytes, pos: int) -> tuple[int, int]:
     v, shift = 0, 0
     while True:
         if pos >= len(raw) or shift > 700:
-            raise InvalidParameterError("data has a truncated or oversized integer in its state")
+            raise InvalidParameterError("data has a truncated or oversized integer in its state", parameter="data")
         byte = raw[pos]
         v |= (byte & 0x7F) << shift
         pos, shift = pos + 1, shift + 7
@@ -729,7 +732,8 @@ def release_prefix_sums(counts: ArrayLike, *, epsilon: float, delta: float, sens
     """
     values = np.asarray(counts, dtype=float)
     if values.ndim not in (1, 2) or values.shape[-1] < 1:
-        raise InvalidParameterError(f"counts must have shape (T,) or (n_streams, T) with T >= 1, got {values.shape}")
+        raise InvalidParameterError(f"counts must have shape (T,) or (n_streams, T) with T >= 1, got {values.shape}",
+                                    parameter="counts")
     counter = ContinualCounter(horizon=values.shape[-1], epsilon=epsilon, delta=delta, sensitivity=sensitivity,
                                method=method)
     return counter.release(values, simulation=simulation, rng=rng)

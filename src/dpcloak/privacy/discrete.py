@@ -192,7 +192,7 @@ def bernoulli_exp(gamma: Fraction, randbelow: RandBelow) -> bool:
     """
     gamma = Fraction(gamma)
     if gamma < 0:
-        raise InvalidParameterError(f"gamma must be >= 0, got {gamma}")
+        raise InvalidParameterError(f"gamma must be >= 0, got {gamma}", parameter="gamma")
     return _bernoulli_exp(gamma.numerator, gamma.denominator, randbelow)
 
 
@@ -234,7 +234,7 @@ def sample_discrete_laplace(scale: Fraction, randbelow: RandBelow) -> int:
     """
     scale = Fraction(scale)
     if scale <= 0:
-        raise InvalidParameterError(f"scale must be > 0, got {scale}")
+        raise InvalidParameterError(f"scale must be > 0, got {scale}", parameter="scale")
     return _discrete_laplace(scale.numerator, scale.denominator, randbelow)
 
 
@@ -265,7 +265,7 @@ def _gaussian_parameters(sigma2: Fraction) -> tuple[int, int, int]:
     """σ² = a/b in lowest terms and the proposal scale t = ⌊σ⌋ + 1 of CKS Algorithm 3."""
     sigma2 = Fraction(sigma2)
     if sigma2 <= 0:
-        raise InvalidParameterError(f"sigma2 must be > 0, got {sigma2}")
+        raise InvalidParameterError(f"sigma2 must be > 0, got {sigma2}", parameter="sigma2")
     a, b = sigma2.numerator, sigma2.denominator
     return a, b, math.isqrt(a // b) + 1
 
@@ -293,7 +293,8 @@ def discrete_gaussian_noise(sigma2: Fraction, size: int, *, rng: RngLike = None)
     """
     a, b, t = _gaussian_parameters(sigma2)
     if t >= 2**_SCALE_BITS:
-        raise InvalidParameterError(f"sigma2 must be below 2^112 (sigma below 2^56), got {float(sigma2):.6g}")
+        raise InvalidParameterError(f"sigma2 must be below 2^112 (sigma below 2^56), got {float(sigma2):.6g}",
+                                    parameter="sigma2")
     src = WordSource(rng)
     out = np.zeros(check_int("size", size, minimum=0), dtype=object)
     todo = np.arange(out.size)
@@ -314,13 +315,14 @@ def _exact_grid_indices(raw: NDArray[Any], g: float, name: str) -> NDArray[np.in
     try:
         exact = [Fraction(v) for v in flat]
     except (TypeError, ValueError, OverflowError):
-        raise InvalidParameterError(f"{name} must be finite numbers (integers, fractions or floats)") from None
+        raise InvalidParameterError(f"{name} must be finite numbers (integers, fractions or floats)",
+                                    parameter=name) from None
     limit, q = MAX_GRID_INDEX * Fraction(g), Fraction(g)
     for v, e in zip(flat, exact, strict=True):
         if abs(e) > limit:
             raise InvalidParameterError(
                 f"{name} must have magnitude at most {float(limit):.6g} (2^52 grid steps of {g:.6g}) so that grid "
-                f"indices stay exact; got {v!r}"
+                f"indices stay exact; got {v!r}", parameter=name
             )
     return np.array([round(e / q) for e in exact], dtype=np.int64).reshape(raw.shape)
 
@@ -354,7 +356,7 @@ def grid_indices(values: ArrayLike, resolution: float, *, name: str = "values") 
         worst = float(x[too_big].flat[0])
         raise InvalidParameterError(
             f"{name} must have magnitude at most {limit:.6g} (2^52 grid steps of {g:.6g}) so that grid indices stay "
-            f"exact; got {worst:.6g}"
+            f"exact; got {worst:.6g}", parameter=name
         )
     flat = x.reshape(-1)
     y = flat / g
@@ -399,7 +401,7 @@ class _GridMechanism(AdditiveMechanism):
         if self.integer_inputs:
             if resolution is not None and resolution != 1.0:
                 raise InvalidParameterError(f"resolution must be 1 (or omitted) with integer_inputs=True, got "
-                                            f"{resolution!r}")
+                                            f"{resolution!r}", parameter="resolution")
             resolution = 1.0
         self.resolution = _resolution(resolution, self.sensitivity)
         self.dimension = check_int("dimension", dimension, minimum=1)
@@ -422,7 +424,7 @@ class _GridMechanism(AdditiveMechanism):
             raise InvalidParameterError(
                 f"{name} must be at most the mechanism's dimension={self.dimension} (its grid sensitivity counts the "
                 f"rounding of {self.dimension} coordinate(s) per release), got {n}; build the mechanism with "
-                f"dimension={n}"
+                f"dimension={n}", parameter=name
             )
         return n
 
@@ -441,7 +443,7 @@ class _GridMechanism(AdditiveMechanism):
             if not np.all(exact):
                 bad = raw.reshape(-1)[np.flatnonzero(~np.asarray(exact).reshape(-1))[0]]
                 raise InvalidParameterError(f"values must be integers (integer_inputs=True: the calibration has no "
-                                            f"rounding slack), got {bad!r}")
+                                            f"rounding slack), got {bad!r}", parameter="values")
         return idx
 
     def sample_noise(self, count: int, randbelow: RandBelow) -> list[int]:
@@ -471,7 +473,8 @@ class _GridMechanism(AdditiveMechanism):
         idx = [int(i) for i in grid_values]
         self.check_dimension(len(idx), name="grid_values length")
         if any(abs(i) > MAX_GRID_INDEX for i in idx):
-            raise InvalidParameterError(f"grid_values must have magnitude at most 2^52, got {max(idx, key=abs)}")
+            raise InvalidParameterError(f"grid_values must have magnitude at most 2^52, got {max(idx, key=abs)}",
+                                        parameter="grid_values")
         return self._release(np.array(idx, dtype=np.int64), rng)
 
     def privatize(self, values: ArrayLike, *, rng: RngLike = None) -> NDArray[np.float64]:
@@ -570,7 +573,8 @@ class DiscreteLaplaceMechanism(_GridMechanism):
                                  + self._rounding_slack())
         if self.grid_sensitivity < 1:
             raise InvalidParameterError(f"sensitivity must be at least 1 with integer_inputs=True (integer vectors "
-                                        f"that differ do so by at least 1), got {self.sensitivity!r}")
+                                        f"that differ do so by at least 1), got {self.sensitivity!r}",
+                                        parameter="sensitivity")
         self.scale = laplace_grid_scale(epsilon=self.epsilon, grid_sensitivity=self.grid_sensitivity)
         if self.grid_sensitivity / self.scale > Fraction(self.epsilon):  # re-check (exact arithmetic)
             raise InvalidParameterError("discrete Laplace calibration overspends epsilon")
@@ -642,7 +646,7 @@ def laplace_grid_scale(*, epsilon: float, grid_sensitivity: int) -> Fraction:
     if exact < MIN_LAPLACE_SCALE:
         raise InvalidParameterError(
             f"epsilon={eps:g} is too large: the noise scale b would be {float(exact):.3g} grid steps, below the "
-            "supported 2^-20 (the noise would be 0 anyway); use a smaller epsilon"
+            "supported 2^-20 (the noise would be 0 anyway); use a smaller epsilon", parameter="epsilon"
         )
     return sampler_scale(exact)
 
@@ -666,7 +670,8 @@ def discrete_laplace_noise(scale: Fraction, size: int, *, rng: RngLike = None) -
     """
     scale = Fraction(scale)
     if scale <= 0 or scale.numerator >= 2**_SCALE_BITS:
-        raise InvalidParameterError(f"scale must be a positive rational with numerator below 2^57, got {scale}")
+        raise InvalidParameterError(f"scale must be a positive rational with numerator below 2^57, got {scale}",
+                                    parameter="scale")
     return discrete_laplace(scale, check_int("size", size, minimum=0), WordSource(rng))
 
 
@@ -802,7 +807,8 @@ class DiscreteGaussianMechanism(_GridMechanism):
         self.grid_sensitivity = l2_grid_sensitivity(self.sensitivity, self.resolution, self._rounding_slack())
         if self.grid_sensitivity < 1:
             raise InvalidParameterError(f"sensitivity must be at least 1 with integer_inputs=True (integer vectors "
-                                        f"that differ do so by at least 1), got {self.sensitivity!r}")
+                                        f"that differ do so by at least 1), got {self.sensitivity!r}",
+                                        parameter="sensitivity")
         self.sigma2 = self._calibrate()
         self._frozen = True
 

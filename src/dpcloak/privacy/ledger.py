@@ -180,9 +180,10 @@ class Anchor:
         try:
             data = json.loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
-            raise LedgerIntegrityError(f"ledger anchor {str(self.path)!r} is not readable JSON ({exc})") from None
+            raise LedgerIntegrityError(f"ledger anchor {str(self.path)!r} is not readable JSON ({exc})",
+                                       parameter="ledger") from None
         if not isinstance(data, dict):
-            raise LedgerIntegrityError(f"ledger anchor {str(self.path)!r} must hold a JSON object")
+            raise LedgerIntegrityError(f"ledger anchor {str(self.path)!r} must hold a JSON object", parameter="ledger")
         return data
 
     def read(self) -> dict[str, Any] | None:
@@ -193,7 +194,8 @@ class Anchor:
         if not (isinstance(value, dict) and isinstance(value.get("ledger_id"), str)
                 and isinstance(value.get("seq"), int) and not isinstance(value.get("seq"), bool)
                 and isinstance(value.get("head"), str)):
-            raise LedgerIntegrityError(f"ledger anchor {str(self.path)!r}: field {self.field!r} is malformed")
+            raise LedgerIntegrityError(f"ledger anchor {str(self.path)!r}: field {self.field!r} is malformed",
+                                       parameter="ledger")
         return value
 
     def write(self, value: Mapping[str, Any]) -> None:
@@ -244,7 +246,7 @@ class Ledger:
     def __init__(self, path: str | os.PathLike[str], *, key: bytes, binding: Mapping[str, Any],
                  anchor: Anchor | None = None, remedy: str = "") -> None:
         if not isinstance(key, bytes) or len(key) < 16:
-            raise InvalidParameterError("ledger key must be at least 16 bytes")
+            raise InvalidParameterError("ledger key must be at least 16 bytes", parameter="ledger")
         self.path = Path(path)
         self.binding = dict(binding)
         canonical_body(self.binding)  # JSON-able, finite
@@ -262,11 +264,13 @@ class Ledger:
                              f"{recorded['ledger_id']} was created with {recorded['seq'] + 1} record(s); refusing "
                              "to start the count again from zero")
             if not self.path.parent.is_dir():
-                raise InvalidParameterError(f"ledger directory {str(self.path.parent)!r} does not exist")
+                raise InvalidParameterError(f"ledger directory {str(self.path.parent)!r} does not exist",
+                                            parameter="ledger")
             with contextlib.suppress(FileExistsError):  # another process may create it at the same time
                 os.close(os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
         elif self.path.is_dir():
-            raise InvalidParameterError(f"ledger {str(self.path)!r} is a directory, not a ledger file")
+            raise InvalidParameterError(f"ledger {str(self.path)!r} is a directory, not a ledger file",
+                                        parameter="ledger")
         try:
             self._db = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False, timeout=30.0)
             sqlite_owner_only(self._db)  # a ledger copied in with mode 0644 (and its WAL files) made 0600
@@ -288,7 +292,8 @@ class Ledger:
             self._sync()
         except sqlite3.DatabaseError as exc:
             self._close_quietly()
-            raise LedgerIntegrityError(f"ledger {str(self.path)!r} is not a readable ledger ({exc})") from None
+            raise LedgerIntegrityError(f"ledger {str(self.path)!r} is not a readable ledger ({exc})",
+                                       parameter="ledger") from None
         except BaseException:
             self._close_quietly()
             raise
@@ -500,16 +505,17 @@ class BudgetLedger(Ledger):
         path = Path(path)
         key_path = path.with_name(path.name + ".key")
         if not path.parent.is_dir():
-            raise InvalidParameterError(f"ledger directory {str(path.parent)!r} does not exist")
+            raise InvalidParameterError(f"ledger directory {str(path.parent)!r} does not exist", parameter="ledger")
         if not key_path.exists():
             if path.exists():
                 raise LedgerIntegrityError(f"ledger {str(path)!r}: its key file {str(key_path)!r} is missing; "
-                                           "refusing to trust a count that cannot be verified")
+                                           "refusing to trust a count that cannot be verified", parameter="ledger")
             _create_key_file(key_path)
         try:
             key = bytes.fromhex(json.loads(key_path.read_text(encoding="utf-8"))["key"])
         except (OSError, ValueError, KeyError, TypeError) as exc:
-            raise LedgerIntegrityError(f"ledger key file {str(key_path)!r} is unreadable or corrupt ({exc})") from None
+            raise LedgerIntegrityError(f"ledger key file {str(key_path)!r} is unreadable or corrupt ({exc})",
+                                       parameter="ledger") from None
         super().__init__(path, key=key, binding={"purpose": "budget", "fingerprint": self.fingerprint},
                          anchor=Anchor(key_path))
 

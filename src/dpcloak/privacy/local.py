@@ -254,7 +254,8 @@ class SensorPrivatizer(_Accounted, Generic[M]):
                  accountant: str = "closed", simulation: bool = False) -> None:
         if not isinstance(mechanism, Mechanism):
             raise InvalidParameterError(
-                f"mechanism must have privatize(values, *, rng) and guarantee() methods, got {type(mechanism).__name__}"
+                f"mechanism must have privatize(values, *, rng) and guarantee() methods, got "
+                f"{type(mechanism).__name__}", parameter="mechanism"
             )
         self.simulation = bool(simulation)
         if not self.simulation and not isinstance(mechanism, _GridNoise):
@@ -309,7 +310,7 @@ class SensorPrivatizer(_Accounted, Generic[M]):
             The budget over all releases (see :class:`SensorPrivatizer`).
         """
         if not isinstance(model, LinearModel):
-            raise InvalidParameterError(f"model must be a LinearModel, got {type(model).__name__}")
+            raise InvalidParameterError(f"model must be a LinearModel, got {type(model).__name__}", parameter="model")
         kind = check_choice("noise", noise, NOISE_KINDS)
         a = check_real("alpha", alpha, low=0.0)
         sens = l2_sensitivity(model, alpha=a) if sensitivity is None else sensitivity
@@ -320,13 +321,13 @@ class SensorPrivatizer(_Accounted, Generic[M]):
         if kind == "secure":
             if calibration is not None:
                 raise InvalidParameterError(f"calibration applies to noise='float' only, got calibration="
-                                            f"{calibration!r} with noise='secure'")
+                                            f"{calibration!r} with noise='secure'", parameter="calibration")
             mech: Mechanism = DiscreteGaussianMechanism(epsilon=epsilon, delta=delta, sensitivity=sens,
                                                         resolution=resolution, dimension=m, neighbouring=relation)
             return SensorPrivatizer(mechanism=mech, n_sensors=m, **budget)
         if resolution is not None:
             raise InvalidParameterError(f"resolution applies to noise='secure' only, got resolution={resolution!r} "
-                                        "with noise='float'")
+                                        "with noise='float'", parameter="resolution")
         mech = GaussianMechanism(epsilon=epsilon, delta=delta, sensitivity=sens,
                                  calibration="analytic" if calibration is None else calibration, neighbouring=relation)
         return SensorPrivatizer(mechanism=mech, n_sensors=m, simulation=True, **budget)
@@ -335,7 +336,8 @@ class SensorPrivatizer(_Accounted, Generic[M]):
         if rng is not None and not self.simulation:
             raise InvalidParameterError(
                 f"rng must be None on a release path (the noise comes from the OS CSPRNG), got {rng!r}: a seed or a "
-                "numpy Generator makes the noise predictable; build the privatizer with simulation=True for experiments"
+                "numpy Generator makes the noise predictable; build the privatizer with simulation=True for "
+                "experiments", parameter="rng"
             )
         return rng
 
@@ -359,7 +361,8 @@ class SensorPrivatizer(_Accounted, Generic[M]):
         check_int("sensor", sensor, minimum=0, maximum=self.n_sensors - 1)
         x = check_values(reading, name="reading")
         if x.ndim != 0:
-            raise InvalidParameterError(f"reading must be a single number, got an array of shape {x.shape}")
+            raise InvalidParameterError(f"reading must be a single number, got an array of shape {x.shape}",
+                                        parameter="reading")
         gen = self._rng(rng)
         self._validate(x)
         self._charge(1)
@@ -378,7 +381,8 @@ class SensorPrivatizer(_Accounted, Generic[M]):
         y = check_values(readings, name="readings")
         if y.ndim not in (1, 2) or y.shape[-1] != self.n_sensors:
             raise InvalidParameterError(
-                f"readings must have shape ({self.n_sensors},) or (k, {self.n_sensors}), got {y.shape}"
+                f"readings must have shape ({self.n_sensors},) or (k, {self.n_sensors}), got {y.shape}",
+                parameter="readings"
             )
         gen = self._rng(rng)
         self._validate(y)
@@ -405,13 +409,14 @@ def _check_key(name: str, key: bytes) -> bytes:
     if not isinstance(key, bytes | bytearray) or len(key) != KEY_BYTES:
         size = len(key) if isinstance(key, bytes | bytearray | str) else "?"
         raise InvalidParameterError(f"{name} must be {KEY_BYTES} bytes (e.g. secrets.token_bytes({KEY_BYTES})), "
-                                    f"got {type(key).__name__} of length {size}")
+                                    f"got {type(key).__name__} of length {size}", parameter=name)
     return bytes(key)
 
 
 def _check_nonce(nonce: bytes) -> bytes:
     if not isinstance(nonce, bytes | bytearray) or len(nonce) != NONCE_BYTES:
-        raise InvalidParameterError(f"nonce must be the {NONCE_BYTES} bytes published with the release, got {nonce!r}")
+        raise InvalidParameterError(f"nonce must be the {NONCE_BYTES} bytes published with the release, got {nonce!r}",
+                                    parameter="nonce")
     return bytes(nonce)
 
 
@@ -606,7 +611,8 @@ class KeyedPrivatizer(_Accounted):
         """
         x = check_values(reading, name="reading")
         if x.ndim != 0:
-            raise InvalidParameterError(f"reading must be a single number, got an array of shape {x.shape}")
+            raise InvalidParameterError(f"reading must be a single number, got an array of shape {x.shape}",
+                                        parameter="reading")
         return self._release(x, (self._sensor(sensor),))
 
     def privatize_all(self, readings: ArrayLike) -> KeyedRelease:
@@ -620,7 +626,7 @@ class KeyedPrivatizer(_Accounted):
         y = check_values(readings, name="readings")
         if y.ndim not in (1, 2) or y.shape[-1] != self.n_sensors:
             raise InvalidParameterError(f"readings must have shape ({self.n_sensors},) or (k, {self.n_sensors}), "
-                                        f"got {y.shape}")
+                                        f"got {y.shape}", parameter="readings")
         return self._release(y, tuple(range(self.n_sensors)))
 
     def remove_noise(self, release: KeyedRelease) -> NDArray[np.float64]:

@@ -281,7 +281,7 @@ def check_exact_doubles(
             raise InvalidParameterError(
                 f"{name} must be exactly representable as doubles (integers up to 2^53 in magnitude), got "
                 f"{exact!r}, which a double rounds to {near!r}; round it yourself, or use a grid mechanism "
-                "(it rounds integers exactly)"
+                "(it rounds integers exactly)", parameter=name
             )
     return doubles
 
@@ -302,7 +302,8 @@ def check_magnitude(x: NDArray[np.float64], *, noise_scale: float, name: str = "
         limit = 2.0 ** (math.floor(math.log2(allowed)) + 53) if allowed > 0.0 else 0.0
         raise InvalidParameterError(
             f"{name} must have magnitude below {limit:.6g} for noise of scale {noise_scale:.6g} (beyond it one "
-            f"floating-point step exceeds 2^-8 of the noise and the noise is lost in rounding), got {worst:.6g}"
+            f"floating-point step exceeds 2^-8 of the noise and the noise is lost in rounding), got {worst:.6g}",
+            parameter=name
         )
     return x
 
@@ -437,7 +438,7 @@ def _analytic_sigma(epsilon: float, delta: float, sensitivity: float) -> float:
     if math.isnan(over(math.exp(lo))) or math.isnan(over(math.exp(hi))):  # the profile overflows double precision
         raise InvalidParameterError(
             f"epsilon={epsilon:g}, delta={delta:g}: outside the range where the analytic Gaussian calibration can be "
-            "computed in double precision; use a smaller epsilon"
+            "computed in double precision; use a smaller epsilon", parameter="epsilon"
         )
     root = float(optimize.brentq(lambda ls: over(math.exp(ls)), lo, hi, xtol=1e-15, rtol=4 * np.finfo(float).eps))
     sigma = math.exp(root)
@@ -521,7 +522,7 @@ class GaussianMechanism(AdditiveMechanism):
             if eps >= 1.0:
                 raise InvalidParameterError(
                     f"epsilon must lie in (0, 1) for the classic Gaussian calibration (Dwork & Roth Thm A.1), "
-                    f"got {eps:g}; use calibration='analytic' for any epsilon > 0"
+                    f"got {eps:g}; use calibration='analytic' for any epsilon > 0", parameter="epsilon"
                 )
             sigma = math.sqrt(2.0 * math.log(1.25 / dlt)) * sens / eps
         else:

@@ -103,12 +103,13 @@ def _steps(domain: Domain, unit: str | None) -> NDArray[np.float64]:
         if unit == "m":
             return domain.neighbour_steps()
         if isinstance(domain, Sites) or unit == "steps":
-            raise InvalidParameterError(f"unit must be 'm' for this {type(domain).__name__} with lengths, got {unit!r}")
+            raise InvalidParameterError(f"unit must be 'm' for this {type(domain).__name__} with lengths, got {unit!r}",
+                                        parameter="unit")
         return np.ones(len(domain.neighbours()))
     if unit == "m":
         raise InvalidParameterError(
             f"unit='m' needs pairs with lengths in metres, but this {type(domain).__name__} has none; use "
-            "unit='steps', or relation_sensitivity with Relation.move(alpha, unit='m') on coordinates"
+            "unit='steps', or relation_sensitivity with Relation.move(alpha, unit='m') on coordinates", parameter="unit"
         )
     return domain.neighbour_steps()
 
@@ -284,7 +285,7 @@ def condition_lower_bound(model: LinearModel | ArrayLike, *, alpha: float = 1.0,
     model = _as_model(model)
     alpha = check_real("alpha", alpha, low=0.0)
     if variant not in ("thesis", "paper"):
-        raise InvalidParameterError(f"variant must be 'thesis' or 'paper', got {variant!r}")
+        raise InvalidParameterError(f"variant must be 'thesis' or 'paper', got {variant!r}", parameter="variant")
     m, n = model.shape
     kappa = condition_number(model)
     value = alpha / kappa if variant == "thesis" else 1.0 / (kappa * math.sqrt(n))
@@ -314,7 +315,7 @@ def graph_spectral_bound(model: GraphDiffusion, *, alpha: float = 1.0, unit: str
     (0.9228, True)
     """
     if not is_instance(model, "dpcloak.models.graph", "GraphDiffusion"):
-        raise InvalidParameterError(f"model must be a GraphDiffusion, got {type(model).__name__}")
+        raise InvalidParameterError(f"model must be a GraphDiffusion, got {type(model).__name__}", parameter="model")
     alpha = check_real("alpha", alpha, low=0.0)
     if model.eigenvectors is None or model.eigenvalues is None:
         raise InvalidParameterError(
@@ -460,7 +461,8 @@ class Relation:
             return
         if self.unit is None:
             raise InvalidParameterError(
-                f"relation unit must be given for alpha: 'm' or 'hops', got alpha={self.alpha!r} without a unit"
+                f"relation unit must be given for alpha: 'm' or 'hops', got alpha={self.alpha!r} without a unit",
+                parameter="relation"
             )
         check_choice("relation unit", self.unit, RELATION_UNITS)
         object.__setattr__(self, "alpha", check_real("relation alpha", self.alpha, low=0.0))
@@ -553,7 +555,7 @@ def _pairs_within(domain: Domain, alpha: float, unit: str) -> NDArray[np.intp]:
         if unit == "m" and not _has_lengths(domain):
             raise InvalidParameterError(
                 f"unit='m' needs source coordinates or edge lengths in metres; this {type(domain).__name__} has "
-                "neither (use unit='hops')"
+                "neither (use unit='hops')", parameter="unit"
             )
         dist = domain.distances() if unit == "m" else _hop_distances(domain)
         reach = alpha * (1.0 + domain.size * 2.0**-52) if unit == "m" else alpha
@@ -564,7 +566,7 @@ def _pairs_within(domain: Domain, alpha: float, unit: str) -> NDArray[np.intp]:
         raise InvalidParameterError(
             f"relation alpha={alpha:g} {unit} is smaller than the smallest distance between two source locations "
             f"({smallest:.6g} {unit}): no move is possible, so the relation would protect nothing; choose alpha >= "
-            f"{smallest!r} {unit} or the add-remove relation"
+            f"{smallest!r} {unit} or the add-remove relation", parameter="relation"
         )
     return pairs
 
@@ -601,9 +603,9 @@ def relation_sensitivity(model: LinearModel, relation: Relation) -> float:
     1.0
     """
     if not isinstance(model, LinearModel):
-        raise InvalidParameterError(f"model must be a LinearModel, got {type(model).__name__}")
+        raise InvalidParameterError(f"model must be a LinearModel, got {type(model).__name__}", parameter="model")
     if not isinstance(relation, Relation):
-        raise InvalidParameterError(f"relation must be a Relation, got {type(relation).__name__}")
+        raise InvalidParameterError(f"relation must be a Relation, got {type(relation).__name__}", parameter="relation")
     values = []
     if relation.kind != "add-remove":
         assert relation.alpha is not None and relation.unit is not None  # validated by Relation

@@ -167,7 +167,7 @@ def heat_event_sensitivity(model: HeatModel, *, window: float, cooling: float = 
     """
     if not isinstance(model, HeatKernel1D | HeatKernel2D | KroneckerHeatKernel2D):
         raise InvalidParameterError(f"model must be a heat model (dpcloak.models.heat_kernel_1d or heat_kernel_2d), "
-                                    f"got {type(model).__name__}")
+                                    f"got {type(model).__name__}", parameter="model")
     tau = check_real("window", window, low=0.0)
     lam = check_real("cooling", cooling, low=0.0, low_inclusive=True)
     k = check_int("events", events, minimum=1)
@@ -177,11 +177,12 @@ def heat_event_sensitivity(model: HeatModel, *, window: float, cooling: float = 
     if horizon is None and getattr(model, "walls", None) is not None:
         raise InvalidParameterError(
             "horizon must be given for a model with walls: heat stays in a closed room, so the readings' shift "
-            "does not die out without heat loss and the tail bound here is for free space")
+            "does not die out without heat loss and the tail bound here is for free space", parameter="horizon")
     if horizon is None and lam == 0.0 and isinstance(model, HeatKernel1D):
         raise InvalidParameterError(
             "cooling must be > 0 when horizon is None: without heat loss the 1-D heat kernel's squared peak decays "
-            "like 1/lag and the sum over an unbounded stream diverges; give a horizon (windows) or a cooling rate")
+            "like 1/lag and the sum over an unbounded stream diverges; give a horizon (windows) or a cooling rate",
+            parameter="cooling")
     if horizon is not None:
         total = check_int("horizon", horizon, minimum=span, maximum=_MAX_LAGS)
     else:
@@ -201,7 +202,8 @@ def heat_event_sensitivity(model: HeatModel, *, window: float, cooling: float = 
             break
         total *= 2
         if total > _MAX_LAGS:
-            raise InvalidParameterError(f"rtol={tol:g} is not reached within 2^22 lags; use a larger rtol")
+            raise InvalidParameterError(f"rtol={tol:g} is not reached within 2^22 lags; use a larger rtol",
+                                        parameter="rtol")
     per_reading = float(np.sqrt(np.einsum("ji,ji->i", kernels[0], kernels[0]).max()))
     return SpaceTimeSensitivity(sensitivity=math.sqrt(partial + tail), partial=partial, tail_bound=tail, lags=total,
                                 per_reading=per_reading, worst_source=int(np.argmax(squares)), events=k, period=p)

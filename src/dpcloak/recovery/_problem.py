@@ -33,11 +33,12 @@ def box_bounds(bounds: Any, n: int) -> tuple[NDArray[np.float64], NDArray[np.flo
     the linear function ``Σ f``); ``upper`` may be ``None`` or ``inf`` and must exceed ``lower``.
     """
     if not isinstance(bounds, tuple | list) or len(bounds) != 2:
-        raise InvalidParameterError(f"bounds must be a pair (lower, upper), got {bounds!r}")
+        raise InvalidParameterError(f"bounds must be a pair (lower, upper), got {bounds!r}", parameter="bounds")
     lower, upper = bounds
     lo_arr = check_array("bounds[0]", np.atleast_1d(lower), ndim=1, nonnegative=True)
     if lo_arr.size not in (1, n):
-        raise InvalidParameterError(f"bounds[0] must be a scalar or have length {n}, got {lo_arr.size} values")
+        raise InvalidParameterError(f"bounds[0] must be a scalar or have length {n}, got {lo_arr.size} values",
+                                    parameter="bounds[0]")
     lo = np.broadcast_to(lo_arr, (n,)).astype(float)
     if upper is None:
         hi = np.full(n, np.inf)
@@ -45,14 +46,17 @@ def box_bounds(bounds: Any, n: int) -> tuple[NDArray[np.float64], NDArray[np.flo
         try:
             up = np.asarray(upper, dtype=float)
         except (TypeError, ValueError):
-            raise InvalidParameterError(f"bounds[1] must be a number, an array or None, got {upper!r}") from None
+            raise InvalidParameterError(f"bounds[1] must be a number, an array or None, got {upper!r}",
+                                        parameter="bounds[1]") from None
         if np.any(np.isnan(up)) or np.any(up == -np.inf):
-            raise InvalidParameterError(f"bounds[1] must be a number or +inf, got {upper!r}")
+            raise InvalidParameterError(f"bounds[1] must be a number or +inf, got {upper!r}", parameter="bounds[1]")
         if up.ndim not in (0, 1) or (up.ndim == 1 and up.size != n):
-            raise InvalidParameterError(f"bounds[1] must be a scalar or have length {n}, got shape {up.shape}")
+            raise InvalidParameterError(f"bounds[1] must be a scalar or have length {n}, got shape {up.shape}",
+                                        parameter="bounds[1]")
         hi = np.broadcast_to(up, (n,)).astype(float)
     if np.any(hi <= lo):
         raise InvalidParameterError(
-            f"bounds must satisfy lower < upper for every location; got lower={lower!r}, upper={upper!r}"
+            f"bounds must satisfy lower < upper for every location; got lower={lower!r}, upper={upper!r}",
+            parameter="bounds"
         )
     return lo, hi

@@ -407,7 +407,8 @@ def compress(model: LinearModel, *, rtol: float = DEFAULT_RTOL) -> CompressedMod
     True
     """
     if not isinstance(model, LinearModel):
-        raise InvalidParameterError(f"model must be a dpcloak LinearModel, got {type(model).__name__}")
+        raise InvalidParameterError(f"model must be a dpcloak LinearModel, got {type(model).__name__}",
+                                    parameter="model")
     rtol = check_real("rtol", rtol, low=0.0, high=1.0)
     with _cache_lock:
         known = _by_model.get(model, {}).get(rtol)

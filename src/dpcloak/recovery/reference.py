@@ -72,7 +72,8 @@ def bpdn_cvxpy(
     cp = import_cvxpy()
     if solver not in cp.installed_solvers():
         raise InvalidParameterError(
-            f"cvxpy_solver must be one of the installed CVXPY solvers {cp.installed_solvers()}, got {solver!r}"
+            f"cvxpy_solver must be one of the installed CVXPY solvers {cp.installed_solvers()}, got {solver!r}",
+            parameter="cvxpy_solver"
         )
     n = matrix.shape[1]
     f = cp.Variable(n)

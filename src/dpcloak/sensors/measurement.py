@@ -65,7 +65,7 @@ def check_unit(name: str, unit: object) -> str:
     """
     if not isinstance(unit, str) or not unit.strip() or "\n" in unit or len(unit) > 40:
         raise InvalidParameterError(f"{name} must be a non-empty unit label of at most 40 characters such as "
-                                    f"'people' or 'µg/m³', got {unit!r}")
+                                    f"'people' or 'µg/m³', got {unit!r}", parameter=name)
     return unit.strip()
 
 
@@ -96,7 +96,8 @@ def expected_absolute_noise(mechanism: CountMechanism) -> float:
         return _laplace_abs(float(mechanism.scale)) * mechanism.resolution
     if isinstance(mechanism, DiscreteGaussianMechanism):
         return _gaussian_moments(float(mechanism.sigma2))[0] * mechanism.resolution
-    raise InvalidParameterError(f"mechanism must be an exact discrete mechanism, got {type(mechanism).__name__}")
+    raise InvalidParameterError(f"mechanism must be an exact discrete mechanism, got {type(mechanism).__name__}",
+                                parameter="mechanism")
 
 
 def noise_std(mechanism: CountMechanism) -> float:
@@ -114,7 +115,8 @@ def noise_std(mechanism: CountMechanism) -> float:
         return math.sqrt(2.0 * q) / (1.0 - q) * mechanism.resolution
     if isinstance(mechanism, DiscreteGaussianMechanism):
         return math.sqrt(_gaussian_moments(float(mechanism.sigma2))[1]) * mechanism.resolution
-    raise InvalidParameterError(f"mechanism must be an exact discrete mechanism, got {type(mechanism).__name__}")
+    raise InvalidParameterError(f"mechanism must be an exact discrete mechanism, got {type(mechanism).__name__}",
+                                parameter="mechanism")
 
 
 def count_mechanism(*, epsilon: float, delta: float, max_count_per_person: int, n_sensors: int,
@@ -158,7 +160,8 @@ def count_mechanism(*, epsilon: float, delta: float, max_count_per_person: int, 
     if noise == "laplace" or (dlt == 0.0 and noise == "best"):
         return laplace
     if dlt == 0.0:
-        raise InvalidParameterError("noise='gaussian' needs delta > 0 (the discrete Gaussian is not pure ε-DP)")
+        raise InvalidParameterError("noise='gaussian' needs delta > 0 (the discrete Gaussian is not pure ε-DP)",
+                                    parameter="noise")
     gauss = DiscreteGaussianMechanism(epsilon=eps, delta=dlt, sensitivity=float(c), dimension=m, neighbouring=unit,
                                       integer_inputs=True)
     if noise == "gaussian":

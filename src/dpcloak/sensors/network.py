@@ -49,7 +49,8 @@ def _check_range(reading_range: Any) -> tuple[float, float | None]:
     try:
         low, high = reading_range
     except (TypeError, ValueError):
-        raise InvalidParameterError(f"reading_range must be a pair (low, high), got {reading_range!r}") from None
+        raise InvalidParameterError(f"reading_range must be a pair (low, high), got {reading_range!r}",
+                                    parameter="reading_range") from None
     lo = check_real("reading_range[0]", low)
     if high is None:
         return lo, None
@@ -186,14 +187,15 @@ class SensorNetwork:
         ledger: str | PathLike[str] | None = None,
     ) -> None:
         if not isinstance(model, LinearModel):
-            raise InvalidParameterError(f"model must be a LinearModel, got {type(model).__name__}")
+            raise InvalidParameterError(f"model must be a LinearModel, got {type(model).__name__}", parameter="model")
         self.measurement = check_choice("measurement", measurement, MEASUREMENTS)
         self.reading_unit = check_unit("reading_unit", reading_unit)
         self.source_unit = self.reading_unit if source_unit is None else check_unit("source_unit", source_unit)
         try:
             eps_total, delta_total = budget
         except (TypeError, ValueError):
-            raise InvalidParameterError(f"budget must be a pair (epsilon_total, delta_total), got {budget!r}") from None
+            raise InvalidParameterError(f"budget must be a pair (epsilon_total, delta_total), got {budget!r}",
+                                        parameter="budget") from None
         self.budget = (check_real("budget epsilon", eps_total, low=0.0), check_probability("budget delta", delta_total))
         self.reading_range = _check_range(reading_range)
         self.model = model
@@ -210,10 +212,11 @@ class SensorNetwork:
         else:
             if not isinstance(relation, Relation):
                 raise InvalidParameterError(f"relation must be a Relation for measurement='field' (what the model's "
-                                            f"sensitivity protects), got {type(relation).__name__}")
+                                            f"sensitivity protects), got {type(relation).__name__}",
+                                            parameter="relation")
             if max_count_per_person != 1:
                 raise InvalidParameterError(f"max_count_per_person is for measurement='counts', got "
-                                            f"{max_count_per_person!r} with 'field'")
+                                            f"{max_count_per_person!r} with 'field'", parameter="max_count_per_person")
             self.relation = relation
             self.max_count_per_person = None
             self.declared_delta = delta
@@ -245,17 +248,18 @@ class SensorNetwork:
         if relation is not None:
             raise InvalidParameterError(
                 "relation is for measurement='field'; a counts network protects one person's contribution (at most "
-                f"max_count_per_person counts per window), got relation={relation.describe()!r}")
+                f"max_count_per_person counts per window), got relation={relation.describe()!r}", parameter="relation")
         if resolution not in (None, 1.0):
             raise InvalidParameterError(f"resolution must be 1 for measurement='counts' (counts are integers), got "
-                                        f"{resolution!r}")
+                                        f"{resolution!r}", parameter="resolution")
         m, n = model.shape
         if m != n or not np.array_equal(model.todense(), np.eye(m)):
             raise InvalidParameterError("a counts network's model must be the identity (each site's map value is "
                                         "its own count); build it with SensorNetwork.from_coordinates")
         low, high = self.reading_range
         if not float(low).is_integer() or (high is not None and not float(high).is_integer()):
-            raise InvalidParameterError(f"reading_range must have integer ends for counts, got {self.reading_range!r}")
+            raise InvalidParameterError(f"reading_range must have integer ends for counts, got {self.reading_range!r}",
+                                        parameter="reading_range")
         self.relation = None
         self.declared_delta = check_probability("delta", delta, open_low=False)
         self.max_count_per_person = check_int("max_count_per_person", max_count_per_person, minimum=1)
@@ -358,7 +362,7 @@ class SensorNetwork:
         if diffusion is None:
             raise InvalidParameterError("diffusion (m²) is required for measurement='field': heat spreads about "
                                         "sqrt(2 x diffusion) metres (choose_diffusion_time picks it from public "
-                                        "history)")
+                                        "history)", parameter="diffusion")
         spec = ModelSpec(kind=model, diffusion=diffusion, graph=graph, k=k, sources=sources, spacing=spacing,
                          margin=margin, room=room)
         return cls(build_model(layout.positions, spec), spec=spec, **common)
@@ -534,7 +538,8 @@ class SensorNetwork:
         if self.measurement == "counts" and values.size and not np.all(values == np.rint(values)):
             bad = float(values[values != np.rint(values)][0])
             raise InvalidParameterError(f"readings of a counts network must be whole counts of {self.reading_unit}, "
-                                        f"got {bad!r} (a diffusing quantity is measurement='field')")
+                                        f"got {bad!r} (a diffusing quantity is measurement='field')",
+                                        parameter="readings")
 
     def _clip(self, values: NDArray[np.float64]) -> NDArray[np.float64]:
         low, high = self.reading_range
@@ -572,18 +577,20 @@ class SensorNetwork:
         if rng is not None and not simulation:
             raise InvalidParameterError(
                 "rng fixes the noise, which is not secure for a release; leave rng=None (OS CSPRNG), or pass "
-                "simulation=True for experiments"
+                "simulation=True for experiments", parameter="rng"
             )
         try:
             y = np.array(readings, dtype=float)
         except (TypeError, ValueError, OverflowError):
-            raise InvalidParameterError("readings must be numbers (NaN for a missing reading)") from None
+            raise InvalidParameterError("readings must be numbers (NaN for a missing reading)",
+                                        parameter="readings") from None
         check_exact_doubles(readings, y, name="readings")
         if y.ndim not in (1, 2) or y.shape[-1] != self.n_sensors:
             raise InvalidParameterError(f"readings must have shape ({self.n_sensors},) or (k, {self.n_sensors}), "
-                                        f"got {y.shape}")
+                                        f"got {y.shape}", parameter="readings")
         if np.any(np.isinf(y)):
-            raise InvalidParameterError("readings must be finite numbers or NaN (missing); got an infinite value")
+            raise InvalidParameterError("readings must be finite numbers or NaN (missing); got an infinite value",
+                                        parameter="readings")
         rows = np.atleast_2d(y)
         present = ~np.isnan(rows)
         self._check_counts(rows[present])
@@ -649,7 +656,7 @@ class SensorNetwork:
         mask = np.asarray(present)
         if mask.dtype != bool or mask.shape != (self.n_sensors,) or not mask.any():
             raise InvalidParameterError(f"present must be a boolean array of shape ({self.n_sensors},) with at "
-                                        f"least one True, got {mask.dtype} of shape {mask.shape}")
+                                        f"least one True, got {mask.dtype} of shape {mask.shape}", parameter="present")
         key = np.packbits(mask).tobytes()
         if self._rows is None or self._rows[0] != key:
             self._rows = (key, DenseModel(self.dense_model()[mask], domain=self.model.domain))

@@ -105,7 +105,8 @@ def save_maps(
         raise InvalidParameterError("results must hold at least one map")
     names = list(labels) if labels is not None else [""] * len(results)
     if len(names) != len(results):
-        raise InvalidParameterError(f"labels must have one entry per map ({len(results)}), got {len(names)}")
+        raise InvalidParameterError(f"labels must have one entry per map ({len(results)}), got {len(names)}",
+                                    parameter="labels")
     cols = min(columns, len(results))
     rows = math.ceil(len(results) / cols)
     fig = Figure(figsize=(max(6.0, 3.2 * cols), max(4.5, 3.0 * rows + 0.6)), layout="constrained")

@@ -121,9 +121,11 @@ def _inputs(private_readings: ArrayLike, present: ArrayLike | None, uncertainty_
     try:
         y = np.asarray(private_readings, dtype=float)
     except (TypeError, ValueError):
-        raise InvalidParameterError("private_readings must be numbers (NaN for a missing sensor)") from None
+        raise InvalidParameterError("private_readings must be numbers (NaN for a missing sensor)",
+                                    parameter="private_readings") from None
     if y.shape != (m,):
-        raise InvalidParameterError(f"private_readings must have shape ({m},), got {y.shape}")
+        raise InvalidParameterError(f"private_readings must have shape ({m},), got {y.shape}",
+                                    parameter="private_readings")
     return y, _present(y, present, m), check_int("uncertainty_draws", uncertainty_draws, minimum=0)
 
 
@@ -147,9 +149,10 @@ def _present(y: NDArray[np.float64], present: ArrayLike | None, m: int) -> NDArr
         mask = np.asarray(present)
         if mask.dtype != bool or mask.shape != (m,):
             raise InvalidParameterError(f"present must be a boolean array of shape ({m},), got {mask.dtype} "
-                                        f"of shape {mask.shape}")
+                                        f"of shape {mask.shape}", parameter="present")
         if not np.all(np.isfinite(y[mask])):
-            raise InvalidParameterError("private_readings must be finite at every present sensor")
+            raise InvalidParameterError("private_readings must be finite at every present sensor",
+                                        parameter="private_readings")
     if not mask.any():
         raise InvalidParameterError("no sensor is present: nothing to recover from")
     return mask

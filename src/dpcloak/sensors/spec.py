@@ -102,14 +102,15 @@ class ModelSpec:
         if self.sources == "grid":
             object.__setattr__(self, "spacing", check_real("spacing", self.spacing, low=0.0))
         elif self.spacing is not None:
-            raise InvalidParameterError(f"spacing is for sources='grid', got spacing={self.spacing!r} with sensors")
+            raise InvalidParameterError(f"spacing is for sources='grid', got spacing={self.spacing!r} with sensors",
+                                        parameter="spacing")
         if self.kind == "graph" and self.sources != "sensors":
             raise InvalidParameterError("the graph model's sources are its nodes: use sources='sensors'")
         if self.room is not None:
             if self.margin != 0.0:
                 raise InvalidParameterError("give either room (the floor) or margin (around the sensors), not both")
             if self.kind == "graph":
-                raise InvalidParameterError("room is for the heat models (grid sources, walls)")
+                raise InvalidParameterError("room is for the heat models (grid sources, walls)", parameter="room")
             object.__setattr__(self, "room", _check_box(self.room))
 
     def to_dict(self) -> dict[str, Any]:
@@ -145,7 +146,8 @@ class ModelSpec:
         inside = (positions[:, 0] >= x0) & (positions[:, 0] <= x1) & (positions[:, 1] >= y0) & (positions[:, 1] <= y1)
         if not inside.all():
             bad = positions[~inside][0]
-            raise InvalidParameterError(f"sensors must lie inside room {self.room}; got one at {tuple(bad.tolist())}")
+            raise InvalidParameterError(f"sensors must lie inside room {self.room}; got one at {tuple(bad.tolist())}",
+                                        parameter="sensors")
         return self.room
 
 
@@ -155,7 +157,8 @@ def _check_box(box: Any) -> tuple[tuple[float, float], tuple[float, float]]:
     except (TypeError, ValueError):
         arr = np.zeros(0)
     if arr.shape != (2, 2) or not np.all(np.isfinite(arr)) or not np.all(arr[:, 1] > arr[:, 0]):
-        raise InvalidParameterError(f"room must be ((x0, x1), (y0, y1)) in metres with x1 > x0, y1 > y0, got {box!r}")
+        raise InvalidParameterError(f"room must be ((x0, x1), (y0, y1)) in metres with x1 > x0, y1 > y0, got {box!r}",
+                                    parameter="room")
     return (float(arr[0, 0]), float(arr[0, 1])), (float(arr[1, 0]), float(arr[1, 1]))
 
 
@@ -172,7 +175,7 @@ def grid_sites(floor: tuple[tuple[float, float], tuple[float, float]], spacing: 
     if nx_ * ny > MAX_GRID_SOURCES:
         raise InvalidParameterError(
             f"spacing={spacing:g} m gives {nx_ * ny} grid sources over a {x1 - x0:.0f} m x {y1 - y0:.0f} m box; "
-            f"at most {MAX_GRID_SOURCES} are supported: use a larger spacing"
+            f"at most {MAX_GRID_SOURCES} are supported: use a larger spacing", parameter="spacing"
         )
     cx = x0 + ((x1 - x0) - nx_ * spacing) / 2 + (np.arange(nx_) + 0.5) * spacing
     cy = y0 + ((y1 - y0) - ny * spacing) / 2 + (np.arange(ny) + 0.5) * spacing

@@ -210,19 +210,21 @@ def choose_diffusion_time(
     """
     cand = [check_real("candidates", c, low=0.0) for c in candidates]
     if not cand:
-        raise InvalidParameterError("candidates must hold at least one value")
+        raise InvalidParameterError("candidates must hold at least one value", parameter="candidates")
     limit = check_real("threshold", threshold, low=0.0)
     hist = np.asarray(history, dtype=float)
     if hist.ndim != 2 or hist.shape[1] < 2:
-        raise InvalidParameterError(f"history must have shape (k, m) with m >= 2 sensors, got {hist.shape}")
+        raise InvalidParameterError(f"history must have shape (k, m) with m >= 2 sensors, got {hist.shape}",
+                                    parameter="history")
     if np.any(np.isinf(hist)):
-        raise InvalidParameterError("history must be finite numbers or NaN (missing)")
+        raise InvalidParameterError("history must be finite numbers or NaN (missing)", parameter="history")
     usable = hist[np.sum(np.isfinite(hist), axis=1) >= 2]
     if len(usable) == 0:
-        raise InvalidParameterError("history has no period where at least 2 sensors reported")
+        raise InvalidParameterError("history has no period where at least 2 sensors reported", parameter="history")
     check_array("history", np.nan_to_num(usable), nonnegative=True)
     if not np.any(np.nan_to_num(usable)):
-        raise InvalidParameterError("history is all zero: it cannot tell diffusion parameters apart")
+        raise InvalidParameterError("history is all zero: it cannot tell diffusion parameters apart",
+                                    parameter="history")
     extent = _extent(build(cand[0]), positions)
     wide = [c for c in cand if extent is not None and np.sqrt(2 * c) > extent]
     kept = [c for c in cand if c not in wide]

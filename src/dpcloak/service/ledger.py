@@ -166,7 +166,7 @@ class SensorLedger(Ledger):
         def make() -> dict[str, Any]:
             if entry.window in self._entries:
                 raise InvalidParameterError(f"sensor {self.sensor} already released a reading for window "
-                                            f"{entry.window}")
+                                            f"{entry.window}", parameter="sensor")
             if self._per_period.get(entry.period, 0) >= limit:
                 raise _PeriodFull
             return {"window": entry.window, "period": entry.period, "report_id": entry.report_id,

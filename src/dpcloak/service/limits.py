@@ -66,9 +66,9 @@ class SensorRateLimit:
     def __init__(self, n_sensors: int, *, rate: float, burst: int,
                  clock: Callable[[], float] = time.monotonic) -> None:
         if not (math.isfinite(rate) and rate > 0):
-            raise InvalidParameterError(f"rate must be a finite number > 0, got {rate!r}")
+            raise InvalidParameterError(f"rate must be a finite number > 0, got {rate!r}", parameter="rate")
         if int(burst) < 1:
-            raise InvalidParameterError(f"burst must be >= 1, got {burst!r}")
+            raise InvalidParameterError(f"burst must be >= 1, got {burst!r}", parameter="burst")
         self.rate, self.burst, self.clock = float(rate), int(burst), clock
         now = clock()
         self._tokens = [float(burst)] * int(n_sensors)

@@ -236,7 +236,8 @@ class SensorNode:
                 f"(fingerprint {credential.fingerprint[:12]}…), not {deployment.deployment_id} "
                 f"(fingerprint {deployment.fingerprint[:12]}…)")
         if not 0 <= credential.sensor < deployment.n_sensors:
-            raise InvalidParameterError(f"sensor must be in [0, {deployment.n_sensors - 1}], got {credential.sensor}")
+            raise InvalidParameterError(f"sensor must be in [0, {deployment.n_sensors - 1}], got {credential.sensor}",
+                                        parameter="sensor")
         self.deployment = deployment
         self.credential = credential
         self.sensor = credential.sensor
@@ -275,16 +276,20 @@ class SensorNode:
         now = self.clock()
         w = dep.window_at(now) if window is None else int(window)
         if w < 0:
-            raise InvalidParameterError(f"window must be >= 0 (the deployment starts at {dep.start}), got {w}")
+            raise InvalidParameterError(f"window must be >= 0 (the deployment starts at {dep.start}), got {w}",
+                                        parameter="window")
         latest = dep.latest_window(now)
         if w > latest:
             raise InvalidParameterError(f"window must be at most {latest} (the node's clock {now:.3f} plus the "
-                                        f"stated skew of {dep.clock_skew_seconds:g} s), got {w}; nothing released")
+                                        f"stated skew of {dep.clock_skew_seconds:g} s), got {w}; nothing released",
+                                        parameter="window")
         if self.ledger.entry(w) is not None:
-            raise InvalidParameterError(f"sensor {self.sensor} already released a reading for window {w}")
+            raise InvalidParameterError(f"sensor {self.sensor} already released a reading for window {w}",
+                                        parameter="sensor")
         if w <= self._last_window:
             raise InvalidParameterError(f"window must be after window {self._last_window}, the last this sensor "
-                                        f"released (windows only move forward), got {w}; nothing released")
+                                        f"released (windows only move forward), got {w}; nothing released",
+                                        parameter="window")
         if not dep.is_release_window(w):
             nxt = dep.next_release_window(w)
             when = (f"the next release window is {nxt}, starting at {dep.window_start(nxt):.0f}" if nxt is not None
@@ -297,14 +302,15 @@ class SensorNode:
         if self.ledger.spent_in_period(period) >= limit:
             raise BudgetExceededError(f"sensor {self.sensor} has released {limit} readings in budget period {period} "
                                       f"(the most its budget epsilon={dep.sensor_network.budget[0]:g} per period "
-                                      "allows); nothing released")
+                                      "allows); nothing released", parameter="sensor")
         noisy = float(dep.network_for_period(period).privatize_reading(self.sensor, value))
         report_id = secrets.token_hex(16)
         mac = sign_report(self.credential.key, deployment_id=dep.deployment_id, fingerprint=dep.fingerprint,
                           sensor=self.sensor, window=w, report_id=report_id, value=noisy)
         entry = LedgerEntry(window=w, period=period, report_id=report_id, value=noisy, mac=mac, acknowledged=False)
         if not self.ledger.record(entry, limit=limit):
-            raise BudgetExceededError(f"sensor {self.sensor}: budget period {period} filled up concurrently")
+            raise BudgetExceededError(f"sensor {self.sensor}: budget period {period} filled up concurrently",
+                                      parameter="sensor")
         self._last_window = w
         return entry
 

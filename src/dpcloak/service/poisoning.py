@@ -70,7 +70,7 @@ def log_tail(sigma2: Fraction | float, cells: int) -> float:
     """
     s2 = float(sigma2)
     if not (math.isfinite(s2) and s2 > 0):
-        raise InvalidParameterError(f"sigma2 must be a finite number > 0, got {sigma2!r}")
+        raise InvalidParameterError(f"sigma2 must be a finite number > 0, got {sigma2!r}", parameter="sigma2")
     t = int(cells)
     if t < 0:
         return 0.0
@@ -96,7 +96,7 @@ def tail_cells(sigma2: Fraction | float, target: float = FALSE_REJECTION) -> int
     (9, 92)
     """
     if not 0.0 < target < 1.0:
-        raise InvalidParameterError(f"target must be in (0, 1), got {target!r}")
+        raise InvalidParameterError(f"target must be in (0, 1), got {target!r}", parameter="target")
     log_target = math.log(target)
     s = math.sqrt(float(sigma2))
     hi = max(1, math.ceil(s * math.sqrt(2 * math.log(2 / target))) + 1)  # P(|Y|>t) ≤ 2e^{-t²/2σ²}·(1+1/σ)-ish

@@ -82,17 +82,19 @@ def check_support(low: ArrayLike, high: ArrayLike) -> tuple[NDArray[np.float64],
     lo = check_array("low", low, dtype=float)
     hi = check_array("high", high, dtype=float)
     if lo.ndim > 1 or hi.ndim > 1:
-        raise InvalidParameterError(f"low and high must be scalars or 1-D, got shapes {lo.shape} and {hi.shape}")
+        raise InvalidParameterError(f"low and high must be scalars or 1-D, got shapes {lo.shape} and {hi.shape}",
+                                    parameter="low")
     try:
         lo, hi = np.broadcast_arrays(lo, hi)
     except ValueError:
-        raise InvalidParameterError(f"low and high must have the same length, got {lo.shape} and {hi.shape}") from None
+        raise InvalidParameterError(f"low and high must have the same length, got {lo.shape} and {hi.shape}",
+                                    parameter="low") from None
     bad = np.flatnonzero(~(lo < hi))
     if bad.size:
         i = int(bad[0])
         raise InvalidParameterError(
             f"low must be < high (a support of positive width), "
-            f"got low={float(lo.flat[i]):g} >= high={float(hi.flat[i]):g}"
+            f"got low={float(lo.flat[i]):g} >= high={float(hi.flat[i]):g}", parameter="low"
         )
     return np.array(lo, dtype=float), np.array(hi, dtype=float)
 
@@ -242,7 +244,8 @@ class BoundedOptimalNoise:
     # ----------------------------------------------------------------- distribution
     def _check_last_axis(self, name: str, arr: NDArray[np.float64]) -> None:
         if self.vector and (arr.ndim == 0 or arr.shape[-1] != self.m):
-            raise InvalidParameterError(f"{name} must have last axis of length m={self.m}, got shape {arr.shape}")
+            raise InvalidParameterError(f"{name} must have last axis of length m={self.m}, got shape {arr.shape}",
+                                        parameter=name)
 
     def marginal_pdf(self, w: ArrayLike) -> NDArray[np.float64]:
         """Per-coordinate densities (same shape as ``w``; last axis = coordinates in vector mode)."""

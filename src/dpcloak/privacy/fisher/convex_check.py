@@ -99,7 +99,7 @@ def solve_discretised_problem2(*, low: float, high: float, n_points: int = 100,
     lo = check_real("low", low)
     hi = check_real("high", high)
     if not lo < hi:
-        raise InvalidParameterError(f"low must be < high, got low={lo:g}, high={hi:g}")
+        raise InvalidParameterError(f"low must be < high, got low={lo:g}, high={hi:g}", parameter="low")
     n = check_int("n_points", n_points, minimum=3)
     cp = _cvxpy()
     h = (hi - lo) / (n + 1)

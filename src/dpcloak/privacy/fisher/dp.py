@@ -73,7 +73,7 @@ READINGS = ("corrected", "published")
 def _weights(weights: ArrayLike) -> NDArray[np.float64]:
     c = check_vector("weights", weights)
     if not np.any(c != 0.0):
-        raise InvalidParameterError("weights must have at least one non-zero entry")
+        raise InvalidParameterError("weights must have at least one non-zero entry", parameter="weights")
     return c
 
 
@@ -81,7 +81,7 @@ def _box(low: float, high: float) -> tuple[float, float]:
     lo = check_real("low", low)
     hi = check_real("high", high)
     if not lo < hi:
-        raise InvalidParameterError(f"low must be < high, got low={lo:g}, high={hi:g}")
+        raise InvalidParameterError(f"low must be < high, got low={lo:g}, high={hi:g}", parameter="low")
     return lo, hi
 
 
@@ -172,9 +172,9 @@ def gaussian_dp_condition(*, epsilon: ArrayLike, delta: ArrayLike, theta: float,
     eps = np.asarray(epsilon, dtype=float)
     dlt = np.asarray(delta, dtype=float)
     if not (np.all(np.isfinite(eps)) and np.all(eps > 0)):
-        raise InvalidParameterError("epsilon must be finite and > 0")
+        raise InvalidParameterError("epsilon must be finite and > 0", parameter="epsilon")
     if not (np.all(dlt > 0) and np.all(dlt < 1)):
-        raise InvalidParameterError("delta must lie in (0, 1)")
+        raise InvalidParameterError("delta must lie in (0, 1)", parameter="delta")
     th = check_real("theta", theta, low=0.0)
     check_choice("reading", reading, READINGS)
     delta_q = weighted_average_sensitivity(weights=weights, low=low, high=high)
@@ -222,7 +222,8 @@ def residual_range(*, weights: ArrayLike, low: float, high: float, max_vertices:
     lo, hi = _box(low, high)
     limit = check_int("max_vertices", max_vertices, minimum=1)
     if 2**c.size > limit:
-        raise InvalidParameterError(f"weights has n={c.size} entries; 2^n vertices exceed max_vertices={limit}")
+        raise InvalidParameterError(f"weights has n={c.size} entries; 2^n vertices exceed max_vertices={limit}",
+                                    parameter="weights")
     proj = _residual_projector(c)
     verts = np.array(list(itertools.product((lo, hi), repeat=c.size)))
     a_max = float(np.max(np.sum((verts @ proj) ** 2, axis=1)))

@@ -244,7 +244,8 @@ class DynamicOptimalNoise:
         y = check_values(values)
         want = (self.horizon + 1, self.m)
         if y.ndim < 2 or y.shape[-2:] != want:
-            raise InvalidParameterError(f"values must have trailing shape {want} (T+1 steps, m outputs), got {y.shape}")
+            raise InvalidParameterError(f"values must have trailing shape {want} (T+1 steps, m outputs), got {y.shape}",
+                                        parameter="values")
         batch = y.shape[:-2]
         z = as_generator(rng).standard_normal((*batch, self.n)) @ self._chol.T
         return y + self.noise_trajectory(z)
@@ -254,7 +255,8 @@ class DynamicOptimalNoise:
         y = check_values(trajectory, name="trajectory")
         want = (self.horizon + 1, self.m)
         if y.ndim < 2 or y.shape[-2:] != want:
-            raise InvalidParameterError(f"trajectory must have trailing shape {want}, got {y.shape}")
+            raise InvalidParameterError(f"trajectory must have trailing shape {want}, got {y.shape}",
+                                        parameter="trajectory")
         flat = y.reshape((*y.shape[:-2], -1))
         return np.asarray(np.linalg.solve(self.gramian, (flat @ self.psi).T).T)
 

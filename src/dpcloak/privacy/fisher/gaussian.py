@@ -59,9 +59,9 @@ def check_matrix(name: str, value: ArrayLike, *, square: bool = False) -> NDArra
     if arr.ndim == 1:
         arr = arr[None, :]
     if arr.ndim != 2:
-        raise InvalidParameterError(f"{name} must be a matrix, got an array of shape {arr.shape}")
+        raise InvalidParameterError(f"{name} must be a matrix, got an array of shape {arr.shape}", parameter=name)
     if square and arr.shape[0] != arr.shape[1]:
-        raise InvalidParameterError(f"{name} must be square, got shape {arr.shape}")
+        raise InvalidParameterError(f"{name} must be square, got shape {arr.shape}", parameter=name)
     return arr
 
 
@@ -74,7 +74,8 @@ def psd_sqrt(matrix: NDArray[np.float64], *, inverse: bool = False, name: str = 
     eig, vec = np.linalg.eigh(0.5 * (matrix + matrix.T))
     if eig[-1] <= 0.0 or eig[0] <= 1e-12 * eig[-1]:
         raise InvalidParameterError(
-            f"{name} must be positive definite (invertible); its eigenvalues range over [{eig[0]:.3g}, {eig[-1]:.3g}]"
+            f"{name} must be positive definite (invertible); its eigenvalues range over [{eig[0]:.3g}, {eig[-1]:.3g}]",
+            parameter=name
         )
     power = -0.5 if inverse else 0.5
     return (vec * eig**power) @ vec.T
@@ -97,7 +98,8 @@ def problem3_objective(covariance: ArrayLike, *, query: ArrayLike, rho: float) -
     sigma = check_matrix("covariance", covariance, square=True)
     c = check_matrix("query", query)
     if c.shape[0] != sigma.shape[0]:
-        raise InvalidParameterError(f"query must have {sigma.shape[0]} rows to match covariance, got {c.shape}")
+        raise InvalidParameterError(f"query must have {sigma.shape[0]} rows to match covariance, got {c.shape}",
+                                    parameter="query")
     r = check_real("rho", rho, low=0.0)
     return float(np.trace(c.T @ np.linalg.solve(sigma, c)) + r * np.trace(sigma))
 
@@ -154,7 +156,8 @@ class GaussianOptimalNoise:
         gram = c @ c.T
         rank = int(np.linalg.matrix_rank(c))
         if rank < c.shape[0]:
-            raise InvalidParameterError(f"query must have full row rank {c.shape[0]}, got rank {rank}")
+            raise InvalidParameterError(f"query must have full row rank {c.shape[0]}, got rank {rank}",
+                                        parameter="query")
         root = psd_sqrt(gram, name="C C^T")
         self.rho: float | None = None
         self.theta: float | None = None
@@ -181,7 +184,8 @@ class GaussianOptimalNoise:
         if self.m == 1:
             return x + math.sqrt(float(self.covariance[0, 0])) * gen.standard_normal(x.shape)
         if x.ndim == 0 or x.shape[-1] != self.m:
-            raise InvalidParameterError(f"values must have last axis of length m={self.m}, got shape {x.shape}")
+            raise InvalidParameterError(f"values must have last axis of length m={self.m}, got shape {x.shape}",
+                                        parameter="values")
         return x + gen.standard_normal(x.shape) @ self._chol.T
 
     def fisher_information(self) -> FisherInformation:
@@ -205,7 +209,7 @@ class GaussianOptimalNoise:
     def objective(self) -> float:
         """Problem 3's cost ``Tr(CᵀΣ⁻¹C) + ϱ Tr Σ`` (needs ``rho``)."""
         if self.rho is None:
-            raise InvalidParameterError("objective() is Problem 3's cost: construct with rho")
+            raise InvalidParameterError("objective() is Problem 3's cost: construct with rho", parameter="objective")
         return problem3_objective(self.covariance, query=self.query, rho=self.rho)
 
     def guarantee(self) -> FisherGuarantee:

@@ -84,12 +84,13 @@ class FisherInformation:
     def __post_init__(self) -> None:
         matrix = check_array("matrix", self.matrix, ndim=2)
         if matrix.shape[0] != matrix.shape[1]:
-            raise InvalidParameterError(f"matrix must be square (k × k), got shape {matrix.shape}")
+            raise InvalidParameterError(f"matrix must be square (k × k), got shape {matrix.shape}", parameter="matrix")
         object.__setattr__(self, "matrix", matrix)
         object.__setattr__(self, "error_estimate", check_real("error_estimate", self.error_estimate, low=0.0,
                                                               low_inclusive=True))
         if not isinstance(self.source, str):
-            raise InvalidParameterError(f"source must be a string, got {type(self.source).__name__}")
+            raise InvalidParameterError(f"source must be a string, got {type(self.source).__name__}",
+                                        parameter="source")
 
     @property
     def trace(self) -> float:
@@ -214,7 +215,7 @@ def _support(low: float, high: float) -> tuple[float, float]:
     lo = check_real("low", low, allow_inf=True)
     hi = check_real("high", high, allow_inf=True)
     if not lo < hi:
-        raise InvalidParameterError(f"low must be < high, got low={lo:g}, high={hi:g}")
+        raise InvalidParameterError(f"low must be < high, got low={lo:g}, high={hi:g}", parameter="low")
     return lo, hi
 
 
@@ -306,7 +307,7 @@ def product_fisher_information(parts: Sequence[FisherInformation]) -> FisherInfo
     [[1.0, 0.0], [0.0, 4.0]]
     """
     if len(parts) == 0:
-        raise InvalidParameterError("parts must contain at least one FisherInformation")
+        raise InvalidParameterError("parts must contain at least one FisherInformation", parameter="parts")
     matrix = linalg.block_diag(*(p.matrix for p in parts))
     return FisherInformation(matrix=np.asarray(matrix, dtype=float),
                              error_estimate=float(sum(p.error_estimate for p in parts)),
@@ -340,7 +341,8 @@ def query_fisher_information(noise: FisherInformation, query: ArrayLike) -> Fish
         c = c[None, :]
     m = noise.matrix.shape[0]
     if c.ndim != 2 or c.shape[0] != m:
-        raise InvalidParameterError(f"query must have shape ({m}, n) to match the noise, got {c.shape}")
+        raise InvalidParameterError(f"query must have shape ({m}, n) to match the noise, got {c.shape}",
+                                    parameter="query")
     return FisherInformation(matrix=c.T @ noise.matrix @ c, error_estimate=noise.error_estimate * float(np.sum(c**2)),
                              source=f"C^T J C with J from: {noise.source}")
 

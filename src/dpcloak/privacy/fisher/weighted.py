@@ -67,7 +67,7 @@ def tilted_cos2_integral(*, tilt: float, low: float, high: float) -> float:
     """
     lo, hi = check_support(low, high)
     if lo.ndim != 0:
-        raise InvalidParameterError("low and high must be scalars")
+        raise InvalidParameterError("low and high must be scalars", parameter="low")
     k = check_real("tilt", tilt)
     width = float(hi - lo)
     omega = 2.0 * math.pi / width
@@ -114,9 +114,9 @@ class WeightedOptimalNoise:
     def __init__(self, *, low: float, high: float, weight: Scalar, weight_derivative: Scalar | None = None) -> None:
         lo, hi = check_support(low, high)
         if lo.ndim != 0:
-            raise InvalidParameterError("low and high must be scalars (Corollary 4 is for m = 1)")
+            raise InvalidParameterError("low and high must be scalars (Corollary 4 is for m = 1)", parameter="low")
         if not callable(weight):
-            raise InvalidParameterError(f"weight must be callable, got {type(weight).__name__}")
+            raise InvalidParameterError(f"weight must be callable, got {type(weight).__name__}", parameter="weight")
         self.low, self.high = float(lo), float(hi)
         self.width = self.high - self.low
         self.centre = 0.5 * (self.low + self.high)
@@ -129,7 +129,8 @@ class WeightedOptimalNoise:
         xv = check_real("x", x)
         p = float(self.weight(xv))
         if not p > 0.0:
-            raise InvalidParameterError(f"weight must be > 0 where the policy is evaluated; p({xv:g}) = {p:g}")
+            raise InvalidParameterError(f"weight must be > 0 where the policy is evaluated; p({xv:g}) = {p:g}",
+                                        parameter="weight")
         if self.weight_derivative is not None:
             dp = float(self.weight_derivative(xv))
         else:
@@ -194,7 +195,7 @@ def weighted_cost(policy: Policy, *, weight: Scalar, low: float, high: float, x_
     xl = check_real("x_low", x_low)
     xh = check_real("x_high", x_high)
     if not xl < xh:
-        raise InvalidParameterError(f"x_low must be < x_high, got {xl:g} and {xh:g}")
+        raise InvalidParameterError(f"x_low must be < x_high, got {xl:g} and {xh:g}", parameter="x_low")
     nx = check_int("n_x", n_x, minimum=3)
     h = check_real("step", step, low=0.0)
 
