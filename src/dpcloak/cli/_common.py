@@ -42,7 +42,6 @@ __all__ = [
     "check_output_dir",
     "progress_bar",
     "show_progress",
-    "renamed",
     "GRAPH_KINDS",
     "MODEL_KINDS",
     "PICTURE_SUFFIXES",
@@ -59,8 +58,9 @@ PICTURE_SUFFIXES = (".png", ".svg", ".pdf", ".jpg", ".jpeg", ".tif", ".tiff", ".
 GRAPH_KINDS = ("complete", "star", "path", "sbm")
 
 
-_FLAGS = {"as_json": "--json", "json_out": "--json", "list_": "--list"}
-"""Python parameter names whose option is not simply ``--name-with-dashes``."""
+_FLAGS = {"as_json": "--json", "json_out": "--json", "list_": "--list", "directory": "DIRECTORY", "points": "POINTS",
+          "experiment": "EXPERIMENT"}
+"""Python parameter names whose option is not simply ``--name-with-dashes`` (arguments are in capitals)."""
 
 
 def flag(name: str) -> str:
@@ -133,7 +133,7 @@ def user_message(exc: DpcloakError, kwargs: dict[str, Any], names: dict[str, str
             return f"{option} {lead}{message}"
         return message
     if parameter is None:
-        return _legacy_vocabulary(message, kwargs)
+        return message
     option = option_name(parameter, kwargs, names)
     return message if option is None else addressed(message, parameter, option)
 
@@ -174,32 +174,6 @@ def _option_of_path(path: Path, kwargs: dict[str, Any]) -> str | None:
     return None
 
 
-def _legacy_vocabulary(message: str, kwargs: dict[str, Any]) -> str:
-    """Errors without fields: a leading library parameter name becomes the command's option, and a path the
-    user gave is named with its option."""
-    head, sep, rest = message.partition(" ")
-    bare = head.rstrip(":,")
-    if sep and bare in kwargs and not bare.startswith("-"):
-        message = f"{flag(bare)}{head[len(bare):]} {rest}"
-    for name, value in kwargs.items():
-        option = flag(name)
-        looks_like_path = isinstance(value, str) and len(value) > 2 and ("/" in value or bool(Path(value).suffix))
-        if looks_like_path and value in message and option not in message and name.upper() not in message:
-            at = message.index(value)
-            if at == 0 or message[at - 1] in " '\"(":
-                message = f"{message[:at]}{option} {message[at:]}"
-                break
-    return message
-
-
-def renamed(message: str, names: dict[str, str]) -> str:
-    """``message`` with a leading library name (a key of ``names``) replaced by the option (its value)."""
-    for name, option in names.items():
-        if message.startswith(name + " "):
-            return option + message[len(name):]
-    return message
-
-
 def _os_message(exc: OSError, kwargs: dict[str, Any]) -> str:
     path = exc.filename if exc.filename is not None else ""
     reason = exc.strerror or type(exc).__name__
@@ -225,19 +199,11 @@ def check_input_file(option: str, path: str | Path) -> Path:
 
 
 def check_text_file(option: str, path: str | Path) -> Path:
-    """``path`` as a readable UTF-8 text file (CSV, TOML, JSON), or a one-line refusal naming ``option``."""
-    p = check_input_file(option, path)
-    with p.open("rb") as fh:
-        head = fh.read(1 << 16)
-    if b"\0" in head:
-        raise InvalidParameterError(f"{option} {p}: is a binary file, expected UTF-8 text (CSV)")
-    try:
-        head.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        if exc.start < len(head) - 4:  # not merely a multi-byte character cut at the end of the sample
-            raise InvalidParameterError(
-                f"{option} {p}: is not UTF-8 text (byte {exc.start}); save it as UTF-8") from None
-    return p
+    """``path`` as a readable UTF-8 text file, checked by the library's reader (its error names ``option``)."""
+    from dpcloak._files import read_text
+
+    read_text(path, what="file", parameter=option)
+    return Path(path)
 
 
 def check_output_file(option: str, path: str | Path, *, suffixes: tuple[str, ...] = ()) -> Path:

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import typer
 
-from dpcloak.cli._common import readdressed, renamed
+from dpcloak.cli._common import readdressed
 from dpcloak.errors import DpcloakError, InvalidParameterError
 
 if TYPE_CHECKING:
@@ -77,12 +77,11 @@ class NetworkCli:
 
     def layout(self) -> SensorLayout:
         """The sensors from ``--sensors``."""
-        from dpcloak.cli._common import check_text_file
         from dpcloak.sensors import read_sensors_csv
 
         if self.sensors is None:
             raise InvalidParameterError("give --sensors (a CSV of lon/lat or x/y) or --config (a saved network)")
-        layout = read_sensors_csv(check_text_file("--sensors", self.sensors), colocated=self.colocated)
+        layout = read_sensors_csv(self.sensors, colocated=self.colocated)  # the file's errors name it and the line
         given = self.k != NetworkCli.k  # the default adapts to a small network; a given --k must fit it
         if self.network_model == "graph" and self.graph_method == "knn" and (
                 self.k < 1 or (given and self.k >= layout.n_sites)):
@@ -150,9 +149,7 @@ class NetworkCli:
         if self.config is not None:
             if epsilon is not None or delta is not None:
                 raise InvalidParameterError("--config fixes epsilon and delta; remove --epsilon/--delta")
-            from dpcloak.cli._common import check_text_file
-
-            return SensorNetwork.load(check_text_file("--config", self.config))
+            return SensorNetwork.load(self.config)
         if epsilon is None or delta is None:
             raise InvalidParameterError("--epsilon and --delta are required with --sensors")
         if self.budget_epsilon is None or self.budget_delta is None:
@@ -180,10 +177,8 @@ class NetworkCli:
 
 
 def _in_options(exc: InvalidParameterError) -> DpcloakError:
-    """A library error in the options' words: by its ``parameter`` field (messages without fields: by name)."""
-    if exc.parameter is not None:
-        return readdressed(exc, LIBRARY_NAMES)
-    return exc.with_message(renamed(str(exc), LIBRARY_NAMES))
+    """A library error in the options' words: its ``parameter`` field names the option (never its message)."""
+    return readdressed(exc, LIBRARY_NAMES)
 
 
 LIBRARY_NAMES = {
