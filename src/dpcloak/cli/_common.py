@@ -200,7 +200,7 @@ def check_input_file(option: str, path: str | Path) -> Path:
 
 def check_text_file(option: str, path: str | Path) -> Path:
     """``path`` as a readable UTF-8 text file, checked by the library's reader (its error names ``option``)."""
-    from dpcloak._files import read_text
+    from dpcloak._textfiles import read_text
 
     read_text(path, what="file", parameter=option)
     return Path(path)

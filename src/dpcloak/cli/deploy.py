@@ -50,7 +50,7 @@ def init(
     from dpcloak.service import require_service_extra
 
     require_service_extra()
-    from dpcloak.cli._common import check_output_dir, check_text_file
+    from dpcloak.cli._common import check_output_dir
     from dpcloak.sensors import SensorNetwork
 
     check_output_dir("DIRECTORY", directory)
@@ -63,8 +63,6 @@ def init(
     for name, value in (("--budget-epsilon", budget_epsilon), ("--budget-delta", budget_delta)):
         if not math.isfinite(value):
             raise InvalidParameterError(f"{name} must be a finite number, got {value:g}")
-    if network is not None:
-        check_text_file("--network", network)
     from dpcloak.service import _network
     from dpcloak.service.config import Deployment, write_deployment
 

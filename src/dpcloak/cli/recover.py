@@ -15,7 +15,6 @@ from dpcloak.cli._common import (
     PICTURE_SUFFIXES,
     ModelSpec,
     check_output_file,
-    check_text_file,
     cli_errors,
     console,
     emit_json,
@@ -29,31 +28,6 @@ from dpcloak.errors import InvalidParameterError
 if TYPE_CHECKING:
     from dpcloak.models import LinearModel
     from dpcloak.sensors import NetworkRecovery, SensorNetwork
-
-def _read_readings(path: Path) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    """``(positions, readings)`` from a CSV with two numeric columns; a header row is skipped."""
-    check_text_file("--readings", path)
-    rows = []
-    with path.open(newline="", encoding="utf-8-sig") as fh:
-        for lineno, row in enumerate(csv.reader(fh), start=1):
-            if not row or all(not cell.strip() for cell in row):
-                continue
-            if len(row) < 2:
-                raise InvalidParameterError(f"{path}:{lineno}: expected two columns (sensor position, reading)")
-            try:
-                rows.append((float(row[0]), float(row[1])))
-            except ValueError:
-                if lineno == 1 and not rows:
-                    continue  # header
-                raise InvalidParameterError(f"{path}:{lineno}: not numbers: {row[:2]!r}") from None
-            if not all(math.isfinite(v) for v in rows[-1]):
-                raise InvalidParameterError(f"--readings {path}:{lineno}: position and reading must be finite "
-                                            f"numbers, got {row[:2]!r}")
-    if not rows:
-        raise InvalidParameterError(f"--readings {path} holds no readings")
-    arr = np.asarray(rows)
-    return arr[:, 0], arr[:, 1]
-
 
 def _order_readings(
     model: LinearModel, positions: NDArray[np.float64], values: NDArray[np.float64]
@@ -77,41 +51,6 @@ def _order_readings(
         raise InvalidParameterError("--readings lists some sensor position twice")
     out = np.empty(m)
     out[idx] = values
-    return out
-
-
-def _read_named_readings(path: Path, network: SensorNetwork) -> NDArray[np.float64]:
-    """One private reading per site from a CSV ``sensor,reading`` (site names as in the network; header optional).
-
-    Sites that are not listed, or have an empty reading, are missing (NaN).
-    """
-    check_text_file("--readings", path)
-    names = list(network.layout.names) if network.layout is not None else [str(k) for k in range(network.n_sensors)]
-    out = np.full(network.n_sensors, np.nan)
-    seen: set[int] = set()
-    with path.open(newline="", encoding="utf-8-sig") as fh:
-        for lineno, row in enumerate(csv.reader(fh), start=1):
-            if not row or all(not c.strip() for c in row):
-                continue
-            if len(row) < 2:
-                raise InvalidParameterError(f"{path}:{lineno}: expected two columns (sensor, reading)")
-            name, cell = row[0].strip(), row[1].strip()
-            if name not in names:
-                if lineno == 1:
-                    continue  # header
-                raise InvalidParameterError(f"{path}:{lineno}: sensor {name!r} is not in the network ({names[:3]}…)")
-            j = names.index(name)
-            if j in seen:
-                raise InvalidParameterError(f"{path}:{lineno}: sensor {name!r} is listed twice")
-            seen.add(j)
-            if cell:
-                try:
-                    out[j] = float(cell)
-                except ValueError:
-                    raise InvalidParameterError(f"{path}:{lineno}: reading {cell!r} is not a number") from None
-                if not math.isfinite(out[j]):
-                    raise InvalidParameterError(f"--readings {path}:{lineno}: reading {cell!r} is not a finite "
-                                                "number (leave the cell empty for a missing reading)")
     return out
 
 
@@ -143,7 +82,10 @@ def _recover_network(
     with progress_bar(show_progress(quiet), "recover") as update:
         update(0, 3, "building the network")
         net = network.network(epsilon=epsilon, delta=delta, alpha=alpha)
-        y = _read_named_readings(Path(readings), net)
+        from dpcloak.sensors.readings import read_named_readings
+
+        names = list(net.layout.names) if net.layout is not None else [str(k) for k in range(net.n_sensors)]
+        y = read_named_readings(readings, names)
         update(1, 3, "recovering the map and its uncertainty")
         result = net.recover(y)
         rows = map_rows(net, result)
@@ -244,7 +186,9 @@ def recover(
     with progress_bar(show_progress(quiet), "recover") as update:
         update(0, 2, "building the model")
         built, description = spec.build()
-        positions, values = _read_readings(Path(readings))
+        from dpcloak.sensors.readings import read_position_readings
+
+        positions, values = read_position_readings(readings)
         y = _order_readings(built, positions, values)
         update(1, 2, "basis pursuit denoising")
         rec = _bpdn(built, y, sigma=sigma, radius=radius, radius_policy=radius_policy,

@@ -32,14 +32,16 @@ from typing import Any
 
 import numpy as np
 
-from dpcloak.errors import InvalidParameterError
+from dpcloak._textfiles import read_text
+from dpcloak.errors import InvalidFileError, InvalidParameterError
 from dpcloak.geo import projection_for
 from dpcloak.privacy.sensitivity import Relation
 from dpcloak.sensors.layout import SensorLayout
 from dpcloak.sensors.network import ACCOUNTANT, SensorNetwork
 from dpcloak.sensors.spec import ModelSpec
 
-__all__ = ["FORMAT", "network_to_dict", "network_from_dict", "save_network", "load_network", "fingerprint", "to_toml"]
+__all__ = ["FORMAT", "SCHEMA", "check_schema", "network_to_dict", "network_from_dict", "save_network", "load_network",
+           "fingerprint", "to_toml"]
 
 FORMAT = "dpcloak.sensor-network/1"
 
@@ -103,16 +105,112 @@ def network_to_dict(network: SensorNetwork) -> dict[str, Any]:
     return data
 
 
+_NUMBER = "a number"
+_INT = "an integer"
+_TEXT = "a string"
+_NUMBERS = "a list of numbers"
+_TEXTS = "a list of strings"
+_GROUPS = "a list of lists of integers"
+_ROOM = "[[x0, x1], [y0, y1]] in metres"
+SCHEMA: dict[str, dict[str, str]] = {
+    "measurement": {"kind": _TEXT, "max_count_per_person": _INT},
+    "privacy": {"epsilon": _NUMBER, "delta": _NUMBER, "budget_epsilon": _NUMBER, "budget_delta": _NUMBER,
+                "resolution": _NUMBER, "accountant": _TEXT},
+    "relation": {"kind": _TEXT, "alpha": _NUMBER, "unit": _TEXT},
+    "readings": {"unit": _TEXT, "source_unit": _TEXT, "low": _NUMBER, "high": _NUMBER},
+    "model": {"kind": _TEXT, "diffusion": _NUMBER, "graph": _TEXT, "k": _INT, "sources": _TEXT, "spacing": _NUMBER,
+              "margin": _NUMBER, "room": _ROOM, "misfit": _NUMBER},
+    "sensors": {"names": _TEXTS, "x": _NUMBERS, "y": _NUMBERS, "groups": _GROUPS, "inputs": _TEXTS, "lon": _NUMBERS,
+                "lat": _NUMBERS},
+    "projection": {"lon0": _NUMBER, "lat0": _NUMBER},
+    "derived": {"n_sensors": _INT, "n_sources": _INT, "delta2": _NUMBER, "sigma": _NUMBER},
+}
+"""The configuration's tables and their keys with the type each holds; any other table or key is refused."""
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
+_CHECKS = {
+    _NUMBER: _is_number,
+    _INT: lambda v: isinstance(v, int) and not isinstance(v, bool),
+    _TEXT: lambda v: isinstance(v, str),
+    _NUMBERS: lambda v: isinstance(v, list) and all(_is_number(x) for x in v),
+    _TEXTS: lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v),
+    _GROUPS: lambda v: isinstance(v, list) and all(
+        isinstance(g, list) and all(isinstance(i, int) and not isinstance(i, bool) for i in g) for g in v),
+    _ROOM: lambda v: isinstance(v, list) and len(v) == 2 and all(
+        isinstance(a, list) and len(a) == 2 and all(_is_number(x) for x in a) for a in v),
+}
+
+
+def _bad(message: str, field: str, got: Any = None) -> InvalidFileError:
+    """A configuration error naming ``field`` (``table.key``); :func:`load_network` adds the file."""
+    return InvalidFileError(f"configuration {message}", field=field, parameter="configuration", got=got)
+
+
+def check_schema(data: Any) -> None:
+    """Refuse a configuration whose tables, keys or value types are not those of :data:`SCHEMA`.
+
+    Examples
+    --------
+    >>> check_schema({"format": FORMAT, "privacy": {"epsilon": "1"}})
+    Traceback (most recent call last):
+        ...
+    dpcloak.errors.InvalidFileError: configuration [privacy] epsilon must be a number, got '1'
+    >>> check_schema({"format": FORMAT, "privacy": {"epsilon": 1.0, "epsilom": 2.0}})
+    Traceback (most recent call last):
+        ...
+    dpcloak.errors.InvalidFileError: configuration [privacy] has an unknown key 'epsilom' (keys: epsilon, delta, \
+budget_epsilon, budget_delta, resolution, accountant)
+    """
+    if not isinstance(data, dict):
+        raise _bad(f"must be a table of tables, got {type(data).__name__}", "format")
+    for table, value in data.items():
+        if table == "format":
+            continue
+        if table not in SCHEMA:
+            raise _bad(f"has an unknown table [{table}] (tables: {', '.join(SCHEMA)})", table, table)
+        if not isinstance(value, dict):
+            raise _bad(f"[{table}] must be a table, got {type(value).__name__}", table, value)
+        for key, item in value.items():
+            kind = SCHEMA[table].get(key)
+            if kind is None:
+                raise _bad(f"[{table}] has an unknown key {key!r} (keys: {', '.join(SCHEMA[table])})",
+                           f"{table}.{key}", key)
+            if not _CHECKS[kind](item):
+                shown = repr(item) if len(repr(item)) <= 40 else repr(item)[:37] + "..."
+                raise _bad(f"[{table}] {key} must be {kind}, got {shown}", f"{table}.{key}", item)
+
+
+def _check_sites(names: list[str], groups: tuple[tuple[int, ...], ...], inputs: tuple[str, ...]) -> None:
+    """Unique site names; every input row in exactly one group; unique counter names."""
+    twice = next((n for k, n in enumerate(names) if n in names[:k]), None)
+    if twice is not None:
+        raise _bad(f"[sensors] names must be unique: {twice!r} names two sites", "sensors.names", twice)
+    rows = [i for g in groups for i in g]
+    if any(not g for g in groups):
+        raise _bad("[sensors] groups must not be empty: every site has at least one input row", "sensors.groups")
+    if sorted(rows) != list(range(len(rows))):
+        wrong = sorted(set(i for i in rows if not 0 <= i < len(rows)) | {i for i in rows if rows.count(i) > 1})
+        raise _bad(f"[sensors] groups must hold each input row 0..{len(rows) - 1} exactly once, got {wrong[:3]} "
+                   "out of range or repeated", "sensors.groups", wrong[:3])
+    dup = next((n for k, n in enumerate(inputs) if n in inputs[:k]), None)
+    if dup is not None:
+        raise _bad(f"[sensors] inputs must be unique: {dup!r} names two counters", "sensors.inputs", dup)
+
+
 def _section(data: dict[str, Any], name: str) -> dict[str, Any]:
     value = data.get(name)
     if not isinstance(value, dict):
-        raise InvalidParameterError(f"configuration must have a [{name}] table")
+        raise InvalidParameterError(f"configuration must have a [{name}] table", parameter="configuration")
     return value
 
 
 def _get(section: dict[str, Any], table: str, key: str) -> Any:
     if key not in section:
-        raise InvalidParameterError(f"configuration [{table}] must have {key!r}")
+        raise InvalidParameterError(f"configuration [{table}] must have {key!r}", parameter="configuration")
     return section[key]
 
 
@@ -134,11 +232,12 @@ def network_from_dict(data: dict[str, Any], *, ledger: str | PathLike[str] | Non
     """
     if not isinstance(data, dict) or data.get("format") != FORMAT:
         got = data.get("format") if isinstance(data, dict) else type(data).__name__
-        raise InvalidParameterError(f"configuration format must be {FORMAT!r}, got {got!r}")
+        raise _bad(f"format must be {FORMAT!r}, got {got!r}", "format", got)
+    check_schema(data)
     privacy, readings, sensors = _section(data, "privacy"), _section(data, "readings"), _section(data, "sensors")
     measurement = data.get("measurement", {"kind": "field"})
     if not isinstance(measurement, dict):
-        raise InvalidParameterError("configuration [measurement] must be a table")
+        raise InvalidParameterError("configuration [measurement] must be a table", parameter="configuration")
     kind = measurement.get("kind", "field")
     if privacy.get("accountant", ACCOUNTANT) != ACCOUNTANT:  # the guarantee's composition rule is fixed
         raise InvalidParameterError(f"[privacy] accountant must be {ACCOUNTANT!r}, got {privacy['accountant']!r}")
@@ -157,6 +256,7 @@ def network_from_dict(data: dict[str, Any], *, ledger: str | PathLike[str] | Non
     inputs = tuple(str(n) for n in sensors.get("inputs", ()))
     if inputs and len(inputs) != sum(len(g) for g in groups):
         raise InvalidParameterError("[sensors] inputs must name every input row of the groups")
+    _check_sites(names, groups, inputs)
     layout = SensorLayout(positions=np.column_stack([x, y]), names=tuple(names), groups=groups, lonlat=lonlat,
                           projection=projection, input_names=inputs)
     common: dict[str, Any] = {
@@ -189,7 +289,8 @@ def network_from_dict(data: dict[str, Any], *, ledger: str | PathLike[str] | Non
         if key in derived and not math.isclose(float(derived[key]), float(value), rel_tol=DERIVED_RTOL):
             raise InvalidParameterError(
                 f"configuration states {key}={derived[key]!r} but the model and relation give {value!r}; "
-                "the file was edited or comes from another version: remove [derived] to accept the recomputed values"
+                "the file was edited or comes from another version: remove [derived] to accept the recomputed values",
+                parameter="configuration"
             )
     return network
 
@@ -232,7 +333,8 @@ def to_toml(data: dict[str, Any]) -> str:
 def _suffix(path: Path) -> str:
     suffix = path.suffix.lower()
     if suffix not in (".toml", ".json"):
-        raise InvalidParameterError(f"configuration file must end in .toml or .json, got {path.name!r}")
+        raise InvalidParameterError(f"configuration file must end in .toml or .json, got {path.name!r}",
+                                    parameter="configuration")
     return suffix
 
 
@@ -275,14 +377,24 @@ def load_network(path: str | Path, *, ledger: str | PathLike[str] | None = None)
     """
     file = Path(path)
     suffix = _suffix(file)
-    if not file.is_file():
-        raise InvalidParameterError(f"configuration file not found: {file}")
-    text = file.read_text(encoding="utf-8")
+    if not file.exists():
+        raise InvalidFileError(f"configuration file not found: {file}", path=file, parameter="configuration")
+    text = read_text(file, what="network configuration", parameter="configuration")
     try:
-        data = tomllib.loads(text) if suffix == ".toml" else json.loads(text)
-    except (tomllib.TOMLDecodeError, json.JSONDecodeError) as exc:
-        raise InvalidParameterError(f"{file} is not valid {suffix[1:].upper()}: {exc}") from None
-    return network_from_dict(data, ledger=ledger)
+        data = tomllib.loads(text) if suffix == ".toml" else json.loads(text, parse_constant=_no_constant)
+    except (tomllib.TOMLDecodeError, json.JSONDecodeError, ValueError) as exc:
+        raise InvalidFileError(f"{file} is not valid {suffix[1:].upper()}: {exc}", path=file,
+                               line=getattr(exc, "lineno", None), parameter="configuration") from None
+    try:
+        return network_from_dict(data, ledger=ledger)
+    except InvalidParameterError as exc:  # every refusal of the content names the file (and the field if known)
+        field = exc.field if isinstance(exc, InvalidFileError) else exc.parameter
+        raise InvalidFileError(f"{file}: {exc}", path=file, field=field, parameter="configuration",
+                               got=exc.got) from None
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a JSON number")
 
 
 def fingerprint(network: SensorNetwork) -> str:

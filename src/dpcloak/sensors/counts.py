@@ -6,7 +6,6 @@ per counter, named as in the sensors file. Empty cells are missing readings (NaN
 
 from __future__ import annotations
 
-import csv
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,7 +13,8 @@ from pathlib import Path
 import numpy as np
 from numpy.typing import NDArray
 
-from dpcloak.errors import InvalidParameterError
+from dpcloak._textfiles import read_csv_table
+from dpcloak.errors import InvalidFileError, InvalidParameterError
 from dpcloak.sensors.layout import SensorLayout
 
 __all__ = ["Counts", "read_counts_csv"]
@@ -55,16 +55,18 @@ class Counts:
     values: NDArray[np.float64]
 
 
-def _number(cell: str, where: str) -> float:
+def _number(cell: str, file: Path, line: int, column: str) -> float:
     text = cell.strip()
     if not text:
         return math.nan
     try:
         value = float(text)
     except ValueError:
-        raise InvalidParameterError(f"{where}: count {cell!r} is not a number") from None
+        raise InvalidFileError(f"{file}:{line}: count {cell!r} is not a number (column {column!r})", path=file,
+                               line=line, field=column, got=cell) from None
     if not math.isfinite(value) or value < 0:
-        raise InvalidParameterError(f"{where}: counts must be finite and >= 0, got {cell!r}")
+        raise InvalidFileError(f"{file}:{line}: counts must be finite and >= 0, got {cell!r} (column {column!r})",
+                               path=file, line=line, field=column, got=cell)
     return value
 
 
@@ -93,33 +95,31 @@ def read_counts_csv(path: str | Path, layout: SensorLayout, *, where: dict[str, 
     >>> tmp.cleanup()
     """
     file = Path(path)
-    if not file.is_file():
-        raise InvalidParameterError(f"counts file not found: {file}")
+    if not file.exists():
+        raise InvalidFileError(f"counts file not found: {file}", path=file)
     if not layout.input_names:
-        raise InvalidParameterError("the layout has no counter names to match the counts file's columns against")
-    with file.open(newline="", encoding="utf-8-sig") as fh:
-        rows = [r for r in csv.reader(fh) if r and any(c.strip() for c in r)]
-    if not rows:
-        raise InvalidParameterError(f"{file} is empty")
-    header = [h.strip() for h in rows[0]]
+        raise InvalidParameterError("the layout has no counter names to match the counts file's columns against",
+                                    parameter="layout")
+    table = read_csv_table(file, what="counts CSV")
+    header = list(table.header)
     missing = [n for n in layout.input_names if n not in header]
     if missing:
-        raise InvalidParameterError(f"{file}: no column for counter(s) {missing[:3]} (columns: {header[:6]}…)")
+        raise InvalidFileError(f"{file}: no column for counter(s) {missing[:3]} (columns: {header[:6]}…)", path=file,
+                               line=1, field=missing[0])
     counter_cols = [header.index(n) for n in layout.input_names]
     label_cols = [k for k, h in enumerate(header) if h not in layout.input_names]
     filters = dict(where or {})
     for key in filters:
         if key not in header or header.index(key) not in label_cols:
             raise InvalidParameterError(f"where: {key!r} is not a label column of {file} (labels: "
-                                        f"{[header[k] for k in label_cols]})")
+                                        f"{[header[k] for k in label_cols]})", parameter="where", got=key)
     labels, raw = [], []
-    for lineno, row in enumerate(rows[1:], start=2):
-        cells = row + [""] * (len(header) - len(row))
-        if any(cells[header.index(k)].strip() != v for k, v in filters.items()):
+    for lineno, cells in table.rows:
+        if any(cells[header.index(k)] != v for k, v in filters.items()):
             continue
-        labels.append(" ".join(cells[k].strip() for k in label_cols))
-        raw.append([_number(cells[k], f"{file}:{lineno}") for k in counter_cols])
+        labels.append(" ".join(cells[k] for k in label_cols))
+        raw.append([_number(cells[k], file, lineno, header[k]) for k in counter_cols])
     if not raw:
-        raise InvalidParameterError(f"{file}: no rows" + (f" match {filters}" if filters else ""))
+        raise InvalidFileError(f"{file}: no rows" + (f" match {filters}" if filters else ""), path=file)
     arr = np.asarray(raw, dtype=float)
     return Counts(labels=tuple(labels), raw=arr, values=layout.combine(arr))

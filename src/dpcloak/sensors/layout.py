@@ -8,7 +8,6 @@ one site for the model: their readings are summed, :meth:`SensorLayout.combine`)
 
 from __future__ import annotations
 
-import csv
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,8 +15,9 @@ from typing import Any
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from dpcloak._textfiles import CsvTable, read_csv_table
 from dpcloak._validation import check_array, check_choice, check_real
-from dpcloak.errors import InvalidParameterError
+from dpcloak.errors import InvalidFileError, InvalidParameterError
 from dpcloak.geo import LocalProjection, check_lonlat, projection_for
 
 __all__ = ["COLOCATED_POLICIES", "SensorLayout", "layout_from_coordinates", "read_sensors_csv"]
@@ -86,7 +86,8 @@ class SensorLayout:
         arr = np.asarray(readings, dtype=float)
         if arr.ndim not in (1, 2) or arr.shape[-1] != self.n_inputs:
             raise InvalidParameterError(
-                f"readings must have {self.n_inputs} columns (one per counter), got shape {arr.shape}"
+                f"readings must have {self.n_inputs} columns (one per counter), got shape {arr.shape}",
+                parameter="readings"
             )
         return np.stack([arr[..., list(g)].sum(axis=-1) for g in self.groups], axis=-1)
 
@@ -159,7 +160,12 @@ def layout_from_coordinates(
     within = check_real("merge_within", merge_within, low=0.0)
     labels = [f"sensor {k}" for k in range(len(pts))] if names is None else [str(n) for n in names]
     if len(labels) != len(pts):
-        raise InvalidParameterError(f"names must have one entry per sensor ({len(pts)}), got {len(labels)}")
+        raise InvalidParameterError(f"names must have one entry per sensor ({len(pts)}), got {len(labels)}",
+                                    parameter="names")
+    twice = next((n for k, n in enumerate(labels) if n in labels[:k]), None)
+    if twice is not None:
+        raise InvalidParameterError(f"names must be unique: {twice!r} names two sensors", parameter="names",
+                                    allowed="unique names", got=twice)
     projection = None
     ll = None
     if lonlat:
@@ -170,7 +176,7 @@ def layout_from_coordinates(
         x, y = projection.forward(lon, lat)
         ll, pts = np.column_stack([lon, lat]), np.column_stack([x, y])
     elif centre is not None:
-        raise InvalidParameterError("centre is the lon/lat projection centre; it needs lonlat=True")
+        raise InvalidParameterError("centre is the lon/lat projection centre; it needs lonlat=True", parameter="centre")
     groups = _clusters(pts, within) if len(pts) > 1 else [[0]]
     merged = [g for g in groups if len(g) > 1]
     if merged and policy == "refuse":
@@ -179,7 +185,7 @@ def layout_from_coordinates(
         raise InvalidParameterError(
             f"sensors {labels[g[0]]!r} and {labels[g[1]]!r} are {dist:.3g} m apart (closer than merge_within="
             f"{within:g} m): co-located sensors measure the same place; merge them (colocated='merge', readings "
-            "summed) or remove one"
+            "summed) or remove one", parameter="sensors"
         )
     positions = np.array([pts[g].mean(axis=0) for g in groups])
     site_ll = None if ll is None else np.array([ll[g].mean(axis=0) for g in groups])
@@ -189,12 +195,14 @@ def layout_from_coordinates(
     )
 
 
-def _column(header: list[str], options: tuple[str, ...]) -> int | None:
-    lowered = [h.strip().lower() for h in header]
-    for opt in options:
-        if opt in lowered:
-            return lowered.index(opt)
-    return None
+def _columns(table: CsvTable, role: str, names: tuple[str, ...]) -> int | None:
+    """The one column whose name (case-insensitive) is one of ``names``; two such columns are refused."""
+    hits = [k for k, h in enumerate(table.header) if h.lower() in names]
+    if len(hits) > 1:
+        raise InvalidFileError(f"{table.path}:1: columns {table.header[hits[0]]!r} and {table.header[hits[1]]!r} "
+                               f"both give the {role} of the sensors; keep one", path=table.path, line=1,
+                               field=table.header[hits[1]])
+    return hits[0] if hits else None
 
 
 def read_sensors_csv(path: str | Path, **options: Any) -> SensorLayout:
@@ -219,29 +227,55 @@ def read_sensors_csv(path: str | Path, **options: Any) -> SensorLayout:
     >>> tmp.cleanup()
     """
     file = Path(path)
-    if not file.is_file():
-        raise InvalidParameterError(f"sensors file not found: {file}")
-    with file.open(newline="", encoding="utf-8-sig") as fh:
-        rows = [r for r in csv.reader(fh) if r and any(c.strip() for c in r)]
-    if len(rows) < 2:
-        raise InvalidParameterError(f"{file} must have a header row and at least one sensor")
-    header, body = rows[0], rows[1:]
-    lon, lat = _column(header, _LON), _column(header, _LAT)
-    x, y = _column(header, ("x",)), _column(header, ("y",))
-    if lon is not None and lat is not None:
-        cols, lonlat = (lon, lat), True
-    elif x is not None and y is not None:
-        cols, lonlat = (x, y), False
+    if not file.exists():
+        raise InvalidFileError(f"sensors file not found: {file}", path=file, parameter="path")
+    table = read_csv_table(file, what="sensors CSV")
+    if not table.rows:
+        raise InvalidFileError(f"{file} must have a header row and at least one sensor", path=file)
+    roles = {"lon": _LON, "lat": _LAT, "x": ("x",), "y": ("y",), "name": _NAME}
+    found = {role: _columns(table, role, names) for role, names in roles.items()}
+    if found["lon"] is not None and found["lat"] is not None:
+        cols, lonlat = (found["lon"], found["lat"]), True
+        if found["x"] is not None or found["y"] is not None:
+            raise InvalidFileError(f"{file}:{1}: the header names both lon/lat and x/y columns; keep one pair",
+                                   path=file, line=1, field="x")
+    elif found["x"] is not None and found["y"] is not None:
+        cols, lonlat = (found["x"], found["y"]), False
     else:
-        raise InvalidParameterError(
-            f"{file}: the header must name lon and lat columns (degrees) or x and y columns (metres), got {header}"
-        )
-    name = _column(header, _NAME)
-    coords = []
-    for lineno, row in enumerate(body, start=2):
-        try:
-            coords.append((float(row[cols[0]]), float(row[cols[1]])))
-        except (ValueError, IndexError):
-            raise InvalidParameterError(f"{file}:{lineno}: coordinates are not numbers: {row!r}") from None
-    names = [row[name].strip() for row in body] if name is not None else None
-    return layout_from_coordinates(coords, names=names, lonlat=lonlat, **options)
+        raise InvalidFileError(
+            f"{file}: the header must name lon and lat columns (degrees) or x and y columns (metres), got "
+            f"{list(table.header)}", path=file, line=1, field="lon", allowed="lon,lat or x,y",
+            got=list(table.header))
+    known = {k for k in found.values() if k is not None}
+    extra = [h for k, h in enumerate(table.header) if k not in known]
+    if extra:
+        raise InvalidFileError(f"{file}:1: unknown column {extra[0]!r} in the sensors CSV (allowed: a name column "
+                               f"({', '.join(_NAME)}), lon and lat, or x and y)", path=file, line=1, field=extra[0],
+                               allowed="name, lon, lat, x, y", got=extra[0])
+    coords: list[tuple[float, float]] = []
+    names: list[str] = []
+    seen: dict[str, int] = {}
+    for lineno, row in table.rows:
+        point = []
+        for k in cols:
+            try:
+                point.append(float(row[k]))
+            except ValueError:
+                raise InvalidFileError(f"{file}:{lineno}: coordinates are not numbers: {table.header[k]} = {row[k]!r}",
+                                       path=file, line=lineno, field=table.header[k], got=row[k]) from None
+            if not np.isfinite(point[-1]):
+                raise InvalidFileError(f"{file}:{lineno}: {table.header[k]} must be a finite number, got {row[k]!r}",
+                                       path=file, line=lineno, field=table.header[k], got=row[k])
+        coords.append((point[0], point[1]))
+        if found["name"] is not None:
+            label = row[found["name"]]
+            column = table.header[found["name"]]
+            if not label:
+                raise InvalidFileError(f"{file}:{lineno}: the sensor has no {column}", path=file, line=lineno,
+                                       field=column)
+            if label in seen:
+                raise InvalidFileError(f"{file}:{lineno}: sensor name {label!r} is already used on line {seen[label]}; "
+                                       "names must be unique", path=file, line=lineno, field=column, got=label)
+            seen[label] = lineno
+            names.append(label)
+    return layout_from_coordinates(coords, names=names or None, lonlat=lonlat, **options)

@@ -37,7 +37,7 @@ from typing import Any
 
 from dpcloak._files import owner_only
 from dpcloak._validation import check_int, check_real
-from dpcloak.errors import InvalidParameterError
+from dpcloak.errors import InvalidFileError, InvalidParameterError
 from dpcloak.sensors import SensorNetwork
 
 __all__ = [
@@ -410,9 +410,11 @@ class Deployment:
                       lifetime_releases=None if lifetime is None else int(lifetime),
                       clock_skew_seconds=float(data["clock_skew_seconds"]), version=int(data["version"]))
         except (KeyError, TypeError, ValueError) as exc:
-            raise InvalidParameterError(f"deployment file is malformed: {exc!r}") from None
+            raise InvalidParameterError(f"the deployment is malformed: {exc!r}", parameter="deployment") from None
         if dep.sensor_network.fingerprint() != data.get("network_fingerprint"):
-            raise InvalidParameterError("deployment file: network_fingerprint does not match the network it holds")
+            raise InvalidFileError("network_fingerprint does not match the network it holds (the network was edited, "
+                                   "or the file comes from another dpcloak version)", field="network_fingerprint",
+                                   parameter="deployment", got=data.get("network_fingerprint"))
         return dep
 
 
@@ -571,16 +573,56 @@ def reprovision(directory: Path, *, sensor: int) -> SensorCredential:
     return load_credential(path)
 
 
+DEPLOYMENT_FIELDS: dict[str, tuple[type, ...]] = {
+    "deployment_id": (str,), "network": (dict,), "network_fingerprint": (str,), "window_seconds": (int, float),
+    "start": (int, float), "period_windows": (int,), "grace_seconds": (int, float), "policy_releases": (int,),
+    "lifetime_releases": (type(None), int), "clock_skew_seconds": (int, float), "version": (int,)}
+"""The fields of ``deployment.json`` and their JSON types (``lifetime_releases`` may be null): each is required,
+no other is accepted."""
+CREDENTIAL_FIELDS: dict[str, tuple[type, ...]] = {
+    "deployment_id": (str,), "fingerprint": (str,), "sensor": (int,), "key": (str,), "generation": (int,)}
+"""The fields of a sensor credential (``generation`` may be absent: 0)."""
+_TYPE_WORDS = {str: "a string", dict: "a JSON object", int: "an integer", float: "a number"}
+
+
 def _read_json(path: Path, what: str) -> dict[str, Any]:
+    from dpcloak._textfiles import read_text
+
+    p = Path(path)
+    if not p.exists():
+        raise InvalidFileError(f"{path}: no such {what} file (not found)", path=p)
+    text = read_text(p, what=f"{what} file")
     try:
-        data = json.loads(Path(path).read_text())
-    except FileNotFoundError:
-        raise InvalidParameterError(f"{what} file not found: {path}") from None
-    except (OSError, ValueError) as exc:
-        raise InvalidParameterError(f"{what} file {path} is not readable JSON: {exc}") from None
+        data = json.loads(text, parse_constant=_no_constant)
+    except ValueError as exc:
+        raise InvalidFileError(f"{path}: the {what} file is not readable JSON: {exc}", path=p,
+                               line=getattr(exc, "lineno", None)) from None
     if not isinstance(data, dict):
-        raise InvalidParameterError(f"{what} file {path} must hold a JSON object")
+        raise InvalidFileError(f"{path}: the {what} file must hold a JSON object", path=p)
     return data
+
+
+def _no_constant(name: str) -> None:
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _check_fields(data: dict[str, Any], fields_: dict[str, tuple[type, ...]], path: Path, what: str,
+                  optional: tuple[str, ...] = ()) -> None:
+    """Every field present (except ``optional``) with its JSON type, no unknown field."""
+    for name in data:
+        if name not in fields_:
+            raise InvalidFileError(f"{path}: unknown field {name!r} in the {what} file (fields: {', '.join(fields_)})",
+                                   path=path, field=name, got=name)
+    for name, types in fields_.items():
+        if name not in data:
+            if name in optional:
+                continue
+            raise InvalidFileError(f"{path}: field {name!r} of the {what} file is missing", path=path, field=name)
+        value = data[name]
+        if isinstance(value, bool) or not isinstance(value, types):
+            shown = repr(value) if len(repr(value)) <= 40 else repr(value)[:37] + "..."
+            raise InvalidFileError(f"{path}: {name} must be {_TYPE_WORDS[types[-1]]} in the {what} file, got {shown}",
+                                   path=path, field=name, got=value)
 
 
 def load_deployment(path: Path) -> Deployment:
@@ -600,7 +642,16 @@ def load_deployment(path: Path) -> Deployment:
     >>> tmp.cleanup()
     """
     p = Path(path)
-    return Deployment.from_public_dict(_read_json(p / DEPLOYMENT_FILE if p.is_dir() else p, "deployment"))
+    file = p / DEPLOYMENT_FILE if p.is_dir() else p
+    data = _read_json(file, "deployment")
+    _check_fields(data, DEPLOYMENT_FIELDS, file, "deployment")
+    try:
+        return Deployment.from_public_dict(data)
+    except InvalidParameterError as exc:  # the network's own checks, named with the file
+        if isinstance(exc, InvalidFileError) and exc.path is not None:
+            raise
+        field = exc.field if isinstance(exc, InvalidFileError) else f"network.{exc.parameter or ''}".rstrip(".")
+        raise InvalidFileError(f"{file}: {exc}", path=file, field=field, got=exc.got) from None
 
 
 def load_master_key(directory: Path) -> bytes:
@@ -648,6 +699,7 @@ def load_credential(path: Path) -> SensorCredential:
     >>> tmp.cleanup()
     """
     data = _read_json(Path(path), "sensor credential")
+    _check_fields(data, CREDENTIAL_FIELDS, Path(path), "sensor credential", optional=("generation",))
     try:
         generation = data.get("generation", 0)
         if isinstance(generation, bool) or not isinstance(generation, int) or generation < 0:
@@ -656,4 +708,5 @@ def load_credential(path: Path) -> SensorCredential:
                                 sensor=int(data["sensor"]), key=bytes.fromhex(data["key"]), generation=generation,
                                 path=Path(path))
     except (KeyError, TypeError, ValueError) as exc:
-        raise InvalidParameterError(f"sensor credential file {path} is malformed: {exc!r}") from None
+        raise InvalidParameterError(f"sensor credential file {path} is malformed: {exc!r}",
+                                    parameter="sensor") from None
