@@ -28,6 +28,18 @@ def test_ci_runs_the_readme_test_command_verbatim():
     assert _setup_commands()[1] in ci.splitlines()
 
 
+def test_readme_names_the_system_packages_ci_installs_and_what_is_skipped_without_them():
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    installed = re.findall(r"need\+=\(([\w.-]+)\)", ci)
+    assert installed == ["chromium", "postgresql-15"]
+    section = README.split("## Set-up", 1)[1].split("\n## ", 1)[0]
+    assert f"apt-get install {' '.join(installed)}" in section
+    for skipped in ("tests/service/test_dashboard.py", "/usr/lib/postgresql/15/bin", "-n 2"):
+        assert skipped in section
+    conftest = (ROOT / "tests" / "service" / "conftest.py").read_text(encoding="utf-8")
+    assert 'Path("/usr/lib/postgresql/15/bin")' in conftest  # the path the README names is the one the tests use
+
+
 def test_quick_start_runs_and_prints_what_it_says():
     block = README.split("## Quick start", 1)[1].split("```python\n", 1)[1].split("```", 1)[0]
     assert len(block.strip().splitlines()) <= 10
