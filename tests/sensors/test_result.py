@@ -11,6 +11,7 @@ import math
 import numpy as np
 import pytest
 
+from dpcloak.errors import InvalidParameterError
 from dpcloak.metrics import emd
 from dpcloak.recovery import bpdn
 from dpcloak.sensors import Relation, SensorNetwork
@@ -86,3 +87,37 @@ def test_the_public_history_misfit_widens_the_bootstrap():
     scale = math.sqrt(net.sigma**2 + 0.2 * float(noisy @ noisy) / 8)
     assert result.uncertainty == pytest.approx(_replay(net, result, 6, 2, scale), rel=1e-3, abs=1e-6)
     assert result.uncertainty > plain.recover(noisy, uncertainty_draws=6, rng=2).uncertainty
+
+
+def _small_network():
+    return SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0], [0.0, 100.0]],
+                                          relation=Relation.move(150.0), epsilon=1.0, delta=1e-6,
+                                          budget=(10.0, 1e-5), diffusion=2000.0)
+
+
+@pytest.mark.parametrize("bad", [math.inf, -math.inf])
+def test_an_infinite_reading_is_refused_not_read_as_missing(bad):
+    """Issue 31: +-inf readings gave the uniform map as if nothing happened; NaN stays 'missing'."""
+    net = _small_network()
+    with pytest.raises(InvalidParameterError, match=r"infinite value at sensor\(s\) \[1\]") as err:
+        net.recover([3.0, bad, 2.0], uncertainty_draws=0)
+    assert err.value.parameter == "private_readings" and err.value.got == bad
+    assert net.recover([3.0, math.nan, 2.0], uncertainty_draws=0).present.tolist() == [True, False, True]
+
+
+def test_warm_start_must_be_a_previous_result():
+    net = _small_network()
+    with pytest.raises(InvalidParameterError, match="warm_start must be a NetworkRecovery") as err:
+        net.recover([3.0, 1.0, 2.0], warm_start="x", uncertainty_draws=0)
+    assert err.value.parameter == "warm_start"
+    first = net.recover([3.0, 1.0, 2.0], uncertainty_draws=0)
+    assert net.recover([3.0, 1.0, 2.0], warm_start=first, uncertainty_draws=0).sources.shape == first.sources.shape
+
+
+def test_uncertainty_draws_are_bounded_before_any_work():
+    from dpcloak.sensors.result import MAX_UNCERTAINTY_DRAWS
+
+    net = _small_network()
+    with pytest.raises(InvalidParameterError, match=f"uncertainty_draws must be an integer <= {MAX_UNCERTAINTY_DRAWS}"):
+        net.recover([3.0, 1.0, 2.0], uncertainty_draws=10**9)
+    assert net.recover([3.0, 1.0, 2.0], uncertainty_draws=2).uncertainty_draws == 2

@@ -126,7 +126,24 @@ def _inputs(private_readings: ArrayLike, present: ArrayLike | None, uncertainty_
     if y.shape != (m,):
         raise InvalidParameterError(f"private_readings must have shape ({m},), got {y.shape}",
                                     parameter="private_readings")
-    return y, _present(y, present, m), check_int("uncertainty_draws", uncertainty_draws, minimum=0)
+    if np.any(np.isinf(y)):
+        where = np.flatnonzero(np.isinf(y))[:3].tolist()
+        raise InvalidParameterError(f"private_readings must be finite numbers or NaN (a missing sensor), got an "
+                                    f"infinite value at sensor(s) {where}", parameter="private_readings",
+                                    allowed="finite or NaN", got=float(y[where[0]]))
+    draws = check_int("uncertainty_draws", uncertainty_draws, minimum=0, maximum=MAX_UNCERTAINTY_DRAWS)
+    return y, _present(y, present, m), draws
+
+
+MAX_UNCERTAINTY_DRAWS = 10_000
+"""Upper limit of the bootstrap draws of a map's uncertainty (each is a recovery; 8 is the default)."""
+
+
+def _check_warm_start(warm_start: object) -> None:
+    if warm_start is not None and not isinstance(warm_start, NetworkRecovery):
+        raise InvalidParameterError(f"warm_start must be a NetworkRecovery (the previous period's result) or None, "
+                                    f"got {type(warm_start).__name__}", parameter="warm_start",
+                                    allowed="NetworkRecovery or None", got=warm_start)
 
 
 def _misfit(residual: float, readings: NDArray[np.float64]) -> float:
@@ -206,6 +223,7 @@ def recover_sources(
     >>> result.sources.shape, bool(np.all(result.sources >= 0))
     ((4,), True)
     """
+    _check_warm_start(warm_start)
     y, mask, draws = _inputs(private_readings, present, uncertainty_draws, network.n_sensors)
     model = network.rows_model(mask)
     p = int(mask.sum())
