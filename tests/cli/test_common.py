@@ -58,3 +58,13 @@ def test_no_cli_module_reads_a_library_message():
     text = "\n".join(p.read_text() for p in cli.glob("*.py"))
     for word in ("user_vocabulary", "def renamed", ".partition(\" \")", "str(exc).startswith", "str(exc).split"):
         assert word not in text, word
+
+
+def test_the_cli_and_the_sensors_package_do_not_share_model_names():
+    """Issue 31: cli._common and dpcloak.sensors both had ModelSpec, build_model and MODEL_KINDS."""
+    import dpcloak.cli._common as common
+    import dpcloak.sensors as sensors
+
+    assert not {"ModelSpec", "build_model", "MODEL_KINDS"} & set(vars(common))
+    assert {"ModelSpec", "build_model"} <= set(vars(sensors))
+    assert common.SyntheticModel().build()[0].shape == (50, 100)

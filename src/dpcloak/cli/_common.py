@@ -30,7 +30,7 @@ __all__ = [
     "err_console",
     "cli_errors",
     "emit_json",
-    "build_model",
+    "build_synthetic_model",
     "flag",
     "user_message",
     "option_name",
@@ -43,7 +43,7 @@ __all__ = [
     "progress_bar",
     "show_progress",
     "GRAPH_KINDS",
-    "MODEL_KINDS",
+    "SYNTHETIC_MODELS",
     "PICTURE_SUFFIXES",
 ]
 
@@ -52,7 +52,7 @@ err_console = Console(stderr=True, soft_wrap=True)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-MODEL_KINDS = ("heat1d", "graph")
+SYNTHETIC_MODELS = ("heat1d", "graph")
 PICTURE_SUFFIXES = (".png", ".svg", ".pdf", ".jpg", ".jpeg", ".tif", ".tiff", ".webp", ".eps", ".ps")
 """Picture formats the plotting back end writes (chosen by the file's extension)."""
 GRAPH_KINDS = ("complete", "star", "path", "sbm")
@@ -308,7 +308,7 @@ def build_graph(kind: str, nodes: int, *, p_in: float, p_out: float, seed: int) 
     return nx.stochastic_block_model(sizes, [[p_in, p_out], [p_out, p_in]], seed=seed)
 
 
-def build_model(
+def build_synthetic_model(
     model: str,
     *,
     n: int,
@@ -337,11 +337,11 @@ def build_model(
 
         g = build_graph(graph, nodes, p_in=p_in, p_out=p_out, seed=seed)
         return graph_diffusion(g, tau), f"graph diffusion exp(-tau L), {graph} graph, {nodes} nodes, tau={tau:g}"
-    raise InvalidParameterError(f"--model must be one of {', '.join(MODEL_KINDS)}, got {model!r}")
+    raise InvalidParameterError(f"--model must be one of {', '.join(SYNTHETIC_MODELS)}, got {model!r}")
 
 
 @dataclass(frozen=True)
-class ModelSpec:
+class SyntheticModel:
     """A forward model as described by the shared command-line options (see :func:`model_options`)."""
 
     model: str = "heat1d"
@@ -358,7 +358,7 @@ class ModelSpec:
 
     def build(self) -> tuple[LinearModel, str]:
         """The model and a one-line description of it (options of another kind of model are refused)."""
-        defaults = ModelSpec()
+        defaults = SyntheticModel()
         own = {"heat1d": ("n", "m", "t", "mu"), "graph": ("graph", "nodes", "tau", "p_in", "p_out", "seed")}
         sbm_only = ("p_in", "p_out", "seed")
         ignored = [name for kind, names in own.items() if kind != self.model for name in names
@@ -368,7 +368,7 @@ class ModelSpec:
         if ignored and self.model in own:
             kind = f"--model {self.model}" + (f" --graph {self.graph}" if self.model == "graph" else "")
             raise InvalidParameterError(f"{', '.join(flag(n) for n in ignored)}: not used by {kind}")
-        return build_model(
+        return build_synthetic_model(
             self.model, n=self.n, m=self.m, t=self.t, mu=self.mu, graph=self.graph, nodes=self.nodes,
             tau=self.tau, p_in=self.p_in, p_out=self.p_out, seed=self.seed,
         )
@@ -390,7 +390,7 @@ _MODEL_HELP = {
 
 
 def model_options(fn: F) -> F:
-    """Give a command the shared model options; it receives them as ``spec: ModelSpec``.
+    """Give a command the shared model options; it receives them as ``spec: SyntheticModel``.
 
     The command's own signature must have a keyword ``spec`` parameter; Typer sees the model
     options (``--model``, ``--n``, ``--m``, ``--t``, ``--mu``, ``--graph``, ``--nodes``, ``--tau``,
@@ -403,12 +403,12 @@ def model_options(fn: F) -> F:
             f.name, inspect.Parameter.KEYWORD_ONLY, annotation=type(f.default),
             default=typer.Option(f.default, help=_MODEL_HELP[f.name]),
         )
-        for f in fields(ModelSpec)
+        for f in fields(SyntheticModel)
     ]
 
     @functools.wraps(fn)
     def wrapper(**kwargs: Any) -> Any:
-        spec = ModelSpec(**{f.name: kwargs.pop(f.name) for f in fields(ModelSpec)})
+        spec = SyntheticModel(**{f.name: kwargs.pop(f.name) for f in fields(SyntheticModel)})
         return fn(spec=spec, **kwargs)
 
     keyword_own = [p.replace(kind=inspect.Parameter.KEYWORD_ONLY) for p in own]

@@ -6,7 +6,7 @@ from typing import Any
 
 import typer
 
-from dpcloak.cli._common import ModelSpec, cli_errors, console, emit_json, model_options
+from dpcloak.cli._common import SyntheticModel, cli_errors, console, emit_json, model_options
 from dpcloak.cli._network import NetworkCli, network_options
 from dpcloak.errors import InvalidParameterError
 
@@ -59,7 +59,7 @@ def _network_calibration(network: NetworkCli, *, alpha: float | None, epsilon: f
 @network_options
 def calibrate(
     *,
-    spec: ModelSpec,
+    spec: SyntheticModel,
     network: NetworkCli,
     alpha: float | None = typer.Option(
         None, help="Relation radius: in --unit for a network (--sensors/--config); in steps for --model (default 1)."
@@ -74,7 +74,7 @@ def calibrate(
 ) -> None:
     """Noise sigma of the local Gaussian mechanism for a model, or of a sensor network's exact mechanism."""
     if network.given:
-        if spec != ModelSpec() or calibration is not None:
+        if spec != SyntheticModel() or calibration is not None:
             raise InvalidParameterError("--model, its options and --calibration are for synthetic models; a network "
                                         "uses the exact discrete Gaussian")
         _network_calibration(network, alpha=alpha, epsilon=epsilon, delta=delta, periods=periods, as_json=as_json)

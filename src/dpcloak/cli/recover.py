@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 
 from dpcloak.cli._common import (
     PICTURE_SUFFIXES,
-    ModelSpec,
+    SyntheticModel,
     check_output_file,
     cli_errors,
     console,
@@ -136,7 +136,7 @@ def _recover_network(
 @network_options
 def recover(
     *,
-    spec: ModelSpec,
+    spec: SyntheticModel,
     network: NetworkCli,
     readings: str = typer.Option(..., "--readings", help="CSV: sensor position (or name, for a network), reading."),
     sigma: float = typer.Option(None, help="Noise standard deviation per reading (sets the radius)."),
@@ -163,7 +163,7 @@ def recover(
     if png is not None:
         check_output_file("--png", png, suffixes=PICTURE_SUFFIXES)
     if network.given:
-        fixed = {"--model and its options": spec != ModelSpec(), "--sigma": sigma is not None,
+        fixed = {"--model and its options": spec != SyntheticModel(), "--sigma": sigma is not None,
                  "--radius": radius is not None, "--radius-policy": radius_policy != "chi2",
                  "--failure-probability": failure_probability != 0.05, "--upper": upper != 1.0,
                  "--solver": solver != "ipm"}

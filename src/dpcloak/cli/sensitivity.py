@@ -7,7 +7,7 @@ from typing import Any
 
 import typer
 
-from dpcloak.cli._common import ModelSpec, cli_errors, console, emit_json, model_options
+from dpcloak.cli._common import SyntheticModel, cli_errors, console, emit_json, model_options
 from dpcloak.cli._network import NetworkCli, network_options
 from dpcloak.errors import InvalidParameterError
 
@@ -38,7 +38,7 @@ def _network_sensitivity(network: NetworkCli, alpha: float | None, as_json: bool
 @network_options
 def sensitivity(
     *,
-    spec: ModelSpec,
+    spec: SyntheticModel,
     network: NetworkCli,
     alpha: float | None = typer.Option(
         None, help="Relation radius: in --unit for a network (--sensors/--config); in steps for --model (default 1)."
@@ -47,7 +47,7 @@ def sensitivity(
 ) -> None:
     """Exact l2 sensitivity Delta_2 of a forward model or a sensor network (with bounds for synthetic models)."""
     if network.given:
-        if spec != ModelSpec():
+        if spec != SyntheticModel():
             raise InvalidParameterError("--model and its options describe a synthetic model; with --sensors or "
                                         "--config the network is the model")
         _network_sensitivity(network, alpha, as_json)
