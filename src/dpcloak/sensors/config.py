@@ -378,7 +378,8 @@ def load_network(path: str | Path, *, ledger: str | PathLike[str] | None = None)
     file = Path(path)
     suffix = _suffix(file)
     if not file.exists():
-        raise InvalidFileError(f"configuration file not found: {file}", path=file, parameter="configuration")
+        raise InvalidFileError(f"{file}: no such file (the configuration file was not found)", path=file,
+                               parameter="configuration")
     text = read_text(file, what="network configuration", parameter="configuration")
     try:
         data = tomllib.loads(text) if suffix == ".toml" else json.loads(text, parse_constant=_no_constant)

@@ -96,7 +96,7 @@ def read_counts_csv(path: str | Path, layout: SensorLayout, *, where: dict[str, 
     """
     file = Path(path)
     if not file.exists():
-        raise InvalidFileError(f"counts file not found: {file}", path=file)
+        raise InvalidFileError(f"{file}: no such file (the counts CSV was not found)", path=file)
     if not layout.input_names:
         raise InvalidParameterError("the layout has no counter names to match the counts file's columns against",
                                     parameter="layout")

@@ -228,7 +228,7 @@ def read_sensors_csv(path: str | Path, **options: Any) -> SensorLayout:
     """
     file = Path(path)
     if not file.exists():
-        raise InvalidFileError(f"sensors file not found: {file}", path=file, parameter="path")
+        raise InvalidFileError(f"{file}: no such file (the sensors CSV was not found)", path=file)
     table = read_csv_table(file, what="sensors CSV")
     if not table.rows:
         raise InvalidFileError(f"{file} must have a header row and at least one sensor", path=file)
