@@ -580,8 +580,10 @@ DEPLOYMENT_FIELDS: dict[str, tuple[type, ...]] = {
 """The fields of ``deployment.json`` and their JSON types (``lifetime_releases`` may be null): each is required,
 no other is accepted."""
 CREDENTIAL_FIELDS: dict[str, tuple[type, ...]] = {
-    "deployment_id": (str,), "fingerprint": (str,), "sensor": (int,), "key": (str,), "generation": (int,)}
-"""The fields of a sensor credential (``generation`` may be absent: 0)."""
+    "deployment_id": (str,), "fingerprint": (str,), "sensor": (int,), "key": (str,), "generation": (int,),
+    "ledger": (dict,)}
+"""The fields of a sensor credential (``generation`` may be absent: 0; ``ledger`` is the anchor of the sensor's
+ledger, written by the node, checked by :class:`dpcloak.privacy.ledger.Anchor`)."""
 _TYPE_WORDS = {str: "a string", dict: "a JSON object", int: "an integer", float: "a number"}
 
 
@@ -699,7 +701,7 @@ def load_credential(path: Path) -> SensorCredential:
     >>> tmp.cleanup()
     """
     data = _read_json(Path(path), "sensor credential")
-    _check_fields(data, CREDENTIAL_FIELDS, Path(path), "sensor credential", optional=("generation",))
+    _check_fields(data, CREDENTIAL_FIELDS, Path(path), "sensor credential", optional=("generation", "ledger"))
     try:
         generation = data.get("generation", 0)
         if isinstance(generation, bool) or not isinstance(generation, int) or generation < 0:
