@@ -8,7 +8,7 @@ channel to a central node, and the analyst recovers roughly where people are, wi
 :mod:`dpcloak.service` is that system:
 
 * ``dpcloak deploy init`` fixes the deployment's public parameters (the sensor network, the window
-  length, the budget and its period) and writes one credential per sensor;
+  length, the budget and its release policy) and writes one credential per sensor;
 * each **sensor node** (:class:`~dpcloak.service.node.SensorNode`, or ``dpcloak sensor run``)
   privatizes its reading with the exact discrete Gaussian from the OS CSPRNG, enforces its own budget
   with a persistent ledger, signs the report and sends it;
@@ -27,8 +27,9 @@ stopped. The design and the threat model are in :doc:`/service`.
 # ``analyst.token`` (secret, mode 0600) and ``sensors/sensor-<j>.json``, the credential to install on
 # sensor *j*. Without ``--network`` it lays out a floor plan: people counters on a lattice over a
 # 12 m × 8 m room with a source location every metre. Windows of 1 s keep this page fast; a real
-# deployment uses minutes. The budget ε = 3 per sensor and period is deliberately small so that we
-# can watch a sensor refuse to overspend.
+# deployment uses minutes. The budget ε = 3 holds for any 9 consecutive windows (``--period-windows
+# 9``: the nine window releases it allows), so every window is a release window and the node's
+# enforcement of the public release policy can be watched below.
 import atexit
 import contextlib
 import shutil
@@ -45,7 +46,7 @@ import numpy as np
 from typer.testing import CliRunner
 
 from dpcloak.cli import app
-from dpcloak.errors import BudgetExceededError, LedgerIntegrityError
+from dpcloak.errors import DpcloakError, LedgerIntegrityError
 from dpcloak.service.config import load_credential, load_deployment
 from dpcloak.service.node import SensorNode
 from dpcloak.service.server import dashboard_url
@@ -63,7 +64,7 @@ def dpcloak(*args):
 
 
 dpcloak("deploy", "init", str(site), "--width", "12", "--height", "8", "--sensor-cols", "6", "--sensor-rows", "4",
-        "--window-seconds", "1", "--period-windows", "100", "--grace-seconds", "600", "--budget-epsilon", "3")
+        "--window-seconds", "1", "--period-windows", "9", "--grace-seconds", "600", "--budget-epsilon", "3")
 print(sorted(p.name for p in site.iterdir()))
 
 # %%
@@ -181,19 +182,24 @@ answer = httpx.post(f"{url}/api/v1/reports", json=forged, timeout=10)
 print("altered value:", answer.status_code, answer.json()["error"], "-", answer.json()["message"])
 
 # %%
-# The sensor enforces the budget
+# The sensor enforces the policy
 # ------------------------------
-# The collector is untrusted, so it is not trusted to count: each node refuses to release more
-# than ``releases_per_period`` readings in a budget period, from its own durable ledger (a restart
-# does not reset it). Sensor 0 has released 6 of its 9; three more pass, the tenth is refused
-# before any noise is drawn.
-print(f"releases allowed per sensor and period: {deployment.releases_per_period}")
-for w in range(WINDOWS, WINDOWS + 4):
+# The collector is untrusted, so it is not trusted to count: the release policy is public and each
+# node enforces it from its own durable ledger and its own clock (a restart resets neither). Any
+# 9 consecutive windows hold at most 9 release windows, each charged as one release of the whole
+# vector of readings, whoever reported in it. A node never releases a window twice and never runs
+# ahead of its clock (plus the deployment's stated skew), so nobody can make it release one reading
+# into many future windows: both are refused before any noise is drawn.
+policy = deployment.policy_statement()
+print(f"any {policy.span_windows} consecutive windows: {policy.span_releases} release windows, "
+      f"epsilon = {policy.span[0]:.2f} at delta = {policy.span[1]:g}; "
+      f"one window: epsilon = {policy.window[0]:g} at delta = {policy.window[1]:g}")
+for w in (WINDOWS - 1, WINDOWS + 50):
     try:
         nodes[0].release(5.0, window=w)
         print(f"window {w}: released (recorded in the ledger)")
-    except BudgetExceededError as refusal:
-        print(f"window {w}: refused — {refusal}")
+    except DpcloakError as refusal:
+        print(f"window {w}: refused — {str(refusal).split('; nothing released')[0]}")
 
 # %%
 # The analyst's view

@@ -22,7 +22,8 @@ def test_sensors_view_reads_a_bounded_range_and_matches_brute_force(
     """Hour-long windows, periods of 6: the last-seen search looks back one day (24 windows). Sensors last
     seen within it, one seen only before it, one never: each row equals the brute-force answer over the
     reports of the windows looked at, and the reports before ``seen_since_window`` are not read at all."""
-    dep = dataclasses.replace(deployment_dir[1], window_seconds=3600.0, period_windows=6, start=0.0)
+    dep = dataclasses.replace(deployment_dir[1], window_seconds=3600.0, period_windows=6, policy_releases=None,
+                              start=0.0)
     store = Store(sqlite_url(tmp_path / "v.db"))
     store.migrate()
     store.register(dep)
@@ -37,17 +38,19 @@ def test_sensors_view_reads_a_bounded_range_and_matches_brute_force(
             rows.append({"deployment_id": did, "sensor_id": j, "window": w, "report_id": f"{w}-{j}",
                          "value": 0.0, "received_at": w * 3600.0 + rng.uniform(0, 3600)})
     store.insert_reports(rows)
-    now = 100 * 3600.0 + 10.0  # window 100; its period starts at window 96
+    now = 100 * 3600.0 + 10.0  # window 100; the sliding window of 6 starts at window 95
     view = views.sensors_view(dep, store, now)
-    first, since = 96, 100 - max(6, math.ceil(views.LAST_SEEN_LOOKBACK / 3600.0))
+    first, since = 95, 100 - max(6, math.ceil(views.LAST_SEEN_LOOKBACK / 3600.0))
     assert view["period_first_window"] == first and view["seen_since_window"] == since == 76
     reports = store.all_reports(did)
+    charged = {r.window for r in reports if first <= r.window <= 100}  # any sensor reported: one vector release
+    assert view["release_windows_charged"] == len(charged)
     for row in view["sensors"]:
         mine = [r for r in reports if r.sensor_id == row["sensor"] and r.window >= since]
         last = max(mine, key=lambda r: r.window, default=None)
         in_period = sum(r.window >= first for r in mine)
         assert row["readings_in_period"] == in_period
-        assert row["epsilon_spent"] == dep.guarantee(in_period)[0]
+        assert row["epsilon_spent"] == dep.guarantee(len(charged))[0]
         assert (row["last_window"], row["last_seen"]) == ((None, None) if last is None
                                                           else (last.window, last.received_at)), row
     by_sensor = {row["sensor"]: row for row in view["sensors"]}

@@ -51,13 +51,22 @@ def policy_words(deployment: Deployment) -> str:
             f"lifetime: ({st.lifetime[0]:.3g}, {st.lifetime[1]:.2g}) — at most {st.lifetime_releases} release "
             "windows in all")
     return (f"any {st.span_windows} consecutive windows ({span}): ({st.span[0]:.3g}, {st.span[1]:.2g}) — at most "
-            f"{st.span_releases} release windows, every {_ordinal(st.stride)} window;\n"
+            f"{st.span_releases} release windows, {every_window(st.stride)};\n"
             f"one window: ({st.window[0]:.3g}, {st.window[1]:.2g}); {life}")
 
 
+def every_window(stride: int) -> str:
+    """``"every window"``, ``"every 2nd window"``, ``"every 12th window"``: the release schedule in words.
+
+    Examples
+    --------
+    >>> every_window(1), every_window(2), every_window(12), every_window(23)
+    ('every window', 'every 2nd window', 'every 12th window', 'every 23rd window')
+    """
+    return "every window" if stride == 1 else f"every {_ordinal(stride)} window"
+
+
 def _ordinal(n: int) -> str:
-    if n == 1:
-        return ""
     suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
     return f"{n}{suffix}"
 
@@ -85,7 +94,7 @@ def guarantee_words(deployment: Deployment) -> str:
     net = deployment.sensor_network
     st = deployment.policy_statement()
     span = _duration(st.span_windows * deployment.window_seconds)
-    every = "in every window" if st.stride == 1 else f"only in every {_ordinal(st.stride)} window"
+    every = "in every window" if st.stride == 1 else f"only in {every_window(st.stride)}"
     condition = net.model_condition
     if st.lifetime is None:
         twice = deployment.guarantee(deployment.max_release_windows(2 * st.span_windows))
@@ -134,8 +143,8 @@ def policy_view(deployment: Deployment, *, now: float) -> dict[str, Any]:
         status, message = "ok", f"window {w} is a release window"
     else:
         status = "degraded"
-        message = (f"sensors skip window {w} under the release policy (every {_ordinal(deployment.release_stride)} "
-                   f"window); the next release window is {nxt}, in {_duration(max(0.0, float(at) - now))}")  # type: ignore[arg-type]
+        message = (f"sensors skip window {w} under the release policy ({every_window(deployment.release_stride)}); "
+                   f"the next release window is {nxt}, in {_duration(max(0.0, float(at) - now))}")  # type: ignore[arg-type]
     return {"status": status, "window": w, "release_window": status == "ok", "next_release_window": nxt,
             "next_release_at": at, "message": message, "words": policy_words(deployment)}
 
