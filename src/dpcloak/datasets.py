@@ -56,6 +56,13 @@ class ExampleData:
         The folder.
     files : tuple of Path
         The files written, in the order of :data:`EXAMPLE_FILES`.
+
+    Examples
+    --------
+    >>> from pathlib import Path
+    >>> written = ExampleData(directory=Path("data"), files=(Path("data/points.csv"),))
+    >>> [f.name for f in written.files]
+    ['points.csv']
     """
 
     directory: Path

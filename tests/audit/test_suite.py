@@ -52,7 +52,7 @@ def test_fast_groups_reach_the_required_verdicts(select):
                                                 ("UNCLAIMED", "low bits"),
                                                 ("mantissa bit 9", "low bits"),
                                                 ("x3 for one input", None),
-                                                ("parity follows", None)])
+                                                ("parity of the grid index", None)])
 def test_the_reviews_broken_mechanisms_are_rejected_by_the_event_tests_over_seeds(select, family):
     """Issues 12 and 28: each was ACCEPTED by the binned audit and the atom / 8-low-bit tests alone."""
     for seed in range(5):

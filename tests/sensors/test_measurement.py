@@ -24,7 +24,12 @@ from dpcloak.privacy.discrete import DiscreteGaussianMechanism, DiscreteLaplaceM
 from dpcloak.sensors import Relation, SensorNetwork, layout_from_coordinates
 from dpcloak.sensors.measurement import count_mechanism, expected_absolute_noise, noise_std
 
-mpmath.mp.dps = 60
+
+@pytest.fixture(autouse=True)
+def _sixty_digits():
+    """The oracle works at 60 digits; mpmath's precision is global, so it is set per test and restored after."""
+    with mpmath.workdps(60):
+        yield
 
 
 # --- the oracle ------------------------------------------------------------------------------------

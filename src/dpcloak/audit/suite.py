@@ -399,7 +399,7 @@ def _discrete_cases() -> list[SuiteCase]:
                   _audit(_additive(lap.privatize), pair, scope="released", **full_info)),
         SuiteCase("BROKEN discrete Laplace, noise scale halved", lap_claim, REJECT,
                   _audit(_additive(lap.privatize, 0.5), pair, scope="released", **full_info)),
-        SuiteCase("BROKEN discrete Laplace, grid index parity follows the input (δ_ε = 1)", lap_claim, REJECT,
+        SuiteCase("BROKEN discrete Laplace, parity of the grid index leaks", lap_claim, REJECT,
                   _audit(_parity_leak(lap.privatize, res), pair, scope="released", epsilon=LAPLACE_EPS,
                          alpha=ALPHA_PURE)),
         SuiteCase(f"discrete Gaussian (exact sampler), σ={gauss.sigma:.3g}", gauss_claim, ACCEPT,

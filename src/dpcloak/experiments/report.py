@@ -95,7 +95,14 @@ def finite_text(measured: str) -> str:
 
 @dataclass(frozen=True)
 class ShownClaim:
-    """One claim as it is shown: the paper's claim, the measured text (``n/a``, never ``nan``) and the verdict."""
+    """One claim as it is shown: the paper's claim, the measured text (``n/a``, never ``nan``) and the verdict.
+
+    Examples
+    --------
+    >>> shown = ShownClaim(claim="EMD <= 0.05", measured="n/a", verdict="too small to judge (--quick)")
+    >>> shown.measured, shown.verdict.startswith("too small")
+    ('n/a', True)
+    """
 
     claim: str
     measured: str
