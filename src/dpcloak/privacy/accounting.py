@@ -816,6 +816,9 @@ class ReadingAccountant:
         every accountant opened on it — in this process or another, now or after a restart —
         shares one budget. Updates are atomic, durable and written *before* the release
         (write-ahead). Default: the count lives in this object only.
+    purpose : str, optional
+        What the releases are (e.g. a sensor network's configuration fingerprint), bound into the
+        ledger with the event, the accountant and the budget: a ledger kept for another purpose is refused.
 
     Notes
     -----
@@ -842,7 +845,8 @@ class ReadingAccountant:
     """
 
     def __init__(self, *, mechanism: Any, epsilon_budget: float | None = None, delta_budget: float | None = None,
-                 accountant: str = "closed", ledger: str | PathLike[str] | None = None) -> None:
+                 accountant: str = "closed", ledger: str | PathLike[str] | None = None,
+                 purpose: str | None = None) -> None:
         self.mechanism = mechanism
         self.epsilon_budget = None if epsilon_budget is None else check_real("epsilon_budget", epsilon_budget,
                                                                              low=0.0)
@@ -852,8 +856,8 @@ class ReadingAccountant:
         event = release_event(mechanism)  # fails now, not at the first release, if it cannot be accounted
         self._readings = 0
         self._ledger = None if ledger is None else BudgetLedger(ledger, fingerprint=(
-            f"{event.key}; accountant={self.accountant}; epsilon_budget={self.epsilon_budget!r}; "
-            f"delta_budget={self.delta_budget!r}"))
+            ("" if purpose is None else f"{purpose}; ") + f"{event.key}; accountant={self.accountant}; "
+            f"epsilon_budget={self.epsilon_budget!r}; delta_budget={self.delta_budget!r}"))
 
     @property
     def readings(self) -> int:
@@ -895,7 +899,7 @@ class ReadingAccountant:
                 raise BudgetExceededError(
                     f"releasing {n} more reading(s) would spend epsilon={spent} at "
                     f"delta={self.delta_budget:g} after {total} releases, over the budget "
-                    f"epsilon={budget} ({total - n} releases already charged)"
+                    f"epsilon={budget} ({total - n} releases already charged); nothing was released"
                 )
             return after
 

@@ -63,8 +63,9 @@ sensors) check up front.
 * Discrete Gaussian with variance parameter σ² (grid units): :math:`\tfrac12(\Delta_{2,grid}/\sigma)^2`
   -concentrated DP, i.e. Rényi DP of order α at most :math:`\alpha\Delta^2/(2\sigma^2)` (CKS
   Theorem 14, multivariate) — the same Rényi curve as the continuous Gaussian. σ is the smallest
-  value whose (ε, δ) from that Rényi curve, converted by ``dp_accounting``'s RDP accountant, is at
-  most ε at the target δ; it is re-checked before it is returned. The price of going through
+  value whose (ε, δ) from that Rényi curve, converted by the one accountant's conversion
+  (:func:`~dpcloak.privacy.accounting.zcdp_epsilon`, every Rényi order), is at most ε at the target δ;
+  it is re-checked before it is returned (``dp_accounting`` is only the tests' cross-check). The price of going through
   concentrated DP: at (ε, δ) = (1, 0.1) and a fine grid, σ is about 1.26× the continuous analytic σ
   (1.366 vs 1.086 for Δ2 = 1, ``benchmarks/bench_mechanisms.py``).
 * Noise scales (b or σ) above :data:`MAX_GRID_SCALE` = 2⁵⁶ grid steps are refused: the released
@@ -103,7 +104,6 @@ __all__ = [
     "sample_discrete_gaussian",
     "DiscreteLaplaceMechanism",
     "DiscreteGaussianMechanism",
-    "gaussian_rdp_epsilon",
     "sampler_scale",
     "laplace_grid_scale",
     "discrete_laplace_noise",
@@ -703,24 +703,6 @@ def l2_grid_sensitivity(sensitivity: float, resolution: float, dimension: int) -
     while Fraction(root) ** 2 < k:
         root = float(np.nextafter(root, math.inf))
     return root
-
-
-def gaussian_rdp_epsilon(*, noise_multiplier: float, delta: float) -> float:
-    """ε at δ of one Gaussian-RDP release with the given noise multiplier σ/Δ (``dp_accounting`` RDP).
-
-    Examples
-    --------
-    >>> round(gaussian_rdp_epsilon(noise_multiplier=5.0, delta=1e-5), 4)
-    0.7945
-    >>> gaussian_rdp_epsilon(noise_multiplier=10.0, delta=1e-5) < gaussian_rdp_epsilon(noise_multiplier=5.0, delta=1e-5)
-    True
-    """
-    from dp_accounting import GaussianDpEvent
-    from dp_accounting.rdp import RdpAccountant
-
-    acc = RdpAccountant()
-    acc.compose(GaussianDpEvent(noise_multiplier))
-    return float(acc.get_epsilon(delta))
 
 
 class DiscreteGaussianMechanism(_GridMechanism):

@@ -16,11 +16,17 @@ from numpy.typing import ArrayLike, NDArray
 
 from dpcloak._rng import RngLike
 from dpcloak._validation import check_choice, check_int, check_probability, check_real
-from dpcloak.errors import BudgetExceededError, InvalidParameterError
+from dpcloak.errors import InvalidParameterError
 from dpcloak.models import DenseModel, LinearModel
-from dpcloak.privacy.accounting import PrivacyReport, PrivacySpent, distinct_digits, privacy_report, privacy_spent
+from dpcloak.privacy.accounting import (
+    PrivacyReport,
+    PrivacySpent,
+    ReadingAccountant,
+    distinct_digits,
+    privacy_report,
+    privacy_spent,
+)
 from dpcloak.privacy.discrete import DiscreteGaussianMechanism, DiscreteLaplaceMechanism, RandBelow, secure_randbelow
-from dpcloak.privacy.ledger import BudgetLedger
 from dpcloak.privacy.mechanisms import check_exact_doubles
 from dpcloak.privacy.sensitivity import Relation, relation_sensitivity
 from dpcloak.sensors.layout import SensorLayout, layout_from_coordinates
@@ -79,10 +85,9 @@ class SensorNetwork:
         How the model was built from coordinates (set by :meth:`from_coordinates`; needed to
         serialise).
     ledger : str or os.PathLike, optional
-        A :class:`~dpcloak.privacy.ledger.BudgetLedger` file that keeps the release count across
-        objects, processes and restarts (written before each release). It holds the largest count of
-        any sensor, and every sensor is taken to have released at least that many readings (it may
-        overcount a sensor that skipped periods, never undercount). Default: the count lives in this
+        A :class:`~dpcloak.privacy.ledger.BudgetLedger` file that keeps the count of vector releases
+        across objects, processes and restarts (written before each release), through the one
+        accountant (:class:`~dpcloak.privacy.ReadingAccountant`). Default: the count lives in this
         object only, and a network rebuilt from its configuration starts again at zero.
 
     Attributes
@@ -101,9 +106,13 @@ class SensorNetwork:
     Steinke 2020 for the discrete Gaussian: ½(Δ_grid/σ)²-zCDP converted to (ε, δ)). Clipping each
     reading to ``reading_range`` is 1-Lipschitz per coordinate, so it cannot raise Δ2. ``k``
     releases compose as ``k·ρ``-zCDP (:meth:`guarantee`, closed form); the budget is checked *before* anything
-    is released, counting for each sensor the readings it released (a release of the vector counts
-    one for every present sensor). The count is exact for the deployment's design of one reading
-    per sensor per period (pattern-level: every period is charged).
+    is released. **What is counted is vector releases, not readings**: every period (a row of
+    :meth:`privatize`) in which any sensor releases is charged as one release of the whole vector at the
+    full Δ2, whichever sensors took part — a sub-vector of the present sensors has sensitivity at most
+    Δ2 (it is a sub-vector of the difference for every neighbouring pair), so the charge never
+    undercounts, whether the sensors report together, in alternate periods, or some never. Single
+    readings (:meth:`privatize_reading`) are one vector release each, unless they name the same
+    ``window`` and distinct sensors (then they are one release of that window's sub-vector).
 
     Examples
     --------
@@ -116,12 +125,12 @@ class SensorNetwork:
     >>> net.n_sensors, net.n_sources
     (4, 4)
 
-    A release draws exact noise from the OS CSPRNG (no seed) and is charged to each sensor that sent
-    a reading (NaN: nothing sent, nothing charged):
+    A release draws exact noise from the OS CSPRNG (no seed) and is charged as one vector release,
+    whichever sensors sent a reading (NaN: nothing sent; a period with no reading at all is not charged):
 
     >>> released = net.privatize([10.0, 20.0, np.nan, 5.0])
-    >>> released.shape, bool(np.isnan(released[2])), net.sensor_releases.tolist()
-    ((4,), True, [1, 1, 0, 1])
+    >>> released.shape, bool(np.isnan(released[2])), net.releases
+    ((4,), True, 1)
     >>> net.privatize([10.0, 20.0, 30.0, 5.0], rng=0)
     Traceback (most recent call last):
         ...
@@ -136,14 +145,16 @@ class SensorNetwork:
     >>> net.dense_model().shape, net.source_positions.shape  # sources at the 4 sensors, (x, y) metres
     ((4, 4), (4, 2))
 
-    The budget bounds the number of releases; a single sensor can send one reading at a time:
+    The budget bounds the number of vector releases; a single sensor can send one reading at a time,
+    and readings of distinct sensors for the same ``window`` are one release of that window:
 
     >>> net.max_releases() > 1, net.spent().epsilon <= 10.0
     (True, True)
-    >>> before = net.sensor_releases.copy()
-    >>> reading = net.privatize_reading(0, 12.0)  # what sensor 0 sends for 12 people
-    >>> (net.sensor_releases - before).tolist()  # charged to sensor 0 only
-    [1, 0, 0, 0]
+    >>> before = net.releases
+    >>> reading = net.privatize_reading(0, 12.0, window=7)  # what sensor 0 sends for 12 people in window 7
+    >>> reading = net.privatize_reading(1, 3.0, window=7)  # sensor 1, same window: the same vector release
+    >>> net.releases - before
+    1
 
     The configuration is public and serialisable; it holds no release count (each sensor node keeps
     its own ledger in a deployment, :mod:`dpcloak.service`):
@@ -153,7 +164,7 @@ class SensorNetwork:
     >>> again = SensorNetwork.load(net.save(Path(tmp.name) / "network.toml"))
     >>> again.fingerprint() == net.fingerprint() == SensorNetwork.from_dict(net.to_dict()).fingerprint()
     True
-    >>> again.releases, net.releases  # the largest count of any sensor (simulations count too)
+    >>> again.releases, net.releases  # vector releases (simulations count too)
     (0, 3)
 
     Outside a deployment, a ledger file keeps the count across objects and restarts (written before
@@ -234,11 +245,12 @@ class SensorNetwork:
                 f"one release already spends epsilon={spent} at delta={self.budget[1]:g}, over the budget "
                 f"epsilon={allowed}"
             )
-        self._released = np.zeros(self.n_sensors, dtype=np.int64)
-        self._ledger = None if ledger is None else BudgetLedger(ledger, fingerprint=(
-            f"SensorNetwork n_sensors={self.n_sensors}; relation={self.privacy_unit}; delta2={self.delta2!r}; "
-            f"epsilon={self.epsilon!r}; delta={self.delta!r}; sigma={self.sigma!r}; resolution={self.resolution!r}; "
-            f"accountant={ACCOUNTANT}; budget={self.budget!r}"))
+        self._accountant = ReadingAccountant(
+            mechanism=self.mechanism, epsilon_budget=self.budget[0], delta_budget=self.budget[1],
+            accountant=ACCOUNTANT, ledger=ledger, purpose=(
+                f"SensorNetwork vector releases; n_sensors={self.n_sensors}; relation={self.privacy_unit}; "
+                f"delta2={self.delta2!r}; epsilon={self.epsilon!r}; delta={self.delta!r}"))
+        self._open: tuple[int, set[int]] | None = None  # the window whose vector release single readings fill
         self._dense: NDArray[np.float64] | None = None
         self._rows: tuple[bytes, DenseModel] | None = None
 
@@ -476,14 +488,8 @@ class SensorNetwork:
 
     @property
     def releases(self) -> int:
-        """Releases charged so far: the largest number of readings any one sensor has released."""
-        return int(self.sensor_releases.max())
-
-    @property
-    def sensor_releases(self) -> NDArray[np.int64]:
-        """Readings released per sensor (with a ledger, at least the ledger's count for every sensor)."""
-        floor = 0 if self._ledger is None else self._ledger.readings
-        return np.maximum(self._released, floor)
+        """Vector releases charged so far (from the ledger when there is one; class docstring)."""
+        return self._accountant.readings
 
     def spent(self) -> PrivacySpent:
         """The composed guarantee of the releases so far."""
@@ -513,24 +519,9 @@ class SensorNetwork:
             lo, hi = (mid, hi) if fits(mid) else (lo, mid)
         return lo
 
-    def _charge(self, extra: NDArray[np.int64]) -> None:
-        """Charge ``extra`` readings per sensor before anything is sampled (write-ahead with a ledger)."""
-        def admit(floor: int) -> tuple[int, NDArray[np.int64]]:
-            before = np.maximum(self._released, floor)
-            after = before + extra
-            worst = int(after.max())
-            spent = self.guarantee(worst)
-            if not spent.epsilon <= self.budget[0]:
-                used, allowed = distinct_digits(spent.epsilon, self.budget[0])
-                raise BudgetExceededError(
-                    f"releasing would bring a sensor to {worst} readings, spending epsilon={used} at "
-                    f"delta={self.budget[1]:g}, over the budget epsilon={allowed} (at most "
-                    f"{self.max_releases()} releases per sensor; {int(before.max())} already made); nothing was "
-                    "released"
-                )
-            return worst, after
-
-        self._released = admit(0)[1] if self._ledger is None else self._ledger.advance(admit)
+    def _charge(self, releases: int) -> None:
+        """Charge ``releases`` vector releases before anything is sampled (write-ahead with a ledger)."""
+        self._accountant.charge(releases)
 
     # --- release ------------------------------------------------------------------------------
     def _check_counts(self, values: NDArray[np.float64]) -> None:
@@ -567,12 +558,13 @@ class SensorNetwork:
         Raises
         ------
         BudgetExceededError
-            If any sensor would exceed the budget; nothing is released then.
+            If the periods' vector releases would exceed the budget; nothing is released then.
 
         Privacy guarantee
         -----------------
-        Each period's vector is (ε, δ)-DP under :attr:`relation` (class docstring); the
-        releases are charged before sampling.
+        Each period's vector (or the sub-vector of its present sensors) is (ε, δ)-DP under
+        :attr:`relation` (class docstring); every period with at least one reading is charged as one
+        vector release at the full Δ2, before sampling.
         """
         if rng is not None and not simulation:
             raise InvalidParameterError(
@@ -594,32 +586,44 @@ class SensorNetwork:
         rows = np.atleast_2d(y)
         present = ~np.isnan(rows)
         self._check_counts(rows[present])
-        cells = [self.mechanism.to_grid(self._clip(row[mask])) for row, mask in zip(rows, present, strict=True)]
-        self._charge(present.sum(axis=0).astype(np.int64))
+        cells = [self.mechanism.to_grid(self._clip(row[mask])) if mask.any() else np.zeros(0, dtype=np.int64)
+                 for row, mask in zip(rows, present, strict=True)]
+        self._charge(int(present.any(axis=1).sum()))
         out = np.full(rows.shape, np.nan)
         for r, (mask, idx) in enumerate(zip(present, cells, strict=True)):
             if idx.size:
                 out[r, mask] = self.mechanism.privatize_grid(idx.tolist(), rng=rng)
         return out.reshape(y.shape)
 
-    def privatize_reading(self, sensor: int, value: float, *, randbelow: RandBelow | None = None) -> float:
+    def privatize_reading(self, sensor: int, value: float, *, window: int | None = None,
+                          randbelow: RandBelow | None = None) -> float:
         """What sensor ``sensor`` sends for one raw reading: clipped, rounded to the grid, exact discrete Gaussian.
 
         ``randbelow`` is the integer source (default :func:`secrets.randbelow`, the OS CSPRNG); a
-        reproducible one is for tests only. Charges one reading to this sensor (budget checked
-        first; :class:`~dpcloak.errors.BudgetExceededError` and nothing sent past it).
+        reproducible one is for tests only. The budget is checked first
+        (:class:`~dpcloak.errors.BudgetExceededError` and nothing sent past it).
+
+        What is charged: without ``window``, each reading is one vector release. With ``window``,
+        consecutive readings of *distinct* sensors for the same window (readings of that window's
+        state) fill one vector release, charged once at the full Δ2 when it is opened; a reading of
+        another window, or a second reading of a sensor already in it, opens (and charges) a new one.
 
         Privacy guarantee
         -----------------
-        This sensor's share of one (ε, δ)-DP release (class docstring).
+        One coordinate of an (ε, δ)-DP vector release (class docstring); the releases charged are
+        a partition of the readings into vectors with at most one reading per sensor, so their
+        composition bounds what was released.
         """
         j = check_int("sensor", sensor, minimum=0, maximum=self.n_sensors - 1)
+        w = None if window is None else check_int("window", window, minimum=0)
         x = float(check_exact_doubles(value, np.array(check_real("value", value)), name="value"))
         self._check_counts(np.array([x]))
         cell = int(self.mechanism.to_grid(self._clip(np.array([x])))[0])
-        extra = np.zeros(self.n_sensors, dtype=np.int64)
-        extra[j] = 1
-        self._charge(extra)
+        if w is not None and self._open is not None and self._open[0] == w and j not in self._open[1]:
+            self._open[1].add(j)
+        else:
+            self._charge(1)
+            self._open = None if w is None else (w, {j})
         noise = self.mechanism.sample_noise(1, secure_randbelow if randbelow is None else randbelow)[0]
         return float((cell + noise) * self.resolution)
 
