@@ -365,21 +365,21 @@ def test_reports_leave_at_the_end_of_their_window_whatever_the_sampling_took(
     """Issue 28 defect 5: the exact sampler's time grows with |noise|. Here sampling is made to take 0 or 0.3 s
     (alternately); the running node's reports still leave at their window's end, so the send times of the two
     groups agree to within scheduling jitter. The weakened node (send right after sampling) shows the 0.3 s."""
-    from dpcloak.sensors import SensorNetwork
+    from dpcloak.sensors.release import ReleaseSpec
 
     make_deployment(tmp_path, sensor_rows=1, sensor_cols=3, window_seconds=0.5, past_windows=4)
     dep = load_deployment(tmp_path)
     delays = iter([0.0, 0.3] * 20)
     taken: dict[int, float] = {}
-    original = SensorNetwork.privatize_reading
+    original = ReleaseSpec.release_reading
 
-    def slow(self: SensorNetwork, sensor: int, value: float, **kw: object) -> float:
+    def slow(self: ReleaseSpec, value: float, **kw: object) -> float:
         d = next(delays)
         time.sleep(d)
         taken[len(taken)] = d
-        return original(self, sensor, value, **kw)  # type: ignore[arg-type]
+        return original(self, value, **kw)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(SensorNetwork, "privatize_reading", slow)
+    monkeypatch.setattr(ReleaseSpec, "release_reading", slow)
     sends: list[tuple[int, float]] = []
 
     def answer(request: httpx.Request) -> httpx.Response:
@@ -409,3 +409,61 @@ def test_reports_leave_at_the_end_of_their_window_whatever_the_sampling_took(
     weak_groups = [[x for i, x in enumerate(after) if taken[i] == d] for d in (0.0, 0.3)]
     assert np.mean(weak_groups[1]) - np.mean(weak_groups[0]) > 0.25
     weak.close()
+
+
+def test_node_starts_and_releases_without_rebuilding_the_model(small: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 29: a node needs the calibrated mechanism, not the model. Oracle: the network rebuilt from the same
+    file by the collector's path (model, relation search, Δ2) gives the same exact σ² and budget; while the node
+    starts and releases, building a model or computing a sensitivity fails the test."""
+    import dpcloak.sensors.network as network_module
+    from dpcloak.privacy.discrete import generator_randbelow
+
+    full = load_deployment(small).sensor_network  # the oracle, before the model builders are disabled
+
+    def forbidden(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the node rebuilt the model")
+
+    monkeypatch.setattr(network_module, "relation_sensitivity", forbidden)
+    monkeypatch.setattr(network_module, "build_model", forbidden)
+    dep = load_deployment(small, rebuild=False)
+    node = SensorNode(deployment=dep, credential=load_credential(small / "sensors" / "sensor-1.json"),
+                      ledger=small / "ledger-1.db", url="http://127.0.0.1:9", transport=httpx.MockTransport(Script([])))
+    entry = node.release(3.0, window=2)
+    node.close()
+    spec = dep.release_spec
+    assert spec.mechanism.sigma2 == full.mechanism.sigma2 and spec.resolution == full.resolution
+    assert spec.max_releases() == full.max_releases() and dep.n_sensors == full.n_sensors
+    assert entry.value / spec.resolution == round(entry.value / spec.resolution)
+    # replayed arithmetic: the same integer source gives the full network's release, bit for bit
+    rng_a, rng_b = np.random.default_rng(7), np.random.default_rng(7)
+    monkeypatch.undo()
+    for value in (3.0, 250.0, -4.0, 17.3):  # in range, above and below the declared [0, 100]
+        assert spec.release_reading(value, randbelow=generator_randbelow(rng_a)) == full.privatize_reading(
+            1, value, randbelow=generator_randbelow(rng_b))
+
+
+def test_a_node_refuses_an_edited_sensitivity(small: Path) -> None:
+    """The node calibrates to the Δ2 stated in deployment.json; the deployment's fingerprint binds it, so a file
+    whose Δ2 was lowered (less noise) no longer matches the node's credential and the node does not start. The
+    weakened fingerprint (without Δ2) would accept the edited file; the collector's rebuild refuses it too."""
+    import hashlib
+
+    from dpcloak.service.config import canonical_json
+
+    original = load_deployment(small, rebuild=False)
+    data = json.loads((small / "deployment.json").read_text())
+    data["network"]["derived"]["delta2"] /= 2
+    (small / "deployment.json").write_text(json.dumps(data))
+    edited = load_deployment(small, rebuild=False)  # the file itself is well formed
+    assert edited.release_spec.mechanism.sigma2 < original.release_spec.mechanism.sigma2  # it would add less noise
+    with pytest.raises(InvalidParameterError, match="credential of sensor 0 is for deployment"):
+        SensorNode(deployment=edited, credential=load_credential(small / "sensors" / "sensor-0.json"),
+                   ledger=small / "ledger-0.db", url="http://127.0.0.1:9")
+
+    def weak(dep: Deployment) -> str:
+        body = {k: v for k, v in dep.public_dict().items() if k not in ("deployment_id", "network", "grace_seconds")}
+        return hashlib.sha256(canonical_json(body)).hexdigest()
+
+    assert weak(edited) == weak(original)  # without Δ2 in the fingerprint the edit would go unnoticed
+    with pytest.raises(InvalidParameterError, match="delta2"):
+        load_deployment(small)  # the collector rebuilds the model and refuses the stated Δ2

@@ -37,11 +37,12 @@ from dpcloak.errors import InvalidFileError, InvalidParameterError
 from dpcloak.geo import projection_for
 from dpcloak.privacy.sensitivity import Relation
 from dpcloak.sensors.layout import SensorLayout
-from dpcloak.sensors.network import ACCOUNTANT, SensorNetwork
+from dpcloak.sensors.network import SensorNetwork
+from dpcloak.sensors.release import ACCOUNTANT, ReleaseSpec
 from dpcloak.sensors.spec import ModelSpec
 
 __all__ = ["FORMAT", "SCHEMA", "check_schema", "network_to_dict", "network_from_dict", "save_network", "load_network",
-           "fingerprint", "to_toml"]
+           "fingerprint", "config_fingerprint", "release_spec_from_dict", "to_toml"]
 
 FORMAT = "dpcloak.sensor-network/1"
 
@@ -214,6 +215,19 @@ def _get(section: dict[str, Any], table: str, key: str) -> Any:
     return section[key]
 
 
+def _tables(data: Any) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """The checked ``[privacy]``, ``[readings]``, ``[sensors]`` and ``[measurement]`` tables of a configuration."""
+    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        got = data.get("format") if isinstance(data, dict) else type(data).__name__
+        raise _bad(f"format must be {FORMAT!r}, got {got!r}", "format", got)
+    check_schema(data)
+    privacy, readings, sensors = _section(data, "privacy"), _section(data, "readings"), _section(data, "sensors")
+    measurement = data.get("measurement", {"kind": "field"})
+    if privacy.get("accountant", ACCOUNTANT) != ACCOUNTANT:  # the guarantee's composition rule is fixed
+        raise InvalidParameterError(f"[privacy] accountant must be {ACCOUNTANT!r}, got {privacy['accountant']!r}")
+    return privacy, readings, sensors, measurement
+
+
 def network_from_dict(data: dict[str, Any], *, ledger: str | PathLike[str] | None = None) -> SensorNetwork:
     """Rebuild a network from :func:`network_to_dict`'s data; refuses a stated Δ2 or σ that does not match.
 
@@ -230,17 +244,8 @@ def network_from_dict(data: dict[str, Any], *, ledger: str | PathLike[str] | Non
     >>> fingerprint(again) == fingerprint(net)
     True
     """
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
-        got = data.get("format") if isinstance(data, dict) else type(data).__name__
-        raise _bad(f"format must be {FORMAT!r}, got {got!r}", "format", got)
-    check_schema(data)
-    privacy, readings, sensors = _section(data, "privacy"), _section(data, "readings"), _section(data, "sensors")
-    measurement = data.get("measurement", {"kind": "field"})
-    if not isinstance(measurement, dict):
-        raise InvalidParameterError("configuration [measurement] must be a table", parameter="configuration")
+    privacy, readings, sensors, measurement = _tables(data)
     kind = measurement.get("kind", "field")
-    if privacy.get("accountant", ACCOUNTANT) != ACCOUNTANT:  # the guarantee's composition rule is fixed
-        raise InvalidParameterError(f"[privacy] accountant must be {ACCOUNTANT!r}, got {privacy['accountant']!r}")
     x, y = np.asarray(_get(sensors, "sensors", "x"), float), np.asarray(_get(sensors, "sensors", "y"), float)
     if x.shape != y.shape or x.ndim != 1:
         raise InvalidParameterError("[sensors] x and y must be lists of the same length")
@@ -412,7 +417,57 @@ def fingerprint(network: SensorNetwork) -> str:
     >>> fingerprint(network(1.0)) == fingerprint(network(0.5))  # a different configuration
     False
     """
-    data = network_to_dict(network)
-    data.pop("derived")
-    canonical = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return config_fingerprint(network_to_dict(network))
+
+
+def config_fingerprint(data: dict[str, Any]) -> str:
+    """:func:`fingerprint` of a configuration given as data (``[derived]`` left out), without building the network.
+
+    Examples
+    --------
+    >>> from dpcloak.sensors import Relation, SensorNetwork
+    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
+    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
+    >>> config_fingerprint(json.loads(json.dumps(network_to_dict(net)))) == fingerprint(net)  # through a file
+    True
+    """
+    body = {key: value for key, value in data.items() if key != "derived"}
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+def release_spec_from_dict(data: dict[str, Any]) -> ReleaseSpec:
+    """What one sensor needs to release (:class:`~dpcloak.sensors.release.ReleaseSpec`), read off a configuration.
+
+    Builds no model: a field network's Δ2 is the configuration's ``[derived] delta2`` (written with
+    the configuration by :func:`network_to_dict`; required here), which whoever hands the
+    configuration to a sensor must bind, e.g. in a deployment's fingerprint
+    (:class:`dpcloak.service.config.Deployment`). :func:`network_from_dict` recomputes it from the model.
+
+    Examples
+    --------
+    >>> from dpcloak.sensors import Relation, SensorNetwork
+    >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0]], relation=Relation.move(150.0),
+    ...                                      epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), diffusion=2000.0)
+    >>> spec = release_spec_from_dict(network_to_dict(net))
+    >>> spec.mechanism.sigma2 == net.mechanism.sigma2, spec.max_releases() == net.max_releases()
+    (True, True)
+    """
+    privacy, readings, sensors, measurement = _tables(data)
+    kind = measurement.get("kind", "field")
+    common: dict[str, Any] = {
+        "measurement": kind, "n_sensors": len(_get(sensors, "sensors", "x")),
+        "epsilon": _get(privacy, "privacy", "epsilon"), "delta": _get(privacy, "privacy", "delta"),
+        "budget": (_get(privacy, "privacy", "budget_epsilon"), _get(privacy, "privacy", "budget_delta")),
+        "reading_range": (_get(readings, "readings", "low"), readings.get("high")),
+        "reading_unit": readings.get("unit", "people"), "resolution": privacy.get("resolution")}
+    if kind == "counts":
+        c = measurement.get("max_count_per_person", 1)
+        return ReleaseSpec(sensitivity=float(c), neighbouring="", max_count_per_person=c, **common)
+    rel = _section(data, "relation")
+    derived = data.get("derived", {})
+    if "delta2" not in derived:
+        raise _bad("[derived] must state delta2 for a sensor to release without rebuilding the model (write the "
+                   "configuration with SensorNetwork.save or deploy init)", "derived.delta2")
+    relation = Relation(_get(rel, "relation", "kind"), rel.get("alpha"), rel.get("unit"))
+    return ReleaseSpec(sensitivity=derived["delta2"], neighbouring=relation.describe(), **common)

@@ -15,18 +15,16 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from dpcloak._rng import RngLike
-from dpcloak._validation import check_choice, check_int, check_probability, check_real
+from dpcloak._validation import check_choice, check_int, check_real
 from dpcloak.errors import InvalidParameterError
 from dpcloak.models import DenseModel, LinearModel
 from dpcloak.privacy.accounting import (
     PrivacyReport,
     PrivacySpent,
     ReadingAccountant,
-    distinct_digits,
     privacy_report,
-    privacy_spent,
 )
-from dpcloak.privacy.discrete import DiscreteGaussianMechanism, DiscreteLaplaceMechanism, RandBelow, secure_randbelow
+from dpcloak.privacy.discrete import DiscreteLaplaceMechanism, RandBelow
 from dpcloak.privacy.mechanisms import check_exact_doubles
 from dpcloak.privacy.sensitivity import Relation, relation_sensitivity
 from dpcloak.sensors.layout import SensorLayout, layout_from_coordinates
@@ -34,33 +32,18 @@ from dpcloak.sensors.measurement import (
     MEASUREMENTS,
     check_unit,
     count_guarantee_text,
-    count_mechanism,
     field_guarantee_text,
     noise_std,
 )
+from dpcloak.sensors.release import ACCOUNTANT, ReleaseSpec
 from dpcloak.sensors.result import NetworkRecovery, recover_counts, recover_sources
 from dpcloak.sensors.spec import ModelSpec, build_model, counts_model
 
 __all__ = ["SensorNetwork", "ACCOUNTANT"]
 
-#: How releases compose: the closed forms of :mod:`dpcloak.privacy.accounting` (zCDP's ρ adds up; pure ε adds up).
-ACCOUNTANT = "closed"
-
 #: A field network's Δ2 at or below this fraction of the largest ‖M e_s‖₂ (what one source puts in the
 #: readings) is refused: the noise calibrated to it would be no noise at the readings' scale.
 NEGLIGIBLE_SENSITIVITY = 1e-6
-
-
-def _check_range(reading_range: Any) -> tuple[float, float | None]:
-    try:
-        low, high = reading_range
-    except (TypeError, ValueError):
-        raise InvalidParameterError(f"reading_range must be a pair (low, high), got {reading_range!r}",
-                                    parameter="reading_range") from None
-    lo = check_real("reading_range[0]", low)
-    if high is None:
-        return lo, None
-    return lo, check_real("reading_range[1]", high, low=lo)
 
 
 class SensorNetwork:
@@ -202,24 +185,30 @@ class SensorNetwork:
         self.measurement = check_choice("measurement", measurement, MEASUREMENTS)
         self.reading_unit = check_unit("reading_unit", reading_unit)
         self.source_unit = self.reading_unit if source_unit is None else check_unit("source_unit", source_unit)
-        try:
-            eps_total, delta_total = budget
-        except (TypeError, ValueError):
-            raise InvalidParameterError(f"budget must be a pair (epsilon_total, delta_total), got {budget!r}",
-                                        parameter="budget") from None
-        self.budget = (check_real("budget epsilon", eps_total, low=0.0), check_probability("budget delta", delta_total))
-        self.reading_range = _check_range(reading_range)
         self.model = model
         self.layout = layout
         self.spec = spec
         self.misfit = None if misfit is None else check_real("misfit", misfit, low=0.0, low_inclusive=True)
-        self.mechanism: DiscreteGaussianMechanism | DiscreteLaplaceMechanism
         self.relation: Relation | None
+        self.delta2: float
         self.max_count_per_person: int | None
-        self.declared_delta: float
+        common: dict[str, Any] = {
+            "measurement": self.measurement, "n_sensors": model.shape[0], "epsilon": epsilon, "delta": delta,
+            "budget": budget, "reading_range": reading_range, "reading_unit": self.reading_unit,
+            "resolution": resolution}
         if self.measurement == "counts":
-            self._init_counts(model, relation=relation, epsilon=epsilon, delta=delta,
-                              max_count_per_person=max_count_per_person, resolution=resolution)
+            if relation is not None:
+                raise InvalidParameterError(
+                    "relation is for measurement='field'; a counts network protects one person's contribution (at "
+                    f"most max_count_per_person counts per window), got relation={relation.describe()!r}",
+                    parameter="relation")
+            m, n = model.shape
+            if m != n or not np.array_equal(model.todense(), np.eye(m)):
+                raise InvalidParameterError("a counts network's model must be the identity (each site's map value "
+                                            "is its own count); build it with SensorNetwork.from_coordinates")
+            self.relation = None
+            c = check_int("max_count_per_person", max_count_per_person, minimum=1)
+            self.release_spec = ReleaseSpec(sensitivity=float(c), neighbouring="", max_count_per_person=c, **common)
         else:
             if not isinstance(relation, Relation):
                 raise InvalidParameterError(f"relation must be a Relation for measurement='field' (what the model's "
@@ -229,22 +218,15 @@ class SensorNetwork:
                 raise InvalidParameterError(f"max_count_per_person is for measurement='counts', got "
                                             f"{max_count_per_person!r} with 'field'", parameter="max_count_per_person")
             self.relation = relation
-            self.max_count_per_person = None
-            self.declared_delta = delta
-            self.delta2 = relation_sensitivity(model, relation)
-            self._check_field_sensitivity()
-            self.mechanism = DiscreteGaussianMechanism(
-                epsilon=epsilon, delta=delta, sensitivity=self.delta2, resolution=resolution,
-                dimension=model.shape[0], neighbouring=relation.describe(),
-            )
-        self._resolution_given = resolution
-        one = self.guarantee(1)
-        if not one.epsilon <= self.budget[0]:
-            spent, allowed = distinct_digits(one.epsilon, self.budget[0])
-            raise InvalidParameterError(
-                f"one release already spends epsilon={spent} at delta={self.budget[1]:g}, over the budget "
-                f"epsilon={allowed}"
-            )
+            delta2 = relation_sensitivity(model, relation)
+            self._check_field_sensitivity(delta2)
+            self.release_spec = ReleaseSpec(sensitivity=delta2, neighbouring=relation.describe(), **common)
+        self.delta2 = self.release_spec.sensitivity
+        self.max_count_per_person = self.release_spec.max_count_per_person
+        self.budget = self.release_spec.budget
+        self.reading_range = self.release_spec.reading_range
+        self.declared_delta = self.release_spec.delta
+        self.mechanism = self.release_spec.mechanism
         self._accountant = ReadingAccountant(
             mechanism=self.mechanism, epsilon_budget=self.budget[0], delta_budget=self.budget[1],
             accountant=ACCOUNTANT, ledger=ledger, purpose=(
@@ -254,40 +236,15 @@ class SensorNetwork:
         self._dense: NDArray[np.float64] | None = None
         self._rows: tuple[bytes, DenseModel] | None = None
 
-    def _init_counts(self, model: LinearModel, *, relation: Relation | None, epsilon: float, delta: float,
-                     max_count_per_person: int, resolution: float | None) -> None:
-        """The ``counts`` calibration: Δ1 = Δ2 = C from the measurement, exact integer noise per sensor."""
-        if relation is not None:
-            raise InvalidParameterError(
-                "relation is for measurement='field'; a counts network protects one person's contribution (at most "
-                f"max_count_per_person counts per window), got relation={relation.describe()!r}", parameter="relation")
-        if resolution not in (None, 1.0):
-            raise InvalidParameterError(f"resolution must be 1 for measurement='counts' (counts are integers), got "
-                                        f"{resolution!r}", parameter="resolution")
-        m, n = model.shape
-        if m != n or not np.array_equal(model.todense(), np.eye(m)):
-            raise InvalidParameterError("a counts network's model must be the identity (each site's map value is "
-                                        "its own count); build it with SensorNetwork.from_coordinates")
-        low, high = self.reading_range
-        if not float(low).is_integer() or (high is not None and not float(high).is_integer()):
-            raise InvalidParameterError(f"reading_range must have integer ends for counts, got {self.reading_range!r}",
-                                        parameter="reading_range")
-        self.relation = None
-        self.declared_delta = check_probability("delta", delta, open_low=False)
-        self.max_count_per_person = check_int("max_count_per_person", max_count_per_person, minimum=1)
-        self.delta2 = float(self.max_count_per_person)
-        self.mechanism = count_mechanism(epsilon=epsilon, delta=delta, max_count_per_person=self.max_count_per_person,
-                                         n_sensors=m)
-
-    def _check_field_sensitivity(self) -> None:
+    def _check_field_sensitivity(self, delta2: float) -> None:
         """Refuse a Δ2 that is zero or negligible against what one source puts in the readings."""
         assert self.relation is not None
         scale = relation_sensitivity(self.model, Relation.add_remove())  # the largest ‖M e_s‖₂
         what = f"the {self.spec.describe()}" if self.spec is not None else "the model"
-        if not self.delta2 > NEGLIGIBLE_SENSITIVITY * scale:
+        if not delta2 > NEGLIGIBLE_SENSITIVITY * scale:
             raise InvalidParameterError(
-                f"Δ2 = {self.delta2:.3g} {self.reading_unit} under the relation ({self.relation.describe()}) is "
-                f"{'zero' if self.delta2 == 0 else 'negligible'} against the readings one {self.source_unit} produces "
+                f"Δ2 = {delta2:.3g} {self.reading_unit} under the relation ({self.relation.describe()}) is "
+                f"{'zero' if delta2 == 0 else 'negligible'} against the readings one {self.source_unit} produces "
                 f"(up to {scale:.3g} {self.reading_unit} in ℓ2): with {what} the relation barely changes the "
                 "readings, so noise calibrated to it would hide nothing the data shows; choose a diffusion within the "
                 "network's scale (choose_diffusion_time) or measurement='counts' for count data"
@@ -483,8 +440,7 @@ class SensorNetwork:
         the budget's δ, so ``guarantee(1)`` is the per-release ε at that δ (0.884 at 10⁻⁵ for a release
         calibrated to (1, 10⁻⁶)); at the mechanism's own δ the accountant gives the mechanism's ε.
         """
-        k = check_int("releases", releases, minimum=0)
-        return privacy_spent(self.mechanism, readings=k, delta=self.budget[1], accountant=ACCOUNTANT)
+        return self.release_spec.guarantee(releases)
 
     @property
     def releases(self) -> int:
@@ -506,36 +462,13 @@ class SensorNetwork:
 
     def max_releases(self) -> int:
         """The largest number of releases the budget allows (≥ 1, checked at construction)."""
-        def fits(k: int) -> bool:
-            return self.guarantee(k).epsilon <= self.budget[0]
-
-        lo, hi = 1, 2
-        while fits(hi):
-            lo, hi = hi, hi * 2
-            if hi > 2**24:
-                return lo
-        while hi - lo > 1:
-            mid = (lo + hi) // 2
-            lo, hi = (mid, hi) if fits(mid) else (lo, mid)
-        return lo
+        return self.release_spec.max_releases()
 
     def _charge(self, releases: int) -> None:
         """Charge ``releases`` vector releases before anything is sampled (write-ahead with a ledger)."""
         self._accountant.charge(releases)
 
     # --- release ------------------------------------------------------------------------------
-    def _check_counts(self, values: NDArray[np.float64]) -> None:
-        """A counts network releases whole counts: refuse fractions before anything is charged."""
-        if self.measurement == "counts" and values.size and not np.all(values == np.rint(values)):
-            bad = float(values[values != np.rint(values)][0])
-            raise InvalidParameterError(f"readings of a counts network must be whole counts of {self.reading_unit}, "
-                                        f"got {bad!r} (a diffusing quantity is measurement='field')",
-                                        parameter="readings")
-
-    def _clip(self, values: NDArray[np.float64]) -> NDArray[np.float64]:
-        low, high = self.reading_range
-        return np.clip(values, low, np.inf if high is None else high)
-
     def privatize(self, readings: ArrayLike, *, rng: RngLike = None, simulation: bool = False) -> NDArray[np.float64]:
         """Private readings of one period ``(m,)`` or of ``k`` periods ``(k, m)``; NaN marks a missing reading.
 
@@ -585,8 +518,9 @@ class SensorNetwork:
                                         parameter="readings")
         rows = np.atleast_2d(y)
         present = ~np.isnan(rows)
-        self._check_counts(rows[present])
-        cells = [self.mechanism.to_grid(self._clip(row[mask])) if mask.any() else np.zeros(0, dtype=np.int64)
+        spec = self.release_spec
+        spec.check_counts(rows[present])
+        cells = [self.mechanism.to_grid(spec.clip(row[mask])) if mask.any() else np.zeros(0, dtype=np.int64)
                  for row, mask in zip(rows, present, strict=True)]
         self._charge(int(present.any(axis=1).sum()))
         out = np.full(rows.shape, np.nan)
@@ -616,16 +550,13 @@ class SensorNetwork:
         """
         j = check_int("sensor", sensor, minimum=0, maximum=self.n_sensors - 1)
         w = None if window is None else check_int("window", window, minimum=0)
-        x = float(check_exact_doubles(value, np.array(check_real("value", value)), name="value"))
-        self._check_counts(np.array([x]))
-        cell = int(self.mechanism.to_grid(self._clip(np.array([x])))[0])
+        cell = self.release_spec.grid_cell(value)
         if w is not None and self._open is not None and self._open[0] == w and j not in self._open[1]:
             self._open[1].add(j)
         else:
             self._charge(1)
             self._open = None if w is None else (w, {j})
-        noise = self.mechanism.sample_noise(1, secure_randbelow if randbelow is None else randbelow)[0]
-        return float((cell + noise) * self.resolution)
+        return self.release_spec.add_noise(cell, randbelow)
 
     # --- recovery -----------------------------------------------------------------------------
     def dense_model(self) -> NDArray[np.float64]:

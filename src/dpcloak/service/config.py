@@ -39,6 +39,8 @@ from dpcloak._files import owner_only
 from dpcloak._validation import check_int, check_real
 from dpcloak.errors import InvalidFileError, InvalidParameterError
 from dpcloak.sensors import SensorNetwork
+from dpcloak.sensors.config import config_fingerprint, release_spec_from_dict
+from dpcloak.sensors.release import ReleaseSpec
 
 __all__ = [
     "Deployment",
@@ -209,8 +211,8 @@ class Deployment:
     >>> eps, delta = deployment.guarantee(1)  # one release window
     >>> round(eps, 4), delta
     (0.884, 1e-05)
-    >>> deployment.network_for_period(0).n_sensors
-    2
+    >>> deployment.release_spec.n_sensors, deployment.n_sensors
+    (2, 2)
 
     A policy of 4 release windows in any 10: every third window releases, never more:
 
@@ -248,13 +250,13 @@ class Deployment:
         if not isinstance(self.deployment_id, str) or not self.deployment_id.isalnum():
             raise InvalidParameterError(f"deployment_id must be a non-empty alphanumeric string, "
                                         f"got {self.deployment_id!r}")
-        most = min(self.period_windows, int(self.sensor_network.max_releases()))
+        spec = self.release_spec
+        most = min(self.period_windows, spec.max_releases())
         k = most if self.policy_releases is None else check_int("policy_releases", self.policy_releases, minimum=1)
         if k > most:
             raise InvalidParameterError(
                 f"policy_releases must be in [1, {most}] (at most period_windows={self.period_windows} and the "
-                f"{self.sensor_network.max_releases()} releases the network's budget epsilon="
-                f"{self.sensor_network.budget[0]:g} allows), got {k}")
+                f"{spec.max_releases()} releases the network's budget epsilon={spec.budget[0]:g} allows), got {k}")
         object.__setattr__(self, "policy_releases", k)
         if self.lifetime_releases is not None:
             object.__setattr__(self, "lifetime_releases",
@@ -264,13 +266,25 @@ class Deployment:
                                                                   low_inclusive=True))
 
     @cached_property
+    def release_spec(self) -> ReleaseSpec:
+        """What a sensor node needs to release (:func:`~dpcloak.sensors.config.release_spec_from_dict`): the
+        mechanism calibrated to the network's stated Δ2, which :attr:`fingerprint` binds; no model is built."""
+        return release_spec_from_dict(self.network)
+
+    @cached_property
     def sensor_network(self) -> SensorNetwork:
-        """The :class:`~dpcloak.sensors.SensorNetwork` the deployment runs."""
-        return SensorNetwork.from_dict(self.network)
+        """The :class:`~dpcloak.sensors.SensorNetwork` the deployment runs (the model rebuilt; Δ2 and σ recomputed
+        and checked against the stated ones, its fingerprint against the stated network's)."""
+        net = SensorNetwork.from_dict(self.network)
+        if net.fingerprint() != config_fingerprint(self.network):
+            raise InvalidFileError("the network rebuilt from the deployment has another fingerprint than the network "
+                                   "it holds (the file comes from another dpcloak version)", field="network",
+                                   parameter="deployment")
+        return net
 
     @property
     def n_sensors(self) -> int:
-        return int(self.sensor_network.n_sensors)
+        return self.release_spec.n_sensors
 
     @property
     def releases_per_period(self) -> int:
@@ -312,25 +326,12 @@ class Deployment:
         """The latest window a clock reading ``now`` may release or report for: ``window_at(now + skew)``."""
         return self.window_at(now + float(self.clock_skew_seconds))  # type: ignore[arg-type]
 
-    def network_for_period(self, period: int) -> SensorNetwork:
-        """A network whose in-memory release counter belongs to budget period ``period`` (for sensor nodes).
-
-        ``SensorNetwork.privatize_reading`` charges an in-process counter against the network's budget;
-        the budget is per period here, so each period gets a fresh network object (the durable count
-        is the sensor's ledger, :mod:`dpcloak.service.ledger`).
-        """
-        current = self.__dict__.get("_period_network")
-        if current is None or current[0] != period:
-            current = (period, SensorNetwork.from_dict(self.network))
-            self.__dict__["_period_network"] = current
-        return current[1]
-
     def public_dict(self) -> dict[str, Any]:
         """Everything that determines the guarantee (what the fingerprint hashes), plus the id."""
         return {
             "deployment_id": self.deployment_id,
             "network": self.network,
-            "network_fingerprint": self.sensor_network.fingerprint(),
+            "network_fingerprint": config_fingerprint(self.network),
             "window_seconds": self.window_seconds,
             "start": self.start,
             "period_windows": self.period_windows,
@@ -343,8 +344,15 @@ class Deployment:
 
     @cached_property
     def fingerprint(self) -> str:
-        """Hex SHA-256 of the canonical JSON of the privacy-determining configuration."""
+        """Hex SHA-256 of the canonical JSON of the privacy-determining configuration.
+
+        It covers the network's fingerprint, the release policy and the network's Δ2 as stated in the file
+        (``network["derived"]["delta2"]``, what a node calibrates its noise to without rebuilding the model):
+        a node whose deployment file was edited (the network, the policy or Δ2) no longer matches the
+        fingerprint in its credential and refuses to start.
+        """
         body = {k: v for k, v in self.public_dict().items() if k not in ("deployment_id", "network", "grace_seconds")}
+        body["sensitivity"] = self.release_spec.sensitivity
         return hashlib.sha256(canonical_json(body)).hexdigest()
 
     def window_at(self, t: float) -> int:
@@ -361,7 +369,7 @@ class Deployment:
 
     def guarantee(self, releases: int) -> tuple[float, float]:
         """Composed (ε, δ_budget) of ``releases`` release windows (``network.guarantee``: vector releases, full Δ2)."""
-        g = self.sensor_network.guarantee(max(0, int(releases)))
+        g = self.release_spec.guarantee(max(0, int(releases)))
         return (float(g.epsilon), float(g.delta))
 
     def policy_statement(self) -> PolicyStatement:
@@ -376,10 +384,10 @@ class Deployment:
         >>> statement.lifetime is None
         True
         """
-        net = self.sensor_network
+        mech = self.release_spec.mechanism
         k = self.releases_per_period
         life = self.lifetime_releases
-        return PolicyStatement(window=(float(net.epsilon), float(net.delta)), span_windows=self.period_windows,
+        return PolicyStatement(window=(float(mech.epsilon), float(mech.delta)), span_windows=self.period_windows,
                                span_releases=k, stride=self.release_stride, span=self.guarantee(k),
                                lifetime_releases=life, lifetime=None if life is None else self.guarantee(life))
 
@@ -411,7 +419,7 @@ class Deployment:
                       clock_skew_seconds=float(data["clock_skew_seconds"]), version=int(data["version"]))
         except (KeyError, TypeError, ValueError) as exc:
             raise InvalidParameterError(f"the deployment is malformed: {exc!r}", parameter="deployment") from None
-        if dep.sensor_network.fingerprint() != data.get("network_fingerprint"):
+        if config_fingerprint(dep.network) != data.get("network_fingerprint"):
             raise InvalidFileError("network_fingerprint does not match the network it holds (the network was edited, "
                                    "or the file comes from another dpcloak version)", field="network_fingerprint",
                                    parameter="deployment", got=data.get("network_fingerprint"))
@@ -627,8 +635,14 @@ def _check_fields(data: dict[str, Any], fields_: dict[str, tuple[type, ...]], pa
                                    path=path, field=name, got=value)
 
 
-def load_deployment(path: Path) -> Deployment:
+def load_deployment(path: Path, *, rebuild: bool = True) -> Deployment:
     """Read a deployment from ``deployment.json`` or the directory holding it.
+
+    ``rebuild`` (default) also rebuilds the network's model and checks its Δ2, σ and fingerprint
+    against the stated ones (:attr:`Deployment.sensor_network`: what the collector and the analyst
+    use). A sensor node passes ``rebuild=False``: it needs only :attr:`Deployment.release_spec`, read
+    off the file and bound by the fingerprint its credential holds, so it starts in milliseconds
+    whatever the size of the model.
 
     Examples
     --------
@@ -641,6 +655,8 @@ def load_deployment(path: Path) -> Deployment:
     >>> _ = write_deployment(directory, deployment)
     >>> load_deployment(directory) == deployment, load_deployment(directory / "deployment.json").deployment_id
     (True, 'abc123')
+    >>> load_deployment(directory, rebuild=False).release_spec.n_sensors  # what a sensor node needs
+    2
     >>> tmp.cleanup()
     """
     p = Path(path)
@@ -648,7 +664,10 @@ def load_deployment(path: Path) -> Deployment:
     data = _read_json(file, "deployment")
     _check_fields(data, DEPLOYMENT_FIELDS, file, "deployment")
     try:
-        return Deployment.from_public_dict(data)
+        deployment = Deployment.from_public_dict(data)
+        if rebuild:
+            _ = deployment.sensor_network
+        return deployment
     except InvalidParameterError as exc:  # the network's own checks, named with the file
         if isinstance(exc, InvalidFileError) and exc.path is not None:
             raise

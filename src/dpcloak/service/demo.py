@@ -52,7 +52,7 @@ def demo_deployment(directory: Path, *, window_seconds: float = 2.0) -> Deployme
     >>> tmp = tempfile.TemporaryDirectory()
     >>> directory = Path(tmp.name)
     >>> deployment = demo_deployment(directory)
-    >>> deployment.window_seconds, deployment.network_for_period(0).n_sensors
+    >>> deployment.window_seconds, deployment.n_sensors
     (2.0, 40)
     >>> demo_deployment(directory) == deployment  # loaded, not re-created, the second time
     True

@@ -32,10 +32,12 @@ in which window. A fixed seed is not accepted: the sampler is the OS CSPRNG.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import random
 import secrets
+import ssl
 import time
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -68,6 +70,13 @@ _STOP_STATUS = {400, 401, 403, 404, 405, 413, 415}
 _STOP_CODES = {"wrong_configuration", "unknown_deployment", "malformed", "conflict"}
 """Answers that no resend and no later reading can change: the node's key, URL or deployment is wrong, its
 credential is retired or flagged (a security event)."""
+
+
+@functools.cache
+def _tls_context() -> ssl.SSLContext:
+    """httpx's default TLS context (certificates verified), made once per process: loading the trust store takes
+    tens of milliseconds, which every node of a process (the demo runs 40) would otherwise pay again."""
+    return httpx.create_ssl_context()
 
 
 class NodeRefusedError(DpcloakError):
@@ -248,11 +257,15 @@ class SensorNode:
         self.backoff = check_real("backoff", backoff, low=0.0)
         self.max_delay = check_real("max_delay", max_delay, low=0.0)
         self.sleep = sleep
-        self._client = httpx.Client(base_url=url, timeout=timeout, transport=transport)
+        base = httpx.URL(url)  # refused here if malformed, as the client would
+        self._connect = lambda: httpx.Client(base_url=base, timeout=timeout, transport=transport,
+                                             verify=_tls_context())
+        self._client: httpx.Client | None = None  # made at the first send, not at start-up
 
     def close(self) -> None:
         """Close the HTTP client and the ledger."""
-        self._client.close()
+        if self._client is not None:
+            self._client.close()
         self.ledger.close()
 
     def release(self, value: float, *, window: int | None = None) -> LedgerEntry:
@@ -301,9 +314,9 @@ class SensorNode:
         period, limit = dep.period_of(w), dep.releases_per_period
         if self.ledger.spent_in_period(period) >= limit:
             raise BudgetExceededError(f"sensor {self.sensor} has released {limit} readings in budget period {period} "
-                                      f"(the most its budget epsilon={dep.sensor_network.budget[0]:g} per period "
+                                      f"(the most its budget epsilon={dep.release_spec.budget[0]:g} per period "
                                       "allows); nothing released", parameter="sensor")
-        noisy = float(dep.network_for_period(period).privatize_reading(self.sensor, value))
+        noisy = dep.release_spec.release_reading(value)  # the ledger below is the durable count
         report_id = secrets.token_hex(16)
         mac = sign_report(self.credential.key, deployment_id=dep.deployment_id, fingerprint=dep.fingerprint,
                           sensor=self.sensor, window=w, report_id=report_id, value=noisy)
@@ -348,6 +361,8 @@ class SensorNode:
     def _attempt(self, entry: LedgerEntry) -> Delivery | tuple[str, float]:
         """One sending attempt: the collector's answer, or (what failed, the Retry-After in seconds) to retry."""
         try:
+            if self._client is None:
+                self._client = self._connect()
             resp = self._client.post("/api/v1/reports", json=self.report_body(entry))
         except httpx.TransportError as exc:
             return f"{type(exc).__name__}: {exc}", 0.0
