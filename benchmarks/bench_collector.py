@@ -323,8 +323,6 @@ def recovery_cost(dep: Any, reports: list[list[dict[str, Any]]]) -> dict[str, fl
     warm-started from the previous window): median seconds per window with the 8-draw bootstrap and without."""
     from threadpoolctl import threadpool_limits
 
-    from dpcloak.service import _network
-
     net = dep.sensor_network
     out: dict[str, float] = {}
     with threadpool_limits(limits=1, user_api="blas"):
@@ -333,10 +331,7 @@ def recovery_cost(dep: Any, reports: list[list[dict[str, Any]]]) -> dict[str, fl
             for window in reports[:6]:
                 values = np.array([r["value"] for r in window])
                 w0, c0 = time.perf_counter(), time.thread_time()
-                if draws:
-                    previous = _network.recover_window(net, values, np.ones(len(values), bool), previous)
-                else:
-                    previous = net.recover(values, warm_start=previous, uncertainty_draws=0)
+                previous = net.recover(values, warm_start=previous, uncertainty_draws=draws)
                 wall.append(time.perf_counter() - w0)
                 cpu.append(time.thread_time() - c0)
             out[f"wall_s_draws{draws}"] = statistics.median(wall[1:])

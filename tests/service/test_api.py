@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
+from dpcloak.service import poisoning
 from dpcloak.service.app import create_app
 from dpcloak.service.auth import sign_report, verify_report
 from dpcloak.service.collector import Collector
@@ -202,6 +203,22 @@ def test_out_of_window_and_out_of_range_reports(api: Harness) -> None:
     resp = api.post(api.report(value=0.37 * g))
     assert resp.status_code == 422 and resp.json()["field"] == "value"
     assert api.stored() == 0
+
+
+def test_reading_range_limit_is_enforced_at_the_collector_to_the_cell(api: Harness) -> None:
+    """Issue 33 item 1: the collector accepts the declared range widened by the noise's 2^-64 tail, not a grid
+    cell more (oracle: the interval recomputed from the range, the grid and tail_cells)."""
+    g = api.net.resolution
+    low_range, high_range = api.net.reading_range
+    assert high_range == 100.0  # the test deployment declares readings in [0, 100]
+    t = poisoning.tail_cells(api.net.mechanism.sigma2)
+    top, bottom = (round(high_range / g) + t) * g, (round(low_range / g) - t) * g
+    assert api.post(api.report(sensor=0, value=top)).status_code == 201
+    assert api.post(api.report(sensor=1, value=bottom)).status_code == 201
+    for sensor, value in ((2, top + g), (3, bottom - g)):
+        resp = api.post(api.report(sensor=sensor, value=value))
+        assert resp.status_code == 422 and resp.json()["error"] == "out_of_range" and resp.json()["field"] == "value"
+    assert api.stored() == 2
 
 
 def test_closed_window_is_409(api: Harness) -> None:

@@ -18,6 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from dpcloak.cli import app
+from dpcloak.service import _network
 from dpcloak.service.config import load_deployment
 from dpcloak.service.store import sqlite_url
 
@@ -44,6 +45,35 @@ def test_deploy_init_and_show(tmp_path: Path) -> None:
     assert (view["guarantee_period"]["epsilon"], view["guarantee_period"]["delta"]) == (g.epsilon, g.delta)
     text = runner.invoke(app, ["deploy", "show", str(site)])
     assert "differentially private" in text.stdout and dep.fingerprint in text.stdout
+
+
+def test_deploy_init_declares_a_reading_range_by_default(tmp_path: Path) -> None:
+    """Issue 33 item 1: no deployment without an upper reading limit. Oracle: the floor's occupancy (one person
+    per m²) all at the source location the counter weighs most, recomputed from the model's matrix."""
+    site = tmp_path / "site"
+    args = ["--width", "6", "--height", "4", "--sensor-cols", "3", "--sensor-rows", "2"]
+    result = runner.invoke(app, ["deploy", "init", str(site), *args])
+    assert result.exit_code == 0, result.output
+    net = load_deployment(site).sensor_network
+    assert net.reading_range == (0.0, pytest.approx(24 * float(net.dense_model().max())))
+    assert f"readings declared in [0, {net.reading_range[1]:g}] people" in result.stdout
+    chosen = runner.invoke(app, ["deploy", "init", str(tmp_path / "b"), *args, "--max-occupancy", "10"])
+    assert chosen.exit_code == 0 and load_deployment(tmp_path / "b").sensor_network.reading_range[1] == pytest.approx(
+        10 * float(net.dense_model().max()))
+    assert runner.invoke(app, ["deploy", "init", str(tmp_path / "c"), *args, "--reading-max", "37.5"]).exit_code == 0
+    assert load_deployment(tmp_path / "c").sensor_network.reading_range == (0.0, 37.5)
+    unbounded = tmp_path / "net.toml"
+    _network.floor_plan_network(width=6.0, height=4.0, sensor_cols=3, sensor_rows=2, epsilon=1.0, delta=1e-6,
+                                budget=(20.0, 1e-5)).save(unbounded)
+    for extra, words in ((["--network", str(unbounded)], "declares no upper reading limit"),
+                         (["--reading-max", "-3"], "--reading-max must be a positive number"),
+                         (["--max-occupancy", "0"], "--max-occupancy must be a positive integer")):
+        refused = runner.invoke(app, ["deploy", "init", str(tmp_path / "d"), *extra])
+        assert refused.exit_code == 2 and words in refused.stderr and "Traceback" not in refused.output, refused.output
+    given = runner.invoke(app, ["deploy", "init", str(tmp_path / "e"), "--network", str(unbounded),
+                                "--reading-max", "80"])
+    assert given.exit_code == 0, given.output
+    assert load_deployment(tmp_path / "e").sensor_network.reading_range == (0.0, 80.0)
 
 
 def test_user_mistakes_are_one_line_errors(tmp_path: Path) -> None:

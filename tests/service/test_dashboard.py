@@ -19,11 +19,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import numpy as np
 import pytest
 
+from dpcloak.service.auth import sign_report
 from dpcloak.service.config import load_credential, load_deployment
 from dpcloak.service.node import SensorNode
+from dpcloak.service.poisoning import acceptance_interval
 from dpcloak.service.store import sqlite_url
 
 from .conftest import CollectorProcess, make_deployment, running_collector
@@ -34,6 +37,8 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disa
 WINDOWS = 3
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1400, "height": 900}
+STOLEN = (7, 0)
+"""(sensor, window) of the report a stolen key sends (at the collector's upper limit)."""
 VISIBLE = ("#map", "#legend", "#scale", "#scale-max", "#window-slider", "#follow", "#window-info", "#window-total")
 
 
@@ -49,8 +54,17 @@ def _send_windows(directory: Path, url: str) -> None:
         for j in range(dep.n_sensors):
             if j == 3 and w == WINDOWS - 1:
                 continue  # one missing sensor in the last window: shown as flagged
-            node = SensorNode(deployment=dep, credential=load_credential(directory / "sensors" / f"sensor-{j}.json"),
-                              ledger=directory / f"ledger-{j}.db", url=url)
+            cred = load_credential(directory / "sensors" / f"sensor-{j}.json")
+            if (j, w) == STOLEN:  # a stolen key sends the largest value the collector accepts: flagged as an outlier
+                value = acceptance_interval(net)[1]
+                body = {"deployment": dep.deployment_id, "fingerprint": dep.fingerprint, "sensor": j, "key_id": j,
+                        "generation": 0, "window": w, "report_id": "5" * 32, "value": value,
+                        "mac": sign_report(cred.key, deployment_id=dep.deployment_id, fingerprint=dep.fingerprint,
+                                           sensor=j, window=w, report_id="5" * 32, value=value)}
+                answer = httpx.post(f"{url}/api/v1/reports", json=body, timeout=30)
+                assert answer.status_code == 201, answer.text
+                continue
+            node = SensorNode(deployment=dep, credential=cred, ledger=directory / f"ledger-{j}.db", url=url)
             try:
                 assert node.submit(float(readings[j]), window=w).outcome == "stored"
             finally:
@@ -166,6 +180,11 @@ def test_dashboard_in_headless_chromium(served: tuple[Path, CollectorProcess, li
         page.locator("#window-slider").fill("0")  # moves the slider and fires its input event
         page.wait_for_selector("#map[data-window='0']", state="attached", timeout=30_000)
         assert "window 0" in page.inner_text("#window-info")
+        # issue 33 item 1: the stolen key's sensor is flagged on the dashboard, in words and on the map
+        assert f"sensor {STOLEN[0]} flagged" in page.inner_text("#window-info")
+        assert page.get_attribute("#map", "data-outliers") == str(STOLEN[0])
+        assert [o["sensor"] for o in records[0]["outliers"]] == [STOLEN[0]]
+        assert all(r["outliers"] == [] for r in records[1:])  # honest windows: nobody flagged
         assert not page.is_checked("#follow")
         assert float(page.get_attribute("#map", "data-scale-max") or "nan") == pytest.approx(top)  # not rescaled
         assert f"{_shown(math.fsum(records[0]['source_map']))} people" in page.inner_text("#window-total")

@@ -467,3 +467,34 @@ def test_a_node_refuses_an_edited_sensitivity(small: Path) -> None:
     assert weak(edited) == weak(original)  # without Δ2 in the fingerprint the edit would go unnoticed
     with pytest.raises(InvalidParameterError, match="delta2"):
         load_deployment(small)  # the collector rebuilds the model and refuses the stated Δ2
+
+
+def test_reading_outside_the_declared_range_never_leaves_the_node(small: Path, caplog: pytest.LogCaptureFixture,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 33 item 1: a reading above the declared range is clipped before the noise, with a logged line.
+
+    Oracle: the same integer randomness gives the same report as the range's limit itself (clipping before
+    the noise), and the report lies in the collector's acceptance interval; a reading inside the range is
+    not logged."""
+    import random
+
+    import dpcloak.sensors.release as release_module
+    from dpcloak.service.poisoning import acceptance_interval
+
+    node = _node(small, Script([]))
+    net = node.deployment.sensor_network
+    assert net.reading_range == (0.0, 100.0)
+    monkeypatch.setattr(release_module, "secure_randbelow", random.Random(11).randrange)
+    with caplog.at_level(logging.WARNING, logger="dpcloak.service.node"):
+        entry = node.release(1e154, window=3)
+    assert "outside the declared reading range [0, 100]" in caplog.text and "clipped" in caplog.text
+    twin = load_deployment(small).release_spec
+    assert entry.value == twin.release_reading(100.0, randbelow=random.Random(11).randrange)
+    assert entry.value != twin.release_reading(99.0, randbelow=random.Random(11).randrange)
+    low, top = acceptance_interval(net)
+    assert low <= entry.value <= top
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="dpcloak.service.node"):
+        node.release(50.0, window=4)
+    assert "outside the declared" not in caplog.text
+    node.close()

@@ -98,3 +98,71 @@ def test_influence_of_one_poisoned_sensor_on_the_recovered_map(network) -> None:
           f"(influence bound {poisoning.influence_bound(network):.4g} people, noise norm "
           f"{network.sigma * math.sqrt(network.n_sensors):.4g}), {wild:.3g} for a value 10^4 times larger")
     assert moved < wild
+
+
+@pytest.fixture(scope="module")
+def demo_floor():  # type: ignore[no-untyped-def]
+    """The demo's deployment (``dpcloak serve --demo``: 16 m x 10 m, 40 counters, readings in [0, 200])."""
+    import tempfile
+    from pathlib import Path
+
+    from dpcloak.service.demo import demo_deployment
+
+    with tempfile.TemporaryDirectory() as directory:
+        yield demo_deployment(Path(directory))
+
+
+def test_one_stolen_key_at_the_range_limit_moves_the_demo_map_at_most_5_m(demo_floor) -> None:  # type: ignore[no-untyped-def]
+    """Issue 33, Done when: "with one stolen key at the declared range's limit, the map moves <= 5 m on the demo
+    floor and the sensor is flagged".
+
+    Every sensor in turn sends the declared limit (200 people) or the largest value the collector accepts
+    (the limit plus the noise's 2^-64 tail); the other 39 send honest private readings of the demo's crowds.
+    Oracle: the exact EMD (metres, unit mass) between the map the collector stores with and without the
+    stolen key; the weakened collector (plain recovery, no outlier test) moves the map by more than 5 m for
+    some sensor, so the bound is the test's, not the floor's."""
+    from dpcloak.service.demo import demo_readings
+
+    net = demo_floor.sensor_network
+    domain = net.model.domain
+    everyone = np.ones(net.n_sensors, dtype=bool)
+    limits = (float(net.reading_range[1]), poisoning.acceptance_interval(net)[1])
+    assert limits[0] == 200.0
+    rng = np.random.default_rng(33)
+    worst, worst_plain = 0.0, 0.0
+    for window in (0, 25, 50):
+        honest = demo_readings(demo_floor, window) + rng.normal(0.0, net.sigma, net.n_sensors)
+        stored = poisoning.robust_recover(net, honest, everyone, uncertainty_draws=0)
+        assert stored.outlier is None  # nobody flagged without a stolen key
+        plain = net.recover(honest, uncertainty_draws=0).sources
+        for j in range(net.n_sensors):
+            for limit in limits:
+                poisoned = honest.copy()
+                poisoned[j] = limit
+                robust = poisoning.robust_recover(net, poisoned, everyone, uncertainty_draws=0)
+                assert robust.outlier == j and robust.outlier_z is not None and robust.outlier_z > poisoning.OUTLIER_Z
+                worst = max(worst, emd(stored.recovery.sources, robust.recovery.sources, domain))
+            worst_plain = max(worst_plain, emd(plain, net.recover(poisoned, uncertainty_draws=0).sources, domain))
+    print(f"\nstolen key at the limit: the stored map moves at most {worst:.3g} m (flagged every time); "
+          f"{worst_plain:.3g} m without the outlier test")
+    assert worst <= 5.0 < worst_plain
+
+
+def test_a_value_pushed_just_under_the_outlier_test_moves_the_map_less(demo_floor) -> None:  # type: ignore[no-untyped-def]
+    """Below the limit the stolen key can stay unflagged, but only within OUTLIER_Z sigma of what the others
+    predict: the map still moves at most 5 m, for values from 4 to 30 sigma above the honest reading."""
+    from dpcloak.service.demo import demo_readings
+
+    net = demo_floor.sensor_network
+    everyone = np.ones(net.n_sensors, dtype=bool)
+    rng = np.random.default_rng(7)
+    honest = demo_readings(demo_floor, 12) + rng.normal(0.0, net.sigma, net.n_sensors)
+    stored = poisoning.robust_recover(net, honest, everyone, uncertainty_draws=0).recovery.sources
+    moved = []
+    for j in (0, 7, 20, 32, 39):  # corners (the least constrained) and the middle
+        for k in (4, 8, 12, 20, 30):
+            poisoned = honest.copy()
+            poisoned[j] += k * net.sigma
+            robust = poisoning.robust_recover(net, poisoned, everyone, uncertainty_draws=0)
+            moved.append(emd(stored, robust.recovery.sources, net.model.domain))
+    assert max(moved) <= 5.0, max(moved)

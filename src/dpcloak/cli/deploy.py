@@ -42,6 +42,14 @@ def init(
                                                  "(default: no lifetime cap, the deployment runs for ever)."),
     clock_skew_seconds: float | None = typer.Option(None, help="How far ahead of real time a sensor's clock may "
                                                     "run (default: one window)."),
+    reading_max: float | None = typer.Option(None, help="The most one sensor can read in one window (its physical "
+                                             "maximum, in the network's reading unit): readings above it are "
+                                             "clipped on the sensor before the noise, and the collector refuses "
+                                             "values beyond it plus the noise's tail (422). Default for the floor "
+                                             "plan: --max-occupancy people at the counter; required with a "
+                                             "--network that declares no upper reading limit."),
+    max_occupancy: int | None = typer.Option(None, help="Floor plan: the most people on the floor at once (default: "
+                                             "one per square metre); sets the default --reading-max."),
     grace_seconds: float = typer.Option(10.0, help="Late reports are accepted this long after a window ends "
                                         "(sensors send at the end of their window: keep it above the network's "
                                         "delay)."),
@@ -66,16 +74,33 @@ def init(
     from dpcloak.service import _network
     from dpcloak.service.config import Deployment, write_deployment
 
-    net = (SensorNetwork.load(Path(network)) if network is not None else
-           _network.floor_plan_network(width=width, height=height, sensor_cols=sensor_cols, sensor_rows=sensor_rows,
-                                       epsilon=epsilon, delta=delta, budget=(budget_epsilon, budget_delta)))
+    if reading_max is not None and not (math.isfinite(reading_max) and reading_max > 0):
+        raise InvalidParameterError(f"--reading-max must be a positive number, got {reading_max:g}")
+    if max_occupancy is not None and max_occupancy < 1:
+        raise InvalidParameterError(f"--max-occupancy must be a positive integer, got {max_occupancy}")
+    if network is not None:
+        net = SensorNetwork.load(Path(network))
+        if reading_max is None and net.reading_range[1] is None:
+            raise InvalidParameterError(f"the network {network} declares no upper reading limit, so one stolen sensor "
+                                        "key could send any value: pass --reading-max (the most one sensor can read "
+                                        "in a window)")
+    else:
+        net = _network.floor_plan_network(width=width, height=height, sensor_cols=sensor_cols, sensor_rows=sensor_rows,
+                                          epsilon=epsilon, delta=delta, budget=(budget_epsilon, budget_delta))
+        if reading_max is None:  # people counters: the floor's occupancy, everyone where the counter weighs most
+            occupancy = math.ceil(width * height) if max_occupancy is None else max_occupancy
+            reading_max = _network.occupancy_reading_max(net, occupancy)
+    if reading_max is not None:
+        net = _network.with_reading_max(net, reading_max)
     dep = Deployment.create(network=net, window_seconds=window_seconds, period_windows=period_windows,
                             start=float(int(time.time())), grace_seconds=grace_seconds,
                             policy_releases=policy_releases, lifetime_releases=lifetime_releases,
                             clock_skew_seconds=clock_skew_seconds)
     write_deployment(Path(directory), dep)
+    low, high = net.reading_range
     console.print(f"deployment {dep.deployment_id} written to {directory} ({dep.n_sensors} sensor credentials in "
-                  f"{Path(directory) / 'sensors'}); keep collector.key and analyst.token secret")
+                  f"{Path(directory) / 'sensors'}); readings declared in [{low:g}, {high:g}] {net.reading_unit}; keep "
+                  "collector.key and analyst.token secret", highlight=False)
 
 
 @deploy_app.command("show")

@@ -7,9 +7,9 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from dpcloak.sensors import NetworkRecovery, Relation, SensorNetwork
+from dpcloak.sensors import Relation, SensorNetwork
 
-__all__ = ["value_bounds", "grid_step", "on_grid", "recover_window", "source_positions",
+__all__ = ["value_bounds", "grid_step", "on_grid", "with_reading_max", "occupancy_reading_max", "source_positions",
            "sensor_positions", "floor_plan_network"]
 
 def grid_step(network: SensorNetwork) -> float:
@@ -36,10 +36,35 @@ def on_grid(network: SensorNetwork, value: float) -> bool:
     return math.isfinite(cells) and abs(cells - round(cells)) <= 1e-6
 
 
-def recover_window(network: SensorNetwork, values: NDArray[np.float64], present: NDArray[np.bool_],
-                   warm_start: NetworkRecovery | None) -> NetworkRecovery:
-    """Recovery of one window from the rows that arrived (``present``), warm-started from the previous window."""
-    return network.recover(values, present=present, warm_start=warm_start)
+def with_reading_max(network: SensorNetwork, high: float) -> SensorNetwork:
+    """The same network with readings declared in ``[low, high]`` (clipped on the sensor, checked at the collector).
+
+    Examples
+    --------
+    >>> net = floor_plan_network(width=4.0, height=2.0, sensor_cols=2, sensor_rows=1, epsilon=1.0, delta=1e-6,
+    ...                          budget=(10.0, 1e-5))
+    >>> net.reading_range, with_reading_max(net, 30.0).reading_range
+    ((0.0, None), (0.0, 30.0))
+    """
+    data = network.to_dict()
+    data["readings"]["high"] = high
+    return SensorNetwork.from_dict(data)
+
+
+def occupancy_reading_max(network: SensorNetwork, occupancy: int) -> float:
+    """The most a sensor can read with ``occupancy`` people in the area: all of them where it weighs a person most.
+
+    A reading is ``Σ_i M_ji f_i`` with ``f ≥ 0`` people and ``Σ_i f_i ≤ occupancy``, so it is at most
+    ``occupancy · max_i M_ji`` (the bound is attained: everyone at that source location).
+
+    Examples
+    --------
+    >>> net = floor_plan_network(width=4.0, height=2.0, sensor_cols=2, sensor_rows=1, epsilon=1.0, delta=1e-6,
+    ...                          budget=(10.0, 1e-5))
+    >>> occupancy_reading_max(net, 8) == 8 * float(net.dense_model().max())
+    True
+    """
+    return float(occupancy) * float(network.dense_model().max())
 
 
 def source_positions(network: SensorNetwork) -> NDArray[np.float64]:

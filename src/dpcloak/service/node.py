@@ -316,6 +316,12 @@ class SensorNode:
             raise BudgetExceededError(f"sensor {self.sensor} has released {limit} readings in budget period {period} "
                                       f"(the most its budget epsilon={dep.release_spec.budget[0]:g} per period "
                                       "allows); nothing released", parameter="sensor")
+        low, high = dep.release_spec.reading_range
+        if math.isfinite(value) and not low <= value <= (math.inf if high is None else high):
+            log.warning("sensor %d, window %d: reading %r is outside the declared reading range [%g, %s]: clipped "
+                        "to it before the noise (the guarantee's sensitivity is that of the clipped range; refusing "
+                        "would make whether a report is sent depend on the raw reading) - check the sensor",
+                        self.sensor, w, value, low, "no limit" if high is None else f"{high:g}")
         noisy = dep.release_spec.release_reading(value)  # the ledger below is the durable count
         report_id = secrets.token_hex(16)
         mac = sign_report(self.credential.key, deployment_id=dep.deployment_id, fingerprint=dep.fingerprint,

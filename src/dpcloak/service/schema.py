@@ -8,8 +8,9 @@ slot, so a replay always meets an occupied one). ``windows`` holds one row per c
 recovered map and what it was computed from. ``security_events`` keeps the evidence when one sensor
 sent two different authenticated reports for one slot (both reports; the sensor is refused from then
 on). The Alembic migration ``0001`` creates the tables, ``0002`` adds a window index, ``0003`` replaces
-the earlier unique keys by the slot index, ``0004`` adds the security events and ``0005`` indexes the
-windows in closing order (what the analyst API's incremental listing reads); a test compares the result
+the earlier unique keys by the slot index, ``0004`` adds the security events, ``0005`` indexes the
+windows in closing order (what the analyst API's incremental listing reads) and ``0006`` adds the windows'
+``outliers`` column (``ALTER TABLE … ADD COLUMN``: no row rewritten); a test compares the result
 with these.
 """
 
@@ -87,6 +88,7 @@ windows = Table(
     Column("releases_in_period", Integer, nullable=False),
     Column("converged", Boolean, nullable=False),
     Column("message", Text, nullable=False),
+    Column("outliers", JSON, nullable=True),  # the sensors flagged as outlying (NULL in windows closed before 0006)
     # closing order: the windows closed after a cursor, without reading the history (analyst API)
     Index("ix_windows_closing_order", "deployment_id", "closed_at", "window"),
 )

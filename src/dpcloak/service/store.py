@@ -14,7 +14,7 @@ import json
 import math
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -77,7 +77,9 @@ class WindowRecord:
     ``source_map`` is people per source location; ``uncertainty`` / ``uncertainty_90`` the median and
     90th percentile of the bootstrap EMD in metres (``NetworkRecovery``); ``epsilon_window`` at
     ``delta_window`` is one window's guarantee, ``epsilon_period`` at ``delta_period`` the composed
-    guarantee of the budget period up to this window (``releases_in_period`` readings of the busiest sensor).
+    guarantee of the budget period up to this window (``releases_in_period`` readings of the busiest sensor);
+``outliers`` the sensors flagged as outlying and left out of the map, ``{"sensor": j, "z": z}``
+(:func:`dpcloak.service.poisoning.robust_recover`; at most one).
 
     Examples
     --------
@@ -117,15 +119,16 @@ class WindowRecord:
     releases_in_period: int
     converged: bool
     message: str
+    outliers: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self, *, with_map: bool = True) -> dict[str, Any]:
         """JSON-ready dict (without the map when ``with_map`` is false).
 
-        Besides the fields it holds ``flagged`` (a sensor was missing), ``total`` (people on the whole
-        map) and ``peak`` (the largest value of one source location), also without the map.
+        Besides the fields it holds ``flagged`` (a sensor was missing or flagged as an outlier), ``total``
+        (people on the whole map) and ``peak`` (the largest value of one source location), also without the map.
         """
         out = {k: getattr(self, k) for k in self.__dataclass_fields__ if with_map or k != "source_map"}
-        out["flagged"] = self.missing > 0
+        out["flagged"] = self.missing > 0 or bool(self.outliers)
         out["total"] = math.fsum(self.source_map)
         out["peak"] = max(self.source_map, default=0.0)
         return out
@@ -444,4 +447,4 @@ class Store:
 
     def _window_rows(self, stmt: Any) -> list[WindowRecord]:
         with self.engine.connect() as conn:
-            return [WindowRecord(*r) for r in conn.execute(stmt)]
+            return [WindowRecord(**{**r._mapping, "outliers": r.outliers or []}) for r in conn.execute(stmt)]

@@ -3,13 +3,16 @@
 A window closes when every sensor has reported for it, when its grace period after its end is
 over, or when the analyst closes it. Its stored record holds the recovered source map, the
 EMD-scale uncertainty (metres), the sensors that reported (missing ones are flagged and their rows dropped
-from the model), σ and the privacy spent: one window's (ε, δ) and the composed (ε, δ) of the release
-windows that received reports among the policy's sliding window ending at it (``releases_in_period``
-of them: ``period_windows`` consecutive windows, at most the policy's ``releases_per_period``).
+from the model), the sensor the others contradict, if any (flagged as an outlier and its reading left out:
+:func:`dpcloak.service.poisoning.robust_recover`), σ and the privacy spent: one window's (ε, δ) and the
+composed (ε, δ) of the release windows that received reports among the policy's sliding window ending at
+it (``releases_in_period`` of them: ``period_windows`` consecutive windows, at most the policy's
+``releases_per_period``).
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import multiprocessing
 import multiprocessing.connection
@@ -22,9 +25,11 @@ from typing import Any
 import numpy as np
 
 from dpcloak.sensors import NetworkRecovery
-from dpcloak.service import _network
 from dpcloak.service.config import Deployment
+from dpcloak.service.poisoning import robust_recover
 from dpcloak.service.store import Store, WindowRecord
+
+log = logging.getLogger("dpcloak.service")
 
 __all__ = ["recover_window_record", "PolicyReleases", "WindowRecovery", "start_worker", "close_in_worker",
            "worker_ready"]
@@ -65,7 +70,8 @@ def recover_window_record(deployment: Deployment, store: Store, window: int,
     present = np.zeros(deployment.n_sensors, dtype=bool)
     values[sensors] = readings
     present[sensors] = True
-    result = _network.recover_window(network, values, present, warm_start)
+    robust = robust_recover(network, values, present, warm_start=warm_start)
+    result = robust.recovery
     if releases is None:
         releases = PolicyReleases(deployment, store, closed=())
     n_releases = releases.releases(window, final_below=final_below)
@@ -76,7 +82,12 @@ def recover_window_record(deployment: Deployment, store: Store, window: int,
         reporting=[int(j) for j in np.flatnonzero(present)], missing=int(deployment.n_sensors - present.sum()),
         sigma=float(network.sigma), epsilon_window=float(network.epsilon), delta_window=float(network.delta),
         epsilon_period=eps_period, delta_period=delta_period, releases_in_period=n_releases,
-        converged=bool(result.recovery.converged), message=str(result.recovery.message))
+        converged=bool(result.recovery.converged), message=str(result.recovery.message),
+        outliers=[] if robust.outlier is None else [{"sensor": robust.outlier, "z": robust.outlier_z}])
+    if robust.outlier is not None:
+        log.warning("window %d: sensor %d's reading %.6g is %.1f sigma from what the other sensors predict: "
+                    "flagged as an outlier (a faulty sensor or a stolen key) and left out of the map", window,
+                    robust.outlier, values[robust.outlier], robust.outlier_z)
     return record, result
 
 

@@ -144,18 +144,20 @@
     ctx.lineWidth = 1;
     ctx.strokeRect(X(ext.x0), ext.oneD ? H / 2 : Y(ext.y1), (ext.x1 - ext.x0) * scale, ext.oneD ? 1 : h * scale);
     const reporting = new Set(record ? record.reporting : []);
+    const outliers = new Set(record && record.outliers ? record.outliers.map((o) => o.sensor) : []);
     dep.sensor_positions.forEach((p, j) => {
       const [x, y] = xy(p);
       ctx.beginPath();
-      ctx.arc(X(x), Y(y), 4, 0, 2 * Math.PI);
+      ctx.arc(X(x), Y(y), outliers.has(j) ? 6 : 4, 0, 2 * Math.PI);
       ctx.lineWidth = 1.5;
-      ctx.strokeStyle = "#0b5cad";
-      ctx.fillStyle = reporting.has(j) ? "#0b5cad" : "#ffffff";
+      ctx.strokeStyle = outliers.has(j) ? "#c0392b" : "#0b5cad";
+      ctx.fillStyle = outliers.has(j) ? "#c0392b" : reporting.has(j) ? "#0b5cad" : "#ffffff";
       ctx.fill();
       ctx.stroke();
     });
     drawScaleBar(ctx, X(ext.x0), H - 9, scale, ext.x1 - ext.x0);
     canvas.dataset.window = record ? String(record.window) : "";
+    canvas.dataset.outliers = Array.from(outliers).join(",");
     canvas.dataset.scaleMax = String(vmax);
   }
 
@@ -213,6 +215,11 @@
     info.replaceChildren(span("window " + r.window + " (from " + when.toLocaleString() + "): "));
     info.append(r.missing > 0 ? span(r.missing + " sensor(s) missing: recovered from the " + r.reporting.length +
                                      " that reported", "flagged") : span("all sensors reported"));
+    (r.outliers || []).forEach((o) => {
+      info.append(span("; "));
+      info.append(span("sensor " + o.sensor + " flagged: its reading is " + fmt(o.z) + " σ from what the other " +
+                       "sensors predict (a faulty sensor or a stolen key), left out of the map", "flagged outlier"));
+    });
     info.append(span("; noise σ " + fmt(r.sigma) + " people per reading; privacy spent in this period ε = " +
       fmt(r.epsilon_period) + " at δ = " + fmt(r.delta_period) + " (" + r.releases_in_period + " release(s) so far)"));
     if (!r.converged) { info.append(span("; ")); info.append(span("recovery not certified optimal", "", r.message)); }
