@@ -402,8 +402,11 @@ class Deployment:
                    clock_skew_seconds=clock_skew_seconds)
 
     @classmethod
-    def from_public_dict(cls, data: dict[str, Any]) -> Deployment:
-        """Inverse of :meth:`public_dict`; refuses a file whose network fingerprint does not match."""
+    def from_public_dict(cls, data: dict[str, Any], *, rebuild: bool = True) -> Deployment:
+        """Inverse of :meth:`public_dict`; refuses a file whose network fingerprint does not match.
+
+        ``rebuild``: also rebuild the network (:attr:`sensor_network`: the model, Δ2 and σ checked), before the
+        fingerprint is compared, so an edited network is named by what is wrong in it."""
         try:
             if int(data["version"]) != DEPLOYMENT_VERSION:
                 raise InvalidParameterError(f"deployment file: version {data['version']} is not supported (this "
@@ -419,6 +422,8 @@ class Deployment:
                       clock_skew_seconds=float(data["clock_skew_seconds"]), version=int(data["version"]))
         except (KeyError, TypeError, ValueError) as exc:
             raise InvalidParameterError(f"the deployment is malformed: {exc!r}", parameter="deployment") from None
+        if rebuild:
+            _ = dep.sensor_network
         if config_fingerprint(dep.network) != data.get("network_fingerprint"):
             raise InvalidFileError("network_fingerprint does not match the network it holds (the network was edited, "
                                    "or the file comes from another dpcloak version)", field="network_fingerprint",
@@ -664,10 +669,7 @@ def load_deployment(path: Path, *, rebuild: bool = True) -> Deployment:
     data = _read_json(file, "deployment")
     _check_fields(data, DEPLOYMENT_FIELDS, file, "deployment")
     try:
-        deployment = Deployment.from_public_dict(data)
-        if rebuild:
-            _ = deployment.sensor_network
-        return deployment
+        return Deployment.from_public_dict(data, rebuild=rebuild)
     except InvalidParameterError as exc:  # the network's own checks, named with the file
         if isinstance(exc, InvalidFileError) and exc.path is not None:
             raise
