@@ -114,7 +114,7 @@ def run(
                [[label, *("" if math.isnan(v) else repr(float(v)) for v in row)]
                 for label, row in zip(data.labels, private, strict=True)])
     rows = [{"period": label, "status": res.status, "uncertainty_m": res.uncertainty,
-             "uncertainty_90_m": res.uncertainty_90, "misfit": res.misfit, **r}
+             "uncertainty_90_m": res.uncertainty_90, "uncertainty": res.uncertainty_text, "misfit": res.misfit, **r}
             for label, res in zip(data.labels, maps, strict=True) for r in map_rows(net, res)]
     _write_csv(directory / "maps.csv", list(rows[0]), [list(r.values()) for r in rows])
     picture = save_maps(net, maps, directory / "maps.png", labels=list(data.labels))
@@ -122,7 +122,7 @@ def run(
     summary = [{"period": label, "sensors": int(res.present.sum()), net.source_unit: res.total,
                 "uncertainty_m": res.uncertainty if math.isfinite(res.uncertainty) else None,
                 "uncertainty_90_m": res.uncertainty_90 if math.isfinite(res.uncertainty_90) else None,
-                "misfit": res.misfit if math.isfinite(res.misfit) else None,
+                "uncertainty": res.uncertainty_text, "misfit": res.misfit if math.isfinite(res.misfit) else None,
                 "status": res.status, "degenerate": res.degenerate, "converged": res.recovery.converged}
                for label, res in zip(data.labels, maps, strict=True)]
     advice = misfit_advice(net, maps)
@@ -142,8 +142,7 @@ def run(
         table.add_column(name, justify="left" if name == "period" else "right",
                          min_width=14 if name == "status" else None, no_wrap=name == "status")
     for item in summary:
-        unc = ("n/a" if item["uncertainty_m"] is None
-               else f"±{item['uncertainty_m']:.0f} m, {item['uncertainty_90_m']:.0f} m")
+        unc = str(item["uncertainty"])
         fit = "n/a" if item["misfit"] is None else f"{100 * float(item['misfit']):.2g} %"
         table.add_row(str(item["period"]), str(item["sensors"]), f"{item[net.source_unit]:.0f}", unc, fit,
                       str(item["status"]))

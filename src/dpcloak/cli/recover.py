@@ -104,7 +104,8 @@ def _recover_network(
     if as_json:
         emit_json({"people": result.total, "uncertainty_m": result.uncertainty if math.isfinite(result.uncertainty)
                    else None, "uncertainty_90_m": result.uncertainty_90 if math.isfinite(result.uncertainty_90)
-                   else None, "degenerate": result.degenerate, "present": int(result.present.sum()),
+                   else None, "uncertainty": result.uncertainty_text,
+                   "degenerate": result.degenerate, "present": int(result.present.sum()),
                    "sensors": net.n_sensors, "sigma": result.sigma, "radius": result.radius,
                    "converged": rec.converged, "feasible": rec.feasible, "message": rec.message, "top": listed,
                    "status": result.status, "guarantee": net.guarantee_text(), "unit": unit,
@@ -115,15 +116,14 @@ def _recover_network(
     table.add_column("value", justify="right")
     table.add_row("sensors reporting", f"{int(result.present.sum())} of {net.n_sensors}")
     table.add_row(f"{unit} (recovered total)", f"{result.total:.1f}")
-    unc = (f"±{result.uncertainty:.0f} m (median), {result.uncertainty_90:.0f} m (90 %)"
-           if math.isfinite(result.uncertainty) else "n/a")
-    table.add_row("uncertainty of the map (EMD, bootstrap)", unc)
+    table.add_row("uncertainty of the map (EMD, bootstrap)", result.uncertainty_text)
     table.add_row("status", result.status if rec.converged or not rec.feasible else "stopped")
     if result.degenerate:
         table.add_row("answer", "empty (no information where: read as uniform)")
     for item in listed:
         where = (f"({item['x_m']:.0f} m, {item['y_m']:.0f} m)" if "x_m" in item else f"#{item['source']}")
-        table.add_row(f"{unit} at {where} ±{result.uncertainty:.0f} m", f"{item[unit]:.1f}")
+        near = f" ±{result.uncertainty:.0f} m" if math.isfinite(result.uncertainty) else ""
+        table.add_row(f"{unit} at {where}{near}", f"{item[unit]:.1f}")
     console.print(table)
     console.print(rec.message, highlight=False)
     console.print(f"map saved to {picture}", highlight=False)

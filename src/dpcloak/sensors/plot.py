@@ -59,7 +59,7 @@ def draw_map(ax: Axes, network: SensorNetwork, result: NetworkRecovery, *, title
     if not result.degenerate and math.isfinite(result.uncertainty):
         centre = result.distribution @ src
         ax.add_patch(_circle(centre, result.uncertainty))
-    unc = "n/a" if not math.isfinite(result.uncertainty) else f"±{result.uncertainty:.0f} m (EMD)"
+    unc = f"±{result.uncertainty:.0f} m (EMD)" if math.isfinite(result.uncertainty) else result.uncertainty_text
     fit = "" if network.measurement == "counts" or not math.isfinite(result.misfit) else (
         f", misfit {100 * result.misfit:.2g} %")
     ax.set_title(f"{title}{chr(10) if title else ''}{result.total:.0f} {network.source_unit}, {unc}\n"
