@@ -179,3 +179,164 @@ def test_words_are_full_64_bit_for_any_generator_engine() -> None:
     """MT19937 gives 32-bit raw outputs: the words must still be uniform 64-bit (binomial test, top bit)."""
     words = WordSource(np.random.Generator(np.random.MT19937(0))).words(20_000)
     assert stats.binomtest(int(np.count_nonzero(words >= np.uint64(2**63))), words.size, 0.5).pvalue > 1e-4
+
+
+# --- the vectorised exact discrete Gaussian (module docstring, steps 5–6) -------------------------------------------
+# Oracles: the exact pmf exp(−y²/2σ²)/Σ_k exp(−k²/2σ²) summed in 40-digit mpmath (narrow σ) or, for wide σ,
+# the normal CDF at half-integers (midpoint rule; its relative error ~1/(24σ²) is below 1e-12 here); the exact
+# rational γ and e^{−γ} in 60-digit mpmath for the double enclosures; replayed words for the exact comparison.
+
+WIDE = Fraction(2**62 + 12345, 2**18)  # σ ≈ 2^22: a continual counter's noise on the 2^-20 grid (62-bit numerator)
+
+
+def _gauss_cells(sigma2: Fraction, edges: np.ndarray) -> np.ndarray:
+    """Exact probabilities of the cells (−∞, e_0], (e_0, e_1], …, (e_last, ∞) for integer edges."""
+    sd = math.sqrt(float(sigma2))
+    with mpmath.workdps(40):
+        s2 = mpmath.mpf(sigma2.numerator) / sigma2.denominator
+        if sd <= 50:
+            ks = range(-int(40 * sd) - 40, int(40 * sd) + 41)
+            weights = {k: mpmath.exp(-mpmath.mpf(k * k) / (2 * s2)) for k in ks}
+            total = mpmath.fsum(weights.values())
+            cdf = [mpmath.fsum(w for k, w in weights.items() if k <= e) / total for e in edges]
+        else:
+            cdf = [mpmath.ncdf((mpmath.mpf(int(e)) + mpmath.mpf(1) / 2) / mpmath.sqrt(s2)) for e in edges]
+        return np.diff(np.array([0.0, *(float(c) for c in cdf), 1.0]))
+
+
+def _gauss_pvalue(draws: np.ndarray, sigma2: Fraction, cells: int = 40) -> float:
+    sd = math.sqrt(float(sigma2))
+    edges = np.unique(np.floor(stats.norm.ppf(np.linspace(0, 1, cells + 1)[1:-1], scale=sd)).astype(np.int64))
+    probs = _gauss_cells(sigma2, edges)
+    observed = np.bincount(np.searchsorted(edges, draws.astype(np.int64), side="left"), minlength=edges.size + 1)
+    return float(stats.chisquare(observed, probs * draws.size).pvalue)
+
+
+GAUSS_VARIANCES = [Fraction(1, 2), Fraction(7, 3), Fraction(25), Fraction(1.366**2 * 2**20), WIDE]
+
+
+@pytest.mark.parametrize("sigma2", GAUSS_VARIANCES, ids=lambda s: f"s2={float(s):.4g}")
+def test_discrete_gaussian_exact_pmf(sigma2: Fraction) -> None:
+    draws = bulk.discrete_gaussian([sigma2], np.zeros(N, dtype=np.intp), WordSource(np.random.default_rng(11)))
+    assert draws.dtype == np.int64 and draws.shape == (N,)
+    assert _gauss_pvalue(draws, sigma2) > 1e-4
+
+
+def test_discrete_gaussian_each_element_its_own_variance() -> None:
+    """One call, three variances interleaved (one proposal scale for all): each block has its own exact pmf."""
+    variances = [Fraction(7, 3), Fraction(25), Fraction(40)]
+    which = np.tile(np.arange(3), 60_000)
+    draws = bulk.discrete_gaussian(variances, which, WordSource(12))
+    for i, s2 in enumerate(variances):
+        assert _gauss_pvalue(draws[which == i], s2) > 1e-4
+    assert _gauss_pvalue(draws[which == 1], Fraction(40)) < 1e-4  # the test tells the variances apart
+
+
+@pytest.mark.parametrize("sigma2", [Fraction(7, 3), Fraction(25), WIDE], ids=lambda s: f"s2={float(s):.4g}")
+def test_discrete_gaussian_with_a_weakened_acceptance_fails(sigma2: Fraction, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Weakened: proposals accepted with e^{−0.8γ} instead of e^{−γ} (a heavier tail): the same test rejects it."""
+    real = bulk._exp_minus
+    monkeypatch.setattr(bulk, "_exp_minus", lambda x: real(0.8 * x))
+    draws = bulk.discrete_gaussian([sigma2], np.zeros(N, dtype=np.intp), WordSource(13))
+    assert _gauss_pvalue(draws, sigma2) < 1e-4
+
+
+def test_discrete_gaussian_small_batches_exact(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Batches of 3 (4 proposals each, the first accepted kept), many calls: the same exact pmf."""
+    src = WordSource(14)
+    draws = np.concatenate([bulk.discrete_gaussian([Fraction(25)], np.zeros(3, dtype=np.intp), src)
+                            for _ in range(10_000)])
+    assert _gauss_pvalue(draws, Fraction(25)) > 1e-4
+
+
+def test_acceptance_enclosures_contain_exp_minus_gamma() -> None:
+    """p⁻ ≤ e^{−γ} ≤ p⁺ for the exact rational γ (60-digit mpmath), incl. |y| ≈ σ²/t (cancellation) and γ near 37."""
+    rng = np.random.default_rng(15)
+    cases = []
+    for sigma2 in (Fraction(1, 3), Fraction(7, 3), Fraction(25), Fraction(10**6 + 1, 7), WIDE):
+        t = bulk.gaussian_proposal_scale(sigma2)
+        centre = int(sigma2 / t)
+        sd = math.sqrt(float(sigma2))
+        ys = {0, 1, centre - 1, centre, centre + 1, int(centre + 8.6 * sd), int(centre + 8.61 * sd)}
+        ys |= {int(v) for v in np.abs(rng.normal(size=200) * 4 * sd)}
+        cases += [(y, sigma2, t) for y in sorted(ys) if y >= 0]
+    y = np.array([c[0] for c in cases], dtype=np.float64)
+    s2 = np.array([float(c[1]) for c in cases])
+    t_all = {c[2] for c in cases}
+    lo = np.empty(len(cases))
+    hi = np.empty(len(cases))
+    for t in t_all:
+        idx = np.array([i for i, c in enumerate(cases) if c[2] == t])
+        lo[idx], hi[idx] = bulk._acceptance_enclosure(y[idx], s2[idx], t)
+    with mpmath.workdps(60):
+        for (yi, sigma2, t), p_lo, p_hi in zip(cases, lo, hi, strict=True):
+            num, den = bulk._gaussian_exponent(yi, sigma2, t)
+            assert Fraction(num, den) == (yi - sigma2 / t) ** 2 / (2 * sigma2)  # the exact γ, independently
+            exact = mpmath.exp(-mpmath.mpf(num) / den)
+            assert mpmath.mpf(p_lo) <= exact <= mpmath.mpf(p_hi)
+            assert p_hi - p_lo <= 2.0**-30 * float(exact) + 2.0**-52  # tight: unsure words are rare
+
+
+def _oracle_accept(words: list[int], num: int, den: int) -> bool:
+    """U < e^{−num/den} with U = 0.v w₂ … (53 bits, then 64-bit words) plus half a last unit, 200-digit mpmath."""
+    with mpmath.workdps(200):
+        u = mpmath.mpf(words[0] >> 11) / mpmath.mpf(2) ** 53
+        u += sum(mpmath.mpf(w) / mpmath.mpf(2) ** (53 + 64 * (i + 1)) for i, w in enumerate(words[1:]))
+        u += mpmath.mpf(2) ** (-53 - 64 * (len(words) - 1) - 1)
+        return bool(u < mpmath.exp(-mpmath.mpf(num) / den))
+
+
+@pytest.mark.parametrize("sigma2", [Fraction(7, 3), WIDE], ids=lambda s: f"s2={float(s):.4g}")
+def test_words_on_the_acceptance_threshold_are_finished_exactly(sigma2: Fraction) -> None:
+    """U's first 53 bits on e^{−γ}: the next word decides, as replayed in mpmath (both outcomes occur)."""
+    t = bulk.gaussian_proposal_scale(sigma2)
+    y = int(sigma2 / t) + max(1, int(math.sqrt(float(sigma2))))
+    num, den = bulk._gaussian_exponent(y, sigma2, t)
+    with mpmath.workdps(200):
+        scaled = mpmath.exp(-mpmath.mpf(num) / den) * mpmath.mpf(2) ** 117
+        v = int(mpmath.floor(scaled / mpmath.mpf(2) ** 64))
+        nxt = int(mpmath.floor(scaled)) - (v << 64)
+    outcomes = set()
+    for w2 in (0, nxt - 1, nxt + 1, 2**64 - 1):
+        words = [v << 11, w2]
+        got = bulk._gaussian_accept(np.array([y]), [sigma2], np.array([float(sigma2)]), np.zeros(1, dtype=np.intp),
+                                    t, _Scripted(words))
+        assert bool(got[0]) == _oracle_accept(words, num, den)
+        outcomes.add(bool(got[0]))
+    assert outcomes == {True, False}
+
+
+def test_forced_exact_comparisons_keep_the_pmf(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Enclosures widened to ±25 %: most comparisons take the exact mpmath path; the pmf is still exact."""
+    monkeypatch.setattr(bulk, "_EXP_WIDEN", 0.25)
+    draws = bulk.discrete_gaussian([Fraction(7, 3)], np.zeros(20_000, dtype=np.intp), WordSource(16))
+    assert _gauss_pvalue(draws, Fraction(7, 3), cells=12) > 1e-4
+
+
+def test_huge_proposals_and_variances_take_the_exact_path() -> None:
+    """|y| ≥ 2⁵² and σ² outside [2⁻⁴⁰⁰, 2⁴⁰⁰] are decided by _accept_exact alone; replayed in mpmath."""
+    sigma2 = Fraction(2**110)
+    t = bulk.gaussian_proposal_scale(sigma2)
+    y = t + 3  # ≥ 2^52
+    num, den = bulk._gaussian_exponent(y, sigma2, t)
+    for first in (0, 2**63, 2**64 - 1):
+        words = [first, 12345]
+        got = bulk._gaussian_accept(np.array([y], dtype=np.int64), [sigma2], np.array([float(sigma2)]),
+                                    np.zeros(1, dtype=np.intp), t, _Scripted(words))
+        assert bool(got[0]) == _oracle_accept(words, num, den)
+    tiny = bulk.discrete_gaussian([Fraction(1, 2**500)], np.zeros(50, dtype=np.intp), WordSource(17))
+    assert not tiny.any()  # σ² = 2^-500: P(Y ≠ 0) < e^(-2^499)
+
+
+def test_dyadic_sign_against_fractions() -> None:
+    """sign(n/2^bits − man·2^exp) as Fraction arithmetic says, incl. ties and far-apart exponents."""
+    rng = np.random.default_rng(18)
+    for _ in range(3000):
+        bits = int(rng.integers(0, 200))
+        n = int(rng.integers(0, 2**62)) >> int(rng.integers(0, 62))
+        man = int(rng.integers(1, 2**62))
+        exp = int(rng.integers(-400, 0)) - man.bit_length() + 1
+        for m, e in ((man, exp), (n or 1, -bits)):  # random, and equal to n/2^bits when n > 0
+            want = Fraction(n, 2**bits) - Fraction(m) * Fraction(2) ** e
+            assert bulk._dyadic_sign(n, bits, (0, m, e, m.bit_length())) == (want > 0) - (want < 0)
+    assert bulk._dyadic_sign(1, 0, (0, 1, -10**12, 1)) == 1  # e^{-γ} far below any U > 0: no huge integers

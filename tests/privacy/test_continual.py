@@ -358,3 +358,51 @@ def test_dp_event_is_the_zcdp_level_and_dp_accounting_agrees() -> None:
     acc.compose(event)
     theirs = acc.get_epsilon(1e-6)  # fixed Rényi orders: never below the optimal-order conversion
     assert counter.guarantee().epsilon <= theirs <= counter.guarantee().epsilon * 1.01
+
+
+def test_counter_is_an_event_of_the_one_accountant() -> None:
+    """privacy_spent / compose take the counter through its release event (no special case): one release is the
+    counter's own ε; k releases are kρ-zCDP, and a counter next to a discrete Gaussian reading adds the two ρ.
+    Oracle: dp_accounting's RDP accountant on ZCDpEvent(kρ) (fixed Rényi orders: never below the optimal-order
+    conversion, within 1 %) and zcdp_epsilon of the hand-added ρ."""
+    from dp_accounting import ZCDpEvent
+    from dp_accounting.rdp import RdpAccountant
+
+    from dpcloak.privacy import DiscreteGaussianMechanism
+    from dpcloak.privacy.accounting import accountable, compose, privacy_spent, release_event
+
+    for method in ("factorization", "tree", "independent"):
+        counter = ContinualCounter(horizon=300, epsilon=1.0, delta=1e-6, method=method)
+        assert accountable(counter) and release_event(counter) == counter.release_event()
+        assert privacy_spent(counter, readings=1, delta=1e-6).epsilon == counter.guarantee().epsilon
+        for k in (3, 52):
+            acc = RdpAccountant()
+            acc.compose(ZCDpEvent(k * counter.rho))
+            ours = privacy_spent(counter, readings=k, delta=1e-5).epsilon
+            assert ours <= acc.get_epsilon(1e-5) <= ours * 1.01
+        reading = DiscreteGaussianMechanism(epsilon=0.5, delta=1e-6, sensitivity=1.0)
+        both = compose([counter.release_event(), reading.release_event()], delta=1e-5).epsilon
+        rho = Fraction(counter.rho) + Fraction(reading.grid_sensitivity) ** 2 / (2 * reading.sigma2)
+        assert both == pytest.approx(zcdp_epsilon(rho=float(rho), delta=1e-5), rel=1e-12)
+    with pytest.raises(InvalidParameterError, match="rho must be > 0"):
+        ContinualCounter(horizon=3, epsilon=1.0, delta=1e-6).release_event().__class__(
+            sensitivity=1.0, scale=1.0, rho=Fraction(0))
+
+
+def test_stream_noise_is_drawn_ahead_used_once_and_never_restored() -> None:
+    """Noise drawn ahead is kept in memory only: a stream restored from its bytes draws afresh, so its outputs for
+    the same counts differ from the original's (reused noise would make them equal); each window's noise has its
+    own variance σ_t² (standardised residuals over 3 × NOISE_AHEAD windows: mean 0, variance 1)."""
+    from dpcloak.privacy.continual import NOISE_AHEAD
+
+    counter = ContinualCounter(horizon=4 * NOISE_AHEAD, epsilon=1.0, delta=1e-6)
+    stream = counter.stream()
+    first = [stream.push(1.0) for _ in range(10)]
+    assert len(stream._noise) == NOISE_AHEAD - 10 and len(stream.to_bytes()) <= 1024
+    restored = PrefixSumStream.from_bytes(stream.to_bytes())
+    a = [stream.push(1.0) for _ in range(3 * NOISE_AHEAD)]
+    b = [restored.push(1.0) for _ in range(3 * NOISE_AHEAD)]
+    assert sum(x == y for x, y in zip(a, b, strict=True)) <= 2  # P(equal) per window ≈ 1/(σ√(4π)) < 1e-6
+    w = _encode("factorization", 4 * NOISE_AHEAD, [2**20] * (10 + 3 * NOISE_AHEAD))
+    z = (np.array(first + a) - np.array(w)) / np.sqrt([float(v) for v in counter.noise_variances()[:len(w)]])
+    assert abs(float(z.mean())) < 5 / math.sqrt(z.size) and abs(float(z.var()) - 1) < 0.25

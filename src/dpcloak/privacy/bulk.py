@@ -1,4 +1,4 @@
-r"""Vectorised exact discrete Laplace sampling from bulk random words.
+r"""Vectorised exact discrete Laplace and discrete Gaussian sampling from bulk random words.
 
 The pure-Python samplers of :mod:`dpcloak.privacy.discrete` make one Python-level draw at a time;
 a heatmap at Δ = 1024 needs 1.4 million. This module draws them all at once with numpy integer
@@ -40,6 +40,42 @@ Algorithm and proof
 4. **Sign.** Y = ±X with a fair sign bit, rejecting (−, 0) and redrawing: this gives
    :math:`P(Y = y) \propto r^{|y|}` on ℤ (CKS Algorithm 2's last step).
 
+Discrete Gaussian
+-----------------
+:func:`discrete_gaussian` draws :math:`P(Y = y) \propto e^{-y^2/(2\sigma^2)}` on ℤ, each element with its own
+rational σ² (the windows of a continual counter have different noise), by Canonne, Kamath & Steinke's
+Algorithm 3 vectorised:
+
+5. **Proposal.** Y ~ discrete Laplace with an integer scale t (steps 1–4), t = ⌊σ_max⌋ + 1 rounded up to
+   4 significant bits (:func:`gaussian_proposal_scale`; few distinct t, so few cached tables). For any t > 0,
+   :math:`e^{-|y|/t} e^{-(|y| - \sigma^2/t)^2/(2\sigma^2)} = e^{-y^2/(2\sigma^2)} e^{-\sigma^2/(2t^2)}`, so
+   accepting y with probability :math:`e^{-\gamma}`, :math:`\gamma = (|y| - \sigma^2/t)^2/(2\sigma^2)`
+   (with σ² = a/b: the exact rational :math:`(|y|bt - a)^2 / (2abt^2)`), and proposing again otherwise, gives
+   exactly the discrete Gaussian; with t/σ in [1, 9/8] about 3/4 of the proposals are accepted. Small
+   batches propose 4 candidates per element at once and keep the first accepted one (the same rejection
+   sampler: the candidates are i.i.d. and the later ones are simply not looked at).
+6. **Bernoulli(e^{−γ}) from one word.** Accept iff U < e^{−γ}, U uniform on [0, 1), U ∈ [v, v + 1)/2⁵³
+   for the top 53 bits v of a fresh word. e^{−γ} is enclosed in doubles :math:`p^- \le e^{-\gamma} \le p^+`
+   with IEEE operations only (+, −, ×, ÷, each correctly rounded, relative error ≤ u = 2⁻⁵³):
+
+   * γ ∈ [γ⁻, γ⁺]: c = fl(fl(σ²)/t) is within 2⁻⁵²·c of σ²/t, so d = fl(|y| − c) is within 2⁻⁵¹·⁴(|y| + c) of
+     |y| − σ²/t (the cancellation is covered by this absolute bound, widened to 2⁻⁴⁹); squaring, dividing
+     by 2σ² and widening by 1 ± 2⁻⁴⁸ (and +2⁻⁹⁰⁰ for underflow) covers the remaining ≤ 7 roundings.
+   * For x = min(γ^±, 37)/64 ≤ 0.58, e^{−x} is the alternating Taylor series to degree 16 (truncation
+     < 2⁻⁶¹), evaluated as 1 − x(1 − x/2(1 − …)/16): every intermediate lies in [0, 1] and each step adds at
+     most 3u to an error multiplied by x/k < 1, so the absolute error stays ≤ 3u/(1 − x) < 7.2u,
+     relative < 14.3u (e^{−x} > 0.56); six squarings give (e^{−x})⁶⁴ with relative error < 64·14.3u + 63u
+     < 2⁻⁴³, widened to 2⁻³⁶: p⁺ from x = min(γ⁻, 37)/64, and p⁻ = p⁺'s lower end times
+     1 − 2(γ⁺ − γ⁻) (e^{−δ} ≥ 1 − δ; one series per proposal). If γ⁺ > 37, p⁻ = 0; if γ⁻ > 37,
+     p⁺ = e^{−37}'s enclosure < 2⁻⁵³.
+
+   If (v + 1)/2⁵³ ≤ p⁻, U < e^{−γ} certainly (accept); if v/2⁵³ ≥ p⁺, certainly not (reject). Otherwise
+   (probability about 2⁻³⁵·e^{−γ} + 2⁻⁵³) the comparison is finished exactly: U is refined with further
+   words and e^{−γ} of the exact rational γ is enclosed by mpmath interval arithmetic at ever higher
+   precision until they separate (almost surely soon). Proposals with |y| ≥ 2⁵², or σ² outside
+   [2⁻⁴⁰⁰, 2⁴⁰⁰], go to this exact comparison directly (from the same 53 bits v). So each proposal is
+   accepted with exactly probability e^{−γ}, and only the exact integer y is ever output.
+
 Randomness
 ----------
 :class:`WordSource` supplies uniform 64-bit words: with ``rng=None`` the ChaCha20 keystream under
@@ -55,6 +91,7 @@ from __future__ import annotations
 import bisect
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import lru_cache
@@ -65,8 +102,10 @@ from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
 from numpy.typing import NDArray
 
 from dpcloak._rng import RngLike, as_generator
+from dpcloak.errors import InvalidParameterError
 
-__all__ = ["WordSource", "bernoulli_exp_unit", "discrete_laplace"]
+__all__ = ["WordSource", "bernoulli_exp_unit", "discrete_laplace", "discrete_gaussian",
+           "gaussian_proposal_scale"]
 
 _MAX_WORD = 2**64 - 1
 _POOL_WORDS = 512  # words per refill of the byte pool behind WordSource.randbelow
@@ -76,6 +115,16 @@ _BUCKET_BITS = 3  # buckets: binades of w split in 2^3 (ratio ≤ 1 + 2^-3 < e^{
 _FIRST_FAST_EXPONENT = 5  # buckets of w >> 11 below 2^5 (w < 2^16) go to the exact path
 _SMALLEST_FAST_WORD = 2**16
 _UNSURE_WIDTH = 2  # G_a − L_a ≤ 2: words in [L_a, L_a + 2) are decided exactly
+_CANCEL = 2.0**-49  # |fl(|y| − fl(fl(σ²)/t)) − (|y| − σ²/t)| ≤ 2^-51.4 (|y| + σ²/t) < this · fl(|y| + c)
+_GAMMA_WIDEN = 2.0**-48  # relative widening of the enclosure of γ (≤ 7 roundings of 2^-53 inside)
+_TINY = 2.0**-900  # absolute widening of γ's upper end (underflow)
+_GAMMA_CAP = 37.0  # e^-37 < 2^-53: beyond it only v = 0 can accept, and γ's enclosure stays in range
+_HALVINGS = 6  # e^-γ = (e^-x)^64, x = γ/64 ≤ 37/64
+_TAYLOR_TERMS = 16  # terms of e^-x beyond 1 (truncation < 0.58^17/17! < 2^-61)
+_EXP_WIDEN = 2.0**-36  # relative widening of e^-γ's enclosure (the rounding error is below 2^-43)
+_FAST_SIGMA2 = (2.0**-400, 2.0**400)  # σ² whose double and squares stay far from under/overflow
+_FAST_MAGNITUDE = 2**52  # proposals at or beyond this are accepted or rejected in Python integers
+_SMALL_BATCH, _SMALL_BATCH_TRIES = 4096, 4  # below this many draws, 4 independent proposals each per round
 
 
 def bernoulli_exp_unit(num: int, den: int, randbelow: Any, k: int = 1) -> bool:
@@ -337,4 +386,140 @@ def discrete_laplace(scale: Fraction, size: int, src: WordSource) -> NDArray[Any
             out = out.astype(object)
         out[todo] = np.where(negative, -mag, mag)
         todo = todo[negative & (mag == 0)]
+    return out
+
+
+def gaussian_proposal_scale(sigma2: Fraction) -> int:
+    """The discrete Laplace proposal scale t for σ² (module docstring, step 5): ⌊σ⌋ + 1 up to 4 significant bits.
+
+    Examples
+    --------
+    >>> from fractions import Fraction
+    >>> gaussian_proposal_scale(Fraction(4)), gaussian_proposal_scale(Fraction(1000**2))  # ⌊σ⌋ + 1 = 3, 1001
+    (3, 1024)
+    """
+    sigma2 = Fraction(sigma2)
+    t = math.isqrt(sigma2.numerator // sigma2.denominator) + 1  # ⌊σ⌋ + 1 (⌊√x⌋ = isqrt(⌊x⌋))
+    shift = max(t.bit_length() - 4, 0)
+    return -(-t >> shift) << shift
+
+
+def _dyadic_sign(n: int, bits: int, end: tuple[int, int, int, int]) -> int:
+    """The sign of n/2^bits − x for n ≥ 0 and an mpmath endpoint x ≥ 0, without building huge numbers."""
+    sign, man, exp, _ = end
+    if sign or not man:
+        return 1 if n else 0  # x ≤ 0 (an endpoint of e^−γ is never negative; 0 only on an underflowed bound)
+    shift = exp + bits  # compare n with man · 2^shift
+    if shift >= 0:
+        a, b = n, man << shift
+    elif n and n.bit_length() + (-shift) > man.bit_length() + 1:
+        return 1  # n · 2^−shift has more bits than man: larger (x ≤ 1 keeps the other branch small)
+    else:
+        a, b = n << -shift, man
+    return (a > b) - (a < b)
+
+
+def _accept_exact(prefix: int, bits: int, num: int, den: int, src: WordSource) -> bool:
+    """U < exp(−num/den) exactly, U uniform on [prefix, prefix + 1)/2^bits: refine U and the precision until decided."""
+    while True:
+        iv = _iv_context(bits + 64)
+        lo, hi = iv.exp(-iv.mpf(num) / den)._mpi_
+        if _dyadic_sign(prefix + 1, bits, lo) <= 0:
+            return True
+        if _dyadic_sign(prefix, bits, hi) >= 0:
+            return False
+        prefix, bits = (prefix << 64) | int(src.words(1)[0]), bits + 64
+
+
+def _gaussian_exponent(y: int, sigma2: Fraction, t: int) -> tuple[int, int]:
+    """γ = (|y| − σ²/t)²/(2σ²) as the exact ratio (|y|bt − a)² / (2abt²), σ² = a/b."""
+    a, b = sigma2.numerator, sigma2.denominator
+    return (abs(y) * b * t - a) ** 2, 2 * a * b * t * t
+
+
+def _exp_minus(x: NDArray[np.float64]) -> NDArray[np.float64]:
+    """e^{−64x} for 0 ≤ x ≤ 37/64 in doubles, relative error < 2⁻⁴³ (module docstring, step 6)."""
+    p = np.ones_like(x)
+    for k in range(_TAYLOR_TERMS, 0, -1):  # p ← 1 − x p / k, in place
+        p *= x
+        p /= k
+        np.subtract(1.0, p, out=p)
+    for _ in range(_HALVINGS):
+        p *= p
+    return p
+
+
+def _acceptance_enclosure(magnitude: NDArray[np.float64], s2: NDArray[np.float64],
+                          t: int) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Doubles p⁻ ≤ e^{−γ} ≤ p⁺, γ = (|y| − σ²/t)²/(2σ²), from |y| < 2⁵² and s2 = fl(σ²) (step 6)."""
+    c = s2 / float(t)  # t has 4 significant bits: exact as a double
+    d = np.abs(magnitude - c)
+    err = (magnitude + c) * _CANCEL
+    low, high = np.maximum(d - err, 0.0), d + err
+    g_lo = low * low / (2.0 * s2) * (1.0 - _GAMMA_WIDEN)
+    g_hi = high * high / (2.0 * s2) * (1.0 + _GAMMA_WIDEN) + _TINY
+    e_lo = _exp_minus(np.minimum(g_lo, _GAMMA_CAP) * 2.0**-_HALVINGS)  # e^{−min(γ⁻, 37)} within 2^-43
+    p_hi = e_lo * (1.0 + _EXP_WIDEN)
+    # e^{−γ⁺} = e^{−γ⁻} e^{−(γ⁺ − γ⁻)} ≥ e^{−γ⁻} (1 − (γ⁺ − γ⁻)); the double difference is within 2u of its value
+    p_lo = np.where(g_hi <= _GAMMA_CAP, e_lo * (1.0 - _EXP_WIDEN) * (1.0 - 2.0 * (g_hi - g_lo)), 0.0)
+    return p_lo, p_hi
+
+
+def _gaussian_accept(y: NDArray[Any], variances: Sequence[Fraction], table: NDArray[np.float64],
+                     which: NDArray[np.intp], t: int, src: WordSource) -> NDArray[np.bool_]:
+    """Element-wise exact Bernoulli(exp(−γ)) of step 6 for proposals ``y`` with σ² = ``variances[which]``.
+
+    ``table`` holds the correctly rounded doubles of ``variances`` (``Fraction.__float__``).
+    """
+    magnitude = np.abs(y)
+    slow = np.asarray(magnitude >= _FAST_MAGNITUDE, dtype=bool)
+    if not (_FAST_SIGMA2[0] <= table.min() and table.max() <= _FAST_SIGMA2[1]):
+        slow[:] = True
+    p_lo, p_hi = _acceptance_enclosure(np.where(slow, 0, magnitude).astype(np.float64), table[which], t)
+    v = (src.words(y.size) >> np.uint64(11)).astype(np.float64)  # U ∈ [v, v + 1)/2^53, v exact
+    accept = (v + 1.0) * 2.0**-53 <= p_lo
+    unsure = ~accept & (v * 2.0**-53 < p_hi)
+    for el in np.flatnonzero(unsure | slow):
+        num, den = _gaussian_exponent(int(y[el]), variances[which[el]], t)
+        accept[el] = _accept_exact(int(v[el]), 53, num, den, src)
+    return accept
+
+
+def discrete_gaussian(variances: Sequence[Fraction], which: NDArray[np.intp], src: WordSource) -> NDArray[Any]:
+    r"""Exact discrete Gaussians :math:`P(Y_i = y) \propto e^{-y^2/(2\sigma_i^2)}`, σ_i² = ``variances[which[i]]``.
+
+    One independent draw per entry of ``which`` (module docstring, steps 5–6: exact for every σ² > 0).
+    Returns int64, or an object array of Python integers should a magnitude reach 2⁶².
+
+    Examples
+    --------
+    >>> from fractions import Fraction
+    >>> src = WordSource(np.random.default_rng(0))
+    >>> y = discrete_gaussian([Fraction(4), Fraction(100)], np.repeat([0, 1], 20000), src)
+    >>> y.dtype, bool(abs(y[:20000].var() / 4 - 1) < 0.05), bool(abs(y[20000:].var() / 100 - 1) < 0.05)
+    (dtype('int64'), True, True)
+    """
+    variances = [v if isinstance(v, Fraction) else Fraction(v) for v in variances]
+    table = np.array([float(v) for v in variances])
+    if not variances or (table.min() <= 0.0 and min(variances) <= 0):
+        raise InvalidParameterError(f"variances must be a non-empty sequence of positive rationals, got "
+                                    f"{len(variances)} with minimum {min(variances, default=None)}",
+                                    parameter="variances")
+    which = np.asarray(which, dtype=np.intp)
+    t = gaussian_proposal_scale(variances[int(np.argmax(table))])  # any t > 0 is exact; this one is efficient
+    if t >= 2**57:
+        raise InvalidParameterError(f"variances must be below 2^112 (sigma below 2^56), got "
+                                    f"{float(max(variances)):.6g}", parameter="variances")
+    out: NDArray[Any] = np.zeros(which.size, dtype=np.int64)
+    todo = np.arange(which.size)
+    while todo.size:
+        tries = _SMALL_BATCH_TRIES if todo.size < _SMALL_BATCH else 1  # fewer rounds of numpy overhead
+        proposals = discrete_laplace(Fraction(t), todo.size * tries, src)
+        keep = _gaussian_accept(proposals, variances, table, np.repeat(which[todo], tries), t, src).reshape(-1, tries)
+        first = np.argmax(keep, axis=1)  # the first accepted proposal of each element: the rejection sampler's
+        done = keep[np.arange(todo.size), first]
+        if proposals.dtype == object and out.dtype != object:
+            out = out.astype(object)
+        out[todo[done]] = proposals.reshape(-1, tries)[np.flatnonzero(done), first[done]]
+        todo = todo[~done]
     return out

@@ -87,7 +87,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
@@ -96,9 +96,9 @@ from scipy import signal
 from dpcloak._rng import RngLike, as_generator
 from dpcloak._validation import check_choice, check_int, check_probability, check_real
 from dpcloak.errors import InvalidParameterError
-from dpcloak.privacy.accounting import zcdp_epsilon
-from dpcloak.privacy.bulk import WordSource
-from dpcloak.privacy.discrete import discrete_gaussian_noise, grid_indices, sample_discrete_gaussian
+from dpcloak.privacy.accounting import ReleaseEvent, _float_at_least, zcdp_epsilon
+from dpcloak.privacy.bulk import WordSource, discrete_gaussian
+from dpcloak.privacy.discrete import discrete_gaussian_noise, grid_index, grid_indices
 from dpcloak.privacy.mechanisms import PrivacyGuarantee
 
 __all__ = [
@@ -106,11 +106,13 @@ __all__ = [
     "GRID_BITS",
     "MAX_HORIZON",
     "MAX_FACTORIZATION_HORIZON",
+    "NOISE_AHEAD",
     "BLT_BITS",
     "BLT_THETA_NUMERATORS",
     "BLT_OMEGA_NUMERATORS",
     "BLT_ALPHA",
     "ContinualCounter",
+    "ContinualCountingEvent",
     "PrefixSumRelease",
     "PrefixSumStream",
     "release_prefix_sums",
@@ -139,6 +141,8 @@ MAX_HORIZON = 2**24
 MAX_FACTORIZATION_HORIZON = 2**14
 """Largest horizon of the factorisation (1.9 years of hourly windows): its zCDP bound is an O(T²) rounding-safe
 sum; run longer streams as consecutive periods (they compose) or use the tree."""
+NOISE_AHEAD = 128
+"""Windows of noise a :class:`PrefixSumStream` draws at once (in memory only: a restored stream draws afresh)."""
 _METHOD_CODES = {name: code for code, name in enumerate(METHODS)}
 _STATE_MAGIC = b"DPCS\x01"
 _HEADER = struct.Struct("<BIIddd")  # method, horizon, windows done, epsilon, delta, sensitivity
@@ -379,6 +383,38 @@ class PrefixSumRelease:
         return float(self.std.max())
 
 
+@dataclass(frozen=True)
+class ContinualCountingEvent(ReleaseEvent):
+    """A continual counter's whole release: T windows of correlated exact discrete Gaussian noise, ρ-zCDP.
+
+    ``sensitivity`` is Δ (count units, one window's count), ``scale`` the first window's σ (grid units),
+    ``dimension`` the horizon T, ``rho`` the stated ρ (module docstring, step 3) and ``method`` the
+    factorisation. The accountant composes it through :meth:`zcdp_rho` like any other event.
+
+    Examples
+    --------
+    >>> from fractions import Fraction
+    >>> ContinualCountingEvent(sensitivity=1.0, scale=5.0, dimension=24, rho=Fraction(1, 8)).zcdp_rho()
+    Fraction(1, 8)
+    """
+
+    rho: Fraction = Fraction(0)
+    method: str = "factorization"
+    kind: ClassVar[str] = "continual-counting"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not Fraction(self.rho) > 0:
+            raise InvalidParameterError(f"rho must be > 0, got {self.rho!r}", parameter="rho")
+        check_choice("method", self.method, METHODS)
+
+    def zcdp_rho(self) -> Fraction:
+        return Fraction(self.rho)
+
+    def _dp_accounting(self, dpa: Any) -> Any:
+        return dpa.ZCDpEvent(_float_at_least(Fraction(self.rho)))
+
+
 class ContinualCounter:
     r"""A calibrated continual counting mechanism: one method, horizon and (ε, δ) for one event.
 
@@ -510,6 +546,26 @@ class ContinualCounter:
                    "Dvijotham et al. 2024 (BLT)",
         )
 
+    def release_event(self) -> ContinualCountingEvent:
+        """The whole release (all T windows) as the accountant's event: ρ-zCDP for one event (the stated ρ, exactly).
+
+        :func:`dpcloak.privacy.accounting.compose`, :func:`~dpcloak.privacy.accounting.privacy_spent` and the
+        ledgers take it like any other mechanism's event (e.g. k periods of T windows, or a counter next to
+        the network's per-window releases).
+
+        Examples
+        --------
+        >>> from dpcloak.privacy.accounting import privacy_spent
+        >>> c = ContinualCounter(horizon=24, epsilon=1.0, delta=1e-6, method="tree")
+        >>> event = c.release_event()
+        >>> event.kind, event.dimension, float(event.zcdp_rho()) == c.rho
+        ('continual-counting', 24, True)
+        >>> privacy_spent(c, readings=1, delta=1e-6).epsilon == c.guarantee().epsilon  # one ε for one release
+        True
+        """
+        return ContinualCountingEvent(sensitivity=self.sensitivity, scale=math.sqrt(float(self._plan.sigma2[0])),
+                                      dimension=self.horizon, rho=Fraction(self.rho), method=self.method)
+
     def dp_event(self) -> Any:
         """The ``dp_accounting`` event of the whole release: ``ZCDpEvent(rho)`` (one event, the whole horizon).
 
@@ -518,9 +574,7 @@ class ContinualCounter:
         >>> ContinualCounter(horizon=24, epsilon=1.0, delta=1e-6, method="tree").dp_event().__class__.__name__
         'ZCDpEvent'
         """
-        import dp_accounting
-
-        return dp_accounting.ZCDpEvent(self.rho)
+        return self.release_event().dp_accounting_event()
 
     def stream(self) -> PrefixSumStream:
         """A fresh node-side stream (window 0, empty state)."""
@@ -574,9 +628,8 @@ class ContinualCounter:
             return np.rint(as_generator(rng).normal(size=(n_streams, self.horizon)) * scale).astype(np.int64)
         if self.method != "factorization":
             return discrete_gaussian_noise(sigma2[0], n_streams * self.horizon).reshape(n_streams, self.horizon)
-        source = WordSource(None)
-        draws = [[sample_discrete_gaussian(s, source.randbelow) for s in sigma2] for _ in range(n_streams)]
-        return np.array(draws, dtype=object)
+        which = np.tile(np.arange(self.horizon, dtype=np.intp), n_streams)
+        return discrete_gaussian(sigma2, which, WordSource(None)).reshape(n_streams, self.horizon)
 
     def __repr__(self) -> str:
         return (f"ContinualCounter(horizon={self.horizon}, epsilon={self.epsilon:g}, delta={self.delta:g}, "
@@ -597,7 +650,11 @@ class PrefixSumStream:
     turns the received values into running totals with :meth:`ContinualCounter.decode`. :meth:`to_bytes`
     serialises everything needed to resume (method, horizon, ε, δ, Δ, the window count and the integer
     state) in at most a few hundred bytes, for a ledger; the randomness source is not state (each process
-    keys its own from the OS). A stream refuses windows past its horizon: the guarantee covers T windows.
+    keys its own from the OS). The noise of the next :data:`NOISE_AHEAD` windows is drawn at once (the
+    vectorised exact sampler, :func:`dpcloak.privacy.bulk.discrete_gaussian`) and kept in memory only, each
+    value used for exactly one window: it is independent of the counts, so drawing it early changes nothing,
+    and a restored stream (after a crash) discards what was not used and draws afresh — noise is never
+    reused. A stream refuses windows past its horizon: the guarantee covers T windows.
 
     Examples
     --------
@@ -615,6 +672,7 @@ class PrefixSumStream:
         self.counter = counter
         self._encoder = _Encoder(counter.method, _fresh_state(counter.method, counter.horizon), 0)
         self._source: WordSource | None = None
+        self._noise: list[int] = []  # drawn ahead for windows windows, windows + 1, …; never serialised
 
     @property
     def windows(self) -> int:
@@ -627,11 +685,13 @@ class PrefixSumStream:
         if t >= self.counter.horizon:
             raise InvalidParameterError(f"the stream's horizon of {self.counter.horizon} windows is used up "
                                         f"(its guarantee covers {self.counter.horizon} windows); start a new period")
-        n = int(grid_indices(np.array([count], dtype=float), self.counter.grid, name="count")[0])
-        if self._source is None:
-            self._source = WordSource(None)
-        noise = sample_discrete_gaussian(self.counter.noise_variances()[t], self._source.randbelow)
-        return int(self._encoder.step(n)) + noise
+        n = grid_index(count, self.counter.grid, name="count")
+        if not self._noise:
+            if self._source is None:
+                self._source = WordSource(None)
+            ahead = self.counter.noise_variances()[t:t + NOISE_AHEAD]
+            self._noise = discrete_gaussian(ahead, np.arange(len(ahead), dtype=np.intp), self._source).tolist()[::-1]
+        return int(self._encoder.step(n)) + self._noise.pop()
 
     def to_bytes(self) -> bytes:
         """The stream's parameters and integer state (for a ledger; see :meth:`from_bytes`)."""

@@ -19,10 +19,11 @@ discrete Laplace :math:`P(y) \propto e^{-|y|/b}` and the discrete Gaussian
 :math:`P(y) \propto e^{-y^2/(2\sigma^2)}` on ℤ, using only integer arithmetic and
 :class:`fractions.Fraction` — no floating point touches the noise — and, by default, uniform
 integers from a cryptographically secure generator: a ChaCha20 stream under a fresh key from the OS
-CSPRNG for each release (:class:`~dpcloak.privacy.bulk.WordSource`). Many discrete Laplace draws at
-once (:meth:`DiscreteLaplaceMechanism.privatize`, :func:`discrete_laplace_noise`, the heatmap levels)
-use the vectorised exact sampler of :mod:`dpcloak.privacy.bulk` (same distribution, numpy integer
-arithmetic on 64-bit words); the one-draw-at-a-time samplers serve the discrete Gaussian and integer
+CSPRNG for each release (:class:`~dpcloak.privacy.bulk.WordSource`). Draws from the OS-keyed or a seeded
+source (:meth:`~_GridMechanism.privatize`, :func:`discrete_laplace_noise`, :func:`discrete_gaussian_noise`,
+the heatmap levels, the continual counters) use the vectorised exact samplers of :mod:`dpcloak.privacy.bulk`
+(the same distributions; numpy integer arithmetic on 64-bit words, with doubles only deciding comparisons
+they certainly decide and exact rationals for the rest); the one-draw-at-a-time samplers serve integer
 sources such as the keyed stream (:meth:`~_GridMechanism.sample_noise`).
 
 **Meant for deployment:** :class:`DiscreteGaussianMechanism` (the local Gaussian mechanism of
@@ -88,7 +89,7 @@ from scipy import optimize
 from dpcloak._rng import RngLike, as_generator
 from dpcloak._validation import check_int, check_probability, check_real
 from dpcloak.errors import InvalidParameterError
-from dpcloak.privacy.bulk import WordSource, bernoulli_exp_unit, discrete_laplace
+from dpcloak.privacy.bulk import WordSource, bernoulli_exp_unit, discrete_gaussian, discrete_laplace
 
 if TYPE_CHECKING:
     from dpcloak.privacy.accounting import DiscreteGaussianEvent, DiscreteLaplaceEvent
@@ -109,6 +110,7 @@ __all__ = [
     "discrete_laplace_noise",
     "discrete_gaussian_noise",
     "l2_grid_sensitivity",
+    "grid_index",
     "MAX_GRID_INDEX",
     "MAX_GRID_SCALE",
 ]
@@ -276,12 +278,12 @@ def _gaussian_accept(y: int, a: int, b: int, t: int, randbelow: RandBelow) -> bo
 
 
 def discrete_gaussian_noise(sigma2: Fraction, size: int, *, rng: RngLike = None) -> NDArray[Any]:
-    r"""``size`` i.i.d. exact draws of :math:`P(y) \propto e^{-y^2/(2\sigma^2)}` on ℤ (CKS Algorithm 3).
+    r"""``size`` i.i.d. exact draws of :math:`P(y) \propto e^{-y^2/(2\sigma^2)}` on ℤ (CKS Algorithm 3, vectorised).
 
-    The discrete Laplace proposals (scale t = ⌊σ⌋ + 1) are drawn all at once by the vectorised exact
-    sampler of :mod:`dpcloak.privacy.bulk`; each is accepted with the exact probability
-    ``exp(−(|y| − σ²/t)²/(2σ²))`` (integer arithmetic) and the rejected ones are proposed again, so
-    every draw has exactly the distribution of :func:`sample_discrete_gaussian`. ``rng=None``:
+    :func:`dpcloak.privacy.bulk.discrete_gaussian`: discrete Laplace proposals drawn all at once by the
+    vectorised exact sampler, accepted with the exact probability ``exp(−(|y| − σ²/t)²/(2σ²))`` decided on
+    64-bit words with rigorous double enclosures (exact rational arithmetic when a word falls inside one),
+    so every draw has exactly the distribution of :func:`sample_discrete_gaussian`. ``rng=None``:
     ChaCha20 under a fresh OS key; a seed or Generator: reproducible.
 
     Examples
@@ -291,18 +293,13 @@ def discrete_gaussian_noise(sigma2: Fraction, size: int, *, rng: RngLike = None)
     >>> y.shape, bool(abs(y.var() / 9 - 1) < 0.05)  # variance ≈ σ² when σ ≥ 1
     ((20000,), True)
     """
-    a, b, t = _gaussian_parameters(sigma2)
-    if t >= 2**_SCALE_BITS:
+    sigma2 = Fraction(sigma2)
+    if sigma2 <= 0:
+        raise InvalidParameterError(f"sigma2 must be > 0, got {sigma2}", parameter="sigma2")
+    if math.isqrt(sigma2.numerator // sigma2.denominator) >= 2**56:
         raise InvalidParameterError(f"sigma2 must be below 2^112 (sigma below 2^56), got {float(sigma2):.6g}",
                                     parameter="sigma2")
-    src = WordSource(rng)
-    out = np.zeros(check_int("size", size, minimum=0), dtype=object)
-    todo = np.arange(out.size)
-    while todo.size:
-        proposals = discrete_laplace(Fraction(t), todo.size, src)
-        keep = np.array([_gaussian_accept(int(y), a, b, t, src.randbelow) for y in proposals], dtype=bool)
-        out[todo[keep]] = proposals[keep]
-        todo = todo[~keep]
+    out = discrete_gaussian([sigma2], np.zeros(check_int("size", size, minimum=0), dtype=np.intp), WordSource(rng))
     try:
         return out.astype(np.int64)
     except OverflowError:
@@ -367,6 +364,28 @@ def grid_indices(values: ArrayLike, resolution: float, *, name: str = "values") 
     for i in np.flatnonzero((0.5 - np.abs(y - idx)) <= margin):
         out[i] = round(Fraction(float(flat[i])) / q)
     return out.reshape(x.shape)
+
+
+def grid_index(value: float, resolution: float, *, name: str = "value") -> int:
+    """:func:`grid_indices` of one number, as a Python integer (the same exact rounding, without numpy).
+
+    Examples
+    --------
+    >>> grid_index(-101.55, 0.1), grid_index(-102.55, 0.1)  # 10 steps apart, as the inputs (rint(fl(x/g)): 11)
+    (-1015, -1025)
+    >>> grid_index(2.5, 1.0), grid_index(3, 0.5)  # half to even; integers exactly
+    (2, 6)
+    """
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 2**53:
+        return int(_exact_grid_indices(np.array([value], dtype=object), float(resolution), name)[0])
+    x, g = float(value), float(resolution)
+    if not math.isfinite(x) or abs(x) > MAX_GRID_INDEX * g:
+        return int(grid_indices(np.array([x]), g, name=name)[0])  # refused there, with the message
+    y = x / g
+    idx = round(y)
+    if 0.5 - abs(y - idx) <= abs(y) * 2.0**-52 + 2.0**-1074:  # fl(x/g) may sit on the wrong side of a tie
+        return round(Fraction(x) / Fraction(g))
+    return idx
 
 
 def _resolution(resolution: float | None, sensitivity: float) -> float:
