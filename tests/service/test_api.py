@@ -532,8 +532,9 @@ def test_report_not_sent_as_json_is_refused(api: Harness, content_type: str | No
 
 def test_release_policy_at_the_api(tmp_path: Path) -> None:
     """Every 4th window releases (2 in any 8): a report for another window is 422 ``outside_policy``, one beyond the
-    clock plus the stated skew 422 ``window_in_future`` (nothing stored); ``/api/v1/health`` is ``degraded`` while
-    the sensors skip, with the next release window and its time, ``ok`` in a release window; ``/api/v1/sensors``
+    clock plus the stated skew 422 ``window_in_future`` (nothing stored); ``/api/v1/health`` is ``ok`` both in a
+    window the schedule skips (normal operation), with the next release window and its time, and in a release
+    window; ``/api/v1/sensors``
     says how many release windows are left in the sliding window and when it renews. Oracle: the schedule
     arithmetic of the issue (w mod ceil(W/k) = 0) and the clock."""
     net = make_deployment(tmp_path, sensor_rows=2, sensor_cols=3).sensor_network
@@ -545,7 +546,8 @@ def test_release_policy_at_the_api(tmp_path: Path) -> None:
     h.collector.clock = lambda: now[0]
     with h.client:
         health = h.client.get("/api/v1/health").json()
-        assert health["status"] == "degraded" and health["policy"]["next_release_window"] == 8
+        assert health["status"] == "ok" and not health["policy"]["release_window"]
+        assert health["policy"]["next_release_window"] == 8 and "skip it by schedule" in health["policy"]["message"]
         assert health["policy"]["next_release_at"] == 480.0 and "any 8 consecutive windows" in health["policy"]["words"]
         resp = h.post(h.report(window=5))
         assert resp.status_code == 422 and resp.json()["error"] == "outside_policy"
@@ -558,4 +560,45 @@ def test_release_policy_at_the_api(tmp_path: Path) -> None:
         view = h.client.get("/api/v1/sensors", headers={"Authorization": f"Bearer {h.token}"}).json()
         assert (view["release_windows_charged"], view["releases_left"], view["renews_at_window"]) == (1, 1, 12)
         assert view["renews_at"] == 720.0
+    h.store.dispose()
+
+
+def test_health_degraded_only_while_sensors_skip_where_the_policy_lets_them(tmp_path: Path) -> None:
+    """Every 4th window releases (grace 10 s). Sensors 0 and 1 release in window 0; in window 4 only sensor 0 does:
+    once window 4 is due (ended + grace) health is ``degraded`` naming sensor 1, not before (windows 1–3, skipped
+    by schedule, are ``ok``); when sensor 1 releases again (window 8) it is ``ok``. With a lifetime cap of 3 release
+    windows (0, 4, 8) it is ``degraded`` from window 9 on, saying so. Oracle: the schedule w mod 4 = 0 and who
+    reported where (the test's own bookkeeping)."""
+    net = make_deployment(tmp_path, sensor_rows=2, sensor_cols=3).sensor_network
+    directory = tmp_path / "skips"
+    write_deployment(directory, Deployment.create(network=net, window_seconds=60.0, period_windows=8, start=0.0,
+                                                  policy_releases=2, grace_seconds=10.0, lifetime_releases=3))
+    h = Harness(directory)
+    now = [30.0]
+    h.collector.clock = lambda: now[0]
+
+    def health(at: float) -> dict[str, Any]:
+        now[0] = at
+        return h.client.get("/api/v1/health").json()
+
+    with h.client:
+        assert h.post(h.report(sensor=0, window=0)).status_code == 201
+        assert h.post(h.report(sensor=1, window=0)).status_code == 201
+        for at in (75.0, 130.0, 200.0):  # windows 1–3: skipped by schedule, nobody missing
+            assert health(at)["status"] == "ok", at
+        now[0] = 4 * 60.0 + 30
+        assert h.post(h.report(sensor=0, window=4)).status_code == 201
+        assert health(4 * 60.0 + 40)["status"] == "ok"  # window 4 still open
+        assert health(5 * 60.0 + 5)["status"] == "ok"  # ended, but within the grace period
+        late = health(5 * 60.0 + 15)
+        assert late["status"] == "degraded" and late["policy"]["skipping"] == [1]
+        assert late["policy"]["last_due_release_window"] == 4 and "sensor(s) 1" in late["policy"]["message"]
+        assert health(7 * 60.0 + 30)["status"] == "degraded"  # still: window 4 is the last due release window
+        now[0] = 8 * 60.0 + 30
+        for j in (0, 1):
+            assert h.post(h.report(sensor=j, window=8)).status_code == 201
+        assert health(8 * 60.0 + 40)["status"] == "ok"  # sensor 1 reported since window 4
+        capped = health(9 * 60.0 + 15)
+        assert capped["status"] == "degraded" and capped["policy"]["next_release_window"] is None
+        assert "lifetime cap of 3 release windows is reached" in capped["policy"]["message"]
     h.store.dispose()

@@ -14,6 +14,7 @@ import logging
 import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from functools import partial
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -282,11 +283,13 @@ def create_app(collector: Collector, *, analyst_token: str) -> CollectorApp:
     async def health() -> dict[str, Any]:
         """Liveness, the deployment served and whether its sensors release now (public).
 
-        ``status`` is ``"degraded"`` while the release policy makes the sensors skip (the current
-        window is not a release window, or the lifetime cap is reached); ``policy`` says why and when
-        the next release window starts, and states the policy in words.
+        ``status`` is ``"degraded"`` while sensors skip where the policy lets them release (the last due
+        release window, ``policy.skipping``) or once the lifetime cap is reached; windows that the
+        policy's schedule skips are normal operation (``"ok"``). ``policy`` says why and when the next
+        release window starts, and states the policy in words.
         """
-        policy = views.policy_view(dep, now=collector.clock())
+        policy = await collector.run_in_reader(partial(views.policy_view, dep, now=collector.clock(),
+                                                       store=collector.store))
         return {"status": policy["status"], "deployment": dep.deployment_id, "fingerprint": dep.fingerprint,
                 "window": policy["window"], "policy": policy}
 

@@ -12,8 +12,8 @@ from dpcloak.service import _network
 from dpcloak.service.config import Deployment
 from dpcloak.service.store import Store
 
-__all__ = ["guarantee_words", "policy_words", "policy_view", "deployment_view", "sensors_view", "export_rows",
-           "export_csv_chunks", "export_csv", "export_parquet_chunks", "export_parquet"]
+__all__ = ["guarantee_words", "policy_words", "policy_view", "skipped_release", "deployment_view", "sensors_view",
+           "export_rows", "export_csv_chunks", "export_csv", "export_parquet_chunks", "export_parquet"]
 
 T = TypeVar("T")
 
@@ -115,38 +115,90 @@ def guarantee_words(deployment: Deployment) -> str:
     )
 
 
-def policy_view(deployment: Deployment, *, now: float) -> dict[str, Any]:
-    """Whether sensors release or skip now under the policy, and when the next release window starts.
+def skipped_release(deployment: Deployment, store: Store, *, now: float) -> tuple[int | None, list[int]]:
+    """The last release window whose reports are due, and the sensors that skipped it though the policy let them.
 
-    ``status`` is ``"degraded"`` while the sensors skip (the current window is not a release window,
-    or the lifetime cap is reached), ``"ok"`` in a release window.
+    A release window is due once it ended more than ``grace_seconds`` ago. A sensor *skipped* it when it
+    reported in the ``period_windows`` windows before it but neither in it nor since: the policy let it
+    release and it did not (its node refused for budget, or it is down). Sensors silent for the whole span
+    before are not counted (they are not expected). ``(None, [])`` before the first due release window.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from dpcloak.service.examples import two_sensor_store
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> deployment, store = two_sensor_store(tmp.name)  # every window releases, 60 s windows, 5 s grace
+    >>> _ = store.insert_reports([{"deployment_id": "abc123", "sensor_id": j, "window": 0, "report_id": f"r-{j}",
+    ...                         "value": 10.0, "mac": "00", "received_at": 30.0} for j in (0, 1)])
+    >>> _ = store.insert_reports([{"deployment_id": "abc123", "sensor_id": 0, "window": 1, "report_id": "r-2",
+    ...                         "value": 10.0, "mac": "00", "received_at": 90.0}])
+    >>> skipped_release(deployment, store, now=125.0 + 5.0)  # window 1 is due: sensor 1 released nothing in it
+    (1, [1])
+    >>> store.dispose()
+    >>> tmp.cleanup()
+    """
+    due = deployment.window_at(now - deployment.grace_seconds) - 1
+    if due < 0:
+        return None, []
+    s = deployment.release_stride
+    last = (due // s) * s
+    if deployment.lifetime_releases is not None:
+        last = min(last, (deployment.lifetime_releases - 1) * s)
+    first = max(0, last - deployment.period_windows + 1)
+    if first == last:
+        return last, []
+    activity = store.sensor_activity(deployment.deployment_id, first_window=first, since_window=first,
+                                     n_sensors=deployment.n_sensors)
+    return last, [j for j, (w, _, _) in activity.items() if w < last]
+
+
+def policy_view(deployment: Deployment, *, now: float, store: Store | None = None) -> dict[str, Any]:
+    """Whether sensors release or skip now under the policy, when the next release window starts, and who skips.
+
+    ``status`` is ``"degraded"`` when sensors skip where the policy lets them release (the last due release
+    window, :func:`skipped_release`; needs ``store``) or when the lifetime cap is reached; ``"ok"``
+    otherwise, also in the windows that the policy's schedule skips (normal operation with a stride > 1).
 
     Examples
     --------
     >>> from dpcloak.service.examples import two_sensor_deployment
     >>> deployment = two_sensor_deployment(policy_releases=4)  # every 3rd window: 0, 3, 6, ...
-    >>> view = policy_view(deployment, now=125.0)  # window 2
-    >>> view["status"], view["next_release_window"], view["next_release_at"]
-    ('degraded', 3, 180.0)
+    >>> view = policy_view(deployment, now=125.0)  # window 2: skipped by schedule, which is normal
+    >>> view["status"], view["release_window"], view["next_release_window"], view["next_release_at"]
+    ('ok', False, 3, 180.0)
+    >>> print(view["message"])  # doctest: +NORMALIZE_WHITESPACE
+    window 2 is not a release window (every 3rd window): sensors skip it by schedule; the next release window is 3,
+    in 55 s
+    >>> capped = two_sensor_deployment(policy_releases=4, lifetime_releases=2)  # release windows 0 and 3 only
+    >>> view = policy_view(capped, now=400.0)
+    >>> view["status"], view["next_release_window"]
+    ('degraded', None)
     >>> print(view["message"])
-    sensors skip window 2 under the release policy (every 3rd window); the next release window is 3, in 55 s
-    >>> policy_view(deployment, now=185.0)["status"]
-    'ok'
+    the lifetime cap of 2 release windows is reached: sensors release no more
     """
     w = deployment.window_at(now)
     nxt = deployment.next_release_window(max(w, 0))
     at = None if nxt is None else deployment.window_start(nxt)
+    last, skipping = (None, []) if store is None else skipped_release(deployment, store, now=now)
     if nxt is None:
         status, message = "degraded", (f"the lifetime cap of {deployment.lifetime_releases} release windows is "
                                        "reached: sensors release no more")
-    elif nxt == w:
-        status, message = "ok", f"window {w} is a release window"
     else:
-        status = "degraded"
-        message = (f"sensors skip window {w} under the release policy ({every_window(deployment.release_stride)}); "
-                   f"the next release window is {nxt}, in {_duration(max(0.0, float(at) - now))}")  # type: ignore[arg-type]
-    return {"status": status, "window": w, "release_window": status == "ok", "next_release_window": nxt,
-            "next_release_at": at, "message": message, "words": policy_words(deployment)}
+        status = "ok"
+        if nxt == w:
+            message = f"window {w} is a release window"
+        else:
+            message = (f"window {w} is not a release window ({every_window(deployment.release_stride)}): sensors skip "
+                       f"it by schedule; the next release window is {nxt}, in {_duration(max(0.0, float(at) - now))}")  # type: ignore[arg-type]
+        if skipping:
+            status = "degraded"
+            shown = ", ".join(str(j) for j in skipping[:10]) + (", …" if len(skipping) > 10 else "")
+            message = (f"{len(skipping)} sensor(s) released nothing in release window {last} although the policy let "
+                       f"them (their node refused for budget, or is down): sensor(s) {shown}; {message}")
+    return {"status": status, "window": w, "release_window": nxt == w, "next_release_window": nxt,
+            "next_release_at": at, "last_due_release_window": last, "skipping": skipping, "message": message,
+            "words": policy_words(deployment)}
 
 
 def deployment_view(deployment: Deployment, *, now: float) -> dict[str, Any]:
