@@ -6,6 +6,9 @@ for "nothing stored". Every response must be JSON without a traceback, never a 5
 
 from __future__ import annotations
 
+import datetime
+import io
+import json
 import secrets
 from collections.abc import Iterator
 from pathlib import Path
@@ -244,30 +247,74 @@ def test_batch_reports_one_outcome_each(api: Harness) -> None:
 
 
 def test_analyst_endpoints_need_the_token(api: Harness) -> None:
-    for path in ("/api/v1/deployment", "/api/v1/windows", "/api/v1/sensors", "/api/v1/export.csv"):
+    for path in ("/api/v1/deployment", "/api/v1/windows", "/api/v1/sensors", "/api/v1/export.csv",
+                 "/api/v1/export.json"):
         assert api.client.get(path).status_code == 401
         assert api.client.get(path, headers={"Authorization": "Bearer " + "0" * 64}).status_code == 401
         assert api.client.get(path, headers={"Authorization": f"Bearer {api.token}"}).status_code == 200
 
 
+def _expected_times(deployment: Any, window: int) -> tuple[str, str]:
+    """The window's start and end as ISO 8601 UTC text, from the deployment's clock (oracle: datetime arithmetic)."""
+    epoch = datetime.datetime(1970, 1, 1, tzinfo=datetime.UTC)
+    start = epoch + datetime.timedelta(seconds=deployment.start + window * deployment.window_seconds)
+    end = start + datetime.timedelta(seconds=deployment.window_seconds)
+    return start.isoformat().replace("+00:00", "Z"), end.isoformat().replace("+00:00", "Z")
+
+
 def test_export_holds_the_recovered_maps(api: Harness) -> None:
+    """CSV, JSON and Parquet hold each source's value, its coordinates as numbers (CSV: x_m, y_m columns; JSON and
+    Parquet: an array) and the window's start and end in UTC (oracle: the record, the network's source positions,
+    the deployment's clock)."""
+    import csv
+
     for j in range(api.deployment.n_sensors):  # a full window closes by itself; close it explicitly to be sure
         assert api.post(api.report(sensor=j, window=6)).status_code == 201
     headers = {"Authorization": f"Bearer {api.token}"}
     record = api.client.post("/api/v1/windows/6/close", headers=headers).json()
+    positions = [[float(c) for c in p] for p in api.net.source_positions]
+    assert len(positions) == len(record["source_map"]) and all(len(p) == 2 for p in positions)
+    start, end = _expected_times(api.deployment, 6)
+    assert start.endswith("Z") and start < end
     csv_text = api.client.get("/api/v1/export.csv", headers=headers).text
-    lines = csv_text.strip().splitlines()
-    assert lines[0].startswith("window,source,coordinates,people")
-    assert len(lines) == 1 + len(record["source_map"])
-    values = [float(line.split(",")[3]) for line in lines[1:]]
-    assert values == pytest.approx(record["source_map"], rel=1e-12, abs=1e-300)
+    rows = list(csv.DictReader(io.StringIO(csv_text)))
+    assert csv_text.startswith("window,window_start,window_end,source,x_m,y_m,people,")
+    assert "coordinates" not in rows[0]
+    assert [float(r["people"]) for r in rows] == pytest.approx(record["source_map"], rel=1e-12, abs=1e-300)
+    assert [[float(r["x_m"]), float(r["y_m"])] for r in rows] == positions
+    assert {(r["window"], r["window_start"], r["window_end"]) for r in rows} == {("6", start, end)}
+    resp = api.client.get("/api/v1/export.json", headers=headers)
+    assert resp.status_code == 200 and resp.headers["content-type"] == "application/json"
+    doc = resp.json()
+    assert [r["people"] for r in doc] == pytest.approx(record["source_map"], rel=1e-12, abs=1e-300)
+    assert [r["coordinates"] for r in doc] == positions  # arrays of numbers, not text
+    assert {(r["window"], r["window_start"], r["window_end"]) for r in doc} == {(6, start, end)}
+    assert [r["source"] for r in doc] == list(range(len(positions)))
     pytest.importorskip("pyarrow")
-    import io
-
     import pyarrow.parquet as pq
 
     table = pq.read_table(io.BytesIO(api.client.get("/api/v1/export.parquet", headers=headers).content))
     assert table.num_rows == len(record["source_map"])
+    assert table.column("coordinates").to_pylist() == positions
+    assert {t.isoformat().replace("+00:00", "Z") for t in table.column("window_start").to_pylist()} == {start}
+    assert {t.isoformat().replace("+00:00", "Z") for t in table.column("window_end").to_pylist()} == {end}
+
+
+def test_export_rows_have_no_timestamp_beyond_datetime(api: Harness) -> None:
+    """A window whose start lies beyond year 9999 (a clock started at 1e15 s) is exported with empty times, not
+    an error; and a window not recovered (NaN uncertainty) holds null in JSON, which has no NaN."""
+    import dataclasses
+
+    import dpcloak.service.views as views
+
+    far = dataclasses.replace(api.deployment, start=1e15)
+    did, n_src = api.deployment.deployment_id, api.net.n_sources
+    api.store.save_window(did, dataclasses.replace(_synthetic_window(3, 1.0, n_src), uncertainty=float("nan")))
+    text = views.export_csv(far, api.store)
+    first = text.splitlines()[1].split(",")
+    assert first[:3] == ["3", "", ""]
+    doc = json.loads("".join(views.export_json_chunks(far, api.store)))
+    assert {(r["window_start"], r["window_end"], r["uncertainty_m"]) for r in doc} == {(None, None, None)}
 
 
 def test_openapi_schema_lists_the_endpoints(api: Harness) -> None:
@@ -473,11 +520,16 @@ def test_export_streams_across_pages(api: Harness, monkeypatch: pytest.MonkeyPat
         assert resp.status_code == 200 and resp.headers["content-type"].startswith("text/csv")
         text = "".join(resp.iter_text())
     rows = [line.split(",") for line in text.strip().splitlines()[1:]]
-    assert [(int(r[0]), int(r[1])) for r in rows] == [(w, i) for w in windows for i in range(n_src)]
-    assert [float(r[3]) for r in rows] == pytest.approx([w + i / 10 for w in windows for i in range(n_src)])
+    assert [(int(r[0]), int(r[3])) for r in rows] == [(w, i) for w in windows for i in range(n_src)]
+    assert [r[1:3] for r in rows] == [list(_expected_times(api.deployment, w)) for w in windows for _ in range(n_src)]
+    assert [float(r[6]) for r in rows] == pytest.approx([w + i / 10 for w in windows for i in range(n_src)])
+    json_pieces = list(views.export_json_chunks(api.deployment, api.store))
+    assert len(json_pieces) == 1 + 5 + 1  # "[", five pieces of rows, "]"
+    with api.client.stream("GET", "/api/v1/export.json", headers=headers) as resp:
+        doc = json.loads("".join(resp.iter_text()))
+    assert [(r["window"], r["source"]) for r in doc] == [(w, i) for w in windows for i in range(n_src)]
+    assert [r["people"] for r in doc] == pytest.approx([w + i / 10 for w in windows for i in range(n_src)])
     pytest.importorskip("pyarrow")
-    import io
-
     import pyarrow.parquet as pq
 
     resp = api.client.get("/api/v1/export.parquet", headers=headers)

@@ -163,7 +163,7 @@ def test_flood_from_one_sensor_is_429_with_retry_after(served: Served) -> None:
 
 def test_analyst_endpoints_need_the_analyst_credential(served: Served) -> None:
     paths = ["/api/v1/deployment", "/api/v1/sensors", "/api/v1/windows", "/api/v1/windows/0", "/api/v1/export.csv",
-             "/api/v1/export.parquet"]
+             "/api/v1/export.json", "/api/v1/export.parquet"]
     master = load_master_key(served.directory)
     key = sensor_key(master, deployment_id=served.dep.deployment_id, sensor=0)
     report = served.signer.report(0, served.now)

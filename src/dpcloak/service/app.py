@@ -370,9 +370,17 @@ def create_app(collector: Collector, *, analyst_token: str) -> CollectorApp:
     @app.get("/api/v1/export.csv", tags=["analyst"], dependencies=[Depends(analyst)],
              response_class=StreamingResponse, responses={200: {"content": {"text/csv": {}}}})
     async def export_csv() -> StreamingResponse:
-        """Every closed window's map in long format (window, source, coordinates, value, window metadata), streamed."""
+        """Every closed window's map in long format, streamed: window, its start and end (ISO 8601 UTC), source,
+        its coordinates (x_m[, y_m]), value, window metadata."""
         return StreamingResponse(views.export_csv_chunks(dep, store), media_type="text/csv",
                                  headers={"Content-Disposition": f'attachment; filename="{dep.deployment_id}.csv"'})
+
+    @app.get("/api/v1/export.json", tags=["analyst"], dependencies=[Depends(analyst)],
+             response_class=StreamingResponse, responses={200: {"content": {"application/json": {}}}})
+    async def export_json() -> StreamingResponse:
+        """The same table as a JSON array of rows (coordinates an array, window times ISO 8601 UTC), streamed."""
+        return StreamingResponse(views.export_json_chunks(dep, store), media_type="application/json",
+                                 headers={"Content-Disposition": f'attachment; filename="{dep.deployment_id}.json"'})
 
     @app.get("/api/v1/export.parquet", tags=["analyst"], dependencies=[Depends(analyst)],
              response_class=StreamingResponse, responses={200: {"content": {"application/vnd.apache.parquet": {}}}})

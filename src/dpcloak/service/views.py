@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import csv
 import io
+import json
 import math
 from collections.abc import Iterable, Iterator
+from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from dpcloak.service import _network
@@ -13,7 +15,8 @@ from dpcloak.service.config import Deployment
 from dpcloak.service.store import Store
 
 __all__ = ["guarantee_words", "policy_words", "policy_view", "skipped_release", "deployment_view", "sensors_view",
-           "export_rows", "export_csv_chunks", "export_csv", "export_parquet_chunks", "export_parquet"]
+           "export_rows", "export_csv_header", "export_csv_chunks", "export_csv", "export_json_chunks",
+           "export_parquet_chunks", "export_parquet"]
 
 T = TypeVar("T")
 
@@ -23,8 +26,11 @@ EXPORT_CHUNK_WINDOWS = 64
 LAST_SEEN_LOOKBACK = 86_400.0
 """Seconds of windows (one day) searched for a sensor's last report: a sensor silent longer shows as not seen."""
 
-EXPORT_COLUMNS = ("window", "source", "coordinates", "people", "uncertainty_m", "missing", "sigma",
-                  "epsilon_period", "delta_period", "converged")
+EXPORT_COLUMNS = ("window", "window_start", "window_end", "source", "coordinates", "people", "uncertainty_m",
+                  "missing", "sigma", "epsilon_period", "delta_period", "converged")
+"""The export table's columns. ``window_start`` / ``window_end``: the window's time span (UTC; ISO 8601 text in
+CSV and JSON, a timestamp in Parquet). ``coordinates``: the source location (metres, one number per axis), an
+array in JSON and Parquet, one numeric column per axis in CSV (``x_m`` and, on a plane, ``y_m``)."""
 
 
 def _duration(seconds: float) -> str:
@@ -306,8 +312,9 @@ def sensors_view(deployment: Deployment, store: Store, now: float) -> dict[str, 
 def export_rows(deployment: Deployment, store: Store) -> Iterator[list[tuple[Any, ...]]]:
     """The export table (:data:`EXPORT_COLUMNS`): one row per (closed window, source), one list per window.
 
-    The windows are read a page at a time (:meth:`Store.windows`): memory stays constant whatever
-    the length of the history.
+    ``window_start`` and ``window_end`` are timezone-aware UTC datetimes (``None`` for a time outside the
+    years 1–9999), ``coordinates`` a tuple of floats. The windows are read a page at a time
+    (:meth:`Store.windows`): memory stays constant whatever the length of the history.
 
     Examples
     --------
@@ -320,11 +327,50 @@ def export_rows(deployment: Deployment, store: Store) -> Iterator[list[tuple[Any
     ...     store.dispose()
     >>> len(tables), len(tables[0]), len(tables[0][0]) == len(EXPORT_COLUMNS)  # one window, two sources
     (1, 2, True)
+    >>> window, start, end, source, coordinates = tables[0][1][:5]
+    >>> window, start.isoformat(), end.isoformat(), source, coordinates  # window 0 of a 60 s clock started at 0
+    (0, '1970-01-01T00:00:00+00:00', '1970-01-01T00:01:00+00:00', 1, (100.0, 0.0))
     """
-    coords = [" ".join(f"{c:.6g}" for c in row) for row in _network.source_positions(deployment.sensor_network)]
+    coords = [tuple(float(c) for c in row) for row in _network.source_positions(deployment.sensor_network)]
     for r in store.windows(deployment.deployment_id):
-        yield [(r.window, i, coords[i], v, r.uncertainty, r.missing, r.sigma, r.epsilon_period, r.delta_period,
-                r.converged) for i, v in enumerate(r.source_map)]
+        start, end = _utc(deployment.window_start(r.window)), _utc(deployment.window_start(r.window + 1))
+        yield [(r.window, start, end, i, coords[i], v, r.uncertainty, r.missing, r.sigma, r.epsilon_period,
+                r.delta_period, r.converged) for i, v in enumerate(r.source_map)]
+
+
+def _utc(seconds: float) -> datetime | None:
+    try:
+        return datetime.fromtimestamp(seconds, tz=UTC)
+    except (OverflowError, ValueError, OSError):  # beyond the years datetime holds: no timestamp
+        return None
+
+
+def _iso(moment: datetime | None) -> str | None:
+    """ISO 8601 in UTC with a ``Z`` (``None`` stays ``None``)."""
+    return None if moment is None else moment.isoformat().replace("+00:00", "Z")
+
+
+def _axes(deployment: Deployment) -> int:
+    return int(_network.source_positions(deployment.sensor_network).shape[1])
+
+
+def export_csv_header(deployment: Deployment) -> list[str]:
+    """The CSV export's columns: :data:`EXPORT_COLUMNS` with ``coordinates`` as one numeric column per axis.
+
+    Examples
+    --------
+    >>> from dpcloak.service.examples import two_sensor_deployment
+    >>> export_csv_header(two_sensor_deployment())[:7]  # sources on a plane: two axes
+    ['window', 'window_start', 'window_end', 'source', 'x_m', 'y_m', 'people']
+    """
+    k = EXPORT_COLUMNS.index("coordinates")
+    axes = [("x_m", "y_m", "z_m")[a] if a < 3 else f"axis{a}_m" for a in range(_axes(deployment))]
+    return [*EXPORT_COLUMNS[:k], *axes, *EXPORT_COLUMNS[k + 1:]]
+
+
+def _csv_row(row: tuple[Any, ...]) -> list[Any]:
+    k = EXPORT_COLUMNS.index("coordinates")
+    return [row[0], _iso(row[1]), _iso(row[2]), *row[3:k], *row[k], *row[k + 1:]]
 
 
 def export_csv_chunks(deployment: Deployment, store: Store) -> Iterator[str]:
@@ -342,13 +388,13 @@ def export_csv_chunks(deployment: Deployment, store: Store) -> Iterator[str]:
     [1, 2]
     """
     buf = io.StringIO()
-    csv.writer(buf).writerow(EXPORT_COLUMNS)
+    csv.writer(buf).writerow(export_csv_header(deployment))
     yield buf.getvalue()
     for tables in _batched(export_rows(deployment, store), EXPORT_CHUNK_WINDOWS):
         buf = io.StringIO()
         writer = csv.writer(buf)
         for rows in tables:
-            writer.writerows(rows)
+            writer.writerows(_csv_row(row) for row in rows)
         yield buf.getvalue()
 
 
@@ -362,12 +408,57 @@ def export_csv(deployment: Deployment, store: Store) -> str:
     >>> tmp = tempfile.TemporaryDirectory()
     >>> deployment, store = two_sensor_store(tmp.name, reading=10.0)
     >>> text = export_csv(deployment, store)
-    >>> text.splitlines()[0] == ",".join(EXPORT_COLUMNS), len(text.splitlines())
-    (True, 3)
+    >>> print(text.splitlines()[0])
+    window,window_start,window_end,source,x_m,y_m,people,uncertainty_m,missing,sigma,epsilon_period,delta_period,converged
+    >>> print(text.splitlines()[2][:56])
+    0,1970-01-01T00:00:00Z,1970-01-01T00:01:00Z,1,100.0,0.0,
     >>> store.dispose()
     >>> tmp.cleanup()
     """
     return "".join(export_csv_chunks(deployment, store))
+
+
+def export_json_chunks(deployment: Deployment, store: Store) -> Iterator[str]:
+    """The export table as a JSON array of row objects, in pieces of :data:`EXPORT_CHUNK_WINDOWS` windows.
+
+    Keys are :data:`EXPORT_COLUMNS`; ``coordinates`` is an array of numbers, the window's times ISO 8601
+    UTC text, a non-finite number ``null``.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from dpcloak.service.examples import two_sensor_store
+    >>> with tempfile.TemporaryDirectory() as directory:
+    ...     deployment, store = two_sensor_store(directory, reading=10.0)
+    ...     text = "".join(export_json_chunks(deployment, store))
+    ...     store.dispose()
+    >>> rows = json.loads(text)
+    >>> len(rows), rows[1]["coordinates"], rows[1]["window_start"], rows[1]["window_end"]
+    (2, [100.0, 0.0], '1970-01-01T00:00:00Z', '1970-01-01T00:01:00Z')
+    """
+    yield "["
+    first = True
+    for tables in _batched(export_rows(deployment, store), EXPORT_CHUNK_WINDOWS):
+        parts = []
+        for rows in tables:
+            for row in rows:
+                record = dict(zip(EXPORT_COLUMNS, row, strict=True))
+                record.update(window_start=_iso(row[1]), window_end=_iso(row[2]))
+                parts.append(("\n" if first else ",\n") + json.dumps(_finite(record), allow_nan=False))
+                first = False
+        yield "".join(parts)
+    yield "\n]\n"
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every non-finite float (NaN, ±inf: not JSON) as ``None``, tuples as lists."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
 
 
 def export_parquet_chunks(deployment: Deployment, store: Store) -> Iterator[bytes] | None:
@@ -392,8 +483,10 @@ def export_parquet_chunks(deployment: Deployment, store: Store) -> Iterator[byte
         import pyarrow.parquet as pq
     except ImportError:
         return None
-    schema = pa.schema([("window", pa.int64()), ("source", pa.int64()), ("coordinates", pa.string()),
-                        ("people", pa.float64()), ("uncertainty_m", pa.float64()), ("missing", pa.int64()),
+    schema = pa.schema([("window", pa.int64()), ("window_start", pa.timestamp("us", tz="UTC")),
+                        ("window_end", pa.timestamp("us", tz="UTC")), ("source", pa.int64()),
+                        ("coordinates", pa.list_(pa.float64())), ("people", pa.float64()),
+                        ("uncertainty_m", pa.float64()), ("missing", pa.int64()),
                         ("sigma", pa.float64()), ("epsilon_period", pa.float64()), ("delta_period", pa.float64()),
                         ("converged", pa.bool_())])
 
@@ -402,8 +495,8 @@ def export_parquet_chunks(deployment: Deployment, store: Store) -> Iterator[byte
         with pq.ParquetWriter(sink, schema) as writer:
             for tables in _batched(export_rows(deployment, store), EXPORT_CHUNK_WINDOWS):
                 rows = [row for rows in tables for row in rows]
-                writer.write_table(pa.table({name: [r[k] for r in rows] for k, name in enumerate(EXPORT_COLUMNS)},
-                                            schema=schema))
+                writer.write_table(pa.table({name: [list(r[k]) if name == "coordinates" else r[k] for r in rows]
+                                             for k, name in enumerate(EXPORT_COLUMNS)}, schema=schema))
                 yield sink.take()
         yield sink.take()
 
