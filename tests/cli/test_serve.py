@@ -7,8 +7,6 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 
 import pytest
 
@@ -68,24 +66,14 @@ def test_a_host_that_is_not_this_machine_is_one_line(site):
                       "--host", "192.0.2.1", "not an address of this machine")
 
 
-def _answers(port):
-    try:
-        urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2)
-    except urllib.error.HTTPError:
-        return True
-    except OSError:
-        return False
-    return True
-
-
 @pytest.mark.slow
-def test_ctrl_c_stops_quickly_with_one_message_and_status_0(site):
+def test_ctrl_c_stops_quickly_with_one_message_and_status_0(site, loopback_answers):
     port = _free_port()
     proc = subprocess.Popen([sys.executable, "-m", "dpcloak", "serve", "--deployment", str(site), "--port", str(port)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=dict(os.environ))
     try:
         deadline = time.monotonic() + TIMEOUT
-        while not _answers(port):
+        while not loopback_answers(port):
             assert proc.poll() is None and time.monotonic() < deadline, proc.communicate(timeout=TIMEOUT)
             time.sleep(0.2)
         started = time.monotonic()
