@@ -10,7 +10,9 @@ column name and a row with too many or too few fields are each an
 from __future__ import annotations
 
 import csv
+import gzip
 import io
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +26,8 @@ _BOMS = {b"\xff\xfe": "UTF-16 (little-endian)", b"\xfe\xff": "UTF-16 (big-endian
 
 def read_text(path: str | Path, *, what: str, parameter: str = "path") -> str:
     """The text of ``path``, which must be a readable UTF-8 file (a UTF-8 byte-order mark is dropped).
+
+    A name ending in ``.gz`` is a gzip file of such text.
 
     ``what`` names the file's role in messages (e.g. ``"sensors CSV"``); ``parameter`` is the argument
     that named the file, for the error's ``parameter`` field.
@@ -52,6 +56,12 @@ def read_text(path: str | Path, *, what: str, parameter: str = "path") -> str:
         data = p.read_bytes()
     except OSError as exc:
         raise InvalidFileError(f"{p}: cannot be read ({exc.strerror or exc})", path=p, parameter=parameter) from None
+    if p.name.endswith(".gz"):
+        try:
+            data = gzip.decompress(data)
+        except (OSError, EOFError, zlib.error) as exc:
+            raise InvalidFileError(f"{p}: the {what} is not a valid gzip file ({exc})", path=p,
+                                   parameter=parameter) from None
     for bom, encoding in sorted(_BOMS.items(), key=lambda item: -len(item[0])):
         if data.startswith(bom):
             raise InvalidFileError(f"{p}: the {what} is {encoding} text; save it as UTF-8", path=p,
@@ -79,11 +89,14 @@ class CsvTable:
         Column names, stripped, unique and non-empty.
     rows : tuple of (int, tuple of str)
         ``(line, cells)`` of each non-blank row after the header, every one as long as the header.
+    header_line : int
+        The header's line (blank lines before it are skipped).
     """
 
     path: Path
     header: tuple[str, ...]
     rows: tuple[tuple[int, tuple[str, ...]], ...]
+    header_line: int = 1
 
     def column(self, name: str) -> int:
         """Index of column ``name``.
@@ -147,4 +160,4 @@ def read_csv_table(path: str | Path, *, what: str, parameter: str = "path") -> C
             raise InvalidFileError(f"{p}:{line}: {len(cells)} fields, but the header has {len(header)} ({shown}); "
                                    "a missing or extra separator shifts every column after it", path=p, line=line,
                                    parameter=parameter, got=len(cells))
-    return CsvTable(path=p, header=header, rows=tuple(records[1:]))
+    return CsvTable(path=p, header=header, rows=tuple(records[1:]), header_line=head_line)

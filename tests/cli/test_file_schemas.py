@@ -44,6 +44,19 @@ def _sensitivity(sensors: Path):
     return runner.invoke(app, ["sensitivity", "--sensors", str(sensors), *NETWORK])
 
 
+# --- the good files every bad one below is derived from are read without error ------------------------------------
+
+def test_the_good_files_are_read(tmp_path, saved, site):
+    """Each bad file below differs from one of these by the one change its case names."""
+    assert _sensitivity(_write(tmp_path / "s.csv", SENSORS)).exit_code == 0
+    assert _run(tmp_path, _write(tmp_path / "c.csv", COUNTS)).exit_code == 0
+    assert _recover(_write(tmp_path / "r.csv", READINGS)).exit_code == 0
+    good = runner.invoke(app, ["calibrate", "--config", str(saved)])
+    assert good.exit_code == 0, good.output
+    assert runner.invoke(app, ["deploy", "show", str(site)]).exit_code == 0
+    assert _heatmap(_write(tmp_path / "p.csv", POINTS)).exit_code == 0
+
+
 # --- sensors CSV --------------------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize(("text", "needles"), [
@@ -59,7 +72,6 @@ def _sensitivity(sensors: Path):
     (SENSORS.encode("utf-16"), ("UTF-16 (little-endian)", "save it as UTF-8")),  # UTF-16
 ])
 def test_sensors_csv(tmp_path, text, needles):
-    assert _sensitivity(_write(tmp_path / "good.csv", SENSORS)).exit_code == 0
     bad = _write(tmp_path / "s.csv", text)
     _one_line(_sensitivity(bad), f"--sensors {bad}", *needles)
 
@@ -83,7 +95,6 @@ def _run(tmp_path: Path, counts: Path):
     (COUNTS.encode("utf-16"), ("UTF-16",)),  # UTF-16
 ])
 def test_counts_csv(tmp_path, text, needles):
-    assert _run(tmp_path, _write(tmp_path / "good.csv", COUNTS)).exit_code == 0
     bad = _write(tmp_path / "c.csv", text)
     _one_line(_run(tmp_path, bad), f"--counts {bad}", *needles)
 
@@ -107,15 +118,16 @@ def _recover(readings: Path):
     (READINGS.encode("utf-16"), ("UTF-16",)),
 ])
 def test_readings_csv(tmp_path, text, needles):
-    assert _recover(_write(tmp_path / "good.csv", READINGS)).exit_code == 0
     bad = _write(tmp_path / "r.csv", text)
     _one_line(_recover(bad), f"--readings {bad}", *needles)
 
 
 # --- network configuration (network.toml / .json) -----------------------------------------------------------------
 
-@pytest.fixture
-def saved(tmp_path):
+@pytest.fixture(scope="module")
+def saved(tmp_path_factory):
+    """A configuration saved by ``network run`` (read only: each case writes its bad copy beside it)."""
+    tmp_path = tmp_path_factory.mktemp("saved")
     sensors = _write(tmp_path / "s.csv", SENSORS)
     result = runner.invoke(app, ["network", "run", "--sensors", str(sensors), "--counts",
                                  str(_write(tmp_path / "c.csv", COUNTS)), *NETWORK, *PRIVACY, "--out",
@@ -140,11 +152,9 @@ def _edit(text: str, old: str, new: str) -> str:
     (lambda t: t.encode("utf-16"), ("UTF-16",)),
     (lambda t: t.replace("dpcloak", "dpclöak").encode("latin-1"), ("not UTF-8 text",)),
 ])
-def test_network_configuration(saved, change, needles):
-    good = runner.invoke(app, ["calibrate", "--config", str(saved)])
-    assert good.exit_code == 0, good.output
+def test_network_configuration(saved, tmp_path, change, needles):
     text = change(saved.read_text())
-    bad = _write(saved.with_name("bad.toml"), text)
+    bad = _write(tmp_path / "bad.toml", text)
     _one_line(runner.invoke(app, ["calibrate", "--config", str(bad)]), f"--config {bad}", *needles)
 
 
@@ -184,7 +194,6 @@ def _set(data, keys, value):
     (["network", "sensors", "groups"], [[0], [0], [2], [3]], ("groups must hold each input row",)),
 ])
 def test_deployment_file(site, tmp_path, keys, value, needles):
-    assert runner.invoke(app, ["deploy", "show", str(site)]).exit_code == 0
     bad = _write(tmp_path / "deployment.json", _json_edit(site / "deployment.json", lambda d: _set(d, keys, value)))
     _one_line(runner.invoke(app, ["deploy", "show", str(bad)]), f"DIRECTORY {bad}", *needles)
 
@@ -229,3 +238,29 @@ def test_ledger_path(site, tmp_path, kind):
     else:
         ledger.write_text("these are not the bytes of a SQLite database\n" * 20)
     _one_line(_sensor_run(site, site / "sensors" / "sensor-0.json", ledger), "--ledger", "ledger.db")
+
+
+# --- heatmap points CSV -------------------------------------------------------------------------------------------
+
+POINTS = "user,lon,lat,time\n1,174.762,-36.848,t0\n1,174.763,-36.849,t1\n2,174.764,-36.847,t2\n"
+
+
+def _heatmap(points: Path):
+    return runner.invoke(app, ["heatmap", str(points), "--epsilon", "1", "--centre", "174.762,-36.848", "--size",
+                               "2000", "--resolution", "16", "--quiet"])
+
+
+@pytest.mark.parametrize(("text", "needles"), [
+    (POINTS.replace("174.763", "east"), (":3:", "lon = 'east' is not a finite number")),  # wrong type
+    (POINTS.replace("-36.847", "inf"), (":4:", "lat = 'inf' is not a finite number")),
+    (POINTS.replace("\n2,", "\n,"), (":4:", "the user id ('user') is empty")),
+    (POINTS.replace("user,", "who,"), (":1:", "no column 'user' (the user id)")),  # missing column
+    (POINTS.replace(",t1", ",t1,x"), (":3:", "5 fields, but the header has 4")),  # extra field
+    (POINTS.replace(",t1", ""), (":3:", "3 fields, but the header has 4")),  # missing field
+    (POINTS.replace("time", "lat"), (":1:", "column 'lat' appears twice")),  # duplicate column
+    (POINTS.replace("t0", "Zürich").encode("latin-1"), (":2:", "not UTF-8 text (byte 0xfc)")),  # Latin-1
+    (POINTS.encode("utf-16"), ("UTF-16",)),  # UTF-16
+])
+def test_heatmap_points_csv(tmp_path, text, needles):
+    bad = _write(tmp_path / "p.csv", text)
+    _one_line(_heatmap(bad), f"POINTS {bad}", *needles)

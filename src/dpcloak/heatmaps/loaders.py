@@ -12,14 +12,17 @@ are the real vessel positions around New York harbour (2020-06-30, first hour: 8
 from __future__ import annotations
 
 import importlib.util
+import math
+import re
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
+from dpcloak._textfiles import read_csv_table
 from dpcloak._validation import check_array, check_real
-from dpcloak.errors import InvalidParameterError, MissingExtraError
+from dpcloak.errors import InvalidFileError, InvalidParameterError, MissingExtraError
 from dpcloak.heatmaps.extent import Extent
 from dpcloak.heatmaps.synthetic import PointSet
 
@@ -115,13 +118,17 @@ def _pandas() -> Any:
     return pd
 
 
-def _numeric_column(frame: Any, name: str) -> Any:
-    """Column ``name`` as floats, or a clear error naming the column and a bad value."""
+def _numeric_column(frame: Any, name: str, path: Path | None = None) -> Any:
+    """Column ``name`` as floats, or a clear error naming the column and a bad value (and the file, if any)."""
     try:
         return frame[name].to_numpy(dtype=float)
     except (TypeError, ValueError):
-        bad = next((v for v in frame[name] if not _is_number(v)), None)
-        raise InvalidParameterError(f"column {name!r} must hold numbers; it has {bad!r}", parameter="column") from None
+        row, bad = next(((k, v) for k, v in enumerate(frame[name]) if not _is_number(v)), (None, None))
+        if path is not None:
+            raise InvalidFileError(f"{path}: row {row}: column {name!r} must hold numbers; it has {bad!r}", path=path,
+                                   field=name, got=bad, allowed="numbers") from None
+        raise InvalidParameterError(f"column {name!r} must hold numbers; it has {bad!r}", parameter="column",
+                                    allowed="numbers", got=bad) from None
 
 
 def _is_number(value: Any) -> bool:
@@ -132,14 +139,63 @@ def _is_number(value: Any) -> bool:
     return True
 
 
-def _columns(frame: Any, names: tuple[str, str, str]) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+def _columns(frame: Any, names: tuple[str, str, str],
+             path: Path | None = None) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
     missing = [c for c in names if c not in frame.columns]
     if missing:
-        raise InvalidParameterError(f"input must have columns {', '.join(map(repr, names))}; missing {missing}")
-    return _numeric_column(frame, names[1]), _numeric_column(frame, names[2])
+        message = f"input must have columns {', '.join(map(repr, names))}; missing {missing}"
+        if path is not None:
+            raise InvalidFileError(f"{path}: {message}", path=path, field=missing[0], allowed=", ".join(names),
+                                   got=list(map(str, frame.columns)))
+        raise InvalidParameterError(message, parameter="columns", allowed=", ".join(names),
+                                    got=list(map(str, frame.columns)))
+    return _numeric_column(frame, names[1], path), _numeric_column(frame, names[2], path)
 
 
-def _to_points(frame: Any, user: str, a: NDArray[np.float64], b: NDArray[np.float64], extent: Extent | None,
+_INTEGER = re.compile(r"[+-]?\d+")
+
+
+def _read_points_csv(path: Path, names: tuple[str, str, str]) -> tuple[NDArray[Any], NDArray[np.float64],
+                                                                       NDArray[np.float64]]:
+    """(users, first coordinate, second coordinate) of a points CSV, every cell checked against its column's type.
+
+    The file must be UTF-8 text (gzip-compressed for ``.gz``) with a header of unique names that holds the
+    user column and both coordinate columns (other columns are ignored), each row as many fields as the
+    header, a non-empty user id and finite numbers for the coordinates: anything else is an
+    :class:`~dpcloak.errors.InvalidFileError` naming the file, the column and the line. User ids that
+    are all integers are read as integers, else as text.
+    """
+    table = read_csv_table(path, what="points CSV")
+    for role, name in zip(("user id", "first coordinate", "second coordinate"), names, strict=True):
+        if name not in table.header:
+            raise InvalidFileError(
+                f"{path}:{table.header_line}: the points CSV has no column {name!r} (the {role}); its columns: "
+                f"{', '.join(table.header)}", path=path, field=name, line=table.header_line,
+                allowed=", ".join(names), got=list(table.header))
+    user_k, a_k, b_k = (table.column(name) for name in names)
+    users: list[str] = []
+    coords = np.empty((2, len(table.rows)))
+    for i, (line, cells) in enumerate(table.rows):
+        if not cells[user_k]:
+            raise InvalidFileError(f"{path}:{line}: the user id ({names[0]!r}) is empty", path=path, field=names[0],
+                                   line=line, allowed="a non-empty user id", got="")
+        users.append(cells[user_k])
+        for j, k in enumerate((a_k, b_k)):
+            try:
+                value = float(cells[k])
+            except ValueError:
+                value = math.nan
+            if not math.isfinite(value):
+                raise InvalidFileError(f"{path}:{line}: {names[1 + j]} = {cells[k]!r} is not a finite "
+                                       "number", path=path, field=table.header[k], line=line,
+                                       allowed="a finite number", got=cells[k])
+            coords[j, i] = value
+    ids: NDArray[Any] = (np.array([int(u) for u in users], dtype=np.int64)
+                         if users and all(_INTEGER.fullmatch(u) for u in users) else np.array(users, dtype=object))
+    return ids, coords[0], coords[1]
+
+
+def _to_points(users: NDArray[Any], a: NDArray[np.float64], b: NDArray[np.float64], extent: Extent | None,
                drop_outside: bool) -> PointSet:
     if extent is None:
         a, b = check_array("x", a, ndim=1), check_array("y", b, ndim=1)
@@ -148,7 +204,7 @@ def _to_points(frame: Any, user: str, a: NDArray[np.float64], b: NDArray[np.floa
         x, y = a[keep], b[keep]
     else:
         x, y, keep = extent.to_unit(a, b, drop_outside=drop_outside)
-    return PointSet(users=frame[user].to_numpy()[keep], x=x, y=y)
+    return PointSet(users=users[keep], x=x, y=y)
 
 
 def load_points(
@@ -180,6 +236,14 @@ def load_points(
     -------
     PointSet
 
+    Raises
+    ------
+    InvalidFileError
+        The file breaks its schema: not UTF-8 text (Latin-1, UTF-16, binary), a duplicated or unnamed
+        header column, a missing user or coordinate column, a row with more or fewer fields than the
+        header, an empty user id, a coordinate that is not a finite number. The error names the file, the
+        column (``field``) and the line.
+
     Examples
     --------
     Longitude/latitude records inside a public extent (2 km around a landmark), mapped to [0, 1)²:
@@ -191,19 +255,31 @@ def load_points(
     >>> points = load_points(path, extent=Extent.around(lon=174.762, lat=-36.848, size=2000.0))
     >>> points.n_users, points.x.round(3).tolist()
     (2, [0.5, 0.545, 0.857])
+
+    A cell of the wrong type is refused with its file, column and line:
+
+    >>> _ = path.write_text("user,lon,lat\\na,174.762,-36.848\\nb,east,-36.850\\n")
+    >>> load_points(path, extent=Extent.around(lon=174.762, lat=-36.848, size=2000.0))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    dpcloak.errors.InvalidFileError: .../points.csv:3: lon = 'east' is not a finite number
     >>> tmp.cleanup()
     """
-    pd = _pandas()
     p = Path(path)
-    if not p.exists():
-        raise InvalidParameterError(f"path does not exist: {p}", parameter="path")
+    names = (user, *columns)
+    if p.suffix != ".parquet":
+        users, a, b = _read_points_csv(p, (names[0], names[1], names[2]))
+        return _to_points(users, a, b, extent, drop_outside)
+    pd = _pandas()
+    if not p.is_file():
+        raise InvalidFileError(f"{p}: no such file (the points file)" if not p.exists() else
+                               f"{p}: is a directory, expected the points file", path=p)
     try:
-        frame = pd.read_parquet(p) if p.suffix == ".parquet" else pd.read_csv(p)
+        frame = pd.read_parquet(p)
     except (ValueError, OSError) as exc:  # pandas/pyarrow parse errors derive from ValueError
-        kind = "Parquet" if p.suffix == ".parquet" else "CSV"
-        raise InvalidParameterError(f"cannot read {p} as {kind}: {exc}") from None
-    a, b = _columns(frame, (user, *columns))
-    return _to_points(frame, user, a, b, extent, drop_outside)
+        raise InvalidFileError(f"{p}: cannot read it as Parquet: {exc}", path=p) from None
+    a, b = _columns(frame, (names[0], names[1], names[2]), p)
+    return _to_points(frame[user].to_numpy(), a, b, extent, drop_outside)
 
 
 def ais_path() -> Path:
@@ -243,4 +319,4 @@ def load_ais(*, bbox: BBox | None = None, drop_outside: bool = False) -> tuple[P
     frame = pd.read_csv(ais_path())
     lo, la = _columns(frame, ("MMSI", "LON", "LAT"))
     box = bounding_box(lo, la) if bbox is None else bbox
-    return _to_points(frame, "MMSI", lo, la, Extent.lonlat_box(*box), drop_outside), box
+    return _to_points(frame["MMSI"].to_numpy(), lo, la, Extent.lonlat_box(*box), drop_outside), box
