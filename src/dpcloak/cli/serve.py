@@ -5,6 +5,7 @@ from __future__ import annotations
 import signal
 import socket
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,22 @@ def serve(
         sock.close()
 
 
+MAPS_WAIT_SECONDS = 120.0
+
+
+def _await_maps(server: Any, stop: threading.Event) -> None:
+    """Wait until the collector has recovered every window it holds reports for, or Ctrl-C, or the bound."""
+    collector = server.config.app.ingest.collector
+    deadline = time.monotonic() + MAPS_WAIT_SECONDS
+    if collector.counts:
+        console.print("the last window is sent: recovering its map before stopping", highlight=False)
+    while collector.counts and not stop.is_set() and time.monotonic() < deadline:
+        stop.wait(0.1)
+    if collector.counts and not stop.is_set():
+        err_console.print(f"[yellow]warning:[/] {len(collector.counts)} window(s) not recovered within "
+                          f"{MAPS_WAIT_SECONDS:g} s; they are recovered at the next start", highlight=False)
+
+
 def _run(server: Any, sock: socket.socket, directory: Path, stop: threading.Event, *, url: str, demo: bool,
          windows: int | None) -> None:
     """Serve until Ctrl-C (or, for the demo, the last window); the simulated sensors run beside it."""
@@ -87,6 +104,8 @@ def _run(server: Any, sock: socket.socket, directory: Path, stop: threading.Even
                 stop.wait(0.05)
             try:
                 simulate(directory, url=url, stop=stop, windows=windows)
+                if windows is not None:  # the windows asked for are shown: wait for their maps (bounded)
+                    _await_maps(server, stop)
             except Exception as exc:  # the collector went away under them: only worth a word if not stopping
                 if not (stop.is_set() or server.should_exit):
                     err_console.print(f"[yellow]warning:[/] the simulated sensors stopped: {type(exc).__name__}: "
