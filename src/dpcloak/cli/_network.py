@@ -48,6 +48,7 @@ class NetworkCli:
     unit: str = "m"
     colocated: str = "refuse"
     reading_max: float | None = None
+    misfit: float | None = None
     budget_epsilon: float | None = None
     budget_delta: float | None = None
 
@@ -160,7 +161,7 @@ class NetworkCli:
             "budget": (self.budget_epsilon, self.budget_delta), "reading_range": (0.0, self.reading_max)}
         if self.measurement == "counts":
             field_only = [name for name in ("network_model", "diffusion", "graph_method", "k", "sources", "spacing",
-                                            "margin", "relation", "unit")
+                                            "margin", "relation", "unit", "misfit")
                           if getattr(self, name) != getattr(NetworkCli, name)]
             if field_only or alpha is not None:
                 names = ", ".join("--" + n.replace("_", "-") for n in field_only + (["alpha"] if alpha else []))
@@ -173,7 +174,7 @@ class NetworkCli:
         return SensorNetwork.from_coordinates(
             relation=self._relation(alpha), model=self.network_model, diffusion=self._spec().diffusion,
             sources=self.sources, graph=self.graph_method, k=self.k, spacing=self.spacing, margin=self.margin,
-            **common)
+            misfit=self.misfit, **common)
 
 
 def _in_options(exc: InvalidParameterError) -> DpcloakError:
@@ -187,6 +188,7 @@ LIBRARY_NAMES = {
     "spacing": "--spacing", "margin": "--margin", "sources": "--sources", "colocated": "--colocated",
     "alpha": "--alpha", "unit": "--unit", "kind": "--relation", "epsilon": "--epsilon", "delta": "--delta",
     "measurement": "--measurement", "max_count_per_person": "--max-count-per-person", "reading_unit": "--reading-unit",
+    "misfit": "--misfit",
 }
 """Names the library gives the network's parameters → the options that set them."""
 
@@ -207,6 +209,7 @@ _HELP = {
     "relation": "Neighbouring relation: move, add-remove or move-or-add-remove (one person).",
     "unit": "Unit of --alpha: m (metres) or hops.",
     "colocated": "Sensors closer than 1 m: refuse or merge (readings summed).",
+    "misfit": "Field: the model's misfit on public history (choose_diffusion_time), printed beside the guarantee.",
     "reading_max": "Clip every reading to at most this value (--reading-unit) before noise (default: no limit).",
     "budget_epsilon": "Total epsilon the network may spend over all releases.",
     "budget_delta": "The delta at which the budget is measured.",

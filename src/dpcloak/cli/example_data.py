@@ -16,10 +16,12 @@ def example_data(
     force: bool = typer.Option(False, "--force", help="Replace files of the same names."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON object instead of text."),
 ) -> None:
-    """Write the example inputs (points.csv, sensors.csv, counts.csv, readings.csv, readings.txt) from shipped data.
+    """Write the example inputs (points.csv, sensors.csv, counts.csv, readings.csv, readings.txt, wind_sites.csv,
+    wind.csv) from shipped data.
 
     The AIS points and the Auckland counters come with the data extra (pip install "dpcloak[data]");
-    readings.csv is simulated with a fixed seed. Run the README's examples inside DIRECTORY.
+    readings.csv is simulated with a fixed seed; the Irish wind stations and their daily wind speeds ship
+    with dpcloak. Run the README's examples inside DIRECTORY.
     """
     from dpcloak.datasets import EXAMPLE_FILES, write_example_data
 

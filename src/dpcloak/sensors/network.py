@@ -379,7 +379,10 @@ class SensorNetwork:
     def privacy_unit(self) -> str:
         """What one release hides, in words: the relation (field) or one person's contribution (counts)."""
         if self.relation is not None:
-            return self.relation.describe()
+            words = self.relation.describe()  # the seeds' unit: one person (a unit source) moved or added
+            if self.source_unit != "people":
+                words = words.replace("one person", f"one unit of source ({self.source_unit})", 1)
+            return words
         c = self.max_count_per_person
         return f"one person's contribution (counted at most {'once' if c == 1 else f'{c} times'} per window)"
 

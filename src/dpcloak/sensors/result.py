@@ -141,12 +141,12 @@ class NetworkRecovery:
         ...                                      delta=1e-6, budget=(10.0, 1e-5))
         >>> odd = net.recover(np.array([500.0, 0.0, 500.0]), uncertainty_draws=4, rng=0)  # no diffusion gives this
         >>> odd.status, odd.uncertainty_text
-        ('least-residual', 'not stated: model misfit 3.7 % (least-residual map)')
+        ('least-residual', 'not stated: model misfit 3.7 %')
         """
         if math.isfinite(self.uncertainty) and math.isfinite(self.uncertainty_90):
             return f"±{self.uncertainty:.0f} m (median), {self.uncertainty_90:.0f} m (90 %)"
         if self.status == "least-residual":
-            return f"not stated: model misfit {100 * self.misfit:.2g} % (least-residual map)"
+            return f"not stated: model misfit {100 * self.misfit:.2g} %"
         return "n/a (no bootstrap draws)" if self.uncertainty_draws == 0 else "n/a"
 
 
