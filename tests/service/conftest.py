@@ -64,7 +64,7 @@ class CollectorProcess:
     """``dpcloak serve`` as a real process on 127.0.0.1."""
 
     def __init__(self, directory: Path, db_url: str, log_path: Path, *, port: int | None = None,
-                 extra: tuple[str, ...] = ()) -> None:
+                 extra: tuple[str, ...] = (), file_limit: int | None = None, cmd: list[str] | None = None) -> None:
         self.directory = directory
         self.port = free_port() if port is None else port
         self.url = f"http://127.0.0.1:{self.port}"
@@ -75,9 +75,17 @@ class CollectorProcess:
         self.token = analyst_token(key, deployment_id=self.deployment.deployment_id)
         self.log_path = log_path
         self._log = log_path.open("w")
-        cmd = [sys.executable, "-m", "dpcloak", "serve", "--deployment", str(directory), "--db", db_url,
-               "--host", "127.0.0.1", "--port", str(self.port), *extra]
-        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=dict(os.environ))
+        if cmd is None:
+            cmd = [sys.executable, "-m", "dpcloak", "serve", "--deployment", str(directory), "--db", db_url,
+                   "--host", "127.0.0.1", "--port", str(self.port), *extra]
+
+        def limit_files() -> None:  # the process's soft and hard limit on open files (a common default: 1024)
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_NOFILE, (file_limit, file_limit))
+
+        self.proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=dict(os.environ),
+                                     preexec_fn=None if file_limit is None else limit_files)
         self._wait_ready()
 
     def _wait_ready(self) -> None:

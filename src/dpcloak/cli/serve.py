@@ -43,7 +43,7 @@ def serve(
     require_service_extra()
     import uvicorn
 
-    from dpcloak.service.server import build_app, dashboard_url, listening_socket, token_path
+    from dpcloak.service.server import build_app, dashboard_url, listening_socket, token_path, uvicorn_config
 
     directory = Path.cwd() / "dpcloak-demo" if demo else Path(deployment)  # type: ignore[arg-type]
     sock = listening_socket(host, port)  # an invalid host or a busy port is refused before anything starts
@@ -67,7 +67,7 @@ def serve(
                 stop.set()
                 super().handle_exit(sig, frame)
 
-        server = Server(uvicorn.Config(app, host=host, port=port, log_level="warning", access_log=False))
+        server = Server(uvicorn_config(app, host=host, port=port))
         console.print(f"dashboard: {dashboard_url(directory, host=host, port=port)} (it asks for the analyst token, "
                       f"in {token_path(directory)})", highlight=False, soft_wrap=True)
         _run(server, sock, directory, stop, url=f"http://{host}:{port}" if ":" not in host else

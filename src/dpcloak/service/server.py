@@ -21,7 +21,7 @@ from dpcloak.service.config import (
 )
 from dpcloak.service.store import Store, sqlite_url
 
-__all__ = ["build_app", "serve", "dashboard_url", "token_path", "listening_socket"]
+__all__ = ["uvicorn_config", "build_app", "serve", "dashboard_url", "token_path", "listening_socket"]
 
 DEFAULT_DB = "collector.db"
 
@@ -121,7 +121,28 @@ def serve(app: Any, *, host: str, port: int, log_level: str = "warning") -> None
     """
     import uvicorn
 
-    uvicorn.run(app, host=host, port=port, log_level=log_level, access_log=False)
+    uvicorn.Server(uvicorn_config(app, host=host, port=port, log_level=log_level)).run()
+
+
+def uvicorn_config(app: Any, *, host: str, port: int, log_level: str = "warning") -> Any:
+    """The collector's uvicorn configuration: idle connections timed out and evicted, the file limit raised.
+
+    Connections that send nothing cannot starve honest requests of file descriptors
+    (:mod:`dpcloak.service.connections`); no access log (rejected requests are logged by the app).
+
+    Examples
+    --------
+    >>> from dpcloak.service.connections import BoundedH11Protocol
+    >>> config = uvicorn_config(lambda scope, receive, send: None, host="127.0.0.1", port=8000)
+    >>> config.http is BoundedH11Protocol, config.access_log
+    (True, False)
+    """
+    import uvicorn
+
+    from dpcloak.service.connections import BoundedH11Protocol, raise_file_limit
+
+    raise_file_limit()
+    return uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False, http=BoundedH11Protocol)
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
