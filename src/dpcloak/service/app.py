@@ -28,7 +28,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from dpcloak import __version__
 from dpcloak.service import views
-from dpcloak.service.collector import Collector, Overloaded
+from dpcloak.service.collector import STORAGE_RETRY_AFTER, Collector, Overloaded
 from dpcloak.service.http_ingest import (
     BATCH_PATH,
     MAX_BODY_BYTES,
@@ -40,7 +40,7 @@ from dpcloak.service.http_ingest import (
     retry_after_header,
 )
 from dpcloak.service.ingest import BatchIn, ReportError, ReportIn
-from dpcloak.service.store import ClosingCursor, Store, WindowRecord
+from dpcloak.service.store import ClosingCursor, Store, WindowRecord, storage_full
 
 __all__ = ["create_app", "CollectorApp", "SECURITY_HEADERS"]
 
@@ -243,11 +243,14 @@ def create_app(collector: Collector, *, analyst_token: str) -> CollectorApp:
 
     @app.exception_handler(Overloaded)
     async def _overloaded(_: Request, exc: Overloaded) -> JSONResponse:
-        return _error(503, "overloaded", f"the collector is saturated; retry after {exc.retry_after} s",
-                      headers={"Retry-After": str(exc.retry_after)})
+        return _error(503, exc.code, exc.message, headers={"Retry-After": str(exc.retry_after)})
 
     @app.exception_handler(Exception)
     async def _internal(_: Request, exc: Exception) -> JSONResponse:
+        if storage_full(exc):  # e.g. an analyst's close while the disk is full: 503, one bounded account
+            collector.storage.refused(str(getattr(exc, "orig", exc))[:200])
+            return _error(503, "storage_full", "the collector's database cannot write (disk full); retry after "
+                          f"{STORAGE_RETRY_AFTER} s", headers={"Retry-After": str(STORAGE_RETRY_AFTER)})
         log.error("internal error: %s: %s", type(exc).__name__, exc)
         return _error(500, "internal", "internal error (logged on the collector)")
 

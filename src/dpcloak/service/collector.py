@@ -20,11 +20,11 @@ from typing import Any
 from dpcloak.service.config import Deployment, sensor_key
 from dpcloak.service.ingest import ReportError, ReportIn, Verifier
 from dpcloak.service.limits import BURST, REPORTS_PER_WINDOW, SensorRateLimit
-from dpcloak.service.store import Slot, Store, StoredReport, WindowRecord
+from dpcloak.service.store import Slot, Store, StoredReport, WindowRecord, storage_full
 from dpcloak.service.windows import close_in_worker, start_worker, worker_ready
 from dpcloak.service.writer import GroupWriter
 
-__all__ = ["Collector", "Outcome", "Overloaded"]
+__all__ = ["Collector", "Outcome", "Overloaded", "StorageAlarm", "STORAGE_RETRY_AFTER"]
 
 log = logging.getLogger("dpcloak.service")
 
@@ -44,18 +44,83 @@ def _same_report(report: ReportIn, stored: StoredReport | None) -> bool:
 
 
 class Overloaded(Exception):
-    """The collector is saturated: answer 503 with ``Retry-After``; nothing was stored.
+    """The collector cannot take the reports now: answer 503 with ``Retry-After``; nothing was stored.
+
+    ``code`` says why: ``"overloaded"`` (too many reports waiting for the database) or
+    ``"storage_full"`` (the database cannot write: a full disk).
 
     Examples
     --------
     >>> exc = Overloaded(retry_after=2)
-    >>> exc.retry_after
-    2
+    >>> exc.retry_after, exc.code, exc.message
+    (2, 'overloaded', 'the collector is saturated; retry after 2 s')
     """
 
-    def __init__(self, *, retry_after: int) -> None:
-        super().__init__(f"overloaded, retry after {retry_after} s")
+    def __init__(self, *, retry_after: int, code: str = "overloaded", message: str | None = None) -> None:
         self.retry_after = retry_after
+        self.code = code
+        self.message = message or f"the collector is saturated; retry after {retry_after} s"
+        super().__init__(self.message)
+
+
+STORAGE_RETRY_AFTER = 30
+"""``Retry-After`` (seconds) while the database cannot write (a full disk)."""
+
+
+class StorageAlarm:
+    """A bounded account of a database that cannot write: one line when it starts, at most one line per
+    ``every`` seconds while it lasts (how many reports and closings were refused), one when it ends.
+
+    Examples
+    --------
+    >>> clock = iter([0.0, 1.0, 2.0, 70.0, 80.0]).__next__
+    >>> alarm = StorageAlarm(clock=clock, every=60.0)
+    >>> import logging
+    >>> with_records = []
+    >>> handler = logging.Handler()
+    >>> handler.emit = with_records.append
+    >>> log.addHandler(handler)
+    >>> for _ in range(4):
+    ...     alarm.refused("database or disk is full")
+    >>> alarm.ok()
+    >>> log.removeHandler(handler)
+    >>> len(with_records), alarm.active
+    (3, False)
+    """
+
+    def __init__(self, *, clock: Callable[[], float] = time.monotonic, every: float = 60.0) -> None:
+        self.clock = clock
+        self.every = every
+        self.active = False
+        self._since = self._last = 0.0
+        self._refused = self._unlogged = 0
+
+    def refused(self, reason: str) -> None:
+        """A write failed for lack of space (the report or the closing is refused, 503 / retried)."""
+        now = self.clock()
+        self._refused += 1
+        self._unlogged += 1
+        if not self.active:
+            self.active, self._since, self._last, self._unlogged = True, now, now, 0
+            log.error("the database cannot write (%s): reports are answered 503 with Retry-After %d s and windows "
+                      "are closed once it can; free space on the database's disk", reason, STORAGE_RETRY_AFTER)
+        elif now - self._last >= self.every:
+            log.error("the database still cannot write after %.0f s: %d write(s) refused since the last line",
+                      now - self._since, self._unlogged)
+            self._last, self._unlogged = now, 0
+
+    def ok(self) -> None:
+        """A write succeeded."""
+        if self.active:
+            log.warning("the database writes again after %.0f s (%d write(s) refused meanwhile)",
+                        self.clock() - self._since, self._refused)
+            self.active, self._refused, self._unlogged = False, 0, 0
+
+
+def _reason(exc: BaseException) -> str:
+    """The driver's own words for a failed write (the first line of the innermost message)."""
+    inner = getattr(exc, "orig", None) or exc
+    return (str(inner).strip().splitlines() or [type(inner).__name__])[0][:200]
 
 
 class Collector:
@@ -139,6 +204,7 @@ class Collector:
         self.limiter = SensorRateLimit(deployment.n_sensors, burst=flood_burst,
                                        rate=flood_rate or REPORTS_PER_WINDOW / deployment.window_seconds)
         self.writer = GroupWriter(store)
+        self.storage = StorageAlarm()
         self._recovery_process = ProcessPoolExecutor(
             max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=start_worker,
             initargs=(deployment.public_dict(), store.url, RECOVERY_NICENESS))
@@ -232,7 +298,16 @@ class Collector:
             rows.append({"deployment_id": r.deployment, "sensor_id": r.sensor, "window": r.window,
                          "report_id": r.report_id, "value": r.value, "received_at": now})
         if rows:
-            new = await self.writer.submit(rows)  # queued before any await: closing waits for it
+            try:
+                new = await self.writer.submit(rows)  # queued before any await: closing waits for it
+            except Exception as exc:
+                if not storage_full(exc):
+                    raise
+                self.storage.refused(_reason(exc))
+                raise Overloaded(retry_after=STORAGE_RETRY_AFTER, code="storage_full", message=(
+                    f"the collector's database cannot write (disk full); nothing was stored; retry after "
+                    f"{STORAGE_RETRY_AFTER} s")) from None
+            self.storage.ok()
             conflicts = []
             for i in accepted:
                 r = reports[i]
@@ -310,8 +385,11 @@ class Collector:
             self._wake.clear()
             try:
                 await self.close_due()
-            except Exception:  # keep the collector up; the failure is logged, the window retried next tick
-                log.exception("closing windows failed")
+            except Exception as exc:  # keep the collector up; the failure is logged, the window retried next tick
+                if storage_full(exc):
+                    self.storage.refused(_reason(exc))  # a bounded account, not a traceback every tick
+                else:
+                    log.exception("closing windows failed")
 
     def _first_open(self, now: float) -> int:
         """The oldest window whose grace period is not over at ``now`` (older ones are refused by the clock)."""
@@ -344,9 +422,10 @@ class Collector:
                 self._closing.add(window)
                 try:
                     await self.writer.submit([])  # barrier: every report accepted before this is committed
-                    await asyncio.get_running_loop().run_in_executor(self._recovery_process, close_in_worker,
-                                                                     window, first_open)
-                    self.closed.add(window)
+                    stored = await asyncio.get_running_loop().run_in_executor(self._recovery_process,
+                                                                              close_in_worker, window, first_open)
+                    if stored:  # a window nobody reported for stays open: later reports are not refused
+                        self.closed.add(window)
                     self.counts.pop(window, None)
                 finally:
                     self._closing.discard(window)

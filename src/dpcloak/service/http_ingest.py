@@ -154,8 +154,7 @@ class IngestEndpoints:
         try:
             status, out = await endpoint(parsed)
         except Overloaded as exc:
-            return (503, ReportError(503, "overloaded", f"the collector is saturated; retry after {exc.retry_after} s"
-                                     ).body(), {"Retry-After": str(exc.retry_after)})
+            return 503, ReportError(503, exc.code, exc.message).body(), {"Retry-After": str(exc.retry_after)}
         return status, out, retry_after_header(out)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:

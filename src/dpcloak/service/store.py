@@ -10,6 +10,7 @@ stored twice.
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import time
@@ -29,7 +30,7 @@ from dpcloak.service import _network
 from dpcloak.service.config import Deployment
 from dpcloak.service.schema import deployments, reports, security_events, sensors, windows
 
-__all__ = ["Store", "StoredReport", "WindowRecord", "ClosingCursor", "sqlite_url"]
+__all__ = ["Store", "StoredReport", "WindowRecord", "ClosingCursor", "sqlite_url", "storage_full"]
 
 Slot = tuple[int, int]
 """A report's (sensor, window): the database holds at most one report per slot."""
@@ -50,6 +51,43 @@ def sqlite_url(path: Path | str) -> str:
     'sqlite:////var/lib/dpcloak/collector.db'
     """
     return f"sqlite:///{Path(path).resolve()}"
+
+
+_FULL_WORDS = ("database or disk is full", "no space left on device", "disk quota exceeded", "could not extend file",
+               "could not write to file")
+
+
+def storage_full(exc: BaseException) -> bool:
+    """Whether ``exc`` says the database cannot write for lack of space (a full disk, a quota, a size limit).
+
+    Recognised through the exception chain (SQLAlchemy wraps the driver's error; an error from the
+    recovery process arrives as its text): ``OSError`` ENOSPC / EDQUOT, SQLite's SQLITE_FULL ("database
+    or disk is full"), PostgreSQL's class 53 (``disk_full`` 53100, "could not extend file", "No space
+    left on device").
+
+    Examples
+    --------
+    >>> import errno, sqlite3
+    >>> from sqlalchemy.exc import OperationalError
+    >>> storage_full(OperationalError("INSERT", {}, sqlite3.OperationalError("database or disk is full")))
+    True
+    >>> storage_full(OSError(errno.ENOSPC, "No space left on device")), storage_full(ValueError("no"))
+    (True, False)
+    >>> storage_full(OperationalError("INSERT", {}, sqlite3.OperationalError("database is locked")))
+    False
+    """
+    seen: set[int] = set()
+    at: BaseException | None = exc
+    while at is not None and id(at) not in seen:
+        seen.add(id(at))
+        if isinstance(at, OSError) and at.errno in (errno.ENOSPC, errno.EDQUOT):
+            return True
+        if str(getattr(at, "sqlstate", "") or "").startswith("53"):
+            return True
+        if any(word in str(at).lower() for word in _FULL_WORDS):
+            return True
+        at = getattr(at, "orig", None) or at.__cause__ or at.__context__
+    return False
 
 
 @dataclass(frozen=True)

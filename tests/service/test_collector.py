@@ -1,0 +1,126 @@
+"""The collector when its database cannot write (issue 33 item 4: a full disk) and at the edges of its windows.
+
+Oracles: SQLite's own SQLITE_FULL (a real size limit, ``PRAGMA max_page_count``, not a mocked error), the
+HTTP answers, the database's rows and the log records counted.
+"""
+
+from __future__ import annotations
+
+import logging
+import secrets
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+from sqlalchemy import event
+from sqlalchemy.exc import OperationalError
+
+from dpcloak.service.app import create_app
+from dpcloak.service.auth import sign_report
+from dpcloak.service.collector import STORAGE_RETRY_AFTER, Collector
+from dpcloak.service.config import analyst_token, load_deployment, load_master_key, sensor_key
+from dpcloak.service.store import Store, sqlite_url
+
+from .conftest import make_deployment
+
+
+class Site:
+    """One collector in-process (its real app and SQLite file), with a clock the test sets."""
+
+    def __init__(self, directory: Path) -> None:
+        self.deployment = load_deployment(directory)
+        self.master = load_master_key(directory)
+        self.store = Store(sqlite_url(directory / "c.db"))
+        self.now = self.deployment.window_start(3) + 1.0
+        self.collector = Collector(self.deployment, self.store, master_key=self.master, clock=lambda: self.now,
+                                   flood_rate=1e6, flood_burst=10**6)  # this test sends faster than a sensor
+        token = analyst_token(self.master, deployment_id=self.deployment.deployment_id)
+        self.auth = {"Authorization": f"Bearer {token}"}
+        self.client = TestClient(create_app(self.collector, analyst_token=token), raise_server_exceptions=False)
+
+    def report(self, sensor: int, window: int, value: float = 0.0) -> dict[str, Any]:
+        dep, rid = self.deployment, secrets.token_hex(16)
+        key = sensor_key(self.master, deployment_id=dep.deployment_id, sensor=sensor)
+        return {"deployment": dep.deployment_id, "fingerprint": dep.fingerprint, "sensor": sensor, "key_id": sensor,
+                "window": window, "report_id": rid, "value": value,
+                "mac": sign_report(key, deployment_id=dep.deployment_id, fingerprint=dep.fingerprint, sensor=sensor,
+                                   window=window, report_id=rid, value=value)}
+
+    def stored(self) -> int:
+        return len(self.store.all_reports(self.deployment.deployment_id))
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Iterator[Site]:
+    make_deployment(tmp_path, sensor_rows=2, sensor_cols=3, window_seconds=60.0)
+    s = Site(tmp_path)
+    with s.client:
+        yield s
+    s.store.dispose()
+
+
+def _fill_database(site: Site) -> Any:
+    """Cap the database file at its current size (``PRAGMA max_page_count`` on every new connection) and fill
+    the free space left in its pages with filler reports until SQLite itself answers SQLITE_FULL ("database
+    or disk is full"); returns the listener (remove it to free the space again) and the filler count."""
+    store = site.store
+    with store.engine.connect() as conn:
+        pages = int(conn.exec_driver_sql("PRAGMA page_count").scalar_one())
+    store.engine.dispose()
+
+    def cap(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.execute(f"PRAGMA max_page_count = {pages}")
+
+    event.listen(store.engine, "connect", cap)
+    did = site.deployment.deployment_id
+    for i in range(20_000):  # bounded: a page holds a few dozen reports
+        row = {"deployment_id": did, "sensor_id": i % 6, "window": 10**6 + i // 6, "report_id": f"{i:032x}",
+               "value": 0.0, "mac": "0" * 64, "received_at": 0.0}
+        try:
+            store.insert_reports([row])
+        except OperationalError as exc:
+            assert "database or disk is full" in str(exc)
+            return cap, i
+    raise AssertionError("the capped database never filled up")
+
+
+def test_a_full_disk_answers_503_with_retry_after_and_a_bounded_log(site: Site,
+                                                                     caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 33 item 4: 200 requests on a full disk are 200 answers of 503 + Retry-After and one log line (it
+    was 500 and a traceback each); nothing is acknowledged; once there is space, the next report is stored."""
+    assert site.client.post("/api/v1/reports", json=site.report(0, 2)).status_code == 201
+    cap, fillers = _fill_database(site)
+    batch = {"reports": [site.report(j, w) for w in (0, 1, 2) for j in range(6) if (j, w) != (0, 2)]}
+    with caplog.at_level(logging.INFO, logger="dpcloak.service"):
+        answers = [site.client.post("/api/v1/reports/batch", json=batch) for _ in range(100)]
+        answers += [site.client.post("/api/v1/reports", json=site.report(1, 2)) for _ in range(100)]
+    for resp in answers:
+        assert resp.status_code == 503 and resp.headers["retry-after"] == str(STORAGE_RETRY_AFTER), resp.text
+        assert resp.json()["error"] == "storage_full"
+    assert site.stored() == 1 + fillers
+    records = [r for r in caplog.records if r.name.startswith("dpcloak")]
+    assert len(records) == 1 and "cannot write" in records[0].getMessage(), [r.getMessage() for r in records]
+    assert "database or disk is full" in records[0].getMessage()
+    assert not any(r.exc_info for r in caplog.records) and "Traceback" not in caplog.text
+    event.remove(site.store.engine, "connect", cap)
+    site.store.engine.dispose()  # new connections: no size cap (space freed)
+    caplog.clear()
+    with caplog.at_level(logging.INFO, logger="dpcloak.service"):
+        assert site.client.post("/api/v1/reports", json=site.report(1, 2)).status_code == 201
+    assert "writes again" in caplog.text and site.stored() == 2 + fillers
+
+
+def test_closing_a_window_nobody_reported_for_loses_no_later_report(site: Site) -> None:
+    """Issue 33 item 5: the analyst's close of an empty window is 404 and leaves it open; the honest reports
+    that arrive afterwards are all stored and recovered (they were refused as window_closed: lost)."""
+    closed = site.client.post("/api/v1/windows/1/close", headers=site.auth)
+    assert closed.status_code == 404
+    bodies = [site.report(j, 1) for j in range(6)]
+    answers = [site.client.post("/api/v1/reports", json=body) for body in bodies]
+    assert [a.status_code for a in answers] == [201] * 6, [a.text for a in answers]
+    record = site.client.post("/api/v1/windows/1/close", headers=site.auth)
+    assert record.status_code == 200 and record.json()["reporting"] == list(range(6))
+    assert site.client.post("/api/v1/reports", json=bodies[0]).status_code == 200  # a resend: a duplicate
+    assert site.stored() == 6
