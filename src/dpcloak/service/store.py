@@ -10,16 +10,18 @@ stored twice.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import math
+import os
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event, func, select, tuple_
+from sqlalchemy import Engine, create_engine, event, func, select, text, tuple_
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, OperationalError
@@ -37,6 +39,9 @@ Slot = tuple[int, int]
 
 ClosingCursor = tuple[float, int]
 """A position in the order windows were closed in: ``(closed_at, window)`` of the last window seen."""
+
+STARTUP_LOCK = 0x6470636C6F616B  # "dpcloak"
+"""PostgreSQL advisory lock key held while a collector migrates or registers (:meth:`Store.migrate`)."""
 
 READ_PAGE = 256
 """Windows read per query when iterating over all of them (:meth:`Store.windows`): memory stays constant."""
@@ -241,7 +246,8 @@ class Store:
         cfg = Config()
         cfg.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
         try:
-            with self.engine.begin() as conn:
+            with self._startup_lock(), self.engine.begin() as conn:
+                self._advisory_lock(conn)
                 cfg.attributes["connection"] = conn
                 command.upgrade(cfg, revision)
         except OperationalError as exc:
@@ -249,6 +255,34 @@ class Store:
             raise InvalidParameterError(f"cannot reach or migrate the database {self.engine.url!r}: {reason}",
                                         parameter="url", allowed="a reachable, writable database",
                                         got=repr(self.engine.url)) from None
+
+    @contextlib.contextmanager
+    def _startup_lock(self) -> Iterator[None]:
+        """Serialise the start-up (migration, registration) of collectors sharing one SQLite file.
+
+        SQLite runs DDL outside a transaction in Python's driver, so two collectors migrating one new
+        file at once both try to create the same tables; an exclusive ``flock`` on ``<file>.lock``
+        (mode 0600) makes the second wait for the first and then find the schema current. PostgreSQL
+        uses :meth:`_advisory_lock` instead (nothing to do here); an in-memory database is private.
+        """
+        database = self.engine.url.database
+        if self.dialect != "sqlite" or not database or database == ":memory:":
+            yield
+            return
+        import fcntl
+
+        fd = os.open(f"{database}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # releases the lock
+
+    def _advisory_lock(self, conn: Any) -> None:
+        """On PostgreSQL, hold the transaction-level advisory lock :data:`STARTUP_LOCK` until ``conn`` commits:
+        collectors starting together on one database migrate and register one after the other."""
+        if self.dialect == "postgresql":
+            conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": STARTUP_LOCK})
 
     def dispose(self) -> None:
         """Close every pooled connection."""
@@ -258,7 +292,8 @@ class Store:
 
     def register(self, deployment: Deployment) -> None:
         """Record the deployment and its sensors; refuse one whose stored fingerprint differs."""
-        with self.engine.begin() as conn:
+        with self._startup_lock(), self.engine.begin() as conn:
+            self._advisory_lock(conn)
             row = conn.execute(select(deployments.c.fingerprint)
                                .where(deployments.c.deployment_id == deployment.deployment_id)).first()
             if row is not None:
