@@ -7,18 +7,23 @@ in every run of ``period_windows`` windows, the wall clock.
 
 from __future__ import annotations
 
+import bisect
 import io
 import json
 import logging
+import random
 import time
 from collections.abc import Iterator
+from fractions import Fraction
 from pathlib import Path
+from typing import Any
 
 import httpx
+import mpmath
 import numpy as np
 import pytest
 
-from dpcloak.errors import InvalidParameterError
+from dpcloak.errors import BudgetExceededError, InvalidParameterError
 from dpcloak.service.auth import verify_report
 from dpcloak.service.config import (
     Deployment,
@@ -28,6 +33,7 @@ from dpcloak.service.config import (
     sensor_key,
     write_deployment,
 )
+from dpcloak.service.examples import two_sensor_deployment
 from dpcloak.service.node import (
     DeliveryError,
     NodeClock,
@@ -35,6 +41,7 @@ from dpcloak.service.node import (
     Reading,
     ReleaseSkipped,
     SensorNode,
+    admit_release,
     read_values,
     tail_csv,
 )
@@ -498,3 +505,111 @@ def test_reading_outside_the_declared_range_never_leaves_the_node(small: Path, c
         node.release(50.0, window=4)
     assert "outside the declared" not in caplog.text
     node.close()
+
+
+# --- the policy under random schedules: 10⁵ node lifetimes, restarts included ----------------------------------------
+
+
+def _oracle_epsilon(rho: Fraction, delta: float) -> float:
+    """ε at δ of ρ-zCDP: CKS 2020 Prop. 12 minimised over the Rényi order α by golden-section search (mpmath)."""
+    with mpmath.workdps(30):
+        r, log_d = mpmath.mpf(rho.numerator) / rho.denominator, mpmath.log(1 / mpmath.mpf(delta))
+
+        def eps(log_a: Any) -> Any:
+            a = 1 + mpmath.exp(log_a)
+            return a * r + (log_d + (a - 1) * mpmath.log(1 - 1 / a) - mpmath.log(a)) / (a - 1)
+
+        lo, hi = mpmath.mpf(-20), mpmath.mpf(20)
+        g = (mpmath.sqrt(5) - 1) / 2
+        for _ in range(100):
+            x1, x2 = hi - g * (hi - lo), lo + g * (hi - lo)
+            lo, hi = (lo, x2) if eps(x1) < eps(x2) else (x1, hi)
+        return float(eps((lo + hi) / 2))
+
+
+def _random_schedule(rng: random.Random, dep: Deployment) -> list[tuple[int, int, float, bool]]:
+    """(sensor, window, node clock, restart before) attempts: a clock that moves forward by 0–3 windows, windows
+    around it (behind, repeated, up to 3 ahead), random restarts of the node (in-memory state rebuilt)."""
+    clock, out = rng.randrange(0, 3 * dep.period_windows), []
+    for _ in range(rng.randrange(1, 25)):
+        clock += rng.choice((0, 1, 1, 1, 2, 3))
+        now = dep.window_start(clock) + rng.random() * dep.window_seconds
+        out.append((rng.randrange(dep.n_sensors), clock + rng.choice((-2, -1, 0, 0, 0, 0, 1, 3)), now,
+                    rng.random() < 0.1))
+    return out
+
+
+def _run_schedule(dep: Deployment, schedule: list[tuple[int, int, float, bool]]) -> dict[int, list[int]]:
+    """The node's admission rules (admit_release) over a model ledger per sensor; returns the released windows."""
+    ledgers: dict[int, dict[int, int]] = {j: {} for j in range(dep.n_sensors)}  # window -> period
+    last = {j: -1 for j in range(dep.n_sensors)}
+    for sensor, window, now, restart in schedule:
+        book = ledgers[sensor]
+        if restart:  # a new process: the last window is rebuilt from the ledger, as SensorNode does
+            last[sensor] = max(book, default=-1)
+        try:
+            period, limit = admit_release(dep, sensor=sensor, window=window, now=now, last_window=last[sensor],
+                                          released=window in book,
+                                          spent_in_period=sum(p == dep.period_of(window) for p in book.values()))
+        except (BudgetExceededError, InvalidParameterError):
+            continue
+        if sum(p == period for p in book.values()) < limit:  # the ledger's own re-check under its lock
+            book[window] = period
+            last[sensor] = window
+    return {j: sorted(book) for j, book in ledgers.items()}
+
+
+def _violations(dep: Deployment, released: dict[int, list[int]], rho_one: Fraction, eps_of: dict[int, float],
+                st: Any = None) -> list[str]:
+    """Independent oracle: every window in which any sensor released is one vector release (the deployment's
+    statement); for every sliding window of W windows the composed ρ (exact fractions) and its ε (mpmath) stay
+    within the declared span statement, the lifetime total within the lifetime statement; the schedule is
+    w mod ⌈W/k⌉ = 0 (k the declared ``policy_releases``; and w/⌈W/k⌉ below the cap), recomputed here."""
+    st = dep.policy_statement() if st is None else st  # the declared statement (computed once per deployment)
+    windows = sorted({w for ws in released.values() for w in ws})
+    stride = -(-st.span_windows // int(dep.policy_releases))  # the declared schedule, ⌈W/k⌉
+    bad = [f"window {w} is not a release window" for w in windows
+           if w % stride or (st.lifetime_releases is not None and w // stride >= st.lifetime_releases)]
+    for j, ws in released.items():
+        bad += [f"sensor {j} released window {w} twice" for w in set(ws) if ws.count(w) > 1]
+    busiest = max((bisect.bisect_right(windows, w + st.span_windows - 1) - i for i, w in enumerate(windows)), default=0)
+    checks = [(st.span, st.span_releases, busiest)]
+    if st.lifetime is not None and st.lifetime_releases is not None:
+        checks.append((st.lifetime, st.lifetime_releases, len(windows)))
+    for (declared, delta), limit, count in checks:
+        if count == 0:
+            continue
+        if count not in eps_of:
+            eps_of[count] = _oracle_epsilon(count * rho_one, delta)
+        if count * rho_one > limit * rho_one or eps_of[count] > declared * (1 + 1e-9):
+            bad.append(f"{count} release windows (at most {limit} declared): epsilon {eps_of[count]:.6g} > "
+                       f"declared {declared:.6g}")
+    return bad
+
+
+@pytest.mark.slow
+def test_random_release_schedules_never_exceed_the_declared_policy(monkeypatch: pytest.MonkeyPatch) -> None:
+    """10⁵ random schedules over 40 policies (W ≤ 40, k ≤ W, lifetime cap or none; sensors reporting in any order,
+    repeats, windows behind and ahead of the clock, restarts): 0 violations; a node that ignores the schedule (every
+    window admitted) is caught by the same oracle."""
+    rng = random.Random(2026)
+    deployments = []
+    for _ in range(40):
+        span = rng.randrange(1, 41)
+        deployments.append(two_sensor_deployment(period_windows=span, policy_releases=rng.randrange(1, span + 1),
+                                                 lifetime_releases=rng.choice((None, rng.randrange(1, 20)))))
+    mech = deployments[0].release_spec.mechanism
+    rho_one = Fraction(mech.grid_sensitivity) ** 2 / (2 * Fraction(mech.sigma2))  # CKS Thm 14, the vector release
+    eps_of: list[dict[int, float]] = [{} for _ in deployments]
+    statements = [dep.policy_statement() for dep in deployments]
+    schedules = violations = 0
+    for _ in range(100_000 // len(deployments)):
+        for i, dep in enumerate(deployments):
+            released = _run_schedule(dep, _random_schedule(rng, dep))
+            violations += len(_violations(dep, released, rho_one, eps_of[i], statements[i]))
+            schedules += 1
+    assert schedules >= 100_000 and violations == 0
+    monkeypatch.setattr(Deployment, "is_release_window", lambda self, window: True)  # weakened: no schedule
+    weak = sum(len(_violations(dep, _run_schedule(dep, _random_schedule(rng, dep)), rho_one, eps_of[i], statements[i]))
+               for i, dep in enumerate(deployments[:20]) for _ in range(50) if dep.release_stride > 1)
+    assert weak > 0

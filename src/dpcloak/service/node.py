@@ -52,7 +52,7 @@ from dpcloak.service.auth import sign_report
 from dpcloak.service.config import Deployment, SensorCredential
 from dpcloak.service.ledger import LedgerEntry, SensorLedger
 
-__all__ = ["SensorNode", "NodeClock", "ReleaseSkipped", "Delivery", "DeliveryError", "NodeRefusedError", "Reading",
+__all__ = ["SensorNode", "NodeClock", "admit_release", "ReleaseSkipped", "Delivery", "DeliveryError", "NodeRefusedError", "Reading",
            "read_values", "tail_csv"]
 
 _RETRY_STATUS = {429, 500, 502, 503, 504}
@@ -288,34 +288,9 @@ class SensorNode:
         dep = self.deployment
         now = self.clock()
         w = dep.window_at(now) if window is None else int(window)
-        if w < 0:
-            raise InvalidParameterError(f"window must be >= 0 (the deployment starts at {dep.start}), got {w}",
-                                        parameter="window")
-        latest = dep.latest_window(now)
-        if w > latest:
-            raise InvalidParameterError(f"window must be at most {latest} (the node's clock {now:.3f} plus the "
-                                        f"stated skew of {dep.clock_skew_seconds:g} s), got {w}; nothing released",
-                                        parameter="window")
-        if self.ledger.entry(w) is not None:
-            raise InvalidParameterError(f"sensor {self.sensor} already released a reading for window {w}",
-                                        parameter="sensor")
-        if w <= self._last_window:
-            raise InvalidParameterError(f"window must be after window {self._last_window}, the last this sensor "
-                                        f"released (windows only move forward), got {w}; nothing released",
-                                        parameter="window")
-        if not dep.is_release_window(w):
-            nxt = dep.next_release_window(w)
-            when = (f"the next release window is {nxt}, starting at {dep.window_start(nxt):.0f}" if nxt is not None
-                    else f"the lifetime cap of {dep.lifetime_releases} release windows is reached: no more releases")
-            raise ReleaseSkipped(f"sensor {self.sensor}: window {w} is not a release window of the policy (at most "
-                                 f"{dep.releases_per_period} in any {dep.period_windows} consecutive windows, every "
-                                 f"{dep.release_stride}th); nothing released; {when}", window=w, next_window=nxt,
-                                 next_time=None if nxt is None else dep.window_start(nxt))
-        period, limit = dep.period_of(w), dep.releases_per_period
-        if self.ledger.spent_in_period(period) >= limit:
-            raise BudgetExceededError(f"sensor {self.sensor} has released {limit} readings in budget period {period} "
-                                      f"(the most its budget epsilon={dep.release_spec.budget[0]:g} per period "
-                                      "allows); nothing released", parameter="sensor")
+        period, limit = admit_release(dep, sensor=self.sensor, window=w, now=now, last_window=self._last_window,
+                                      released=self.ledger.entry(w) is not None,
+                                      spent_in_period=self.ledger.spent_in_period(dep.period_of(w)))
         low, high = dep.release_spec.reading_range
         if math.isfinite(value) and not low <= value <= (math.inf if high is None else high):
             log.warning("sensor %d, window %d: reading %r is outside the declared reading range [%g, %s]: clipped "
@@ -477,6 +452,67 @@ class SensorNode:
     def _sleep_until(self, t: float) -> None:
         """Sleep until the node's clock reads ``t`` (at once if it already does)."""
         self.sleep(max(0.0, t - self.clock()))
+
+
+def admit_release(deployment: Deployment, *, sensor: int, window: int, now: float, last_window: int, released: bool,
+                  spent_in_period: int) -> tuple[int, int]:
+    """The node's admission rules for a release in ``window`` (:meth:`SensorNode.release`); raises when refused.
+
+    ``last_window`` is the last window the sensor released (−1: none), ``released`` whether ``window`` already
+    has a release in its ledger and ``spent_in_period`` how many releases its ledger holds in the window's
+    budget period. Returns the window's budget period and the period's limit (the ledger re-checks the limit
+    under its write lock when it records the release).
+
+    Raises
+    ------
+    ReleaseSkipped
+        ``window`` is not a release window of the policy (saying when the next one starts).
+    BudgetExceededError
+        The budget period's count is spent.
+    InvalidParameterError
+        The window is before the start, ahead of the clock plus the skew, already released, or not after
+        the last window released.
+
+    Examples
+    --------
+    >>> from dpcloak.service.examples import two_sensor_deployment
+    >>> dep = two_sensor_deployment(policy_releases=4)  # every 3rd window
+    >>> admit_release(dep, sensor=0, window=3, now=200.0, last_window=0, released=False, spent_in_period=1)
+    (0, 4)
+    >>> admit_release(dep, sensor=0, window=4, now=250.0, last_window=3, released=False, spent_in_period=2)
+    Traceback (most recent call last):
+        ...
+    dpcloak.service.node.ReleaseSkipped: sensor 0: window 4 is not a release window of the policy ...
+    """
+    dep, w = deployment, int(window)
+    if w < 0:
+        raise InvalidParameterError(f"window must be >= 0 (the deployment starts at {dep.start}), got {w}",
+                                    parameter="window")
+    latest = dep.latest_window(now)
+    if w > latest:
+        raise InvalidParameterError(f"window must be at most {latest} (the node's clock {now:.3f} plus the "
+                                    f"stated skew of {dep.clock_skew_seconds:g} s), got {w}; nothing released",
+                                    parameter="window")
+    if released:
+        raise InvalidParameterError(f"sensor {sensor} already released a reading for window {w}", parameter="sensor")
+    if w <= last_window:
+        raise InvalidParameterError(f"window must be after window {last_window}, the last this sensor "
+                                    f"released (windows only move forward), got {w}; nothing released",
+                                    parameter="window")
+    if not dep.is_release_window(w):
+        nxt = dep.next_release_window(w)
+        when = (f"the next release window is {nxt}, starting at {dep.window_start(nxt):.0f}" if nxt is not None
+                else f"the lifetime cap of {dep.lifetime_releases} release windows is reached: no more releases")
+        raise ReleaseSkipped(f"sensor {sensor}: window {w} is not a release window of the policy (at most "
+                             f"{dep.releases_per_period} in any {dep.period_windows} consecutive windows, every "
+                             f"{dep.release_stride}th); nothing released; {when}", window=w, next_window=nxt,
+                             next_time=None if nxt is None else dep.window_start(nxt))
+    period, limit = dep.period_of(w), dep.releases_per_period
+    if spent_in_period >= limit:
+        raise BudgetExceededError(f"sensor {sensor} has released {limit} readings in budget period {period} "
+                                  f"(the most its budget epsilon={dep.release_spec.budget[0]:g} per period "
+                                  "allows); nothing released", parameter="sensor")
+    return period, limit
 
 
 def read_values(stream: Iterable[str], *, column: int = -1, header: bool = True,
