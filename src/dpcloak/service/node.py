@@ -52,8 +52,8 @@ from dpcloak.service.auth import sign_report
 from dpcloak.service.config import Deployment, SensorCredential
 from dpcloak.service.ledger import LedgerEntry, SensorLedger
 
-__all__ = ["SensorNode", "NodeClock", "admit_release", "ReleaseSkipped", "Delivery", "DeliveryError", "NodeRefusedError", "Reading",
-           "read_values", "tail_csv"]
+__all__ = ["SensorNode", "NodeClock", "admit_release", "ReleaseSkipped", "Delivery", "DeliveryError",
+           "NodeRefusedError", "Reading", "read_values", "tail_csv"]
 
 _RETRY_STATUS = {429, 500, 502, 503, 504}
 log = logging.getLogger("dpcloak.service.node")
