@@ -244,3 +244,25 @@ def test_network_run_keeps_a_ledger_so_repeated_runs_cannot_pass_the_budget(tmp_
         assert runner.invoke(app, [*args[:-1], str(tmp_path / f"out{k}"), "--ledger", str(shared)]).exit_code == 0
     over = runner.invoke(app, [*args[:-1], str(tmp_path / "outx"), "--ledger", str(shared)])
     assert over.exit_code == 2 and "over the budget" in over.output
+
+
+def test_network_run_takes_a_declared_diffusion_range(tmp_path: Path) -> None:
+    """Issue 29: --diffusion-range LO,HI fixes a guarantee for every diffusion in it (Δ2 the largest over it)."""
+    from importlib.resources import files
+
+    from dpcloak.sensors.spec import range_sensitivity
+
+    data = files("dpcloak") / "_data"
+    args = ["network", "run", "--sensors", str(data / "irish_wind_stations.csv"), "--counts",
+            str(data / "irish_wind_daily.csv"), "--where", "date=1978-01-03", "--measurement", "field",
+            "--reading-unit", "knots", "--diffusion", "5.6e10", "--relation", "add-remove", "--epsilon", "1",
+            "--delta", "1e-6", "--budget-epsilon", "40", "--budget-delta", "1e-5", "--uncertainty-draws", "0", "-q"]
+    point = runner.invoke(app, [*args, "--out", str(tmp_path / "point")])
+    ranged = runner.invoke(app, [*args, "--diffusion-range", "3e10,5.6e10", "--out", str(tmp_path / "ranged")])
+    assert point.exit_code == 0 and ranged.exit_code == 0, ranged.output
+    net = SensorNetwork.load(tmp_path / "ranged" / "network.toml")
+    assert net.spec is not None and net.spec.diffusion_range == (3e10, 5.6e10)
+    assert net.delta2 == range_sensitivity(net.layout.positions, net.spec, Relation.add_remove())  # type: ignore[union-attr]
+    assert net.delta2 > SensorNetwork.load(tmp_path / "point" / "network.toml").delta2
+    bad = runner.invoke(app, [*args, "--diffusion-range", "3e10", "--out", str(tmp_path / "bad")])
+    assert bad.exit_code == 2 and "--diffusion-range must be LO,HI" in bad.output

@@ -39,6 +39,7 @@ class NetworkCli:
     reading_unit: str = "people"
     network_model: str = "graph"
     diffusion: float | None = None
+    diffusion_range: str | None = None
     graph_method: str = "knn"
     k: int = 4
     sources: str = "sensors"
@@ -130,7 +131,18 @@ class NetworkCli:
             raise InvalidParameterError("--diffusion (m²) is required with --sensors: heat spreads about "
                                         "sqrt(2 x diffusion) metres")
         return ModelSpec(kind=self.network_model, diffusion=self.diffusion, graph=self.graph_method, k=self.k,
-                         sources=self.sources, spacing=self.spacing, margin=self.margin)
+                         sources=self.sources, spacing=self.spacing, margin=self.margin,
+                         diffusion_range=self._range())
+
+    def _range(self) -> tuple[float, float] | None:
+        if self.diffusion_range is None:
+            return None
+        try:
+            lo, hi = (float(v) for v in self.diffusion_range.split(","))
+        except ValueError:
+            raise InvalidParameterError(f"--diffusion-range must be LO,HI in m² (e.g. 1e4,4e4), got "
+                                        f"{self.diffusion_range!r}") from None
+        return lo, hi
 
     def _describe(self, sites: int) -> str:
         return (f"{self.network_model} model over {sites} sensor sites, diffusion {self.diffusion:g} m², "
@@ -160,8 +172,8 @@ class NetworkCli:
             "sensors": self.layout(), "epsilon": epsilon, "delta": delta, "reading_unit": self.reading_unit,
             "budget": (self.budget_epsilon, self.budget_delta), "reading_range": (0.0, self.reading_max)}
         if self.measurement == "counts":
-            field_only = [name for name in ("network_model", "diffusion", "graph_method", "k", "sources", "spacing",
-                                            "margin", "relation", "unit", "misfit")
+            field_only = [name for name in ("network_model", "diffusion", "diffusion_range", "graph_method", "k",
+                                            "sources", "spacing", "margin", "relation", "unit", "misfit")
                           if getattr(self, name) != getattr(NetworkCli, name)]
             if field_only or alpha is not None:
                 names = ", ".join("--" + n.replace("_", "-") for n in field_only + (["alpha"] if alpha else []))
@@ -173,6 +185,7 @@ class NetworkCli:
             raise InvalidParameterError(f"--measurement must be counts or field, got {self.measurement!r}")
         return SensorNetwork.from_coordinates(
             relation=self._relation(alpha), model=self.network_model, diffusion=self._spec().diffusion,
+            diffusion_range=self._spec().diffusion_range,
             sources=self.sources, graph=self.graph_method, k=self.k, spacing=self.spacing, margin=self.margin,
             misfit=self.misfit, **common)
 
@@ -185,6 +198,7 @@ def _in_options(exc: InvalidParameterError) -> DpcloakError:
 LIBRARY_NAMES = {
     "model": "--network-model", "graph": "--graph-method", "reading_range[1]": "--reading-max",
     "budget epsilon": "--budget-epsilon", "budget delta": "--budget-delta", "diffusion": "--diffusion", "k": "--k",
+    "diffusion_range": "--diffusion-range",
     "spacing": "--spacing", "margin": "--margin", "sources": "--sources", "colocated": "--colocated",
     "alpha": "--alpha", "unit": "--unit", "kind": "--relation", "epsilon": "--epsilon", "delta": "--delta",
     "measurement": "--measurement", "max_count_per_person": "--max-count-per-person", "reading_unit": "--reading-unit",
@@ -201,6 +215,8 @@ _HELP = {
     "reading_unit": "Unit of the readings, used in every label (e.g. people, µg/m³).",
     "network_model": "Network model: graph (diffusion on a k-NN/Delaunay graph), heat or heat-walls.",
     "diffusion": "Diffusion tau or T in m² (heat spreads about sqrt(2 x diffusion) metres).",
+    "diffusion_range": "Field: LO,HI in m² around --diffusion: the guarantee holds for any diffusion in it (Delta2 is "
+                       "the largest over it).",
     "graph_method": "Graph of the graph model: knn or delaunay.",
     "k": "Neighbours per sensor of the knn graph.",
     "sources": "Where people may be: sensors (the sites) or grid (needs --spacing).",
@@ -226,7 +242,8 @@ def network_options(fn: F) -> F:
         kind = {"k": int, "margin": float, "network_model": str, "graph_method": str, "sources": str,
                 "relation": str, "unit": str, "colocated": str, "measurement": str, "max_count_per_person": int,
                 "reading_unit": str}.get(f.name)
-        annotation = kind if kind is not None else (float | None if f.name not in ("config", "sensors") else str | None)
+        text = ("config", "sensors", "diffusion_range")
+        annotation = kind if kind is not None else (float | None if f.name not in text else str | None)
         injected.append(inspect.Parameter(f.name, inspect.Parameter.KEYWORD_ONLY, annotation=annotation,
                                           default=typer.Option(f.default, flag, help=_HELP[f.name])))
 

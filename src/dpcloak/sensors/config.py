@@ -8,7 +8,8 @@ Layout of the data (:func:`network_to_dict`)::
                   (reading units), accountant
     [relation]    kind, alpha, unit (field only)
     [readings]    unit (e.g. "people", "µg/m³"), source_unit, low, high (absent: no upper limit)
-    [model]       kind, diffusion (m²), graph, k, sources, spacing, margin, misfit (field only)
+    [model]       kind, diffusion (m²), diffusion_range (m², optional), graph, k, sources, spacing, margin,
+                  misfit (field only)
     [sensors]     names, x, y (metres), groups (input rows merged per site), inputs (the counters'
                   names, one per input row), lon, lat (if given)
     [projection]  lon0, lat0 (if the sensors were given in lon/lat)
@@ -120,7 +121,7 @@ SCHEMA: dict[str, dict[str, str]] = {
     "relation": {"kind": _TEXT, "alpha": _NUMBER, "unit": _TEXT},
     "readings": {"unit": _TEXT, "source_unit": _TEXT, "low": _NUMBER, "high": _NUMBER},
     "model": {"kind": _TEXT, "diffusion": _NUMBER, "graph": _TEXT, "k": _INT, "sources": _TEXT, "spacing": _NUMBER,
-              "margin": _NUMBER, "room": _ROOM, "misfit": _NUMBER},
+              "margin": _NUMBER, "room": _ROOM, "misfit": _NUMBER, "diffusion_range": _NUMBERS},
     "sensors": {"names": _TEXTS, "x": _NUMBERS, "y": _NUMBERS, "groups": _GROUPS, "inputs": _TEXTS, "lon": _NUMBERS,
                 "lat": _NUMBERS},
     "projection": {"lon0": _NUMBER, "lat0": _NUMBER},
@@ -285,7 +286,7 @@ def network_from_dict(data: dict[str, Any], *, ledger: str | PathLike[str] | Non
         network = SensorNetwork.from_coordinates(
             relation=relation, source_unit=readings.get("source_unit"), misfit=misfit, model=spec.kind,
             diffusion=spec.diffusion, sources=spec.sources, graph=spec.graph, k=spec.k, spacing=spec.spacing,
-            margin=spec.margin, room=spec.room, **common)
+            margin=spec.margin, room=spec.room, diffusion_range=spec.diffusion_range, **common)
     else:
         raise InvalidParameterError(f"[measurement] kind must be 'counts' or 'field', got {kind!r}")
     derived = data.get("derived", {})

@@ -37,7 +37,7 @@ from dpcloak.sensors.measurement import (
 )
 from dpcloak.sensors.release import ACCOUNTANT, ReleaseSpec
 from dpcloak.sensors.result import NetworkRecovery, recover_counts, recover_sources
-from dpcloak.sensors.spec import ModelSpec, build_model, counts_model
+from dpcloak.sensors.spec import ModelSpec, build_model, counts_model, range_sensitivity
 
 __all__ = ["SensorNetwork", "ACCOUNTANT"]
 
@@ -219,6 +219,8 @@ class SensorNetwork:
                                             f"{max_count_per_person!r} with 'field'", parameter="max_count_per_person")
             self.relation = relation
             delta2 = relation_sensitivity(model, relation)
+            if spec is not None and spec.diffusion_range is not None and layout is not None:
+                delta2 = max(delta2, range_sensitivity(layout.positions, spec, relation))  # any diffusion in range
             self._check_field_sensitivity(delta2)
             self.release_spec = ReleaseSpec(sensitivity=delta2, neighbouring=relation.describe(), **common)
         self.delta2 = self.release_spec.sensitivity
@@ -267,6 +269,7 @@ class SensorNetwork:
         misfit: float | None = None,
         model: str = "graph",
         diffusion: float | None = None,
+        diffusion_range: tuple[float, float] | None = None,
         sources: str = "sensors",
         graph: str = "knn",
         k: int = 4,
@@ -304,6 +307,10 @@ class SensorNetwork:
         diffusion : float
             τ (graph) or T (heat) in m² (field only): heat spreads over about ``√(2·diffusion)`` metres.
             :func:`~dpcloak.sensors.choose_diffusion_time` picks it from public historical data.
+        diffusion_range : (float, float), optional
+            ``(lo, hi)`` m² around ``diffusion``: the guarantee then holds for any diffusion in the range
+            (Δ2 is the largest over it, certified: :func:`~dpcloak.sensors.spec.range_sensitivity`); the
+            map is recovered with ``diffusion``.
         sources : {"sensors", "grid"}; graph : {"knn", "delaunay"}; k, spacing, margin, room
             See :class:`~dpcloak.sensors.spec.ModelSpec` (``room=((x0, x1), (y0, y1))``: a floor plan).
         lonlat, names, centre, colocated, merge_within
@@ -320,7 +327,8 @@ class SensorNetwork:
             "misfit": misfit, "reading_range": reading_range, "resolution": resolution, "layout": layout,
             "ledger": ledger}
         if measurement == "counts":
-            given = {"diffusion": diffusion, "model": model if model != "graph" else None,
+            given = {"diffusion": diffusion, "diffusion_range": diffusion_range,
+                     "model": model if model != "graph" else None,
                      "sources": sources if sources != "sensors" else None, "spacing": spacing, "room": room,
                      "misfit": misfit, "source_unit": source_unit}
             extra = [name for name, value in given.items() if value is not None]
@@ -333,7 +341,7 @@ class SensorNetwork:
                                         "sqrt(2 x diffusion) metres (choose_diffusion_time picks it from public "
                                         "history)", parameter="diffusion")
         spec = ModelSpec(kind=model, diffusion=diffusion, graph=graph, k=k, sources=sources, spacing=spacing,
-                         margin=margin, room=room)
+                         margin=margin, room=room, diffusion_range=diffusion_range)
         return cls(build_model(layout.positions, spec), spec=spec, **common)
 
     # --- description --------------------------------------------------------------------------

@@ -16,6 +16,15 @@ Readings are in **people** (counts). Three physical models, each with one diffus
     The same inside a closed box (reflecting walls, method of images): ``room``, or the sensors'
     bounding box grown by ``margin`` metres.
 
+**A declared range of diffusions** (``diffusion_range=(lo, hi)``, containing ``diffusion``): the
+guarantee is stated for every model with a diffusion in the range, so the sensitivity is the largest over
+it (:func:`range_sensitivity`), certified: for ``"graph"``, ``M = exp(−τL)`` with ``L`` symmetric positive
+semi-definite, so ``‖M v‖₂`` never grows with τ and the largest is at ``lo``; for ``"heat"``, each entry
+``exp(−d²/4T)`` changes by at most ``ln(T'/T)/e`` between ``T`` and ``T'`` (its derivative in T is at most
+``1/(eT)``), so on a geometric grid of ratio ``r`` the sensitivity between two grid points exceeds the
+larger of theirs by at most ``‖v‖₁·√m·ln(r)/e`` (``‖v‖₁ ≤ 2`` for the relations' differences), which is
+added. ``"heat-walls"`` (a sum of image kernels) takes no range. The map is recovered with ``diffusion``.
+
 Sources (``sources``): ``"sensors"`` (one location per site) or ``"grid"``: cell centres every
 ``spacing`` metres over ``room`` or the sensors' bounding box grown by ``margin`` (a :class:`~dpcloak.domains.Sites`
 domain, Euclidean metric). The graph model needs ``"sensors"``.
@@ -24,7 +33,7 @@ domain, Euclidean metric). The graph model needs ``"sensors"``.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -35,8 +44,10 @@ from dpcloak.domains import PROXIMITY_METHODS, Sites, proximity_graph
 from dpcloak.errors import InvalidParameterError
 from dpcloak.models import LinearModel, graph_diffusion, heat_kernel_2d
 from dpcloak.models.base import DenseModel
+from dpcloak.privacy.sensitivity import Relation, relation_sensitivity
 
-__all__ = ["MODEL_KINDS", "SOURCE_KINDS", "ModelSpec", "build_model", "counts_model", "grid_sites"]
+__all__ = ["MODEL_KINDS", "SOURCE_KINDS", "ModelSpec", "build_model", "counts_model", "grid_sites",
+           "range_sensitivity"]
 
 MODEL_KINDS = ("graph", "heat", "heat-walls")
 SOURCE_KINDS = ("sensors", "grid")
@@ -66,6 +77,9 @@ class ModelSpec:
     room : ((x0, x1), (y0, y1)) or None
         An explicit floor in metres instead of the grown bounding box (e.g. a building's walls):
         grid sources cover it and ``"heat-walls"`` reflects at it. Sensors must lie inside.
+    diffusion_range : (float, float) or None
+        ``(lo, hi)`` m² with ``lo ≤ diffusion ≤ hi``: the diffusions the guarantee is stated for (module
+        docstring; not for ``"heat-walls"``). ``None``: ``diffusion`` alone.
 
     Examples
     --------
@@ -91,6 +105,7 @@ class ModelSpec:
     spacing: float | None = None
     margin: float = 0.0
     room: tuple[tuple[float, float], tuple[float, float]] | None = None
+    diffusion_range: tuple[float, float] | None = None
 
     def __post_init__(self) -> None:
         check_choice("model", self.kind, MODEL_KINDS)
@@ -112,15 +127,33 @@ class ModelSpec:
             if self.kind == "graph":
                 raise InvalidParameterError("room is for the heat models (grid sources, walls)", parameter="room")
             object.__setattr__(self, "room", _check_box(self.room))
+        if self.diffusion_range is not None:
+            object.__setattr__(self, "diffusion_range", self._check_range(self.diffusion_range))
+
+    def _check_range(self, given: Any) -> tuple[float, float]:
+        try:
+            lo, hi = (check_real("diffusion_range", v, low=0.0) for v in given)
+        except (TypeError, ValueError):
+            raise InvalidParameterError(f"diffusion_range must be a pair (lo, hi) of m², got {given!r}",
+                                        parameter="diffusion_range") from None
+        if not lo <= self.diffusion <= hi:
+            raise InvalidParameterError(f"diffusion_range must contain diffusion={self.diffusion:g} m² (lo <= "
+                                        f"diffusion <= hi), got ({lo:g}, {hi:g})", parameter="diffusion_range")
+        if self.kind == "heat-walls":
+            raise InvalidParameterError("diffusion_range is for the graph and heat models (its sensitivity is "
+                                        "certified for them), not heat-walls", parameter="diffusion_range")
+        return lo, hi
 
     def to_dict(self) -> dict[str, Any]:
         """All fields (``spacing`` only for grid sources, ``room`` only when given)."""
         out = asdict(self)
-        for key in ("spacing", "room"):
+        for key in ("spacing", "room", "diffusion_range"):
             if out[key] is None:
                 del out[key]
         if "room" in out:
             out["room"] = [list(axis) for axis in out["room"]]
+        if "diffusion_range" in out:
+            out["diffusion_range"] = list(out["diffusion_range"])
         return out
 
     def describe(self) -> str:
@@ -135,7 +168,11 @@ class ModelSpec:
                  else "graph diffusion on the Delaunay graph of the sites",
                  "heat": "2-D heat kernel", "heat-walls": "2-D heat kernel with reflecting walls"}[self.kind]
         symbol = "τ" if self.kind == "graph" else "T"
-        return f"{where}, {symbol} = {self.diffusion:g} m², spreading ~{math.sqrt(2 * self.diffusion):.0f} m"
+        text = f"{where}, {symbol} = {self.diffusion:g} m², spreading ~{math.sqrt(2 * self.diffusion):.0f} m"
+        if self.diffusion_range is not None:
+            lo, hi = self.diffusion_range
+            text += f", any {symbol} in [{lo:g}, {hi:g}] m²"
+        return text
 
     def floor(self, positions: NDArray[np.float64]) -> tuple[tuple[float, float], tuple[float, float]]:
         """The room: ``room`` if given (sensors must be inside), else the bounding box of ``positions`` ± margin."""
@@ -222,3 +259,39 @@ def counts_model(positions: NDArray[np.float64]) -> LinearModel:
     """
     pos = np.asarray(positions, dtype=float)
     return DenseModel(np.eye(len(pos)), domain=Sites(pos), sensor_positions=pos)
+
+
+#: Most diffusions :func:`range_sensitivity` evaluates on a heat model's range (the grid's slack is added).
+RANGE_POINTS = 64
+#: Grid ratio at which :func:`range_sensitivity` stops refining: its slack is then at most 2·√m·ln(r)/e.
+RANGE_RATIO = 1.02
+
+
+def range_sensitivity(positions: NDArray[np.float64], spec: ModelSpec, relation: Relation) -> float:
+    """The largest Δ2 under ``relation`` over the spec's ``diffusion_range``, certified (module docstring).
+
+    Without a range, Δ2 of the model at ``diffusion``.
+
+    Examples
+    --------
+    >>> from dpcloak.privacy.sensitivity import Relation
+    >>> pos = np.array([[0.0, 0.0], [100.0, 0.0], [0.0, 100.0], [100.0, 100.0]])
+    >>> spec = ModelSpec(kind="graph", diffusion=4000.0, diffusion_range=(2000.0, 8000.0))
+    >>> at_lo = relation_sensitivity(build_model(pos, ModelSpec(kind="graph", diffusion=2000.0)), Relation.move(150.0))
+    >>> range_sensitivity(pos, spec, Relation.move(150.0)) == at_lo  # graph diffusion: the largest is at lo
+    True
+    """
+    def at(diffusion: float) -> float:
+        return relation_sensitivity(build_model(positions, replace(spec, diffusion=diffusion, diffusion_range=None)),
+                                    relation)
+
+    if spec.diffusion_range is None:
+        return at(spec.diffusion)
+    lo, hi = spec.diffusion_range
+    if spec.kind == "graph" or lo == hi:
+        return at(lo)
+    points = min(RANGE_POINTS, max(2, math.ceil(math.log(hi / lo) / math.log(RANGE_RATIO)) + 1))
+    grid = np.geomspace(lo, hi, points)
+    ratio = float(np.max(grid[1:] / grid[:-1]))
+    slack = 2.0 * math.sqrt(len(positions)) * math.log(ratio) / math.e
+    return max(at(float(t)) for t in grid) + slack
