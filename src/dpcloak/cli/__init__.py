@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "reproduce": ("dpcloak.cli.reproduce", "reproduce"),
     "heatmap": ("dpcloak.cli.heatmap", "heatmap"),
     "serve": ("dpcloak.cli.serve", "serve"),
+    "backup": ("dpcloak.cli.backup", "backup"),
     "deploy": ("dpcloak.cli.deploy", "deploy_app"),
     "sensor": ("dpcloak.cli.sensor", "sensor_app"),
     "network": ("dpcloak.cli.network", "network_app"),

@@ -26,6 +26,9 @@ def serve(
     port: int = typer.Option(8000, help="TCP port."),
     windows: int | None = typer.Option(None, help="--demo only: stop after this many windows."),
     max_pending: int = typer.Option(20_000, help="Reports waiting for the database before new ones get 503."),
+    new_history: bool = typer.Option(False, "--new-history", help="Start a new history in a database that does "
+                                     "not hold this deployment's, although its collector ran before (refused "
+                                     "otherwise: an empty or replaced database is not a silent fresh start)."),
 ) -> None:
     """Run the collector: ingest signed reports, recover each window, serve the dashboard."""
     if demo == (deployment is not None):
@@ -53,7 +56,8 @@ def serve(
 
             demo_deployment(directory)
         try:
-            app = build_app(directory, db_url=db, max_pending=max_pending, check_database=True)
+            app = build_app(directory, db_url=db, max_pending=max_pending, check_database=True,
+                            new_history=new_history or demo)
         except InvalidParameterError as exc:
             raise readdressed(exc, {"url": "--db"}) from None
         stop = threading.Event()

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import errno
+import math
 import socket
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,7 @@ from dpcloak.service.app import create_app
 from dpcloak.service.collector import Collector
 from dpcloak.service.config import (
     ANALYST_FILE,
+    Deployment,
     analyst_token,
     load_deployment,
     load_generations,
@@ -21,19 +24,22 @@ from dpcloak.service.config import (
 )
 from dpcloak.service.store import Store, sqlite_url
 
-__all__ = ["uvicorn_config", "build_app", "serve", "dashboard_url", "token_path", "listening_socket"]
+__all__ = ["uvicorn_config", "check_history", "HISTORY_FILE", "build_app", "serve", "dashboard_url", "token_path",
+           "listening_socket"]
 
 DEFAULT_DB = "collector.db"
 
 
 def build_app(directory: Path, *, db_url: str | None = None, close_interval: float = 0.25,
-              max_pending: int = 20_000, check_database: bool = False) -> Any:
+              max_pending: int = 20_000, check_database: bool = False, new_history: bool = False) -> Any:
     """The ASGI app of the deployment in ``directory`` (SQLite ``collector.db`` there unless ``db_url``;
     ``max_pending``: back-pressure limit of :class:`~dpcloak.service.collector.Collector`).
 
     With ``check_database`` the database is reached and migrated now, so that an unreachable or
     unwritable one is an :class:`~dpcloak.errors.InvalidParameterError` (``parameter="url"``) before
-    anything is served, not an error of the server's start-up.
+    anything is served, not an error of the server's start-up; and a database without the history
+    this deployment's collector already has is refused (:func:`check_history`; ``new_history``
+    starts a new one).
 
     Examples
     --------
@@ -57,9 +63,74 @@ def build_app(directory: Path, *, db_url: str | None = None, close_interval: flo
     store = Store(db_url or sqlite_url(Path(directory) / DEFAULT_DB))
     if check_database:
         store.migrate()
+        check_history(directory, store, deployment, new_history=new_history)
     collector = Collector(deployment, store, master_key=key, close_interval=close_interval, warm_recovery=True,
                           max_pending=max_pending, generations=load_generations(directory))
     return create_app(collector, analyst_token=analyst_token(key, deployment_id=deployment.deployment_id))
+
+
+HISTORY_FILE = "collector.history"
+"""In the deployment directory: which database holds the deployment's history (written at the first start)."""
+
+
+def check_history(directory: Path, store: Store, deployment: Deployment, *, new_history: bool = False) -> None:
+    """Refuse to start a fresh history in a database when this deployment's collector already has one.
+
+    The first start of a collector registers the deployment in its database and writes
+    ``collector.history`` (mode 0600: the database's URL without its password and when the history
+    began) to the deployment directory. A later start whose database does not know the deployment —
+    an empty or replaced ``collector.db``, a wrong ``--db`` — would silently begin again from nothing,
+    with the windows, the maps and the policy's count of release windows gone: it is refused, naming
+    the database the history was in, unless ``new_history`` (``serve --new-history``) says to start a
+    new one (the file is then rewritten).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from dpcloak.service.config import write_deployment
+    >>> from dpcloak.service.examples import two_sensor_deployment
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> directory = Path(tmp.name)
+    >>> deployment = two_sensor_deployment()
+    >>> _ = write_deployment(directory, deployment)
+    >>> first = Store(sqlite_url(directory / "collector.db"))
+    >>> first.migrate()
+    >>> check_history(directory, first, deployment)  # the first start: the history begins here
+    >>> (directory / HISTORY_FILE).exists()
+    True
+    >>> empty = Store(sqlite_url(directory / "empty.db"))
+    >>> empty.migrate()
+    >>> check_history(directory, empty, deployment)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    dpcloak.errors.InvalidParameterError: the database ... holds no history of deployment abc123, but its collector ...
+    >>> check_history(directory, empty, deployment, new_history=True)  # on purpose
+    >>> first.dispose(); empty.dispose(); tmp.cleanup()
+    """
+    import json
+
+    from dpcloak.service.config import _write_secret
+
+    path = Path(directory) / HISTORY_FILE
+    known = store.has_deployment(deployment.deployment_id)
+    if path.exists() and not known and not new_history:
+        try:
+            recorded = json.loads(path.read_text())
+            where, since = str(recorded["database"]), float(recorded["since"])
+        except (ValueError, KeyError, TypeError):
+            where, since = "(unreadable record)", float("nan")
+        began = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(since)) if math.isfinite(since) else "?"
+        raise InvalidParameterError(
+            f"the database {store.engine.url!r} holds no history of deployment {deployment.deployment_id}, but its "
+            f"collector has kept one since {began} in {where} ({path}): restore that database (from a backup: "
+            "dpcloak backup), point --db at it, or pass --new-history to start a new history on purpose",
+            parameter="url", allowed="the database holding the deployment's history", got=repr(store.engine.url))
+    if not known:
+        store.register(deployment)
+    if new_history or not path.exists():
+        _write_secret(path, json.dumps({"deployment_id": deployment.deployment_id,
+                                        "database": store.engine.url.render_as_string(hide_password=True),
+                                        "since": time.time()}))
 
 
 def dashboard_url(directory: Path, *, host: str, port: int) -> str:

@@ -271,7 +271,11 @@ class Store:
             return
         import fcntl
 
-        fd = os.open(f"{database}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fd = os.open(f"{database}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError:  # no such directory, read-only: SQLite's own error follows, naming the database
+            yield
+            return
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             yield
@@ -284,11 +288,61 @@ class Store:
         if self.dialect == "postgresql":
             conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": STARTUP_LOCK})
 
+    def backup(self, target: Path | str) -> Path:
+        """A consistent copy of a SQLite database in ``target`` (a new file, mode 0600), through SQLite's backup API.
+
+        Copying ``collector.db`` alone is not a backup: committed data may still sit in its WAL file
+        (``collector.db-wal``), and a copy taken while the collector writes may be torn. The backup API
+        copies the database as one transaction sees it, WAL included, page by page, also while the
+        collector runs. PostgreSQL has its own tools (``pg_dump``) and is refused here.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> from dpcloak.service.examples import two_sensor_store
+        >>> tmp = tempfile.TemporaryDirectory()
+        >>> deployment, store = two_sensor_store(tmp.name, reading=10.0)  # one report, window 0 closed
+        >>> copy = Store(sqlite_url(store.backup(Path(tmp.name) / "backup.db")))
+        >>> copy.report_counts("abc123"), copy.closed_windows("abc123")
+        ({0: 1}, [0])
+        >>> oct(Path(tmp.name, "backup.db").stat().st_mode & 0o777)
+        '0o600'
+        >>> copy.dispose(); store.dispose(); tmp.cleanup()
+        """
+        import sqlite3
+
+        if self.dialect != "sqlite" or not self.engine.url.database or self.engine.url.database == ":memory:":
+            raise InvalidParameterError(f"dpcloak backup copies a SQLite database file; {self.engine.url!r} is not one "
+                                        "(for PostgreSQL use pg_dump)", parameter="url",
+                                        allowed="a SQLite database file", got=repr(self.engine.url))
+        out = Path(target)
+        if out.exists():
+            raise InvalidParameterError(f"backup target {out} already exists; choose a new file", parameter="target",
+                                        allowed="a path that does not exist", got=str(out))
+        os.close(os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        source = sqlite3.connect(self.engine.url.database)
+        try:
+            dest = sqlite3.connect(out)
+            try:
+                source.backup(dest)
+                dest.execute("PRAGMA journal_mode=DELETE")  # one self-contained file
+            finally:
+                dest.close()
+        finally:
+            source.close()
+        return out
+
     def dispose(self) -> None:
         """Close every pooled connection."""
         self.engine.dispose()
 
     # --- deployments -------------------------------------------------------------------------------------------
+
+    def has_deployment(self, deployment_id: str) -> bool:
+        """Whether the database holds deployment ``deployment_id`` (registered by a collector before)."""
+        stmt = select(deployments.c.deployment_id).where(deployments.c.deployment_id == deployment_id)
+        with self.engine.connect() as conn:
+            return conn.execute(stmt).first() is not None
 
     def register(self, deployment: Deployment) -> None:
         """Record the deployment and its sensors; refuse one whose stored fingerprint differs."""
