@@ -21,14 +21,14 @@ SITES = np.array([[0.0, 0.0], [80.0, 10.0], [170.0, 0.0], [260.0, 15.0], [20.0, 
                   [200.0, 115.0], [280.0, 125.0]])
 
 
-def _replay(net, result, draws, seed, scale):
+def _replay(net, result, draws, seed, scale, ends=None):
     gen = np.random.default_rng(seed)
     model = net.rows_model(result.present)
-    fitted = model.matvec(result.sources)
+    fitted = [model.matvec(result.sources)] if ends is None else [m[result.present] @ result.sources for m in ends]
     p = int(result.present.sum())
     spread, between, last = [], [], None
-    for _ in range(draws):
-        noisy = fitted + gen.normal(0.0, scale, p)
+    for b in range(draws):
+        noisy = fitted[b % len(fitted)] + gen.normal(0.0, scale, p)
         x = (np.zeros(net.n_sources) if np.linalg.norm(noisy) <= result.radius
              else bpdn(model, noisy, radius=result.radius, bounds=(0.0, None)).x)
         spread.append(emd(result.sources, x, net.model.domain))
@@ -124,3 +124,21 @@ def test_uncertainty_draws_are_bounded_before_any_work():
     with pytest.raises(InvalidParameterError, match=f"uncertainty_draws must be an integer <= {MAX_UNCERTAINTY_DRAWS}"):
         net.recover([3.0, 1.0, 2.0], uncertainty_draws=10**9)
     assert net.recover([3.0, 1.0, 2.0], uncertainty_draws=2).uncertainty_draws == 2
+
+
+def test_a_declared_diffusion_range_draws_the_bootstrap_readings_from_its_ends():
+    """Issue 29: the uncertainty includes the models the guarantee is stated for. Oracle: the bootstrap replayed with
+    readings from the heat models at the range's ends (rebuilt here), recovered with the point model."""
+    from dpcloak.sensors import ModelSpec, build_model
+
+    kwargs = {"sensors": SITES, "model": "heat", "diffusion": 2500.0, "relation": Relation.move(100.0),
+              "epsilon": 1.0, "delta": 1e-6, "budget": (1e6, 1e-5)}
+    net = SensorNetwork.from_coordinates(diffusion_range=(1200.0, 5000.0), **kwargs)
+    f0 = np.zeros(8)
+    f0[[1, 5]] = [60.0, 40.0]
+    truth = build_model(SITES, ModelSpec(kind="heat", diffusion=5000.0)).todense()  # readings from the high end
+    result = net.recover(net.privatize(truth @ f0, rng=1, simulation=True), uncertainty_draws=6, rng=2)
+    assert result.status == "fit"
+    ends = [build_model(SITES, ModelSpec(kind="heat", diffusion=d)).todense() for d in (1200.0, 5000.0)]
+    assert result.uncertainty == pytest.approx(_replay(net, result, 6, 2, net.sigma, ends), rel=1e-3, abs=1e-6)
+    assert result.uncertainty != pytest.approx(_replay(net, result, 6, 2, net.sigma), rel=1e-3)  # not the point model

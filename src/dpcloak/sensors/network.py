@@ -7,6 +7,7 @@ configuration file alone determines the privacy guarantee.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from os import PathLike
 from pathlib import Path
 from typing import Any
@@ -237,6 +238,7 @@ class SensorNetwork:
         self._open: tuple[int, set[int]] | None = None  # the window whose vector release single readings fill
         self._dense: NDArray[np.float64] | None = None
         self._rows: tuple[bytes, DenseModel] | None = None
+        self._range_dense: tuple[NDArray[np.float64], ...] | None = None
 
     def _check_field_sensitivity(self, delta2: float) -> None:
         """Refuse a Δ2 that is zero or negligible against what one source puts in the readings."""
@@ -576,6 +578,32 @@ class SensorNetwork:
             self._dense = self.model.todense()
             self._dense.setflags(write=False)
         return self._dense
+
+    def range_models(self) -> tuple[NDArray[np.float64], ...]:
+        """The model at both ends of the declared ``diffusion_range``, dense ``(m, n)`` (cached); ``()`` without one.
+
+        The recovery's bootstrap draws readings from them in turn, so the uncertainty includes the
+        models the guarantee is stated for (:func:`~dpcloak.sensors.result.recover_sources`).
+
+        Examples
+        --------
+        >>> from dpcloak.sensors import Relation
+        >>> net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0], [0.0, 100.0]],
+        ...                                      relation=Relation.move(150.0), epsilon=1.0, delta=1e-6,
+        ...                                      budget=(10.0, 1e-5), diffusion=2000.0,
+        ...                                      diffusion_range=(1000.0, 4000.0))
+        >>> [m.shape for m in net.range_models()]
+        [(3, 3), (3, 3)]
+        """
+        if self._range_dense is None:
+            spec, layout = self.spec, self.layout
+            if spec is None or spec.diffusion_range is None or layout is None:
+                self._range_dense = ()
+            else:
+                self._range_dense = tuple(
+                    build_model(layout.positions, replace(spec, diffusion=d, diffusion_range=None)).todense()
+                    for d in spec.diffusion_range)
+        return self._range_dense
 
     def rows_model(self, present: NDArray[np.bool_]) -> DenseModel:
         """The model on the rows of the ``present`` sensors (the last one asked for is kept).

@@ -27,6 +27,11 @@ noise, as ``f̂`` does against the truth. How often the 90 % value covers the tr
 misspecified, with and without a declared misfit, is measured by ``benchmarks/bench_coverage.py``
 (results in the documentation's page on measurement kinds).
 
+For a network declared with a ``diffusion_range``, draw ``b`` takes its readings from the model at the
+range's low end (even ``b``) or high end (odd ``b``), ``M_lo f̂`` or ``M_hi f̂``, and is recovered with the
+point model, so the spread includes the error of recovering with ``diffusion`` when the readings come from
+another model of the range.
+
 **No uncertainty is stated for a least-residual map.** When no non-negative map of the model comes
 within the noise of the readings, the readings are not what the model produces, and a bootstrap
 around the least-residual map would measure the stability of a wrong answer (a few metres beside an
@@ -281,6 +286,9 @@ def recover_sources(
     if draws:
         gen = as_generator(rng)
         fitted = model.matvec(rec.x)
+        # a declared diffusion range: the draws' readings come from the models at its ends in turn (the guarantee's
+        # models), recovered with the point model, so the uncertainty includes the model's own uncertainty
+        ends = [m[mask] @ rec.x for m in network.range_models()] or [fitted]
         known: dict[tuple[bytes, bytes], float] = {}
 
         def distance(a: NDArray[np.float64], b: NDArray[np.float64]) -> float:
@@ -291,8 +299,8 @@ def recover_sources(
 
         empty = np.zeros(network.n_sources)
         start, last = rec, None
-        for _ in range(draws):
-            noisy = fitted + gen.normal(0.0, scale, p)
+        for b in range(draws):
+            noisy = ends[b % len(ends)] + gen.normal(0.0, scale, p)
             if float(np.linalg.norm(noisy)) <= radius:  # f = 0 is in the ball: the only optimum with f ≥ 0
                 x = empty
             else:
