@@ -29,6 +29,7 @@ def _models():
     sbm = nx.stochastic_block_model([40, 40], [[0.3, 0.01], [0.01, 0.3]], seed=3)
     return {
         "heat1d": heat_kernel_1d(30, 12, 0.05),
+        "heat1d-fft": heat_kernel_1d(400, 200, 0.05),
         "heat2d-free": heat_kernel_2d(grid, sensors, 0.02),
         "heat2d-walls": heat_kernel_2d(grid, sensors, 0.02, walls="reflecting"),
         "heat2d-kron": heat_kernel_2d(grid, Grid((3, 4), extent=(1.2, 1.0)), 0.02),
@@ -73,6 +74,93 @@ def test_heat_kernel_1d_entry_by_entry():
         for i in range(1, n + 1):
             want = math.exp(-((i / n - j / m) ** 2) / (4 * T)) / math.sqrt(4 * math.pi * T)
             assert A[j - 1, i - 1] == pytest.approx(want, rel=1e-14)
+
+
+def _heat_entries(n: int, m: int, T: float, sensor_shift: int = 0) -> np.ndarray:
+    """The paper's formula entry by entry in plain floats (``math.exp``), sensors optionally shifted by one slot."""
+    out = np.empty((m, n))
+    for j in range(1, m + 1):
+        s = (j + sensor_shift) / m
+        for i in range(1, n + 1):
+            out[j - 1, i - 1] = math.exp(-((i / n - s) ** 2) / (4 * T)) / math.sqrt(4 * math.pi * T)
+    return out
+
+
+@pytest.mark.parametrize(("n", "m", "t"), [(400, 200, 0.05), (600, 200, 1e-4), (1000, 100, 0.5), (480, 360, 0.01)])
+def test_matrix_free_heat_kernel_1d_equals_the_formula(n, m, t):
+    """Issue 34: the FFT (Toeplitz) operator against the formula evaluated entry by entry, to 1e-12 relative;
+    the same check against sensors shifted by one slot fails (the comparison can tell)."""
+    model = heat_kernel_1d(n, m, t)
+    assert model.matrix_free
+    oracle = _heat_entries(n, m, 0.5 * t)
+    rng = np.random.default_rng(5)
+    x, y = rng.normal(size=(n, 2)), rng.normal(size=m)
+    scale = np.abs(oracle) @ np.abs(x)  # |A||x| bounds every product's size
+    assert np.max(np.abs(model.matmat(x) - oracle @ x) / scale) <= 1e-12
+    assert np.max(np.abs(model.matvec(x[:, 0]) - oracle @ x[:, 0]) / scale[:, 0]) <= 1e-12
+    assert np.max(np.abs(model.rmatvec(y) - oracle.T @ y) / (np.abs(oracle.T) @ np.abs(y))) <= 1e-12
+    peak = oracle.max()
+    np.testing.assert_allclose(model.todense(), oracle, rtol=1e-13, atol=1e-14 * peak)
+    np.testing.assert_allclose(model.columns(np.array([0, n // 2, n - 1])), oracle[:, [0, n // 2, n - 1]],
+                               rtol=1e-13, atol=1e-14 * peak)
+    shifted = _heat_entries(n, m, 0.5 * t, sensor_shift=1)
+    assert np.max(np.abs(model.matmat(x) - shifted @ x) / scale) > 1e-6
+
+
+def test_heat_kernel_1d_keeps_the_dense_matrix_where_the_grid_is_not_shared():
+    """Coprime n and m (common grid n·m points) and small models keep the dense path."""
+    assert not heat_kernel_1d(401, 200, 0.05).matrix_free
+    assert not heat_kernel_1d(100, 50, 0.05).matrix_free
+    assert heat_kernel_1d(400, 200, 0.05).matrix_free
+
+
+def test_matrix_free_heat_kernel_1d_is_built_in_linear_memory():
+    """n = 128 000 sources, m = 64 000 sensors: the dense matrix would be 65.5 GB; the build allocates O(n)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        model = heat_kernel_1d(128_000, 64_000, 0.05)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert model.matrix_free
+    assert peak < 64 * 128_000 * 8  # a few vectors of length 2n, nowhere near m·n·8 bytes
+    y = model.matvec(np.eye(1, 128_000, 64_000).ravel())  # one column, against the formula
+    T = 0.025
+    want = np.exp(-((64_001 / 128_000 - np.arange(1, 64_001) / 64_000) ** 2) / (4 * T)) / math.sqrt(4 * math.pi * T)
+    assert np.max(np.abs(y - want)) <= 1e-12 * np.max(want)
+
+
+@pytest.mark.parametrize(("n", "m", "t"), [(400, 200, 0.05), (600, 200, 1e-4), (800, 100, 2e-6)])
+def test_matrix_free_heat_kernel_1d_adjacent_differences_match_mpmath(n, m, t):
+    """Δ2's column differences ‖A_i − A_{i+1}‖₂ on the FFT path against an oracle: each difference
+    g(i/n − j/m) − g((i+1)/n − j/m) in 40-digit mpmath (no cancellation), squares summed by math.fsum.
+    The maximum to 1e-14 relative (recomputed directly), every square to 1e-12 of the largest."""
+    import mpmath
+
+    mpmath.mp.dps = 40
+    model = heat_kernel_1d(n, m, t)
+    assert model.matrix_free
+    T = mpmath.mpf(t) / 2
+
+    def g(x):
+        return mpmath.exp(-(x**2) / (4 * T)) / mpmath.sqrt(4 * mpmath.pi * T)
+
+    L = math.lcm(n, m)  # i/n − j/m = (i·L/n − j·L/m)/L: one mpmath difference per integer offset
+    step = L // n
+    diff = {d: float(g(mpmath.mpf(d) / L) - g(mpmath.mpf(d + step) / L)) for d in range(-L, L + 1)}
+
+    def norm(i, k):  # ‖A_i − A_k‖₂ for 0-based columns via the differences of adjacent columns
+        return math.sqrt(math.fsum(math.fsum(diff[(c + 1) * step - (j + 1) * (L // m)] for c in range(i, k)) ** 2
+                                   for j in range(m)))
+
+    want = np.array([norm(i, i + 1) for i in range(n - 1)])
+    got = model.column_difference_norms(model.domain.neighbours())
+    assert abs(got.max() - want.max()) <= 1e-14 * want.max()
+    assert np.max(np.abs(got**2 - want**2)) <= 1e-12 * want.max() ** 2  # squares: the FFT's absolute error
+    some = np.array([[0, 1], [3, 7], [n - 2, n - 1]])  # any other pairs: directly from the columns
+    np.testing.assert_allclose(model.column_difference_norms(some), [norm(i, k) for i, k in some], rtol=1e-12)
 
 
 def test_kronecker_model_equals_dense_model_at_sensor_grid_points():

@@ -76,7 +76,7 @@ def test_bounds_other_than_unit_box_agree_with_cvxpy(paper_model):
 def test_plain_array_is_accepted(paper_model):
     f0 = sources(100, [49])
     y = paper_model.matvec(f0)
-    a = bpdn(paper_model.matrix, y, radius=0.01)
+    a = bpdn(paper_model.todense(), y, radius=0.01)
     b = bpdn(paper_model, y, radius=0.01)
     assert a.converged and b.converged
     assert a.objective == pytest.approx(b.objective, rel=1e-9)

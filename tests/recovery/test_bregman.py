@@ -38,7 +38,7 @@ def test_bregman_distance_to_truth_decreases(instance):
     """Theorem 8.4, second part, with J = ‖·‖₁ + box indicator and p^{t} = 2λ Mᵀ(p_prev − M f^t)."""
     model, f0, y, noise_norm = instance
     lam = 0.05
-    A = model.matrix
+    A = model.todense()
     dist = []
     f, p = np.zeros(100), y.copy()
     for t in range(1, 8):
@@ -60,9 +60,9 @@ def test_first_step_matches_cvxpy(instance):
     lam = 0.5
     res = bregman(model, y, lam=lam, iterations=1)
     f = cp.Variable(100)
-    prob = cp.Problem(cp.Minimize(cp.sum(f) + lam * cp.sum_squares(model.matrix @ f - y)), [f >= 0, f <= 1])
+    prob = cp.Problem(cp.Minimize(cp.sum(f) + lam * cp.sum_squares(model.todense() @ f - y)), [f >= 0, f <= 1])
     prob.solve(solver="CLARABEL")
-    ours = np.sum(res.x) + lam * np.sum((model.matrix @ res.x - y) ** 2)
+    ours = np.sum(res.x) + lam * np.sum((model.todense() @ res.x - y) ** 2)
     assert abs(ours - prob.value) <= 1e-6 * max(1.0, prob.value)
 
 

@@ -60,7 +60,7 @@ def test_heat1d_chebyshev_factors_match_the_dense_svd(n, m, t):
     """The structured path (never reads the matrix) against the dense matrix's exact SVD."""
     model = heat_kernel_1d(n, m, t)
     comp = compress(model)
-    dense = model.matrix
+    dense = model.todense()
     s = np.linalg.svd(dense, compute_uv=False)
     assert comp.rank == int(np.count_nonzero(s > 1e-13 * s[0]))
     np.testing.assert_allclose(comp.singular_values, s[: comp.rank], rtol=0, atol=1e-13 * s[0])  # Weyl: ± ‖E‖₂

@@ -70,8 +70,53 @@ def _axis_kernel(
     return gaussian_kernel_1d(diff_x - diff_y, T)
 
 
-class HeatKernel1D(DenseModel):
+#: The Toeplitz (FFT) path is used when the common grid of sources and sensors, ``lcm(n, m)`` points,
+#: has at most ``m n / 16`` points and the matrix would have at least ``_FFT_ENTRIES`` entries; otherwise
+#: (small models, or e.g. coprime ``n`` and ``m``) the matrix is stored.
+_GRID_FRACTION = 16
+_FFT_ENTRIES = 1 << 16
+#: Terms with ``d² / (4T) > 800`` underflow to exactly 0 in ``exp(−d²/(4T))`` (doubles stop near ``e^−745``).
+_UNDERFLOW = 800.0
+_EPS = float(np.finfo(float).eps)
+
+
+def _fft_size(length: int) -> int:
+    """The smallest ``2^a 3^b 5^c ≥ length`` (fast sizes for the FFT)."""
+    best, p5 = 1 << max(0, (length - 1).bit_length()), 1
+    while p5 < best:
+        p35 = p5
+        while p35 < best:
+            p = p35
+            while p < length:
+                p *= 2
+            best = min(best, p)
+            p35 *= 3
+        p5 *= 5
+    return best
+
+
+def _step_difference(d: NDArray[np.int64], a: int, T: float, grid: int) -> NDArray[np.float64]:
+    """``g(d/L) − g((d + a)/L)`` up to sign, without cancellation: the larger term times ``−expm1(·)``.
+
+    For ``2d + a > 0`` it is ``g(d/L) (1 − e^{−a(2d + a)/(4T L²)})``, else ``g((d + a)/L)`` times the
+    mirrored factor; both exponents are ≤ 0, so nothing overflows.
+    """
+    near = np.where(2 * d + a > 0, d, d + a)
+    scale = a * np.abs(2 * d + a).astype(float) / (4.0 * T * float(grid) ** 2)
+    out = gaussian_kernel_1d(near / float(grid), T)
+    out *= -np.expm1(-scale)
+    return out
+
+
+class HeatKernel1D(LinearModel):
     """The 1-D heat-kernel matrix of Gilbert & McMillan: ``A[j, i] = g(i/n − j/m)`` with ``T = μ t``.
+
+    Matrix-free when sources and sensors share a fine common grid: with ``L = lcm(n, m)``, source
+    ``i`` sits at grid point ``i m/gcd`` and sensor ``j`` at ``j n/gcd`` of the grid of step ``1/L``,
+    so ``A`` is a row/column selection of the symmetric Toeplitz matrix ``g((p − q)/L)``, applied by
+    circulant embedding and the FFT in ``O(L log L)`` time and ``O(L)`` memory; the ``m × n`` matrix is
+    never formed (building costs one FFT of the kernel). Small models (fewer than ``2¹⁶`` entries) and
+    those with ``L > m n / 16`` (e.g. coprime ``n`` and ``m``) store the dense matrix instead.
 
     Examples
     --------
@@ -85,15 +130,139 @@ class HeatKernel1D(DenseModel):
     [0.25, 0.5, 0.75, 1.0]
     >>> bool(np.allclose(A.matvec(np.eye(8)[2]), A.todense()[:, 2]))
     True
+
+    At ``n = 20 000`` sources and ``m = 10 000`` sensors the operator holds ``O(n)`` numbers, not ``2·10⁸``:
+
+    >>> big = heat_kernel_1d(20_000, 10_000, 0.1)
+    >>> big.matrix_free, big.matvec(np.ones(20_000)).shape
+    (True, (10000,))
     """
 
     def __init__(self, *, n: int, m: int, t: float, mu: float) -> None:
         self.n, self.m, self.t, self.mu = n, m, t, mu
         self.T = mu * t
-        domain = Line(n)
+        domain = self._line = Line(n)
         sensors = np.arange(1, m + 1, dtype=float) / m
-        matrix = gaussian_kernel_1d(sensors[:, None] - domain.points()[None, :], self.T)
-        super().__init__(matrix, domain=domain, sensor_positions=sensors)
+        super().__init__(shape=(m, n), domain=domain, sensor_positions=sensors)
+        common = math.gcd(n, m)
+        self._grid = n // common * m  # L = lcm(n, m)
+        self._a, self._b = m // common, n // common  # source i at grid point i·a, sensor j at j·b (step 1/L)
+        self._dense: DenseModel | None = None
+        self._spectrum: NDArray[np.complex128] | None = None
+        self._size = 0
+        if m * n >= _FFT_ENTRIES and _GRID_FRACTION * self._grid <= m * n:
+            self._size = _fft_size(2 * self._grid - 1)  # no wrap-around for offsets in (−L, L)
+            kernel = gaussian_kernel_1d(np.arange(self._grid, dtype=float) / self._grid, self.T)
+            self._spectrum = np.fft.rfft(self._circulant(kernel))
+        else:
+            self._dense = DenseModel(self._dense_matrix(), domain=domain, sensor_positions=sensors)
+
+    @property
+    def matrix_free(self) -> bool:
+        """Whether the operator is applied by the FFT (``True``) or holds the dense matrix."""
+        return self._dense is None
+
+    def _circulant(self, kernel: NDArray[np.float64], negative: NDArray[np.float64] | None = None
+                   ) -> NDArray[np.float64]:
+        """First column of the circulant: ``kernel[d]`` at ``d ≥ 0``, ``negative[d]`` (default ``kernel``) at ``−d``."""
+        col = np.zeros(self._size)
+        col[: self._grid] = kernel
+        back = kernel if negative is None else negative
+        col[self._size - self._grid + 1 :] = back[1:][::-1]
+        return col
+
+    def _convolve(self, values: NDArray[np.float64], step_in: int, count_in: int, step_out: int, count_out: int,
+                  spectrum: NDArray[np.complex128]) -> NDArray[np.float64]:
+        """Place ``values`` at grid points ``k·step_in`` (``k = 1..count_in``), convolve, read ``k·step_out``."""
+        u = np.zeros((*values.shape[:-1], self._size))
+        u[..., step_in - 1 : step_in * count_in : step_in] = values
+        w = np.fft.irfft(np.fft.rfft(u) * spectrum, self._size)
+        return np.ascontiguousarray(w[..., step_out - 1 : step_out * count_out : step_out])
+
+    def _dense_matrix(self) -> NDArray[np.float64]:
+        m, n = self.shape
+        check_memory(f"the dense {m}x{n} heat kernel (m={m} sensors, n={n} sources)", 3 * 8 * m * n,
+                     hint="use fewer sources or sensors")  # the matrix and two temporaries of its size
+        return gaussian_kernel_1d(np.asarray(self.sensor_positions)[:, None] - self._line.points()[None, :], self.T)
+
+    def _matvec(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
+        if self._dense is not None:
+            return self._dense.matvec(x)
+        assert self._spectrum is not None
+        return self._convolve(x, self._a, self.n, self._b, self.m, self._spectrum)
+
+    def _rmatvec(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
+        if self._dense is not None:
+            return self._dense.rmatvec(y)
+        assert self._spectrum is not None
+        return self._convolve(y, self._b, self.m, self._a, self.n, self._spectrum)  # g is even: Aᵀ is the same kernel
+
+    def matmat(self, x: ArrayLike) -> NDArray[np.float64]:
+        if self._dense is not None:
+            return self._dense.matmat(x)
+        assert self._spectrum is not None
+        arr = check_array("X", x, shape=(self.n, None))
+        return np.asarray(self._convolve(arr.T, self._a, self.n, self._b, self.m, self._spectrum).T)
+
+    def columns(self, index: NDArray[np.intp]) -> NDArray[np.float64]:
+        """Columns ``A[:, index]`` evaluated directly (the same numbers as the dense matrix)."""
+        if self._dense is not None:
+            return self._dense.columns(index)
+        points = self._line.points()[np.asarray(index)]
+        return gaussian_kernel_1d(np.asarray(self.sensor_positions)[:, None] - points[None, :], self.T)
+
+    def column_difference_norms(self, pairs: NDArray[np.intp], *, chunk: int = 4096) -> NDArray[np.float64]:
+        """``‖A_i − A_j‖₂`` per pair; adjacent pairs ``(i, i+1)`` of the whole line in ``O(L log L)``.
+
+        For the run of all adjacent pairs, ``‖A_i − A_{i+1}‖₂² = Σ_q E(p_i − q)`` over the sensors' grid
+        points ``q``, with ``E(d) = (g(d/L) − g((d + a)/L))²`` evaluated without cancellation
+        (:func:`_step_difference`): a convolution, computed by the FFT. Its rounding error is at most
+        ``β = 64 ε log₂N · max(‖s‖₂‖E‖₁, ‖s‖₁‖E‖₂)`` per entry (``s`` the sensors' indicator; Higham,
+        *Accuracy and Stability of Numerical Algorithms*, Thm 24.2, applied to the three transforms,
+        with a factor 2 to spare), so every pair within ``2β`` of the largest is recomputed directly
+        from its sensors: the maximum (Δ2) is exact, the other entries' squares carry at most ``β``.
+        """
+        pairs = np.asarray(pairs, dtype=np.intp).reshape(-1, 2)
+        if self._dense is not None:
+            return self._dense.column_difference_norms(pairs, chunk=chunk)
+        n = self.n
+        if not (len(pairs) == n - 1 and np.array_equal(pairs[:, 0], np.arange(n - 1))
+                and np.array_equal(pairs[:, 1], pairs[:, 0] + 1)):
+            return super().column_difference_norms(pairs, chunk=chunk)
+        L, a, b = self._grid, self._a, self._b
+        offsets = np.arange(L, dtype=np.int64)
+        ahead, behind = _step_difference(offsets, a, self.T, L) ** 2, _step_difference(-offsets, a, self.T, L) ** 2
+        spectrum = np.fft.rfft(self._circulant(ahead, behind))
+        sums = self._convolve(np.ones(self.m), b, self.m, a, n - 1, spectrum)  # Σ_q E(p_i − q), i = 1..n−1
+        log_n = math.log2(self._size)
+        e_one = float(np.sum(ahead) + np.sum(behind[1:]))
+        e_two = float(np.sqrt(np.sum(ahead**2) + np.sum(behind[1:] ** 2)))
+        beta = 64.0 * _EPS * log_n * max(math.sqrt(self.m) * e_one, self.m * e_two)
+        top = np.flatnonzero(sums >= float(np.max(sums)) - 2.0 * beta)
+        sums = np.maximum(sums, 0.0)
+        sums[top] = self._direct_difference_sums(top, chunk=chunk)
+        return np.sqrt(sums)
+
+    def _direct_difference_sums(self, index: NDArray[np.intp], *, chunk: int) -> NDArray[np.float64]:
+        """``Σ_q E(p_i − q)`` for pairs ``(i, i+1)``, ``i`` in ``index`` (0-based), over the sensors where
+        ``E`` does not underflow to 0 (the others contribute exactly 0)."""
+        L, a, b = self._grid, self._a, self._b
+        reach = min(L, math.ceil(L * math.sqrt(4.0 * _UNDERFLOW * self.T)) + a)
+        width = min(self.m, 2 * (reach // b) + 3)
+        p = (index.astype(np.int64) + 1) * a
+        first = np.clip((p - reach) // b, 1, max(1, self.m - width + 1))
+        out = np.empty(len(index))
+        rows = max(1, (1 << 20) // width)
+        for start in range(0, len(index), rows):
+            j = first[start : start + rows, None] + np.arange(width, dtype=np.int64)[None, :]
+            terms = _step_difference(p[start : start + rows, None] - j * b, a, self.T, L) ** 2
+            out[start : start + rows] = np.sum(terms, axis=1)
+        return out
+
+    def todense(self) -> NDArray[np.float64]:
+        if self._dense is not None:
+            return self._dense.todense()
+        return self._dense_matrix()
 
     def __repr__(self) -> str:
         return f"HeatKernel1D(n={self.n}, m={self.m}, t={self.t:g}, mu={self.mu:g})"
@@ -104,7 +273,9 @@ def heat_kernel_1d(n: int, m: int, t: float, *, mu: float = 0.5) -> HeatKernel1D
 
     Sources sit at ``i/n`` (``i = 1..n``), sensors at ``j/m`` (``j = 1..m``) and the readings are
     ``y = A f`` with ``A[j, i] = g(i/n − j/m)``, ``g(x) = exp(−x²/(4T))/√(4πT)``, ``T = μ t``
-    (heat equation on the whole real line, no boundary).
+    (heat equation on the whole real line, no boundary). The operator is matrix-free (Toeplitz,
+    applied by the FFT) when ``lcm(n, m) ≤ m n / 16`` and ``m n ≥ 2¹⁶``, as for ``m = n/2`` with even
+    ``n ≥ 364``; see :class:`HeatKernel1D`.
 
     Parameters
     ----------
@@ -122,8 +293,6 @@ def heat_kernel_1d(n: int, m: int, t: float, *, mu: float = 0.5) -> HeatKernel1D
     (50, 100)
     """
     n, m = check_int("n", n, minimum=1), check_int("m", m, minimum=1)
-    check_memory(f"the dense {m}x{n} heat kernel (m={m} sensors, n={n} sources)", 3 * 8 * m * n,
-                 hint="use fewer sources or sensors")  # the matrix and two temporaries of its size
     return HeatKernel1D(
         n=n,
         m=m,

@@ -433,7 +433,7 @@ def compress(model: LinearModel, *, rtol: float = DEFAULT_RTOL) -> CompressedMod
     if isinstance(model, HeatKernel1D):
         result = _heat1d_svd(model, rtol)
         if result is None:
-            result = _dense_svd(model.matrix, rtol)
+            result = _dense_svd(model.todense(), rtol)
     elif key[0] == "kron":
         assert isinstance(model, KroneckerHeatKernel2D)
         result = _kronecker_svd(*model.factors, rtol)
