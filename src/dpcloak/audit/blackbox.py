@@ -277,7 +277,8 @@ def _draw(mechanism: Mechanism, database: Any, size: int, rng: np.random.Generat
         out = np.asarray(mechanism(database, rng, size))
         if out.shape[:1] != (size,):
             raise InvalidParameterError(
-                f"a vectorized mechanism asked for {size} outputs returned an array of shape {out.shape}"
+                f"a vectorized mechanism asked for {size} outputs returned an array of shape {out.shape}",
+                parameter="mechanism", got=tuple(out.shape)
             )
     else:
         out = np.asarray([mechanism(database, rng) for _ in range(size)])
@@ -303,7 +304,8 @@ class _Scalarizer:
             z = np.asarray(self.feature(values), dtype=float).reshape(-1)
             if z.shape != (values.shape[0],):
                 raise InvalidParameterError(
-                    f"feature must map {values.shape[0]} outputs to {values.shape[0]} numbers, got shape {z.shape}"
+                    f"feature must map {values.shape[0]} outputs to {values.shape[0]} numbers, got shape {z.shape}",
+                    parameter="feature", got=tuple(z.shape)
                 )
             return z
         if values.shape[1] == 1:

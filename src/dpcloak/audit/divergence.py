@@ -109,7 +109,8 @@ def check_pair(P: ArrayLike, Q: ArrayLike) -> tuple[NDArray[np.float64], NDArray
     q = check_distribution("Q", Q)
     if p.shape != q.shape:
         raise InvalidParameterError(
-            f"P and Q must be distributions on the same support; got lengths {p.size} and {q.size}"
+            f"P and Q must be distributions on the same support; got lengths {p.size} and {q.size}",
+            parameter="Q", allowed=f"length {p.size}", got=q.size
         )
     return p, q
 

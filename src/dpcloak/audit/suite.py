@@ -474,7 +474,8 @@ def _privatizer_cases() -> list[SuiteCase]:
 
     def projected_mean(source: int, binning: Binning) -> float:
         if binning.direction is None:  # the harness projects vector outputs unless given a feature
-            raise InvalidParameterError("the privatizer audit needs the harness's projection direction")
+            raise InvalidParameterError("the privatizer audit needs the harness's projection direction",
+                                        parameter="harness")
         return float(readings[source] @ binning.direction)
 
     sigma = good.mechanism.sigma

@@ -165,7 +165,8 @@ def _resolve(
 ) -> tuple[float, float]:
     """``(alpha, λ)`` from exactly one of ``alpha`` and ``budget``."""
     if (alpha is None) == (budget is None):
-        raise InvalidParameterError("give exactly one of alpha (accuracy) and budget (expected queries per database)")
+        raise InvalidParameterError("give exactly one of alpha (accuracy) and budget (expected queries per database)",
+                                    parameter="alpha", allowed="exactly one of alpha and budget")
     if alpha is not None:
         a = check_real("alpha", alpha, low=0.0, high=alpha_high, high_inclusive=True)
         return a, lam_of_alpha(a)
@@ -190,16 +191,19 @@ def poissonised_counts(sampler: Sampler, lam: float, n: int, rng: np.random.Gene
     r = int(rng.poisson(lam))
     raw = np.asarray(sampler(r, rng))
     if raw.shape != (r,):
-        raise InvalidParameterError(f"a sampler asked for {r} outcomes returned an array of shape {raw.shape}")
+        raise InvalidParameterError(f"a sampler asked for {r} outcomes returned an array of shape {raw.shape}",
+                                    parameter="sampler", got=tuple(raw.shape))
     if r == 0:
         return np.zeros(n, dtype=np.int64), 0
     if not np.issubdtype(raw.dtype, np.integer):
         if not np.all(np.isfinite(raw)) or np.any(raw != np.round(raw)):
-            raise InvalidParameterError("a sampler must return integer outcome indices")
+            raise InvalidParameterError("a sampler must return integer outcome indices",
+                                        parameter="sampler", allowed="integer outcome indices")
         raw = raw.astype(np.int64)
     if raw.min() < 0 or raw.max() >= n:
         raise InvalidParameterError(
-            f"a sampler returned outcomes in [{int(raw.min())}, {int(raw.max())}], outside the support [0, {n - 1}]"
+            f"a sampler returned outcomes in [{int(raw.min())}, {int(raw.max())}], outside the support [0, {n - 1}]",
+            parameter="sampler", allowed=f"[0, {n - 1}]", got=(int(raw.min()), int(raw.max()))
         )
     return np.bincount(raw, minlength=n).astype(np.int64), r
 
@@ -346,7 +350,8 @@ def adp_tester(
         raise InvalidParameterError(
             f"{given}: the test would only detect delta_eps >= delta + 2 alpha = {dlt + 2 * a:.4g}, but delta_eps "
             f"never exceeds 1, so it would accept without evidence; alpha must be < (1 - delta)/2 = "
-            f"{(1 - dlt) / 2:.4g}, i.e. budget > {scale / ((1 - dlt) / 2) ** 2:.4g} queries per database"
+            f"{(1 - dlt) / 2:.4g}, i.e. budget > {scale / ((1 - dlt) / 2) ** 2:.4g} queries per database",
+            parameter="alpha" if budget is None else "budget", allowed=f"alpha < {(1 - dlt) / 2:.4g}", got=a
         )
     gen = as_generator(rng)
     x, r0 = poissonised_counts(sampler0, lam, n, gen)

@@ -110,9 +110,9 @@ def _fail(message: str, *, code: int = 2) -> NoReturn:
 def _check_options(kwargs: dict[str, Any]) -> None:
     for name, value in kwargs.items():
         if isinstance(value, float) and math.isnan(value):
-            raise InvalidParameterError(f"{flag(name)} must be a number, got nan")
+            raise InvalidParameterError(f"{flag(name)} must be a number, got nan", parameter=flag(name))
         if name == "seed" and isinstance(value, int) and value < 0:
-            raise InvalidParameterError(f"--seed must be a non-negative integer, got {value}")
+            raise InvalidParameterError(f"--seed must be a non-negative integer, got {value}", parameter="--seed")
 
 
 def user_message(exc: DpcloakError, kwargs: dict[str, Any], names: dict[str, str] | None = None) -> str:
@@ -187,14 +187,14 @@ def check_input_file(option: str, path: str | Path) -> Path:
     """``path`` as a readable file, or a one-line refusal naming ``option``."""
     p = Path(path)
     if not p.exists():
-        raise InvalidParameterError(f"{option} {p}: no such file")
+        raise InvalidParameterError(f"{option} {p}: no such file", parameter=option)
     if p.is_dir():
-        raise InvalidParameterError(f"{option} {p}: is a directory, expected a file")
+        raise InvalidParameterError(f"{option} {p}: is a directory, expected a file", parameter=option)
     try:
         with p.open("rb") as fh:
             fh.read(1)
     except OSError as exc:
-        raise InvalidParameterError(f"{option} {p}: cannot be read ({exc.strerror or exc})") from None
+        raise InvalidParameterError(f"{option} {p}: cannot be read ({exc.strerror or exc})", parameter=option) from None
     return p
 
 
@@ -211,9 +211,9 @@ def check_output_file(option: str, path: str | Path, *, suffixes: tuple[str, ...
     p = Path(path)
     if suffixes and p.suffix.lower() not in suffixes:
         raise InvalidParameterError(f"{option} {p}: unsupported extension {p.suffix or '(none)'!r}; use "
-                                    f"{', '.join(suffixes)}")
+                                    f"{', '.join(suffixes)}", parameter=option)
     if p.is_dir():
-        raise InvalidParameterError(f"{option} {p}: is a directory; give a file name")
+        raise InvalidParameterError(f"{option} {p}: is a directory; give a file name", parameter=option)
     _check_writable_dir(option, p.parent if str(p.parent) else Path("."), p)
     return p
 
@@ -222,21 +222,21 @@ def check_output_dir(option: str, path: str | Path) -> Path:
     """``path`` as a directory that exists or can be created, or a refusal naming ``option``."""
     p = Path(path)
     if p.exists() and not p.is_dir():
-        raise InvalidParameterError(f"{option} {p}: exists and is not a directory")
+        raise InvalidParameterError(f"{option} {p}: exists and is not a directory", parameter=option)
     existing = p
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
     if not existing.is_dir():
-        raise InvalidParameterError(f"{option} {p}: {existing} is not a directory")
+        raise InvalidParameterError(f"{option} {p}: {existing} is not a directory", parameter=option)
     _check_writable_dir(option, existing, p)
     return p
 
 
 def _check_writable_dir(option: str, directory: Path, target: Path) -> None:
     if not directory.exists():
-        raise InvalidParameterError(f"{option} {target}: directory {directory} does not exist")
+        raise InvalidParameterError(f"{option} {target}: directory {directory} does not exist", parameter=option)
     if not directory.is_dir():
-        raise InvalidParameterError(f"{option} {target}: {directory} is not a directory")
+        raise InvalidParameterError(f"{option} {target}: {directory} is not a directory", parameter=option)
     try:
         import tempfile
 
@@ -244,7 +244,7 @@ def _check_writable_dir(option: str, directory: Path, target: Path) -> None:
             pass
     except OSError as exc:
         raise InvalidParameterError(f"{option} {target}: cannot write in {directory} "
-                                    f"({exc.strerror or exc})") from None
+                                    f"({exc.strerror or exc})", parameter=option) from None
 
 
 def show_progress(quiet: bool) -> bool:
@@ -285,9 +285,10 @@ def build_graph(kind: str, nodes: int, *, p_in: float, p_out: float, seed: int) 
     import networkx as nx
 
     if kind not in GRAPH_KINDS:
-        raise InvalidParameterError(f"--graph must be one of {', '.join(GRAPH_KINDS)}, got {kind!r}")
+        raise InvalidParameterError(f"--graph must be one of {', '.join(GRAPH_KINDS)}, got {kind!r}",
+                                    parameter="--graph")
     if nodes < 2:
-        raise InvalidParameterError(f"--nodes must be an integer >= 2, got {nodes}")
+        raise InvalidParameterError(f"--nodes must be an integer >= 2, got {nodes}", parameter="--nodes")
     from dpcloak._validation import check_memory
 
     edges = {"complete": nodes * (nodes - 1) / 2, "star": nodes - 1, "path": nodes - 1}.get(
@@ -303,7 +304,7 @@ def build_graph(kind: str, nodes: int, *, p_in: float, p_out: float, seed: int) 
         return nx.path_graph(nodes)
     for name, p in (("--p-in", p_in), ("--p-out", p_out)):
         if not 0.0 <= p <= 1.0:
-            raise InvalidParameterError(f"{name} must lie in [0, 1], got {p:g}")
+            raise InvalidParameterError(f"{name} must lie in [0, 1], got {p:g}", parameter=name)
     sizes = [nodes // 2, nodes - nodes // 2]
     return nx.stochastic_block_model(sizes, [[p_in, p_out], [p_out, p_in]], seed=seed)
 
@@ -337,7 +338,8 @@ def build_synthetic_model(
 
         g = build_graph(graph, nodes, p_in=p_in, p_out=p_out, seed=seed)
         return graph_diffusion(g, tau), f"graph diffusion exp(-tau L), {graph} graph, {nodes} nodes, tau={tau:g}"
-    raise InvalidParameterError(f"--model must be one of {', '.join(SYNTHETIC_MODELS)}, got {model!r}")
+    raise InvalidParameterError(f"--model must be one of {', '.join(SYNTHETIC_MODELS)}, got {model!r}",
+                                parameter="--model")
 
 
 @dataclass(frozen=True)

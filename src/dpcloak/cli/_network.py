@@ -71,10 +71,12 @@ class NetworkCli:
 
         if self.relation == "add-remove":
             if alpha is not None:
-                raise InvalidParameterError("--alpha is for the move relations; --relation add-remove takes none")
+                raise InvalidParameterError("--alpha is for the move relations; --relation add-remove takes none",
+                                            parameter="--alpha")
             return Relation("add-remove")
         if alpha is None:
-            raise InvalidParameterError(f"--relation {self.relation} needs --alpha (with --unit m or hops)")
+            raise InvalidParameterError(f"--relation {self.relation} needs --alpha (with --unit m or hops)",
+                                        parameter="--relation")
         return Relation(self.relation, alpha, self.unit)
 
     def layout(self) -> SensorLayout:
@@ -82,25 +84,27 @@ class NetworkCli:
         from dpcloak.sensors import read_sensors_csv
 
         if self.sensors is None:
-            raise InvalidParameterError("give --sensors (a CSV of lon/lat or x/y) or --config (a saved network)")
+            raise InvalidParameterError("give --sensors (a CSV of lon/lat or x/y) or --config (a saved network)",
+                                        parameter="--sensors")
         layout = read_sensors_csv(self.sensors, colocated=self.colocated)  # the file's errors name it and the line
         given = self.k != NetworkCli.k  # the default adapts to a small network; a given --k must fit it
         if self.network_model == "graph" and self.graph_method == "knn" and (
                 self.k < 1 or (given and self.k >= layout.n_sites)):
             raise InvalidParameterError(f"--k must lie in [1, {layout.n_sites - 1}] (neighbours among the "
-                                        f"{layout.n_sites} sensor sites), got {self.k}")
+                                        f"{layout.n_sites} sensor sites), got {self.k}", parameter="--k")
         return layout
 
     def _check_exclusive(self, alpha: float | None) -> None:
         if self.config is not None and self.sensors is not None:
-            raise InvalidParameterError("give either --config or --sensors, not both")
+            raise InvalidParameterError("give either --config or --sensors, not both", parameter="--config")
         if alpha is not None and self.config is not None:
-            raise InvalidParameterError("--config fixes the relation; remove --alpha")
+            raise InvalidParameterError("--config fixes the relation; remove --alpha", parameter="--config")
         if self.config is not None:
             own = [f.name for f in fields(self) if f.name != "config" and getattr(self, f.name) != f.default]
             if own:
                 names = ", ".join("--" + n.replace("_", "-") for n in own)
-                raise InvalidParameterError(f"--config fixes the whole network; remove {names}")
+                raise InvalidParameterError(f"--config fixes the whole network; remove {names}",
+                                            parameter="--config")
 
     def model_and_relation(self, alpha: float | None) -> tuple[LinearModel, Relation, str]:
         """Model, relation and a one-line description, without a mechanism (for ``sensitivity``)."""
@@ -120,7 +124,8 @@ class NetworkCli:
         from dpcloak.sensors import build_model
 
         if self.measurement != "field":
-            raise InvalidParameterError("--measurement counts has no model: its sensitivity is --max-count-per-person")
+            raise InvalidParameterError("--measurement counts has no model: its sensitivity is --max-count-per-person",
+                                        parameter="--measurement")
         layout = self.layout()
         return build_model(layout.positions, self._spec()), self._relation(alpha), self._describe(layout.n_sites)
 
@@ -129,7 +134,7 @@ class NetworkCli:
 
         if self.diffusion is None:
             raise InvalidParameterError("--diffusion (m²) is required with --sensors: heat spreads about "
-                                        "sqrt(2 x diffusion) metres")
+                                        "sqrt(2 x diffusion) metres", parameter="--diffusion")
         return ModelSpec(kind=self.network_model, diffusion=self.diffusion, graph=self.graph_method, k=self.k,
                          sources=self.sources, spacing=self.spacing, margin=self.margin,
                          diffusion_range=self._range())
@@ -161,13 +166,14 @@ class NetworkCli:
         self._check_exclusive(alpha)
         if self.config is not None:
             if epsilon is not None or delta is not None:
-                raise InvalidParameterError("--config fixes epsilon and delta; remove --epsilon/--delta")
+                raise InvalidParameterError("--config fixes epsilon and delta; remove --epsilon/--delta",
+                                            parameter="--config")
             return SensorNetwork.load(self.config)
         if epsilon is None or delta is None:
-            raise InvalidParameterError("--epsilon and --delta are required with --sensors")
+            raise InvalidParameterError("--epsilon and --delta are required with --sensors", parameter="--epsilon")
         if self.budget_epsilon is None or self.budget_delta is None:
             raise InvalidParameterError("--budget-epsilon and --budget-delta are required with --sensors: the total "
-                                        "privacy the network may spend")
+                                        "privacy the network may spend", parameter="--budget-epsilon")
         common: dict[str, Any] = {
             "sensors": self.layout(), "epsilon": epsilon, "delta": delta, "reading_unit": self.reading_unit,
             "budget": (self.budget_epsilon, self.budget_delta), "reading_range": (0.0, self.reading_max)}
@@ -182,7 +188,8 @@ class NetworkCli:
             return SensorNetwork.from_coordinates(measurement="counts",
                                                   max_count_per_person=self.max_count_per_person, **common)
         if self.measurement != "field":
-            raise InvalidParameterError(f"--measurement must be counts or field, got {self.measurement!r}")
+            raise InvalidParameterError(f"--measurement must be counts or field, got {self.measurement!r}",
+                                        parameter="--measurement")
         return SensorNetwork.from_coordinates(
             relation=self._relation(alpha), model=self.network_model, diffusion=self._spec().diffusion,
             diffusion_range=self._spec().diffusion_range,

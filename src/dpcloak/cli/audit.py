@@ -72,13 +72,14 @@ def audit(
     Exit status 0 if every shipped mechanism is ACCEPTED and every broken variant REJECTED, 1 otherwise.
     """
     if seed < 0:
-        raise InvalidParameterError(f"--seed must be a non-negative integer, got {seed}")
+        raise InvalidParameterError(f"--seed must be a non-negative integer, got {seed}", parameter="--seed")
     from dpcloak.audit.suite import run_suite
 
     with progress_bar(show_progress(quiet), "auditing") as progress:
         report = run_suite(rng=seed, select=select or None, progress=progress)
     if not report.rows and not report.errors:
-        raise InvalidParameterError(f"--select {select!r} matched no mechanism of the audit suite")
+        raise InvalidParameterError(f"--select {select!r} matched no mechanism of the audit suite",
+                                    parameter="--select")
     if as_json:
         emit_json({
             "seed": report.seed,

@@ -76,12 +76,12 @@ def calibrate(
     if network.given:
         if spec != SyntheticModel() or calibration is not None:
             raise InvalidParameterError("--model, its options and --calibration are for synthetic models; a network "
-                                        "uses the exact discrete Gaussian")
+                                        "uses the exact discrete Gaussian", parameter="--model")
         _network_calibration(network, alpha=alpha, epsilon=epsilon, delta=delta, periods=periods, as_json=as_json)
         return
     network.require_absent()
     if periods != 24:
-        raise InvalidParameterError("--periods is for a network (--sensors or --config)")
+        raise InvalidParameterError("--periods is for a network (--sensors or --config)", parameter="--periods")
     from rich.table import Table
 
     from dpcloak._validation import check_choice

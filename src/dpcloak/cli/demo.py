@@ -55,7 +55,7 @@ def demo(
 ) -> None:
     """Gilbert & McMillan's default pipeline: model → Δ2 → σ → private readings → BPDN → EMD, plus a plot."""
     if not 0.0 < source <= 1.0:
-        raise InvalidParameterError(f"--source must lie in (0, 1], got {source:g}")
+        raise InvalidParameterError(f"--source must lie in (0, 1], got {source:g}", parameter="--source")
     directory = Path(out) if out is not None else Path(tempfile.gettempdir()) / "dpcloak-demo"
     check_output_dir("--out", directory)
     steps = ("forward model", "sensitivity", "private readings", "recovery", "plot")

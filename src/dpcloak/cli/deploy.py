@@ -64,20 +64,22 @@ def init(
     check_output_dir("DIRECTORY", directory)
     for name, value in (("--width", width), ("--height", height)):
         if not (math.isfinite(value) and value > 0):
-            raise InvalidParameterError(f"{name} must be a positive number of metres, got {value:g}")
+            raise InvalidParameterError(f"{name} must be a positive number of metres, got {value:g}", parameter=name)
     for name, count in (("--sensor-cols", sensor_cols), ("--sensor-rows", sensor_rows)):
         if count < 1:
-            raise InvalidParameterError(f"{name} must be a positive integer, got {count}")
+            raise InvalidParameterError(f"{name} must be a positive integer, got {count}", parameter=name)
     for name, value in (("--budget-epsilon", budget_epsilon), ("--budget-delta", budget_delta)):
         if not math.isfinite(value):
-            raise InvalidParameterError(f"{name} must be a finite number, got {value:g}")
+            raise InvalidParameterError(f"{name} must be a finite number, got {value:g}", parameter=name)
     from dpcloak.service import _network
     from dpcloak.service.config import Deployment, write_deployment
 
     if reading_max is not None and not (math.isfinite(reading_max) and reading_max > 0):
-        raise InvalidParameterError(f"--reading-max must be a positive number, got {reading_max:g}")
+        raise InvalidParameterError(f"--reading-max must be a positive number, got {reading_max:g}",
+                                    parameter="--reading-max")
     if max_occupancy is not None and max_occupancy < 1:
-        raise InvalidParameterError(f"--max-occupancy must be a positive integer, got {max_occupancy}")
+        raise InvalidParameterError(f"--max-occupancy must be a positive integer, got {max_occupancy}",
+                                    parameter="--max-occupancy")
     if network is not None:
         net = SensorNetwork.load(Path(network))
         if reading_max is None and net.reading_range[1] is None:

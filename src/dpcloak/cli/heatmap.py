@@ -33,11 +33,12 @@ if TYPE_CHECKING:
 def _numbers(option: str, text: str, count: int, form: str) -> tuple[float, ...]:
     parts = text.split(",")
     if len(parts) != count:
-        raise InvalidParameterError(f"{option} must be '{form}', got {text!r}")
+        raise InvalidParameterError(f"{option} must be '{form}', got {text!r}", parameter=option)
     try:
         return tuple(float(p) for p in parts)
     except ValueError:
-        raise InvalidParameterError(f"{option} must hold {count} numbers '{form}', got {text!r}") from None
+        raise InvalidParameterError(f"{option} must hold {count} numbers '{form}', got {text!r}",
+                                    parameter=option) from None
 
 
 def _extent(bbox: str | None, centre: str | None, size: float | None, metres_box: str | None) -> Extent | None:
@@ -48,7 +49,7 @@ def _extent(bbox: str | None, centre: str | None, size: float | None, metres_box
     if len(given) > 1:
         raise InvalidParameterError(f"give one extent, got {' and '.join(given)}")
     if (centre is None) != (size is None):
-        raise InvalidParameterError("--centre lon,lat and --size METRES go together")
+        raise InvalidParameterError("--centre lon,lat and --size METRES go together", parameter="--centre")
     if bbox is not None:
         return Extent.lonlat_box(*_numbers("--bbox", bbox, 4, "lon_min,lat_min,lon_max,lat_max"))
     if centre is not None and size is not None:
@@ -69,7 +70,7 @@ def _check_files(points: str, outputs: dict[str, tuple[str | None, tuple[str, ..
     suffix = Path(points).suffix.lower()
     if suffix not in POINT_SUFFIXES:
         raise InvalidParameterError(f"POINTS {points}: unsupported extension {suffix or '(none)'!r}; give a .csv, "
-                                    ".csv.gz or .parquet file")
+                                    ".csv.gz or .parquet file", parameter="POINTS")
     check_text_file("POINTS", points) if suffix == ".csv" else check_input_file("POINTS", points)
     for option, (path, suffixes) in outputs.items():
         if path is not None:
@@ -83,11 +84,12 @@ def _check_used(method: str, *, w: int | None, gamma: float, top_percent: float 
     if method != "pyramid" and unused:
         raise InvalidParameterError(f"{' and '.join(unused)}: only for --method pyramid, not {method}")
     if method != "laplace" and top_percent is not None:
-        raise InvalidParameterError(f"--top-percent: only for --method laplace, not {method}")
+        raise InvalidParameterError(f"--top-percent: only for --method laplace, not {method}",
+                                    parameter="--top-percent")
     if out is None and units != "m":
-        raise InvalidParameterError("--units: only for the picture; give --out FILE.png")
+        raise InvalidParameterError("--units: only for the picture; give --out FILE.png", parameter="--units")
     if out is None and not evaluate and sigma != DEFAULT_SIGMA:
-        raise InvalidParameterError("--sigma: only for the picture (--out) or --evaluate")
+        raise InvalidParameterError("--sigma: only for the picture (--out) or --evaluate", parameter="--sigma")
 
 
 def _check_memory(resolution: int) -> None:
@@ -153,7 +155,8 @@ def heatmap(
         from dpcloak.heatmaps.api import METHODS
 
         if method not in METHODS:
-            raise InvalidParameterError(f"--method must be one of {', '.join(METHODS)}, got {method!r}")
+            raise InvalidParameterError(f"--method must be one of {', '.join(METHODS)}, got {method!r}",
+                                        parameter="--method")
         ext, cols = _check(points, epsilon=epsilon, resolution=resolution, bbox=bbox, centre=centre, size=size,
                            metres_box=metres_box, xy=xy, method=method, w=w, gamma=gamma, top_percent=top_percent,
                            out=out, units=units, sigma=sigma, csv=csv, geojson=geojson, npy=npy, noise=noise,
@@ -181,18 +184,20 @@ def _check(points: str, *, epsilon: float, resolution: int, bbox: str | None, ce
     _check_used(method, w=w, gamma=gamma, top_percent=top_percent, out=out, evaluate=evaluate, units=units,
                 sigma=sigma)
     if not sigma > 0:
-        raise InvalidParameterError(f"--sigma must be > 0, got {sigma:g}")
+        raise InvalidParameterError(f"--sigma must be > 0, got {sigma:g}", parameter="--sigma")
     _check_files(points, {"--out": (out, PICTURE_SUFFIXES), "--csv": (csv, (".csv",)),
                           "--geojson": (geojson, (".geojson", ".json")), "--npy": (npy, (".npy",))})
     _check_memory(resolution)
     if seed is not None and noise == "secure" and not simulation:
         raise InvalidParameterError(
             f"--seed {seed} is refused with --noise secure (a release): whoever knows the seed can subtract the noise; "
-            "add --simulation to reproduce a release in a test, or use --noise float for simulation"
+            "add --simulation to reproduce a release in a test, or use --noise float for simulation",
+            parameter="--seed"
         )
     ext = _extent(bbox, centre, size, metres_box)
     if ext is not None and ext.projection is None and xy is None:
-        raise InvalidParameterError("--metres-box needs --xy 'xcol,ycol' naming the columns in metres")
+        raise InvalidParameterError("--metres-box needs --xy 'xcol,ycol' naming the columns in metres",
+                                    parameter="--metres-box")
     if ext is None and xy is None:
         raise InvalidParameterError(
             "an extent is required with lon/lat columns: --bbox lon_min,lat_min,lon_max,lat_max or --centre lon,lat "
@@ -201,9 +206,10 @@ def _check(points: str, *, epsilon: float, resolution: int, bbox: str | None, ce
         )
     cols = (lon, lat) if xy is None else tuple(xy.split(","))
     if len(cols) != 2:
-        raise InvalidParameterError(f"--xy must be 'xcol,ycol', got {xy!r}")
+        raise InvalidParameterError(f"--xy must be 'xcol,ycol', got {xy!r}", parameter="--xy")
     if geojson is not None and (ext is None or ext.projection is None):
-        raise InvalidParameterError("--geojson needs a lon/lat extent (--bbox or --centre/--size)")
+        raise InvalidParameterError("--geojson needs a lon/lat extent (--bbox or --centre/--size)",
+                                    parameter="--geojson")
     return ext, (cols[0], cols[1])
 
 
@@ -226,7 +232,8 @@ def _release(update: Any, points: str, *, user: str, cols: tuple[str, str], ext:
                                     "extent or add --drop-outside", parameter="--drop-outside", got=exc.got) from None
     if len(data.x) == 0:
         raise InvalidParameterError(f"POINTS {points}: no point left to map" + (
-            " (--drop-outside dropped every point: none lies inside the extent)" if drop_outside else ""))
+            " (--drop-outside dropped every point: none lies inside the extent)" if drop_outside else ""),
+                                    parameter="POINTS")
     update(2, STEPS, "bounding users")
     agg = bound_users(data.users, data.x, data.y, resolution=resolution)
     update(3, STEPS, f"releasing ({method})")

@@ -24,7 +24,7 @@ def _where(text: str | None) -> dict[str, str]:
     for item in (text or "").split(",") if text else []:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise InvalidParameterError(f"--where must look like COLUMN=VALUE, got {item!r}")
+            raise InvalidParameterError(f"--where must look like COLUMN=VALUE, got {item!r}", parameter="--where")
         out[key.strip()] = value.strip()
     return out
 
@@ -85,7 +85,8 @@ def run(
     from dpcloak.sensors.result import misfit_advice, total_misfit
 
     if uncertainty_draws < 0:
-        raise InvalidParameterError(f"--uncertainty-draws must be a non-negative integer, got {uncertainty_draws}")
+        raise InvalidParameterError(f"--uncertainty-draws must be a non-negative integer, got {uncertainty_draws}",
+                                    parameter="--uncertainty-draws")
     rows_kept = _where(where)
     check_text_file("--counts", counts)
     check_output_dir("--out", out)
@@ -100,7 +101,7 @@ def run(
     try:
         private = net.privatize(data.values)  # one release per row; BudgetExceededError before anything is drawn
     except InvalidParameterError as exc:
-        raise InvalidParameterError(f"--counts {counts}: {exc}") from None
+        raise InvalidParameterError(f"--counts {counts}: {exc}", parameter="--counts") from None
     maps, previous = [], None
     with progress_bar(show_progress(quiet), "recovering maps") as update:
         for k, row in enumerate(private):

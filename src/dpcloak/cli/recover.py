@@ -39,16 +39,17 @@ def _order_readings(
         raise InvalidParameterError("this model's sensors have no 1-D positions to match the CSV against")
     sensors = np.asarray(sensors, dtype=float)
     if len(positions) != m:
-        raise InvalidParameterError(f"--readings has {len(positions)} readings but the model has --m {m} sensors")
+        raise InvalidParameterError(f"--readings has {len(positions)} readings but the model has --m {m} sensors",
+                                    parameter="--readings")
     tol = 1e-6 * max(1.0, float(np.max(np.abs(sensors))))
     idx = np.abs(positions[:, None] - sensors[None, :]).argmin(axis=1)
     bad = np.abs(sensors[idx] - positions) > tol
     if np.any(bad):
         first = sensors[:3].tolist()
         raise InvalidParameterError(f"--readings position {positions[bad][0]:g} matches no sensor of the model "
-                                    f"({first}…)")
+                                    f"({first}…)", parameter="--readings")
     if len(np.unique(idx)) != m:
-        raise InvalidParameterError("--readings lists some sensor position twice")
+        raise InvalidParameterError("--readings lists some sensor position twice", parameter="--readings")
     out = np.empty(m)
     out[idx] = values
     return out
@@ -157,7 +158,7 @@ def recover(
 ) -> None:
     """Recover where the sources are from (private) readings by basis pursuit denoising (Gilbert & McMillan, Alg. 1)."""
     if top < 0:
-        raise InvalidParameterError(f"--top must be a non-negative integer, got {top}")
+        raise InvalidParameterError(f"--top must be a non-negative integer, got {top}", parameter="--top")
     if out is not None:
         check_output_file("--out", out, suffixes=(".csv",))
     if png is not None:
@@ -182,7 +183,8 @@ def recover(
         raise InvalidParameterError("give exactly one of --sigma (noise standard deviation) and --radius "
                                     f"(explicit data-fit radius); got {'both' if sigma is not None else 'neither'}")
     if not upper > 0:
-        raise InvalidParameterError(f"--upper must be > 0 (the largest intensity of a source), got {upper:g}")
+        raise InvalidParameterError(f"--upper must be > 0 (the largest intensity of a source), got {upper:g}",
+                                    parameter="--upper")
     with progress_bar(show_progress(quiet), "recover") as update:
         update(0, 2, "building the model")
         built, description = spec.build()
@@ -211,7 +213,7 @@ def _print_recovery(built: LinearModel, description: str, rec: Any, y: NDArray[n
 
     if not (np.all(np.isfinite(rec.x)) and math.isfinite(rec.objective) and math.isfinite(rec.residual)):
         raise InvalidParameterError(f"--readings {readings}: readings up to {float(np.max(np.abs(y))):.3g} overflow "
-                                    "the recovery in double precision; rescale them")
+                                    "the recovery in double precision; rescale them", parameter="--readings")
     coords = np.asarray(built.domain.coordinates(), dtype=float).reshape(len(rec.x), -1)
     location = coords[:, 0] if coords.shape[1] == 1 else np.arange(len(rec.x), dtype=float)
     order = np.argsort(-rec.x)[: max(top, 0)]

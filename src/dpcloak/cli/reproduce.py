@@ -31,17 +31,18 @@ def reproduce(
                                           ("--seed", seed != 0), ("--workers", workers != 2),
                                           ("--scheduler", scheduler), ("--out", out)) if value]
         if given:
-            raise InvalidParameterError(f"--list runs nothing; remove {', '.join(given)}")
+            raise InvalidParameterError(f"--list runs nothing; remove {', '.join(given)}", parameter="--list")
         _list(as_json)
         return
     if experiment is None:
-        raise InvalidParameterError("give an experiment id (see `dpcloak reproduce --list`)")
+        raise InvalidParameterError("give an experiment id (see `dpcloak reproduce --list`)", parameter="EXPERIMENT")
     if scheduler is not None and workers != 2:
-        raise InvalidParameterError("--workers is for local processes; with --scheduler the cluster decides")
+        raise InvalidParameterError("--workers is for local processes; with --scheduler the cluster decides",
+                                    parameter="--workers")
     if workers < 1:
-        raise InvalidParameterError(f"--workers must be a positive integer, got {workers}")
+        raise InvalidParameterError(f"--workers must be a positive integer, got {workers}", parameter="--workers")
     if trials is not None and trials < 1:
-        raise InvalidParameterError(f"--trials must be a positive integer, got {trials}")
+        raise InvalidParameterError(f"--trials must be a positive integer, got {trials}", parameter="--trials")
     from dpcloak.experiments import get_experiment, run_experiment
 
     exp = get_experiment(experiment)

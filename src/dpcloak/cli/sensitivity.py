@@ -49,7 +49,7 @@ def sensitivity(
     if network.given:
         if spec != SyntheticModel():
             raise InvalidParameterError("--model and its options describe a synthetic model; with --sensors or "
-                                        "--config the network is the model")
+                                        "--config the network is the model", parameter="--model")
         _network_sensitivity(network, alpha, as_json)
         return
     network.require_absent()

@@ -42,7 +42,7 @@ def run(
     if input != "-":
         check_text_file("--input", input)
     if windows is not None and windows < 1:
-        raise InvalidParameterError(f"--windows must be a positive integer, got {windows}")
+        raise InvalidParameterError(f"--windows must be a positive integer, got {windows}", parameter="--windows")
     dep = load_deployment(Path(deployment), rebuild=False)  # the node needs no model (Deployment.release_spec)
     node = SensorNode(deployment=dep, credential=load_credential(Path(config)), ledger=Path(ledger), url=url,
                       attempts=None)  # a daemon: retry with backoff until the collector is back

@@ -32,15 +32,16 @@ def serve(
 ) -> None:
     """Run the collector: ingest signed reports, recover each window, serve the dashboard."""
     if demo == (deployment is not None):
-        raise InvalidParameterError("give exactly one of --deployment DIR and --demo")
+        raise InvalidParameterError("give exactly one of --deployment DIR and --demo", parameter="--deployment")
     if windows is not None and not demo:
-        raise InvalidParameterError("--windows is for --demo (a deployment runs until stopped)")
+        raise InvalidParameterError("--windows is for --demo (a deployment runs until stopped)",
+                                    parameter="--windows")
     if windows is not None and windows < 1:
-        raise InvalidParameterError(f"--windows must be a positive integer, got {windows}")
+        raise InvalidParameterError(f"--windows must be a positive integer, got {windows}", parameter="--windows")
     if not 0 < port < 65536:
-        raise InvalidParameterError(f"--port must be in [1, 65535], got {port}")
+        raise InvalidParameterError(f"--port must be in [1, 65535], got {port}", parameter="--port")
     if max_pending < 1:
-        raise InvalidParameterError(f"--max-pending must be >= 1, got {max_pending}")
+        raise InvalidParameterError(f"--max-pending must be >= 1, got {max_pending}", parameter="--max-pending")
     from dpcloak.service import require_service_extra
 
     require_service_extra()

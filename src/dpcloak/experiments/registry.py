@@ -262,7 +262,8 @@ def get_experiment(experiment_id: str) -> Experiment:
     _discover()
     if experiment_id not in _REGISTRY:
         known = ", ".join(sorted(_REGISTRY)) or "none"
-        raise InvalidParameterError(f"unknown experiment {experiment_id!r}; known experiments: {known}")
+        raise InvalidParameterError(f"unknown experiment {experiment_id!r}; known experiments: {known}",
+                                    parameter="experiment_id", allowed=known, got=experiment_id)
     return _REGISTRY[experiment_id]
 
 

@@ -145,7 +145,8 @@ def run_trial(spec: TrialSpec) -> dict[str, Any]:
         result = spec.trial_fn(spec.params, np.random.default_rng(spec.seed))
         clash = sorted(k for k in set(result) & set(row) if result[k] != row[k])
         if clash:
-            raise InvalidParameterError(f"trial results must not change parameters or ids: {clash}")
+            raise InvalidParameterError(f"trial results must not change parameters or ids: {clash}",
+                                        parameter="trial", got=clash)
         row.update(result)
         row["error"] = ""
     except MissingExtraError:
@@ -183,7 +184,8 @@ def _iterate_dask(specs: Sequence[TrialSpec], scheduler: Any) -> Iterator[dict[s
         try:
             client = Client(scheduler, timeout=30)
         except (OSError, TimeoutError, ValueError) as exc:
-            raise InvalidParameterError(f"cannot connect to the Dask scheduler at {scheduler!r}: {exc}") from exc
+            raise InvalidParameterError(f"cannot connect to the Dask scheduler at {scheduler!r}: {exc}",
+                                        parameter="scheduler", got=scheduler) from exc
     try:
         futures = client.map(run_trial, list(specs), pure=False)
         for future in dask_completed(futures):

@@ -112,7 +112,8 @@ def check_lonlat(lon: ArrayLike, lat: ArrayLike) -> tuple[NDArray[np.float64], N
         if np.any(bad):
             raise InvalidParameterError(
                 f"{name} must lie in [-{bound:g}, {bound:g}] degrees, got {arr[bad].ravel()[0]:g}"
-                + (" (are longitude and latitude swapped?)" if name == "lat" else "")
+                + (" (are longitude and latitude swapped?)" if name == "lat" else ""),
+                parameter=name, allowed=f"[-{bound:g}, {bound:g}]", got=float(arr[bad].ravel()[0])
             )
     return lo, la
 

@@ -162,10 +162,10 @@ def _id_kind(value: Any) -> str:
         return "string"
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
         if value != value:  # NaN: a missing id
-            raise InvalidParameterError(_MISSING_IDS)
+            raise InvalidParameterError(_MISSING_IDS, parameter="users")
         return "number"
     if value is None or type(value).__name__ in _MISSING_TYPES:
-        raise InvalidParameterError(_MISSING_IDS)
+        raise InvalidParameterError(_MISSING_IDS, parameter="users")
     raise InvalidParameterError(
         f"users must hold numbers or strings; found an id of type {type(value).__name__} ({value!r})", parameter="users"
     )
@@ -314,7 +314,8 @@ class UserAggregate:
         if self._token is not _BOUNDED:
             raise InvalidParameterError(
                 "UserAggregate is produced by bound_users / bound_distributions (per-user bounding is the only "
-                "path into the mechanisms); do not construct it directly"
+                "path into the mechanisms); do not construct it directly",
+                parameter="UserAggregate"
             )
 
     @property
@@ -340,7 +341,8 @@ def _make_aggregate(fixed: NDArray[np.int64], resolution: int, n_users: int, n_p
 
 def _check_user_count(n_users: int) -> None:
     if n_users > MAX_USERS:
-        raise InvalidParameterError(f"at most {MAX_USERS} users are supported by the exact int64 sums, got {n_users}")
+        raise InvalidParameterError(f"at most {MAX_USERS} users are supported by the exact int64 sums, got {n_users}",
+                                    parameter="users", allowed=f"at most {MAX_USERS} users", got=n_users)
 
 
 def bound_users(users: ArrayLike, x: ArrayLike, y: ArrayLike, *, resolution: int) -> UserAggregate:
@@ -414,7 +416,8 @@ def bound_distributions(distributions: ArrayLike) -> UserAggregate:
     if np.any(totals > 1.0 + 1e-9):
         worst = int(np.argmax(totals))
         raise InvalidParameterError(
-            f"each user's distribution must have total mass <= 1; user {worst} has {totals[worst]:.6g}"
+            f"each user's distribution must have total mass <= 1; user {worst} has {totals[worst]:.6g}",
+            parameter="distributions", allowed="total mass <= 1 per user", got=float(totals[worst])
         )
     _check_user_count(n)
     scaled = arr / np.maximum(totals, 1.0)[:, None, None]

@@ -96,7 +96,8 @@ def _partition_sums(part: Any, users: tuple[Any, NDArray[np.int64]], user: str, 
     index, weights = users
     where = index.get_indexer(part[user])
     if np.any(where < 0):
-        raise InvalidParameterError("the data changed between the two passes over the frame (a user was not counted)")
+        raise InvalidParameterError("the data changed between the two passes over the frame (a user was not counted)",
+                                    parameter="frame")
     accumulate_cells(out, xa, ya, ell, weights, where)
     return len(part), out
 

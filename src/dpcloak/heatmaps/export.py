@@ -98,7 +98,8 @@ def write_geojson(path: str | Path, aggregate: ArrayLike, *, extent: Extent, pro
     if extent.projection is None:
         raise InvalidParameterError(
             "GeoJSON is WGS84 longitude/latitude: it needs a lon/lat extent (Extent.lonlat_box or Extent.around), "
-            "not a metres box"
+            "not a metres box",
+            parameter="extent", allowed="a lon/lat extent"
         )
     delta = arr.shape[0]
     step = extent.cell_size(delta)

@@ -46,7 +46,8 @@ def _check_box(names: tuple[str, str, str, str], box: tuple[float, float, float,
     vals = tuple(check_real(n, v) for n, v in zip(names, box, strict=True))
     if not (vals[0] < vals[2] and vals[1] < vals[3]):
         raise InvalidParameterError(
-            f"the box must have {names[0]} < {names[2]} and {names[1]} < {names[3]}, got {box}"
+            f"the box must have {names[0]} < {names[2]} and {names[1]} < {names[3]}, got {box}",
+            parameter="box", got=box
         )
     return vals
 
@@ -199,7 +200,8 @@ class Extent:
         if self.projection is None:
             raise InvalidParameterError(
                 "this extent is a metres box without a projection: lon/lat output needs Extent.lonlat_box or "
-                "Extent.around"
+                "Extent.around",
+                parameter="extent", allowed="a lon/lat extent"
             )
         return self.projection.inverse(x, y)
 

@@ -233,7 +233,8 @@ def private_kmedian(
     core = private_coreset(p, epsilon=epsilon, resolution=resolution, w=w, gamma=gamma, rng=gen, noise=noise,
                            simulation=simulation)
     if core.points.shape[0] == 0:
-        raise InvalidParameterError("the private coreset is empty (all noisy mass negative); increase epsilon")
+        raise InvalidParameterError("the private coreset is empty (all noisy mass negative); increase epsilon",
+                                    parameter="epsilon")
     kk = min(check_int("k", k, minimum=1), core.points.shape[0])
     centers = kmedian(core.points, k=kk, weights=core.weights, rng=gen)
     return KMedianResult(centers=centers, cost=kmedian_cost(p, centers),

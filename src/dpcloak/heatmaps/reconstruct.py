@@ -146,7 +146,8 @@ def reconstruct(noisy: NoisyPyramid, *, w: int = 20) -> Reconstruction:
     """
     if not isinstance(noisy, NoisyPyramid):
         raise InvalidParameterError(
-            f"noisy must be a NoisyPyramid from hierarchical_laplace, got {type(noisy).__name__}"
+            f"noisy must be a NoisyPyramid from hierarchical_laplace, got {type(noisy).__name__}",
+            parameter="noisy", allowed="NoisyPyramid", got=type(noisy).__name__
         )
     selected, left_out = top_w_descent(noisy, w=w)
     start, ell = noisy.start_level, noisy.depth

@@ -199,7 +199,8 @@ def _label_axes(ax: Any, extent: Extent | None, unit: str, box: tuple[float, flo
     # Round lon/lat ticks placed along the square's centre lines (the projected graticule is nearly straight
     # over a city; the exact lon/lat of each cell is in the CSV and GeoJSON outputs).
     if extent.projection is None:
-        raise InvalidParameterError("lon/lat axes need a lon/lat extent (Extent.lonlat_box or Extent.around)")
+        raise InvalidParameterError("lon/lat axes need a lon/lat extent (Extent.lonlat_box or Extent.around)",
+                                    parameter="extent", allowed="a lon/lat extent")
     cx, cy = 0.5 * (box[0] + box[1]) * 1e3, 0.5 * (box[2] + box[3]) * 1e3
     lon_edges, lat_mid = extent.to_lonlat(np.array(box[:2]) * 1e3, np.full(2, cy))
     lon_mid, lat_edges = extent.to_lonlat(np.full(2, cx), np.array(box[2:]) * 1e3)

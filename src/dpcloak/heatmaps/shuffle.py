@@ -171,7 +171,8 @@ def shuffle_pyramid(
     codes, counts = compact[codes], counts[present]
     n = int(counts.size)
     if n < 2:
-        raise InvalidParameterError(f"the shuffle protocol needs at least 2 users, got {n}")
+        raise InvalidParameterError(f"the shuffle protocol needs at least 2 users, got {n}",
+                                    parameter="users", allowed="at least 2 users", got=n)
     budget: LevelBudget = level_budget(epsilon, depth=ell, w=w, gamma=gamma)
     q = 4 * b * n
     m = sum(4**i for i in budget.levels)

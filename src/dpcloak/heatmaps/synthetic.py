@@ -94,7 +94,8 @@ def gaussian_mixture_points(
     lo = check_real("spread[0]", spread[0], low=0.0)
     hi = check_real("spread[1]", spread[1], low=0.0)
     if hi < lo:
-        raise InvalidParameterError(f"spread must be (low, high) with low <= high, got {spread}")
+        raise InvalidParameterError(f"spread must be (low, high) with low <= high, got {spread}",
+                                    parameter="spread", allowed="(low, high) with low <= high", got=spread)
     gen = as_generator(rng)
     means = gen.uniform(0.1, 0.9, size=(k, 2))
     scales = np.exp(gen.uniform(np.log(lo), np.log(hi), size=(k, 2)))

@@ -104,7 +104,8 @@ def _edges(domain: Domain) -> tuple[NDArray[np.int64], NDArray[np.int64], NDArra
         i = np.arange(domain.size - 1, dtype=np.int64)
         return i, i + 1, np.full(domain.size - 1, domain.spacing)
     if not isinstance(domain, GraphDomain):
-        raise InvalidParameterError(f"no edge-based EMD for {type(domain).__name__}")
+        raise InvalidParameterError(f"no edge-based EMD for {type(domain).__name__}",
+                                    parameter="domain", got=type(domain).__name__)
     domain.require_connected("the EMD")
     pairs = domain.neighbours().astype(np.int64)
     return pairs[:, 0].copy(), pairs[:, 1].copy(), domain.neighbour_steps().astype(np.float64)

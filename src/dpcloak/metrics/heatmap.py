@@ -41,7 +41,8 @@ def _pair(
     a = check_array("h", h, ndim=2, nonnegative=nonnegative)
     b = check_array("h_hat", h_hat, ndim=2, nonnegative=nonnegative)
     if a.shape != b.shape:
-        raise InvalidParameterError(f"h and h_hat must have the same shape, got {a.shape} and {b.shape}")
+        raise InvalidParameterError(f"h and h_hat must have the same shape, got {a.shape} and {b.shape}",
+                                    parameter="h_hat", allowed=f"shape {a.shape}", got=b.shape)
     return a, b
 
 
@@ -86,7 +87,8 @@ def pearson_cc(h: ArrayLike, h_hat: ArrayLike) -> float:
     na, nb = float(np.sqrt(np.sum(da * da))), float(np.sqrt(np.sum(db * db)))
     if na == 0.0 or nb == 0.0:
         which = "h" if na == 0.0 else "h_hat"
-        raise InvalidParameterError(f"{which} must not be constant for the Pearson correlation")
+        raise InvalidParameterError(f"{which} must not be constant for the Pearson correlation",
+                                    parameter=which, allowed="not constant")
     return float(np.clip(np.sum(da * db) / (na * nb), -1.0, 1.0))
 
 

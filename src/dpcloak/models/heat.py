@@ -419,7 +419,8 @@ def _check_box(box: object) -> tuple[tuple[float, float], tuple[float, float]]:
     out = ((float(arr[0, 0]), float(arr[0, 1])), (float(arr[1, 0]), float(arr[1, 1])))
     for k, (lo, hi) in enumerate(out):
         if not (np.isfinite(lo) and np.isfinite(hi) and hi > lo):
-            raise InvalidParameterError(f"box[{k}] must be a finite interval (low, high), high > low, got {(lo, hi)}")
+            raise InvalidParameterError(f"box[{k}] must be a finite interval (low, high), high > low, got {(lo, hi)}",
+                                        parameter="box", allowed="(low, high) with high > low, finite", got=(lo, hi))
     return out
 
 

@@ -679,7 +679,8 @@ def _dp_accounting_epsilon(mechanism: Any, k: int, delta: float, kind: str) -> f
         acc = RdpAccountant()
     if not acc.supports(event):
         raise InvalidParameterError(
-            f"the {kind} accountant does not support {type(event).__name__}; use accountant='closed' or 'rdp'"
+            f"the {kind} accountant does not support {type(event).__name__}; use accountant='closed' or 'rdp'",
+            parameter="event", got=type(event).__name__
         )
     if k == 0:
         return 0.0

@@ -399,7 +399,8 @@ def _check_grid_scale(scale_steps: float | Fraction, what: str) -> None:
         shown = float(scale_steps) if scale_steps < 10**300 else math.inf
         raise InvalidParameterError(
             f"the noise {what} would be {shown:.6g} grid steps, above the supported 2^56 (indices would not be "
-            "exact doubles); use a coarser resolution or a larger epsilon/delta"
+            "exact doubles); use a coarser resolution or a larger epsilon/delta",
+            parameter="epsilon", allowed="at most 2^56 grid steps of noise", got=shown
         )
 
 
@@ -596,7 +597,7 @@ class DiscreteLaplaceMechanism(_GridMechanism):
                                         parameter="sensitivity")
         self.scale = laplace_grid_scale(epsilon=self.epsilon, grid_sensitivity=self.grid_sensitivity)
         if self.grid_sensitivity / self.scale > Fraction(self.epsilon):  # re-check (exact arithmetic)
-            raise InvalidParameterError("discrete Laplace calibration overspends epsilon")
+            raise InvalidParameterError("discrete Laplace calibration overspends epsilon", parameter="epsilon")
         self._frozen = True
 
     @property

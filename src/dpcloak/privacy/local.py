@@ -262,7 +262,8 @@ class SensorPrivatizer(_Accounted, Generic[M]):
             raise InvalidParameterError(
                 f"{type(mechanism).__name__} draws floating-point noise, which leaks through its low-order bits "
                 "(Mironov 2012): a release path needs an exact grid mechanism (DiscreteGaussianMechanism, "
-                "DiscreteLaplaceMechanism); for simulation pass simulation=True"
+                "DiscreteLaplaceMechanism); for simulation pass simulation=True",
+                parameter="mechanism", got=type(mechanism).__name__
             )
         self.mechanism: M = mechanism
         self.n_sensors = check_int("n_sensors", n_sensors, minimum=1)
@@ -461,7 +462,8 @@ def _grid_mechanism(mechanism: Any) -> _GridNoise:
         raise InvalidParameterError(
             f"the keyed path needs an exact grid mechanism (DiscreteGaussianMechanism, DiscreteLaplaceMechanism), got "
             f"{type(mechanism).__name__}: a continuous mechanism driven by a 53-bit keyed uniform has truncated "
-            "tails (|z| <= 8.21 sigma for a Gaussian) and does not have its stated (epsilon, delta)"
+            "tails (|z| <= 8.21 sigma for a Gaussian) and does not have its stated (epsilon, delta)",
+            parameter="mechanism", got=type(mechanism).__name__
         )
     return mechanism
 
@@ -632,12 +634,13 @@ class KeyedPrivatizer(_Accounted):
     def remove_noise(self, release: KeyedRelease) -> NDArray[np.float64]:
         """Backdoor: the readings rounded to the grid, exactly, from a :class:`KeyedRelease`."""
         if not isinstance(release, KeyedRelease):
-            raise InvalidParameterError(f"release must be a KeyedRelease, got {type(release).__name__}")
+            raise InvalidParameterError(f"release must be a KeyedRelease, got {type(release).__name__}",
+                                        parameter="release", allowed="KeyedRelease", got=type(release).__name__)
         values = check_values(release.values, name="release values")
         sensors = tuple(self._sensor(j) for j in release.sensors)
         if not sensors or values.size != len(release.nonces) * len(sensors):
             raise InvalidParameterError(f"release has {values.size} values for {len(release.nonces)} nonce(s) and "
-                                        f"{len(sensors)} sensor(s)")
+                                        f"{len(sensors)} sensor(s)", parameter="release", got=values.size)
         block = self._grid.to_grid(values).reshape(len(release.nonces), len(sensors))
         clean = (block - self._noise_block(sensors, release.nonces)) * self._grid.resolution
         return clean.reshape(values.shape)

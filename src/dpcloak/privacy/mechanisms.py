@@ -533,7 +533,8 @@ class GaussianMechanism(AdditiveMechanism):
             raise InvalidParameterError(
                 f"the {self.calibration} calibration gives sigma={sigma:.6g}, whose exact privacy profile "
                 f"delta(epsilon={eps:g}) = {achieved:.6g} exceeds the target delta={dlt:g}; "
-                "use calibration='analytic'"
+                "use calibration='analytic'",
+                parameter="calibration", got=self.calibration
             )
         return sigma
 

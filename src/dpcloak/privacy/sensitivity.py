@@ -98,7 +98,8 @@ def _steps(domain: Domain, unit: str | None) -> NDArray[np.float64]:
             raise InvalidParameterError(
                 f"alpha needs its unit on a {type(domain).__name__} whose pairs have lengths: unit='m' (alpha in the "
                 "lengths' unit, e.g. metres)" + (" or unit='hops' (every edge one step)" if _is_graph(
-                    domain) else "")
+                    domain) else ""),
+                parameter="unit"
             )
         if unit == "m":
             return domain.neighbour_steps()
@@ -117,7 +118,8 @@ def _steps(domain: Domain, unit: str | None) -> NDArray[np.float64]:
 def _pair_ratios(model: LinearModel, unit: str | None) -> tuple[np.ndarray, np.ndarray]:
     pairs = model.domain.neighbours()
     if len(pairs) == 0:
-        raise InvalidParameterError("model's domain has no neighbouring pairs; the sensitivity is undefined")
+        raise InvalidParameterError("model's domain has no neighbouring pairs; the sensitivity is undefined",
+                                    parameter="model")
     steps = _steps(model.domain, unit)
     norms = model.column_difference_norms(pairs)
     return pairs, norms / steps
@@ -319,7 +321,8 @@ def graph_spectral_bound(model: GraphDiffusion, *, alpha: float = 1.0, unit: str
     alpha = check_real("alpha", alpha, low=0.0)
     if model.eigenvectors is None or model.eigenvalues is None:
         raise InvalidParameterError(
-            "graph_spectral_bound needs the model's spectrum; build it with a larger dense_limit"
+            "graph_spectral_bound needs the model's spectrum; build it with a larger dense_limit",
+            parameter="model"
         )
     pairs = model.domain.neighbours()
     weights = np.exp(-model.tau * model.eigenvalues)[1:]
@@ -456,7 +459,8 @@ class Relation:
         if self.kind == "add-remove":
             if self.alpha is not None or self.unit is not None:
                 raise InvalidParameterError(
-                    f"the add-remove relation takes no alpha or unit, got alpha={self.alpha!r}, unit={self.unit!r}"
+                    f"the add-remove relation takes no alpha or unit, got alpha={self.alpha!r}, unit={self.unit!r}",
+                    parameter="alpha", allowed="none", got=self.alpha
                 )
             return
         if self.unit is None:
@@ -493,7 +497,8 @@ def _hop_distances(domain: Domain) -> NDArray[np.float64]:
     if _is_graph(domain):
         return domain.hop_distances()
     if isinstance(domain, Sites):
-        raise InvalidParameterError("a hop relation needs a graph or grid; Sites have no edges, use unit='m'")
+        raise InvalidParameterError("a hop relation needs a graph or grid; Sites have no edges, use unit='m'",
+                                    parameter="unit", allowed="m")
     import scipy.sparse as sp
     from scipy.sparse.csgraph import shortest_path
 
@@ -543,7 +548,8 @@ def _pairs_within(domain: Domain, alpha: float, unit: str) -> NDArray[np.intp]:
     """
     coords = domain.coordinates() if unit == "m" else None
     if domain.size < 2:
-        raise InvalidParameterError("the move relation needs at least 2 source locations")
+        raise InvalidParameterError("the move relation needs at least 2 source locations",
+                                    parameter="model", allowed="at least 2 source locations")
     if unit == "m" and coords is not None and coords.shape[1] > 1:
         from scipy.spatial import cKDTree
 

@@ -78,7 +78,8 @@ def choose_radius(
     if (sigma is None) == (radius is None):
         raise InvalidParameterError(
             "give exactly one of sigma (noise standard deviation) and radius (explicit data-fit radius); "
-            f"got sigma={sigma!r}, radius={radius!r}"
+            f"got sigma={sigma!r}, radius={radius!r}",
+            parameter="sigma", allowed="exactly one of sigma and radius", got=sigma
         )
     if radius is not None:
         r = check_real("radius", radius, low=0.0, low_inclusive=True)

@@ -73,7 +73,8 @@ def network_to_dict(network: SensorNetwork) -> dict[str, Any]:
     if layout is None or (spec is None and network.measurement == "field"):
         raise InvalidParameterError(
             "only a network built from coordinates (SensorNetwork.from_coordinates or from_dict) can be serialised; "
-            "a network built from a bare LinearModel has no description of its model to write"
+            "a network built from a bare LinearModel has no description of its model to write",
+            parameter="network"
         )
     low, high = network.reading_range
     sensors: dict[str, Any] = {
@@ -225,7 +226,8 @@ def _tables(data: Any) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any], 
     privacy, readings, sensors = _section(data, "privacy"), _section(data, "readings"), _section(data, "sensors")
     measurement = data.get("measurement", {"kind": "field"})
     if privacy.get("accountant", ACCOUNTANT) != ACCOUNTANT:  # the guarantee's composition rule is fixed
-        raise InvalidParameterError(f"[privacy] accountant must be {ACCOUNTANT!r}, got {privacy['accountant']!r}")
+        raise InvalidParameterError(f"[privacy] accountant must be {ACCOUNTANT!r}, got {privacy['accountant']!r}",
+                                    parameter="configuration", allowed=ACCOUNTANT, got=privacy["accountant"])
     return privacy, readings, sensors, measurement
 
 
@@ -249,11 +251,12 @@ def network_from_dict(data: dict[str, Any], *, ledger: str | PathLike[str] | Non
     kind = measurement.get("kind", "field")
     x, y = np.asarray(_get(sensors, "sensors", "x"), float), np.asarray(_get(sensors, "sensors", "y"), float)
     if x.shape != y.shape or x.ndim != 1:
-        raise InvalidParameterError("[sensors] x and y must be lists of the same length")
+        raise InvalidParameterError("[sensors] x and y must be lists of the same length", parameter="configuration")
     names = [str(n) for n in sensors.get("names", [f"sensor {k}" for k in range(len(x))])]
     groups = tuple(tuple(int(i) for i in g) for g in sensors.get("groups", [[k] for k in range(len(x))]))
     if len(names) != len(x) or len(groups) != len(x):
-        raise InvalidParameterError("[sensors] names and groups must have one entry per site")
+        raise InvalidParameterError("[sensors] names and groups must have one entry per site",
+                                    parameter="configuration")
     lonlat = projection = None
     if "projection" in data:
         proj = _section(data, "projection")
@@ -261,7 +264,8 @@ def network_from_dict(data: dict[str, Any], *, ledger: str | PathLike[str] | Non
         lonlat = np.column_stack([_get(sensors, "sensors", "lon"), _get(sensors, "sensors", "lat")]).astype(float)
     inputs = tuple(str(n) for n in sensors.get("inputs", ()))
     if inputs and len(inputs) != sum(len(g) for g in groups):
-        raise InvalidParameterError("[sensors] inputs must name every input row of the groups")
+        raise InvalidParameterError("[sensors] inputs must name every input row of the groups",
+                                    parameter="configuration")
     _check_sites(names, groups, inputs)
     layout = SensorLayout(positions=np.column_stack([x, y]), names=tuple(names), groups=groups, lonlat=lonlat,
                           projection=projection, input_names=inputs)
@@ -275,7 +279,8 @@ def network_from_dict(data: dict[str, Any], *, ledger: str | PathLike[str] | Non
         extra = [name for name in ("relation", "model") if name in data]
         if extra:
             raise InvalidParameterError(f"a counts configuration has no {' or '.join(f'[{n}]' for n in extra)} "
-                                        "(its guarantee does not depend on a model)")
+                                        "(its guarantee does not depend on a model)",
+                                        parameter="configuration", got=extra)
         network = SensorNetwork.from_coordinates(
             measurement="counts", max_count_per_person=measurement.get("max_count_per_person", 1), **common)
     elif kind == "field":
@@ -288,7 +293,8 @@ def network_from_dict(data: dict[str, Any], *, ledger: str | PathLike[str] | Non
             diffusion=spec.diffusion, sources=spec.sources, graph=spec.graph, k=spec.k, spacing=spec.spacing,
             margin=spec.margin, room=spec.room, diffusion_range=spec.diffusion_range, **common)
     else:
-        raise InvalidParameterError(f"[measurement] kind must be 'counts' or 'field', got {kind!r}")
+        raise InvalidParameterError(f"[measurement] kind must be 'counts' or 'field', got {kind!r}",
+                                    parameter="configuration", allowed="counts, field", got=kind)
     derived = data.get("derived", {})
     for key, value in (("delta2", network.delta2), ("sigma", network.sigma), ("n_sensors", network.n_sensors),
                        ("n_sources", network.n_sources)):
@@ -308,13 +314,15 @@ def _toml_value(value: Any) -> str:
         return str(value)
     if isinstance(value, float):
         if not math.isfinite(value):
-            raise InvalidParameterError(f"cannot write the non-finite number {value!r} to TOML")
+            raise InvalidParameterError(f"cannot write the non-finite number {value!r} to TOML",
+                                        parameter="network", allowed="finite numbers", got=value)
         return repr(value)
     if isinstance(value, str):
         return json.dumps(value, ensure_ascii=False)
     if isinstance(value, list | tuple):
         return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    raise InvalidParameterError(f"cannot write {type(value).__name__} to TOML")
+    raise InvalidParameterError(f"cannot write {type(value).__name__} to TOML",
+                                parameter="network", got=type(value).__name__)
 
 
 def to_toml(data: dict[str, Any]) -> str:

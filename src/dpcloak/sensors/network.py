@@ -206,7 +206,8 @@ class SensorNetwork:
             m, n = model.shape
             if m != n or not np.array_equal(model.todense(), np.eye(m)):
                 raise InvalidParameterError("a counts network's model must be the identity (each site's map value "
-                                            "is its own count); build it with SensorNetwork.from_coordinates")
+                                            "is its own count); build it with SensorNetwork.from_coordinates",
+                                            parameter="model", allowed="the identity")
             self.relation = None
             c = check_int("max_count_per_person", max_count_per_person, minimum=1)
             self.release_spec = ReleaseSpec(sensitivity=float(c), neighbouring="", max_count_per_person=c, **common)
@@ -251,7 +252,8 @@ class SensorNetwork:
                 f"{'zero' if delta2 == 0 else 'negligible'} against the readings one {self.source_unit} produces "
                 f"(up to {scale:.3g} {self.reading_unit} in ℓ2): with {what} the relation barely changes the "
                 "readings, so noise calibrated to it would hide nothing the data shows; choose a diffusion within the "
-                "network's scale (choose_diffusion_time) or measurement='counts' for count data"
+                "network's scale (choose_diffusion_time) or measurement='counts' for count data",
+                parameter="relation", got=delta2
             )
 
     # --- construction -------------------------------------------------------------------------
@@ -336,7 +338,8 @@ class SensorNetwork:
             extra = [name for name, value in given.items() if value is not None]
             if extra:
                 raise InvalidParameterError(f"{', '.join(extra)} describe a field model; a counts network has none "
-                                            "(its map is the private count of each site)")
+                                            "(its map is the private count of each site)",
+                                            parameter=extra[0], got=extra)
             return cls(counts_model(layout.positions), **common)
         if diffusion is None:
             raise InvalidParameterError("diffusion (m²) is required for measurement='field': heat spreads about "

@@ -45,7 +45,7 @@ def draw_map(ax: Axes, network: SensorNetwork, result: NetworkRecovery, *, title
     src = result.source_positions
     sensors = network.sensor_positions
     if src is None or sensors is None:
-        raise InvalidParameterError("drawing a map needs source and sensor positions in metres")
+        raise InvalidParameterError("drawing a map needs source and sensor positions in metres", parameter="network")
     people = result.sources
     top = vmax if vmax is not None else max(float(people.max()), 1e-12)
     size = 20 + 400 * np.sqrt(np.clip(people / top, 0, 1))
@@ -102,7 +102,8 @@ def save_maps(
     from matplotlib.figure import Figure
 
     if not results:
-        raise InvalidParameterError("results must hold at least one map")
+        raise InvalidParameterError("results must hold at least one map",
+                                    parameter="results", allowed="at least one map")
     names = list(labels) if labels is not None else [""] * len(results)
     if len(names) != len(results):
         raise InvalidParameterError(f"labels must have one entry per map ({len(results)}), got {len(names)}",

@@ -172,7 +172,8 @@ class ReleaseSpec:
             spent, allowed = distinct_digits(one.epsilon, budget[0])
             raise InvalidParameterError(
                 f"one release already spends epsilon={spent} at delta={budget[1]:g}, over the budget "
-                f"epsilon={allowed}"
+                f"epsilon={allowed}",
+                parameter="budget", allowed=f"epsilon >= {spent}", got=allowed
             )
 
     # --- accounting ---------------------------------------------------------------------------

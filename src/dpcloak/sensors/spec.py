@@ -120,10 +120,12 @@ class ModelSpec:
             raise InvalidParameterError(f"spacing is for sources='grid', got spacing={self.spacing!r} with sensors",
                                         parameter="spacing")
         if self.kind == "graph" and self.sources != "sensors":
-            raise InvalidParameterError("the graph model's sources are its nodes: use sources='sensors'")
+            raise InvalidParameterError("the graph model's sources are its nodes: use sources='sensors'",
+                                        parameter="sources", allowed="sensors")
         if self.room is not None:
             if self.margin != 0.0:
-                raise InvalidParameterError("give either room (the floor) or margin (around the sensors), not both")
+                raise InvalidParameterError("give either room (the floor) or margin (around the sensors), not both",
+                                            parameter="room", allowed="room or margin, not both")
             if self.kind == "graph":
                 raise InvalidParameterError("room is for the heat models (grid sources, walls)", parameter="room")
             object.__setattr__(self, "room", _check_box(self.room))
@@ -233,7 +235,8 @@ def build_model(positions: NDArray[np.float64], spec: ModelSpec) -> LinearModel:
     """
     if spec.kind == "graph":
         if len(positions) < 2:
-            raise InvalidParameterError(f"the graph model needs at least 2 sensor sites, got {len(positions)}")
+            raise InvalidParameterError(f"the graph model needs at least 2 sensor sites, got {len(positions)}",
+                                        parameter="sensors", allowed="at least 2 sites", got=len(positions))
         return graph_diffusion(proximity_graph(positions, method=spec.graph, k=spec.k), spec.diffusion)
     floor = spec.floor(positions)
     src = positions if spec.sources == "sensors" else grid_sites(floor, float(spec.spacing or 0.0))
@@ -243,7 +246,8 @@ def build_model(positions: NDArray[np.float64], spec: ModelSpec) -> LinearModel:
         heat = heat_kernel_2d(sites, positions, T, mu=1.0)
     else:
         if floor[0][1] <= floor[0][0] or floor[1][1] <= floor[1][0]:
-            raise InvalidParameterError("heat-walls needs a room of positive size: set margin > 0 or room")
+            raise InvalidParameterError("heat-walls needs a room of positive size: set margin > 0 or room",
+                                        parameter="margin", allowed="> 0 (or a room)")
         heat = heat_kernel_2d(sites, positions, T, mu=1.0, walls="reflecting", box=floor)
     return DenseModel(heat.todense() * (4 * math.pi * T), domain=sites, sensor_positions=positions)
 

@@ -232,14 +232,16 @@ def choose_diffusion_time(
         spread = ", ".join(f"{c:g} m² (~{np.sqrt(2 * c):.0f} m)" for c in wide)
         if not kept:
             raise InvalidParameterError(f"every candidate spreads beyond the network's extent of {extent:.0f} m: "
-                                        f"{spread}; choose candidates with sqrt(2 x diffusion) <= {extent:.0f} m")
+                                        f"{spread}; choose candidates with sqrt(2 x diffusion) <= {extent:.0f} m",
+                                        parameter="candidates", allowed=f"spreads <= {extent:.0f} m")
         warnings.warn(f"candidates wider than the network's extent of {extent:.0f} m dropped: {spread}",
                       stacklevel=2)
     per_candidate = []
     for c in kept:
         M = build(c).todense()
         if M.shape[0] != usable.shape[1]:
-            raise InvalidParameterError(f"build({c:g}) has {M.shape[0]} sensors but history has {usable.shape[1]}")
+            raise InvalidParameterError(f"build({c:g}) has {M.shape[0]} sensors but history has {usable.shape[1]}",
+                                        parameter="history", allowed=f"{M.shape[0]} sensors", got=usable.shape[1])
         per_candidate.append(_errors(M, usable))
     scores = np.array([err.sum() / energy.sum() for err, energy in per_candidate])
     best = int(np.argmin(scores))

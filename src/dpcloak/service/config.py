@@ -87,7 +87,8 @@ def canonical_json(value: Any) -> bytes:
 def _check_master(master_key: bytes) -> bytes:
     if not isinstance(master_key, bytes) or len(master_key) != KEY_BYTES:
         raise InvalidParameterError(f"the collector master key must be {KEY_BYTES} bytes, "
-                                    f"got {len(master_key) if isinstance(master_key, bytes) else type(master_key)}")
+                                    f"got {len(master_key) if isinstance(master_key, bytes) else type(master_key)}",
+                                    parameter="master_key", allowed=f"{KEY_BYTES} bytes")
     return master_key
 
 
@@ -239,7 +240,8 @@ class Deployment:
             raise InvalidParameterError(
                 f"deployment version must be {DEPLOYMENT_VERSION}, got {self.version!r}: version 1 counted releases "
                 "per sensor, which understates the composition when sensors report in different windows; create "
-                "the deployment again (dpcloak deploy init) and provision its sensors")
+                "the deployment again (dpcloak deploy init) and provision its sensors",
+                parameter="version", allowed=str(DEPLOYMENT_VERSION), got=self.version)
         # normalised types: the fingerprint must not depend on 60 vs 60.0
         for name, value in (("window_seconds", check_real("window_seconds", self.window_seconds, low=0.0)),
                             ("start", check_real("start", self.start)),
@@ -249,14 +251,17 @@ class Deployment:
             object.__setattr__(self, name, value)
         if not isinstance(self.deployment_id, str) or not self.deployment_id.isalnum():
             raise InvalidParameterError(f"deployment_id must be a non-empty alphanumeric string, "
-                                        f"got {self.deployment_id!r}")
+                                        f"got {self.deployment_id!r}",
+                                        parameter="deployment_id", allowed="non-empty alphanumeric",
+                                        got=self.deployment_id)
         spec = self.release_spec
         most = min(self.period_windows, spec.max_releases())
         k = most if self.policy_releases is None else check_int("policy_releases", self.policy_releases, minimum=1)
         if k > most:
             raise InvalidParameterError(
                 f"policy_releases must be in [1, {most}] (at most period_windows={self.period_windows} and the "
-                f"{spec.max_releases()} releases the network's budget epsilon={spec.budget[0]:g} allows), got {k}")
+                f"{spec.max_releases()} releases the network's budget epsilon={spec.budget[0]:g} allows), got {k}",
+                parameter="policy_releases", allowed=f"[1, {most}]", got=k)
         object.__setattr__(self, "policy_releases", k)
         if self.lifetime_releases is not None:
             object.__setattr__(self, "lifetime_releases",
@@ -412,7 +417,8 @@ class Deployment:
                 raise InvalidParameterError(f"deployment file: version {data['version']} is not supported (this "
                                             f"dpcloak reads version {DEPLOYMENT_VERSION}); version 1 counted releases "
                                             "per sensor, which understates the composition when sensors report in "
-                                            "different windows: create the deployment again (dpcloak deploy init)")
+                                            "different windows: create the deployment again (dpcloak deploy init)",
+                                            parameter="version", allowed=str(DEPLOYMENT_VERSION), got=data["version"])
             lifetime = data["lifetime_releases"]
             dep = cls(deployment_id=data["deployment_id"], network=data["network"],
                       window_seconds=float(data["window_seconds"]), start=float(data["start"]),
@@ -510,7 +516,8 @@ def write_deployment(directory: Path, deployment: Deployment, *, master_key: byt
     """
     directory = Path(directory)
     if (directory / DEPLOYMENT_FILE).exists():
-        raise InvalidParameterError(f"{directory} already holds a deployment ({DEPLOYMENT_FILE}); choose another")
+        raise InvalidParameterError(f"{directory} already holds a deployment ({DEPLOYMENT_FILE}); choose another",
+                                    parameter="directory", got=str(directory))
     key = secrets.token_bytes(KEY_BYTES) if master_key is None else _check_master(master_key)
     (directory / SENSOR_DIR).mkdir(parents=True, exist_ok=True)
     (directory / DEPLOYMENT_FILE).write_text(json.dumps(deployment.public_dict(), indent=2, sort_keys=True) + "\n")
@@ -544,7 +551,8 @@ def load_generations(directory: Path) -> dict[int, int]:
         if not (sensor.isdigit() and isinstance(generation, int) and not isinstance(generation, bool)
                 and generation >= 0):
             raise InvalidParameterError(f"credential generations file {path}: each entry must map a sensor id to a "
-                                        f"non-negative integer, got {sensor!r}: {generation!r}")
+                                        f"non-negative integer, got {sensor!r}: {generation!r}",
+                                        parameter="path", got=generation)
         out[int(sensor)] = generation
     return out
 
@@ -577,7 +585,8 @@ def reprovision(directory: Path, *, sensor: int) -> SensorCredential:
     key = load_master_key(directory)
     j = check_int("sensor", sensor, minimum=0)
     if j >= deployment.n_sensors:
-        raise InvalidParameterError(f"sensor must be in [0, {deployment.n_sensors - 1}], got {sensor}")
+        raise InvalidParameterError(f"sensor must be in [0, {deployment.n_sensors - 1}], got {sensor}",
+                                    parameter="sensor", allowed=f"[0, {deployment.n_sensors - 1}]", got=sensor)
     generations = load_generations(directory)
     generations[j] = generations.get(j, 0) + 1
     _write_secret(directory / GENERATIONS_FILE, json.dumps({str(s): g for s, g in sorted(generations.items())}))
@@ -698,9 +707,10 @@ def load_master_key(directory: Path) -> bytes:
     try:
         key = bytes.fromhex(path.read_text().strip())
     except FileNotFoundError:
-        raise InvalidParameterError(f"collector key file not found: {path}") from None
+        raise InvalidParameterError(f"collector key file not found: {path}", parameter="path", got=str(path)) from None
     except ValueError:
-        raise InvalidParameterError(f"collector key file {path} must hold {KEY_BYTES} bytes in hex") from None
+        raise InvalidParameterError(f"collector key file {path} must hold {KEY_BYTES} bytes in hex",
+                                    parameter="path", allowed=f"{KEY_BYTES} bytes in hex") from None
     return _check_master(key)
 
 

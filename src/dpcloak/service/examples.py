@@ -58,7 +58,8 @@ def two_sensor_deployment(**fields: Any) -> Deployment:
     unknown = sorted(set(fields) - set(known))
     if unknown:
         raise InvalidParameterError(f"unknown Deployment field(s) {', '.join(unknown)}; the fields are "
-                                    f"{', '.join(known)}")
+                                    f"{', '.join(known)}",
+                                    parameter=unknown[0], allowed=", ".join(known), got=unknown)
     values: dict[str, Any] = {"deployment_id": "abc123", "network": network_to_dict(two_sensor_network()),
                               "window_seconds": 60.0, "start": 0.0, "period_windows": 10}
     values.update(fields)

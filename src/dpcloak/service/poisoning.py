@@ -212,7 +212,8 @@ def _gaussian_of(network: SensorNetwork) -> DiscreteGaussianMechanism:
     mech = network.mechanism
     if not isinstance(mech, DiscreteGaussianMechanism):
         raise InvalidParameterError(f"the collector's report checks are derived for the discrete Gaussian of a field "
-                                    f"network; this {network.measurement} network adds {network.noise} noise")
+                                    f"network; this {network.measurement} network adds {network.noise} noise",
+                                    parameter="network")
     return mech
 
 

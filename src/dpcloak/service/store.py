@@ -354,7 +354,8 @@ class Store:
                 if row.fingerprint != deployment.fingerprint:
                     raise InvalidParameterError(
                         f"the database already holds deployment {deployment.deployment_id} with configuration "
-                        f"fingerprint {row.fingerprint}, not {deployment.fingerprint}; use a new database")
+                        f"fingerprint {row.fingerprint}, not {deployment.fingerprint}; use a new database",
+                        parameter="deployment", got=deployment.fingerprint)
                 return
             conn.execute(deployments.insert().values(
                 deployment_id=deployment.deployment_id, fingerprint=deployment.fingerprint,

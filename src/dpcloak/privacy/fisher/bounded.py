@@ -146,7 +146,8 @@ def corollary2_quality_published(*, low: float, high: float, m: int = 1) -> floa
     """
     lo, hi = check_support(low, high)
     if lo.ndim != 0:
-        raise InvalidParameterError("corollary2_quality_published takes scalar low and high")
+        raise InvalidParameterError("corollary2_quality_published takes scalar low and high",
+                                    parameter="low", allowed="scalars")
     return float(check_int("m", m, minimum=1) * (hi - lo) ** 2 * (2 * math.pi**2 - 3) / (6 * math.pi**2))
 
 
@@ -274,7 +275,7 @@ class BoundedOptimalNoise:
         """Per-coordinate inverse CDF for ``u`` in [0, 1] (exact to a few ulps)."""
         arr = check_array("u", u, dtype=float)
         if arr.size and (np.min(arr) < 0.0 or np.max(arr) > 1.0):
-            raise InvalidParameterError("u must lie in [0, 1]")
+            raise InvalidParameterError("u must lie in [0, 1]", parameter="u", allowed="[0, 1]")
         self._check_last_axis("u", arr)
         return self.low + self.width * _unit_quantile(arr)
 

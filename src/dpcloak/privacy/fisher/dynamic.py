@@ -71,7 +71,8 @@ def observability_matrix(A: ArrayLike, C: ArrayLike, *, horizon: int) -> NDArray
     a = check_matrix("A", A, square=True)
     c = check_matrix("C", C)
     if c.shape[1] != a.shape[0]:
-        raise InvalidParameterError(f"C must have {a.shape[0]} columns to match A, got shape {c.shape}")
+        raise InvalidParameterError(f"C must have {a.shape[0]} columns to match A, got shape {c.shape}",
+                                    parameter="C", allowed=f"{a.shape[0]} columns", got=c.shape)
     t = check_int("horizon", horizon, minimum=0)
     blocks = [c]
     for _ in range(t):
@@ -206,7 +207,8 @@ class DynamicOptimalNoise:
         rank = int(np.linalg.matrix_rank(obs))
         if rank < n:
             raise InvalidParameterError(
-                f"(A, C) must be observable (Theorem 4 / Remark 8): the observability matrix has rank {rank} < n={n}"
+                f"(A, C) must be observable (Theorem 4 / Remark 8): the observability matrix has rank {rank} < n={n}",
+                parameter="C", allowed=f"rank {n}", got=rank
             )
         self.horizon = check_int("horizon", horizon, minimum=0)
         self.rho = check_real("rho", rho, low=0.0)
@@ -219,7 +221,8 @@ class DynamicOptimalNoise:
         except InvalidParameterError as err:
             raise InvalidParameterError(
                 f"{err}; the Gramian Psi_T^T Psi_T must be invertible (horizon={self.horizon}; "
-                f"an observable pair needs horizon >= n - 1 = {n - 1})"
+                f"an observable pair needs horizon >= n - 1 = {n - 1})",
+                parameter="horizon", allowed=f">= {n - 1}", got=self.horizon
             ) from None
         factor = 2.0 if self.convention == "published" else 1.0
         cov = factor * inv_root / math.sqrt(self.rho)
@@ -235,7 +238,8 @@ class DynamicOptimalNoise:
         """``w[k] = C A^k z`` for k = 0..T: shape ``(..., T+1, m)`` for offsets of shape ``(..., n)``."""
         zz = check_values(z, name="z")
         if zz.ndim == 0 or zz.shape[-1] != self.n:
-            raise InvalidParameterError(f"z must have last axis of length n={self.n}, got shape {zz.shape}")
+            raise InvalidParameterError(f"z must have last axis of length n={self.n}, got shape {zz.shape}",
+                                        parameter="z", allowed=f"last axis of length {self.n}", got=zz.shape)
         flat = zz @ self.psi.T
         return flat.reshape((*zz.shape[:-1], self.horizon + 1, self.m))
 

@@ -152,7 +152,8 @@ class GaussianOptimalNoise:
         self.query = c
         self.convention = check_choice("convention", convention, CONVENTIONS)
         if (rho is None) == (theta is None):
-            raise InvalidParameterError("give exactly one of rho (Problem 3) and theta (Problem 4)")
+            raise InvalidParameterError("give exactly one of rho (Problem 3) and theta (Problem 4)",
+                                        parameter="rho", allowed="exactly one of rho and theta")
         gram = c @ c.T
         rank = int(np.linalg.matrix_rank(c))
         if rank < c.shape[0]:

@@ -371,7 +371,8 @@ def cramer_rao_bound(information: FisherInformation | ArrayLike, *, rtol: float 
         "information", information, dtype=float)
     matrix = np.atleast_2d(matrix)
     if matrix.ndim != 2 or matrix.shape[0] != matrix.shape[1]:
-        raise InvalidParameterError(f"information must be a square matrix, got shape {matrix.shape}")
+        raise InvalidParameterError(f"information must be a square matrix, got shape {matrix.shape}",
+                                    parameter="information", allowed="a square matrix", got=matrix.shape)
     eig = np.linalg.eigvalsh(0.5 * (matrix + matrix.T))
     source = "Farokhi & Sandberg, Proposition 1 (Cramér–Rao): E||x - x_hat||^2 >= Tr(I^-1) for unbiased x_hat"
     if eig[-1] <= 0.0 or eig[0] <= rtol * eig[-1]:
