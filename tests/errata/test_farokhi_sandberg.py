@@ -15,11 +15,16 @@ from dpcloak.privacy.fisher.gaussian import GaussianOptimalNoise
 
 
 def _second_moment_cos2():
-    """E[w²] of Corollary 1's cos² density on [lo, hi], symbolically."""
-    w, lo, hi = sp.symbols("w lo hi", real=True)
+    """E[w²] of Corollary 1's cos² density 2/L cos²(π(w − c)/L) on [lo, hi], symbolically.
+
+    Integrated after the substitution w = c + L u (u in [−1/2, 1/2], the density becomes 2 cos²(πu) du): E[w²] =
+    c² m0 + 2 c L m1 + L² m2 with the moments m_k = ∫ u^k 2 cos²(πu) du, which sympy integrates in a fraction of
+    the time it takes over w with symbolic bounds (the same value)."""
+    u, lo, hi = sp.symbols("u lo hi", real=True)
     L, c = hi - lo, (hi + lo) / 2
-    density = 2 / L * sp.cos(sp.pi / L * (w - c)) ** 2
-    return sp.simplify(sp.integrate(w**2 * density, (w, lo, hi))), lo, hi
+    half = sp.Rational(1, 2)
+    m0, m1, m2 = (sp.integrate(u**k * 2 * sp.cos(sp.pi * u) ** 2, (u, -half, half)) for k in range(3))
+    return sp.simplify(sp.expand(c**2 * m0 + 2 * c * L * m1 + L**2 * m2)), lo, hi
 
 
 def test_corollary2_ii_printed_quality_is_off_by_exactly_m_times_wbar_wunder():
