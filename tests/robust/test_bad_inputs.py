@@ -27,7 +27,7 @@ from cases import build_cases
 WORKER = Path(__file__).with_name("_worker.py")
 MEMORY_LIMIT = 3 * 2**30  # bytes of address space per worker
 CASE_TIMEOUT = 30.0  # seconds per case (generous: the CI machine may be loaded)
-BATCHES = 6
+BATCHES = 2  # one worker per thread: each pays the imports once (6 batches paid them 6 times)
 NONFINITE = re.compile(r"(?<![\w.])[-+]?(nan|inf|infinity)(?![\w])", re.IGNORECASE)
 COMMANDS = ("demo", "recover", "audit", "sensitivity", "calibrate", "reproduce", "heatmap", "serve", "deploy",
             "sensor", "network")
