@@ -211,7 +211,8 @@ def _present(y: NDArray[np.float64], present: ArrayLike | None, m: int) -> NDArr
             raise InvalidParameterError("private_readings must be finite at every present sensor",
                                         parameter="private_readings")
     if not mask.any():
-        raise InvalidParameterError("no sensor is present: nothing to recover from")
+        raise InvalidParameterError("no sensor is present: nothing to recover from", parameter="present",
+                                    allowed="at least one present sensor")
     return mask
 
 
