@@ -146,7 +146,7 @@ class NetworkCli:
             lo, hi = (float(v) for v in self.diffusion_range.split(","))
         except ValueError:
             raise InvalidParameterError(f"--diffusion-range must be LO,HI in m² (e.g. 1e4,4e4), got "
-                                        f"{self.diffusion_range!r}") from None
+                                        f"{self.diffusion_range!r}", parameter="--diffusion-range") from None
         return lo, hi
 
     def _describe(self, sites: int) -> str:
