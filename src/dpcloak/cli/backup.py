@@ -29,7 +29,8 @@ def backup(
     dep = load_deployment(Path(deployment))
     url = db or sqlite_url(Path(deployment) / DEFAULT_DB)
     if db is None and not (Path(deployment) / DEFAULT_DB).exists():
-        raise InvalidParameterError(f"no database to back up: {Path(deployment) / DEFAULT_DB} does not exist")
+        raise InvalidParameterError(f"no database to back up: {Path(deployment) / DEFAULT_DB} does not exist",
+                                    parameter="--db", got=str(Path(deployment) / DEFAULT_DB))
     store = Store(url)
     try:
         out = store.backup(Path(target))
