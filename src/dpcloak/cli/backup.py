@@ -30,7 +30,7 @@ def backup(
     url = db or sqlite_url(Path(deployment) / DEFAULT_DB)
     if db is None and not (Path(deployment) / DEFAULT_DB).exists():
         raise InvalidParameterError(f"no database to back up: {Path(deployment) / DEFAULT_DB} does not exist",
-                                    parameter="--db", got=str(Path(deployment) / DEFAULT_DB))
+                                    parameter="--deployment", got=str(Path(deployment) / DEFAULT_DB))
     store = Store(url)
     try:
         out = store.backup(Path(target))
