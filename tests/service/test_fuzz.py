@@ -78,3 +78,49 @@ def test_every_operation_without_server_error_nor_traceback(fuzzed: CollectorPro
             with contextlib.suppress(Unsatisfiable):  # nothing invalid to generate (no parameters)
                 fuzz()
     print(f"\n{sum(SENT.values())} requests, {len(SENT)} operations")
+
+
+CONFORMANCE_EXAMPLES = int(os.environ.get("DPCLOAK_CONFORMANCE_EXAMPLES", "6"))
+"""Examples per operation and generation mode of the conformance run (bounded: under a minute in CI)."""
+
+
+def test_every_answer_conforms_to_the_openapi_document(fuzzed: CollectorProcess) -> None:
+    """Issue 33 item 6: the schema lists every status and media type the collector answers. Schemathesis's own
+    conformance checks (status code, content type, response headers and body schema) on every answer of a
+    bounded run, positive and negative: 0 failures."""
+    import time
+
+    from hypothesis import given
+    from hypothesis.errors import Unsatisfiable
+    from schemathesis.specs.openapi.checks import (
+        content_type_conformance,
+        response_headers_conformance,
+        response_schema_conformance,
+        status_code_conformance,
+    )
+
+    checks = [status_code_conformance, content_type_conformance, response_headers_conformance,
+              response_schema_conformance]
+    schema = schemathesis.openapi.from_url(fuzzed.url + "/openapi.json")
+    failures: list[str] = []
+    started = time.monotonic()
+    for operation in [result.ok() for result in schema.get_all_operations()]:
+        for mode in (schemathesis.GenerationMode.POSITIVE, schemathesis.GenerationMode.NEGATIVE):
+
+            @given(case=operation.as_strategy(mode))
+            @settings(max_examples=CONFORMANCE_EXAMPLES, deadline=None, database=None, phases=[Phase.generate],
+                      suppress_health_check=list(HealthCheck))
+            def conform(case) -> None:  # type: ignore[no-untyped-def]
+                tags = case.operation.tags or []
+                headers = {"Authorization": f"Bearer {fuzzed.token}"} if "sensors" not in tags else {}
+                response = case.call(base_url=fuzzed.url, headers=headers, timeout=60)
+                try:
+                    case.validate_response(response, checks=checks)
+                except (Exception, BaseExceptionGroup) as exc:  # collected, all reported at the end
+                    failures.append(f"{case.method} {case.operation.path} -> {response.status_code}: "
+                                    f"{str(exc).splitlines()[0][:200]}")
+
+            with contextlib.suppress(Unsatisfiable):
+                conform()
+    print(f"\nconformance run: {time.monotonic() - started:.0f} s, {len(failures)} failure(s)")
+    assert failures == [], "\n".join(sorted(set(failures)))

@@ -24,6 +24,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from dpcloak import __version__
@@ -101,6 +102,35 @@ def _window_page(records: list[WindowRecord], *, total: int | None, more: bool,
 def _error(status: int, code: str, message: str, field: str | None = None,
            headers: dict[str, str] | None = None) -> JSONResponse:
     return JSONResponse(ReportError(status, code, message, field).body(), status_code=status, headers=headers)
+
+
+class ErrorBody(BaseModel):
+    """Every error answer: a machine-readable ``error`` code, a sentence, the field at fault and, for 429, the wait."""
+
+    error: str
+    message: str
+    field: str | None = None
+    retry_after: int | None = None
+
+
+_WHY = {401: "No valid credential (a report's MAC, or the analyst token)", 403: "The credential may not do this",
+        404: "Another deployment, or no such window", 409: "Conflicts with what is stored (see error)",
+        413: "Body larger than the collector accepts", 415: "Not sent as Content-Type: application/json",
+        422: "Malformed or out of range (see field)", 429: "This sensor's flood limit: retry after Retry-After",
+        503: "Overloaded or the database cannot write: retry after Retry-After (nothing stored)"}
+_RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before resending", "schema": {"type": "integer"}}}
+
+
+def documented(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` for the error statuses a route answers (each an :class:`ErrorBody`).
+
+    Examples
+    --------
+    >>> sorted(documented(401, 503)), "headers" in documented(503)[503]
+    ([401, 503], True)
+    """
+    return {s: {"model": ErrorBody, "description": _WHY[s], **({"headers": _RETRY_AFTER} if s in (429, 503) else {})}
+            for s in statuses}
 
 
 class BodyLimit:
@@ -268,15 +298,14 @@ def create_app(collector: Collector, *, analyst_token: str) -> CollectorApp:
 
     @app.post(REPORT_PATH, status_code=201, tags=["sensors"], dependencies=[Depends(json_body)],
               responses={200: {"description": "Duplicate of a stored report: acknowledged, nothing stored"},
-                         401: {}, 403: {}, 404: {}, 409: {}, 422: {},
-                         429: {"description": "This sensor's flood limit: retry after Retry-After seconds"}})
+                         **documented(401, 403, 404, 409, 413, 415, 422, 429, 503)})
     async def post_report(report: ReportIn) -> JSONResponse:
         """Store one signed report (201), or acknowledge a retry of a stored one (200)."""
         status, body = await endpoints.report(report)
         return JSONResponse(body, status_code=status, headers=retry_after_header(body))
 
     @app.post(BATCH_PATH, tags=["sensors"], dependencies=[Depends(json_body)],
-              responses={429: {"description": "A sensor's flood limit refused a report: Retry-After seconds"}})
+              responses=documented(413, 415, 422, 503))
     async def post_batch(batch: BatchIn) -> JSONResponse:
         """Store up to 1000 signed reports forwarded by a gateway; one outcome per report, in order."""
         body = (await endpoints.batch(batch))[1]
@@ -296,24 +325,28 @@ def create_app(collector: Collector, *, analyst_token: str) -> CollectorApp:
         return {"status": policy["status"], "deployment": dep.deployment_id, "fingerprint": dep.fingerprint,
                 "window": policy["window"], "policy": policy}
 
-    @app.get("/api/v1/deployment", tags=["analyst"], dependencies=[Depends(analyst)])
+    @app.get("/api/v1/deployment", tags=["analyst"], dependencies=[Depends(analyst)],
+              responses=documented(401))
     async def deployment() -> dict[str, Any]:
         """The deployment, its sensor and source positions and its guarantee in numbers and words."""
         return views.deployment_view(dep, now=collector.clock())
 
-    @app.get("/api/v1/sensors", tags=["analyst"], dependencies=[Depends(analyst)])
+    @app.get("/api/v1/sensors", tags=["analyst"], dependencies=[Depends(analyst)],
+              responses=documented(401))
     async def sensors() -> dict[str, Any]:
         """Per sensor: last window and time seen, readings and privacy spent in the current period."""
         return await collector.run_in_reader(views.sensors_view, dep, collector.store, collector.clock())
 
-    @app.get("/api/v1/security-events", tags=["analyst"], dependencies=[Depends(analyst)])
+    @app.get("/api/v1/security-events", tags=["analyst"], dependencies=[Depends(analyst)],
+              responses=documented(401, 422))
     async def security_events() -> dict[str, Any]:
         """Sensors that sent two different reports for one window: both reports, and the flagged credentials."""
         events = await collector.run_in_reader(collector.store.security_events, dep.deployment_id)
         flagged = sorted(collector.verifier.flagged)
         return {"events": events, "flagged": [{"sensor": s, "generation": g} for s, g in flagged]}
 
-    @app.get("/api/v1/windows", tags=["analyst"], dependencies=[Depends(analyst)])
+    @app.get("/api/v1/windows", tags=["analyst"], dependencies=[Depends(analyst)],
+              responses=documented(401, 422))
     async def list_windows(
             limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="Windows per page (at most 1000).")] = MAX_PAGE,
             after: Annotated[int | None, Query(ge=-1, le=2**62, description=(
@@ -354,7 +387,8 @@ def create_app(collector: Collector, *, analyst_token: str) -> CollectorApp:
         records = records[-limit:] if newest else records[:limit]
         return _window_page(records, total=total, more=more, cursor=cursor)
 
-    @app.get("/api/v1/windows/{window}", tags=["analyst"], dependencies=[Depends(analyst)])
+    @app.get("/api/v1/windows/{window}", tags=["analyst"], dependencies=[Depends(analyst)],
+              responses=documented(401, 404, 422))
     async def get_window(window: WindowIndex) -> JSONResponse:
         """One closed window with its recovered map."""
         records = await collector.run_in_reader(lambda: list(store.windows(dep.deployment_id, window=window)))
@@ -362,7 +396,8 @@ def create_app(collector: Collector, *, analyst_token: str) -> CollectorApp:
             return _error(404, "not_found", f"window {window} is not closed (or does not exist)", "window")
         return JSONResponse(records[0].as_dict())
 
-    @app.post("/api/v1/windows/{window}/close", tags=["analyst"], dependencies=[Depends(analyst)])
+    @app.post("/api/v1/windows/{window}/close", tags=["analyst"], dependencies=[Depends(analyst)],
+              responses=documented(401, 404, 422, 503))
     async def close(window: WindowIndex) -> JSONResponse:
         """Close a window now and recover it from the reports that arrived."""
         record = await collector.close_window(window)
@@ -371,7 +406,8 @@ def create_app(collector: Collector, *, analyst_token: str) -> CollectorApp:
         return JSONResponse(record.as_dict())
 
     @app.get("/api/v1/export.csv", tags=["analyst"], dependencies=[Depends(analyst)],
-             response_class=StreamingResponse, responses={200: {"content": {"text/csv": {}}}})
+             response_class=StreamingResponse,
+             responses={200: {"content": {"text/csv": {}}}, **documented(401)})
     async def export_csv() -> StreamingResponse:
         """Every closed window's map in long format, streamed: window, its start and end (ISO 8601 UTC), source,
         its coordinates (x_m[, y_m]), value, window metadata."""
@@ -379,14 +415,16 @@ def create_app(collector: Collector, *, analyst_token: str) -> CollectorApp:
                                  headers={"Content-Disposition": f'attachment; filename="{dep.deployment_id}.csv"'})
 
     @app.get("/api/v1/export.json", tags=["analyst"], dependencies=[Depends(analyst)],
-             response_class=StreamingResponse, responses={200: {"content": {"application/json": {}}}})
+             response_class=StreamingResponse,
+             responses={200: {"content": {"application/json": {}}}, **documented(401)})
     async def export_json() -> StreamingResponse:
         """The same table as a JSON array of rows (coordinates an array, window times ISO 8601 UTC), streamed."""
         return StreamingResponse(views.export_json_chunks(dep, store), media_type="application/json",
                                  headers={"Content-Disposition": f'attachment; filename="{dep.deployment_id}.json"'})
 
     @app.get("/api/v1/export.parquet", tags=["analyst"], dependencies=[Depends(analyst)],
-             response_class=StreamingResponse, responses={200: {"content": {"application/vnd.apache.parquet": {}}}})
+             response_class=StreamingResponse,
+             responses={200: {"content": {"application/vnd.apache.parquet": {}}}, **documented(401)})
     async def export_parquet() -> Response:
         """The same table as Parquet (needs pyarrow), streamed a row group at a time."""
         pieces = views.export_parquet_chunks(dep, store)
