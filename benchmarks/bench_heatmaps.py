@@ -43,8 +43,9 @@ def _best(fn, repeat):
 
 def small(repeat: int) -> None:
     ps = gaussian_mixture_points(n_users=200, n_components=20, points_per_user=10, rng=0)
-    private_heatmap(ps.users, ps.x, ps.y, epsilon=1.0, resolution=256, rng=0, noise="float")  # warm-up
-    t, res = _best(lambda: private_heatmap(ps.users, ps.x, ps.y, epsilon=1.0, resolution=256, rng=0, noise="float"),
+    private_heatmap(ps.users, ps.x, ps.y, epsilon=1.0, resolution=256, w=20, rng=0, noise="float")  # warm-up
+    t, res = _best(lambda: private_heatmap(ps.users, ps.x, ps.y, epsilon=1.0, resolution=256, w=20, rng=0,
+                                           noise="float"),
                    repeat)
     print(f"[1] 200 users, {ps.users.size} points, Δ=256, ε=1: end-to-end {t * 1e3:.1f} ms (goal < 100 ms)")
     print("    stages (ms): " + ", ".join(f"{k}={v * 1e3:.2f}" for k, v in res.curator.timings.items()))
@@ -63,7 +64,7 @@ def large(n_points: int, delta: int) -> None:
     x, y = xy[:, 0].copy(), xy[:, 1].copy()
     del xy, comp
     t0 = time.perf_counter()
-    res = private_heatmap(users, x, y, epsilon=1.0, resolution=delta, rng=0, noise="float")
+    res = private_heatmap(users, x, y, epsilon=1.0, resolution=delta, w=20, rng=0, noise="float")
     total = time.perf_counter() - t0
     print(f"[2] {n_points:.0e} points, {n_users} users, Δ={delta}, ε=1: end-to-end {total:.2f} s")
     print("    stages (s): " + ", ".join(f"{k}={v:.3f}" for k, v in res.curator.timings.items()))

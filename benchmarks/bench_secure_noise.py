@@ -59,11 +59,11 @@ def main() -> None:
           f"{'ratio OS/float':>15s} {'ratio seed/float':>17s}")
     for delta in (256, 1024):
         runs = {
-            "float": lambda d=delta: private_heatmap(ps.users, ps.x, ps.y, epsilon=1.0, resolution=d, rng=0,
+            "float": lambda d=delta: private_heatmap(ps.users, ps.x, ps.y, epsilon=1.0, resolution=d, w=20, rng=0,
                                                      noise="float"),
-            "os": lambda d=delta: private_heatmap(ps.users, ps.x, ps.y, epsilon=1.0, resolution=d, rng=None,
+            "os": lambda d=delta: private_heatmap(ps.users, ps.x, ps.y, epsilon=1.0, resolution=d, w=20, rng=None,
                                                   noise="secure"),
-            "seed": lambda d=delta: private_heatmap(ps.users, ps.x, ps.y, epsilon=1.0, resolution=d, rng=0,
+            "seed": lambda d=delta: private_heatmap(ps.users, ps.x, ps.y, epsilon=1.0, resolution=d, w=20, rng=0,
                                                     noise="secure", simulation=True),
         }
         t = {name: _median(fn, repeat) for name, fn in runs.items()}

@@ -92,13 +92,13 @@ print(f"{(~inside).sum()} points outside the extent dropped")
 # * **Resolution** Δ (a power of two) sets the cell size: pick the finest cell the decision needs,
 #   not finer; the error in metres of the method does not improve with cells much smaller than it.
 # * **population**: a *public* estimate of the number of people (a census figure, the number of
-#   subscribers; never the table's own count). With it, the pyramid's width w (how many cells per
-#   level the reconstruction keeps) follows a rule calibrated on synthetic data
-#   (:func:`~dpcloak.heatmaps.parameters.pyramid_parameters`): w grows like √(ε n̂), from 50 cells
-#   per level when noise and signal are comparable to a few hundred when ε n̂ is large; when ε n̂ is
-#   below 50 it measures only from a coarse 16 × 16 level up, the best that little signal allows.
-#   The rule reads only public numbers, so it costs no privacy. Without ``population``, the paper's
-#   w = 20 is used.
+#   subscribers; never the table's own count). The pyramid's width w (how many cells per level the
+#   reconstruction keeps) and its finest level follow a rule
+#   (:func:`~dpcloak.heatmaps.parameters.pyramid_parameters`) of s = ε n̂: w grows like (ε n̂)^0.6
+#   from 50 cells per level, and the map is released on a 2^L grid with 4^L ≈ ε n̂ cells, so at low
+#   signal it coarsens (down to the uniform map) instead of spreading noise over fine cells. With a
+#   public ``population`` the rule costs no privacy; without it, 1/10 of ε buys a noisy count of the
+#   users, and ``result.parameters["w_rule"]`` says what was chosen.
 population = 3000  # public: e.g. the operator's number of subscribers in the area
 for eps in (0.5, 1.0, 5.0):
     print(f"ε = {eps}: {pyramid_parameters(epsilon=eps, resolution=resolution, population=population)}")

@@ -7,7 +7,13 @@ import pytest
 from scipy import stats
 
 from dpcloak.errors import InvalidParameterError
-from dpcloak.heatmaps.aggregate import default_start_level, hierarchical_laplace, level_budget
+from dpcloak.heatmaps.aggregate import (
+    coarsen_aggregate,
+    default_start_level,
+    hierarchical_laplace,
+    level_budget,
+    noisy_user_count,
+)
 from dpcloak.heatmaps.data import bound_users
 from dpcloak.heatmaps.pyramid import pyramid_levels
 
@@ -201,3 +207,28 @@ def test_stated_pyramid_epsilon_covers_the_exact_sum_of_level_budgets() -> None:
             pyramid = hierarchical_laplace(agg, epsilon=eps, w=w, noise="float", rng=0)
             stated = pyramid.guarantee().epsilon
             assert sum(map(Fraction, pyramid.budget.epsilons)) <= Fraction(stated) <= Fraction(eps)
+
+
+def test_coarsen_aggregate_is_the_exact_block_sum():
+    rng = np.random.default_rng(11)
+    agg = bound_users(rng.integers(0, 40, 300), rng.random(300), rng.random(300), resolution=32)
+    for depth in range(6):
+        coarse = coarsen_aggregate(agg, depth=depth)
+        f = 32 >> depth
+        # Oracle: brute-force Python integer sums over each f × f block.
+        side = 1 << depth
+        want = [[sum(int(v) for v in agg.fixed[i * f:(i + 1) * f, j * f:(j + 1) * f].ravel()) for j in range(side)]
+                for i in range(side)]
+        assert coarse.fixed.tolist() == want and coarse.resolution == 1 << depth
+        assert (coarse.n_users, coarse.n_points) == (agg.n_users, agg.n_points)
+    with pytest.raises(InvalidParameterError, match="depth"):
+        coarsen_aggregate(agg, depth=6)
+
+
+def test_noisy_user_count_is_laplace_at_the_stated_epsilon():
+    agg = bound_users(np.arange(50), np.full(50, 0.5), np.full(50, 0.5), resolution=4)
+    rng = np.random.default_rng(12)
+    draws = np.array([noisy_user_count(agg, epsilon=0.5, noise="secure", rng=rng) for _ in range(4000)]) - 50
+    # Laplace(b = 2): E|X| = 2, Var = 8. The same draws at scale 1/ε = 1 (a count at 2ε) would give E|X| = 1.
+    assert abs(float(np.mean(np.abs(draws))) - 2.0) < 0.12 and abs(float(np.var(draws)) - 8.0) < 1.0
+    assert np.all(draws * 2**36 == np.round(draws * 2**36))  # on the fixed-point grid: exact discrete Laplace

@@ -62,12 +62,20 @@ def test_printed_release_is_identical_for_neighbouring_data(csv_path, tmp_path):
     a = CliRunner().invoke(app, ["heatmap", str(csv_path), *args])
     b = CliRunner().invoke(app, ["heatmap", str(other), *args])
     assert a.exit_code == 0 and b.exit_code == 0, a.output + b.output
-    assert json.loads(a.stdout) == json.loads(b.stdout)
+    ja, jb = json.loads(a.stdout), json.loads(b.stdout)
+    # The default's noisy user count (DP, sensitivity 1) moves by exactly 1 under the same noise; nothing else.
+    assert ja.pop("noisy_population") - jb.pop("noisy_population") == 1.0
+    rule, _ = ja.pop("w_rule"), jb.pop("w_rule")
+    assert ja == jb and ja["count_share"] == "1/10"
     c = CliRunner().invoke(app, ["heatmap", str(csv_path), *args, "--diagnostics"])
     curator = json.loads(c.stdout)["curator_not_private"]
     assert curator["users"] == 60 and curator["points"] == 600 and "NOT private" in curator["label"]
     text = CliRunner().invoke(app, ["heatmap", str(csv_path), *args[:-1]])
     assert "users" not in text.stdout and "600" not in text.stdout
+    # How the parameters were chosen and what share of ε that took is printed with the release.
+    assert f"parameters: {rule}; 1/10 of ε (ε=0.1) spent on the noisy user count" in text.stdout
+    given = CliRunner().invoke(app, ["heatmap", str(csv_path), *args[:-1], "--w", "20"])
+    assert "parameters: w = 20 given by the caller, all levels to 4; no ε spent on choosing them" in given.stdout
 
 
 def test_heatmap_float_noise_is_explicit(csv_path, tmp_path):

@@ -105,10 +105,14 @@ def test_release_holds_dp_output_and_public_parameters_only():
     kw = {"epsilon": 1.0, "resolution": 32, "rng": 5, "simulation": True}
     a = private_heatmap(users, x, y, **kw)
     b = private_heatmap(users[keep], x[keep], y[keep], **kw)
-    assert a.public_summary() == b.public_summary()
+    # The default's noisy user count (a DP output, sensitivity 1) is the only field that moves: by exactly 1
+    # under the same noise; w and the levels chosen from it coincide here.
+    sa, sb = a.public_summary(), b.public_summary()
+    assert sa.pop("noisy_population") - sb.pop("noisy_population") == 1.0
+    assert sa.pop("w_rule") != sb.pop("w_rule") and sa == sb
     assert (a.curator.n_users, b.curator.n_users) == (127, 126)
     for res in (a, b):
         public = {name for name in res.__dataclass_fields__ if name != "curator"}
         assert not {"n_users", "n_points", "timings"} & public
     assert "NOT private" in a.curator.label
-    assert math.isclose(sum(a.parameters["level_epsilons"]), 1.0)
+    assert math.isclose(sum(a.parameters["level_epsilons"]) + a.parameters["count_epsilon"], 1.0)

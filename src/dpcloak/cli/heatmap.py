@@ -297,6 +297,10 @@ def _print(res: Any, summary: dict[str, Any], curator: dict[str, Any]) -> None:
     g = res.privacy
     console.print(f"[bold]{res.method}[/] heatmap, {g.kind} with ε={g.epsilon:g} ({g.neighbouring})")
     console.print(f"Δ={res.resolution}, noise={res.noise}: {g.mechanism}")
+    if "w_rule" in summary:
+        spent = (f"; {summary['count_share']} of ε (ε={summary['count_epsilon']:.6g}) spent on the noisy user count"
+                 if summary["count_share"] else "; no ε spent on choosing them")
+        console.print(f"parameters: {summary['w_rule']}{spent}", highlight=False)
     if "size_m" in summary:
         console.print(f"extent: {summary['extent']}; square side {summary['size_m']:.6g} m, "
                       f"cells {summary['cell_size_m']:.6g} m")

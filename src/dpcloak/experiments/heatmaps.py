@@ -27,7 +27,6 @@ from dpcloak.experiments.registry import Claim, Experiment, Row, vary
 from dpcloak.heatmaps import PointSet, bound_users, gaussian_mixture_points, heatmap_from_aggregate, load_ais
 from dpcloak.heatmaps.api import normalize
 from dpcloak.heatmaps.evaluate import DEFAULT_SIGMA, score_heatmap
-from dpcloak.heatmaps.parameters import pyramid_parameters
 from dpcloak.heatmaps.reconstruct import reconstruct
 from dpcloak.heatmaps.render import render
 from dpcloak.heatmaps.shuffle import shuffle_pyramid
@@ -36,7 +35,7 @@ __all__ = ["EXPERIMENTS"]
 
 # Methods compared in every trial: ours, the [LXD+19] baseline and three thresholded variants.
 METHODS: dict[str, dict[str, Any]] = {
-    "ours": {"method": "pyramid"},
+    "ours": {"method": "pyramid", "w": 20},
     "baseline": {"method": "laplace"},
     "top1%": {"method": "laplace", "top_percent": 1.0},
     "top0.1%": {"method": "laplace", "top_percent": 0.1},
@@ -451,7 +450,7 @@ def shuffle_trial(params: Mapping[str, Any], rng: np.random.Generator) -> dict[s
     b = int(params["B"])
     row: dict[str, Any] = {}
     if b == 0:
-        est = heatmap_from_aggregate(agg, epsilon=eps, rng=rng, noise="float").aggregate
+        est = heatmap_from_aggregate(agg, epsilon=eps, w=20, rng=rng, noise="float").aggregate
         row["bits_per_user"] = row["messages_per_user"] = float("nan")
     else:
         rel = shuffle_pyramid(data.users, data.x, data.y, epsilon=eps, delta=float(params["delta"]),
@@ -519,7 +518,7 @@ _FIXED_W = (10, 20, 50, 100, 200, 400)
 
 
 def wrule_trial(params: Mapping[str, Any], rng: np.random.Generator) -> dict[str, Any]:
-    """EMD of the pyramid at every fixed w, at the public rule's w (n̂ = the sample size), and of top-1 % Laplace."""
+    """EMD of the pyramid at every fixed w, with the rule's w and levels (public n̂ = the sample size), top-1 %."""
     data = _dataset(params, rng)
     agg = bound_users(data.users, data.x, data.y, resolution=int(params["resolution"]))
     eps = float(params["epsilon"])
@@ -527,13 +526,10 @@ def wrule_trial(params: Mapping[str, Any], rng: np.random.Generator) -> dict[str
     for w in _FIXED_W:
         rel = heatmap_from_aggregate(agg, epsilon=eps, w=w, rng=rng, noise="float")
         row[f"emd_w{w}"] = score_heatmap(agg.normalized, rel.aggregate).emd
-    w_rule = pyramid_parameters(epsilon=eps, resolution=agg.resolution, population=float(params["n"])).w
-    row["w_rule"] = float(w_rule)
-    if w_rule in _FIXED_W:  # the rule's release is that fixed-w release: pair them (same noise, less variance)
-        row["emd_rule"] = row[f"emd_w{w_rule}"]
-    else:
-        rule = heatmap_from_aggregate(agg, epsilon=eps, population=float(params["n"]), rng=rng, noise="float")
-        row["emd_rule"] = score_heatmap(agg.normalized, rule.aggregate).emd
+    rule = heatmap_from_aggregate(agg, epsilon=eps, population=float(params["n"]), rng=rng, noise="float")
+    row["w_rule"] = float(rule.parameters["w"])
+    row["depth_rule"] = float(rule.parameters["depth"])
+    row["emd_rule"] = score_heatmap(agg.normalized, rule.aggregate).emd
     row["emd"] = row["emd_rule"]
     top = heatmap_from_aggregate(agg, method="laplace", top_percent=1.0, epsilon=eps, rng=rng, noise="float")
     row["emd_top1%"] = score_heatmap(agg.normalized, top.aggregate).emd
@@ -578,7 +574,7 @@ def _wrule_claims(rows: Sequence[Row]) -> list[Claim]:
 
 _WRULE = Experiment(
     id="heatmaps-wrule",
-    title="Choosing w from public quantities: the rule vs every fixed w, and top-1 % Laplace",
+    title="Choosing w and the levels from public quantities: the rule vs every fixed w, and top-1 % Laplace",
     source="Ghazi et al., Figure 1 setting; rule of dpcloak.heatmaps.parameters",
     trial=wrule_trial,
     sweep=(vary("epsilon", _EPSILONS, panel="synthetic", dataset="synthetic", n=200, resolution=256)
@@ -589,10 +585,10 @@ _WRULE = Experiment(
     trials=12,
     quick_trials=1,
     notes=_NOTES_DATA + " The rule reads ε, Δ and a public estimate n̂ of the number of users (here the sample "
-    "size, fixed by the design); its constants were calibrated on two synthetic mixtures and AIS draws (seed streams "
-    "1–3 of docs/figures/make_heatmaps_wrule.py); this experiment's draws are not those. "
-    "When the rule's w is one of the fixed w, its EMD is that release's "
-    "(paired, same noise). 'Best fixed w' is the minimum over six noisy means, biased low. EMD on the unit "
+    "size, fixed by the design); its w formula was calibrated on two synthetic mixtures and AIS draws (issue 16) and "
+    "its finest level on seeds 100–102 of the mixture and AIS (issue 32); this experiment's draws are not those. "
+    "The rule also picks the finest level (it coarsens at low signal), so its release is its own (not paired "
+    "with a fixed-w release). 'Best fixed w' is the minimum over six noisy means, biased low. EMD on the unit "
     "square (multiply by the extent's side for metres).",
 )
 

@@ -62,7 +62,7 @@ from numpy.typing import NDArray
 from dpcloak._rng import RngLike, as_generator
 from dpcloak._validation import check_choice, check_int, check_real
 from dpcloak.errors import InvalidParameterError
-from dpcloak.heatmaps.data import FIXED_POINT_BITS, UserAggregate
+from dpcloak.heatmaps.data import FIXED_POINT_BITS, UserAggregate, _make_aggregate
 from dpcloak.heatmaps.pyramid import pyramid_levels
 from dpcloak.heatmaps.release import NOISES, release_randomness
 from dpcloak.privacy.accounting import split_epsilon, total_epsilon
@@ -83,6 +83,8 @@ __all__ = [
     "default_start_level",
     "hierarchical_laplace",
     "check_aggregate",
+    "coarsen_aggregate",
+    "noisy_user_count",
     "user_level_guarantee",
     "UserLaplaceRelease",
 ]
@@ -509,3 +511,49 @@ def hierarchical_laplace(
         levels=tuple(r.values for r in released), budget=budget, scales=tuple(r.scale for r in released),
         resolution=agg.resolution, noise=noise,
     )
+
+
+def coarsen_aggregate(aggregate: UserAggregate, *, depth: int) -> UserAggregate:
+    """The same users' aggregate on the coarser 2^depth × 2^depth grid (exact sums of 2^(ℓ−depth)-blocks).
+
+    Merging cells keeps every user's mass ≤ 1, so the coarse aggregate has the same ℓ1 sensitivity 1 and
+    every mechanism may take it (:func:`~dpcloak.heatmaps.parameters.pyramid_parameters` coarsens at low signal).
+
+    Examples
+    --------
+    >>> from dpcloak.heatmaps import bound_users
+    >>> agg = bound_users([0, 1, 2], [0.1, 0.3, 0.9], [0.1, 0.3, 0.9], resolution=8)
+    >>> coarse = coarsen_aggregate(agg, depth=1)
+    >>> coarse.resolution, coarse.n_users, (coarse.fixed // 2**36).tolist()
+    (2, 3, [[2, 0], [0, 1]])
+    >>> bool(coarse.fixed.sum() == agg.fixed.sum())
+    True
+    """
+    agg = check_aggregate(aggregate)
+    level = check_int("depth", depth, minimum=0, maximum=agg.depth)
+    fixed = pyramid_levels(agg.fixed, start_level=level)[0]
+    return _make_aggregate(fixed, 1 << level, agg.n_users, agg.n_points)
+
+
+def noisy_user_count(aggregate: UserAggregate, *, epsilon: float, noise: str, rng: RngLike) -> float:
+    """n + Laplace noise at ε (sensitivity 1 under add/remove-one-user), on the 2^-36 grid of :func:`laplace_level`.
+
+    ``rng`` comes from :func:`noise_randomness`; with ``noise="secure"`` the noise is exact discrete
+    Laplace from the OS CSPRNG (``rng=None``). The count may come out ≤ 0.
+
+    Privacy guarantee
+    -----------------
+    ε-DP under add/remove-one-user: the count changes by at most 1 (2^36 grid steps) between
+    neighbours; the exact discrete Laplace mechanism (``"secure"``) or the Laplace mechanism with
+    idealised real-valued noise (``"float"``).
+
+    Examples
+    --------
+    >>> from dpcloak.heatmaps import bound_users
+    >>> agg = bound_users([0, 1, 2], [0.1, 0.6, 0.9], [0.1, 0.6, 0.9], resolution=4)
+    >>> n_hat = noisy_user_count(agg, epsilon=0.5, noise="secure", rng=None)  # exact noise from the OS CSPRNG
+    >>> isinstance(n_hat, float), float(n_hat * 2**36).is_integer()
+    (True, True)
+    """
+    count = np.array([check_aggregate(aggregate).n_users << FIXED_POINT_BITS], dtype=np.int64)
+    return float(laplace_level(count, epsilon=epsilon, noise=noise, rng=rng).values[0])

@@ -28,14 +28,23 @@ from numpy.typing import ArrayLike, NDArray
 from dpcloak._rng import RngLike
 from dpcloak._validation import check_choice, check_int, check_real
 from dpcloak.errors import InvalidParameterError
-from dpcloak.heatmaps.aggregate import check_aggregate, hierarchical_laplace
+from dpcloak.heatmaps.aggregate import (
+    check_aggregate,
+    coarsen_aggregate,
+    hierarchical_laplace,
+    laplace_description,
+    noise_randomness,
+    noisy_user_count,
+    user_level_guarantee,
+)
 from dpcloak.heatmaps.baselines import laplace_cells
 from dpcloak.heatmaps.data import UserAggregate, bound_users, check_resolution
 from dpcloak.heatmaps.extent import Extent
-from dpcloak.heatmaps.parameters import PAPER_W, pyramid_parameters
+from dpcloak.heatmaps.parameters import COUNT_SHARE, pyramid_parameters
 from dpcloak.heatmaps.reconstruct import reconstruct
 from dpcloak.heatmaps.release import CuratorDiagnostics, release_randomness
 from dpcloak.heatmaps.render import render_layers
+from dpcloak.privacy.accounting import split_epsilon, total_epsilon
 from dpcloak.privacy.mechanisms import PrivacyGuarantee
 
 __all__ = [
@@ -87,7 +96,8 @@ class HeatmapResult:
 
     Examples
     --------
-    >>> result = private_heatmap([0, 0, 1, 2], [0.1, 0.2, 0.6, 0.9], [0.1, 0.2, 0.6, 0.9], epsilon=1.0, resolution=8)
+    >>> result = private_heatmap([0, 0, 1, 2], [0.1, 0.2, 0.6, 0.9], [0.1, 0.2, 0.6, 0.9], epsilon=1.0, resolution=8,
+    ...                          w=20)
     >>> isinstance(result, HeatmapResult), result.aggregate.shape, round(float(result.aggregate.sum()), 12)
     (True, (8, 8), 1.0)
     >>> summary = result.public_summary()  # what may be published next to the aggregate
@@ -185,14 +195,15 @@ def heatmap_from_aggregate(
     epsilon : float
         ε > 0.
     w, gamma : int or None, float
-        Parameters of the pyramid method. ``w=None``: chosen by the public rule of
-        :func:`~dpcloak.heatmaps.parameters.pyramid_parameters` from ε, Δ and ``population``, or the
-        paper's w = 20 when no population estimate is given.
+        Parameters of the pyramid method. ``w=None``: w and the measured levels are chosen by the rule of
+        :func:`~dpcloak.heatmaps.parameters.pyramid_parameters` from ε, Δ and ``population``, or, without
+        it, from a noisy user count that spends :data:`~dpcloak.heatmaps.parameters.COUNT_SHARE` = 1/10
+        of ε (``parameters`` states the rule, ``count_epsilon`` and the noisy count).
     top_percent : float or None
         Threshold of the baseline (``None``: plain baseline).
     population : float or None
         A **public** estimate of the number of users (never the data's own count). pyramid: feeds the
-        w rule. dense: fixes the coarse grid; ``None`` spends 10 % of ε on a noisy count instead
+        parameter rule at no cost in ε. dense: fixes the coarse grid; ``None`` spends 10 % of ε on a noisy count instead
         (:func:`~dpcloak.heatmaps.dense.dense_aggregate`).
     extent : Extent or None
         The public extent the aggregate's grid covers (cell size in metres in the summary, axes).
@@ -236,16 +247,11 @@ def heatmap_from_aggregate(
     details: dict[str, Any] = {}
     t0 = time.perf_counter()
     if meth == "pyramid":
-        width, rule = _choose_w(w, epsilon, agg.resolution, population)
-        noisy = hierarchical_laplace(agg, epsilon=epsilon, w=width, gamma=gamma, rng=gen, noise=noise,
-                                     simulation=simulation)
+        pyr = _pyramid(agg, epsilon=epsilon, w=w, gamma=gamma, population=population, noise=noise,
+                       source=noise_randomness(gen, noise, simulation=simulation), simulation=simulation)
         t1 = time.perf_counter()
-        rec = reconstruct(noisy, w=width)
-        estimate, privacy, layers = rec.estimate, noisy.guarantee(), rec.layers()
-        params: dict[str, Any] = dict(w=width, w_rule=rule, population=population, gamma=noisy.budget.gamma,
-                                      q=noisy.budget.q, levels=noisy.budget.levels,
-                                      level_epsilons=noisy.budget.epsilons)
-        details.update(lp_variables=rec.n_variables, lp_objective=rec.objective)
+        estimate, privacy, layers, params = pyr.estimate, pyr.privacy, pyr.layers, pyr.parameters
+        details.update(lp_variables=pyr.lp_variables, lp_objective=pyr.lp_objective)
     elif meth == "laplace":
         rel = laplace_cells(agg, epsilon=epsilon, top_percent=top_percent, rng=gen, noise=noise, simulation=simulation)
         t1 = time.perf_counter()
@@ -280,14 +286,55 @@ def heatmap_from_aggregate(
     )
 
 
-def _choose_w(w: int | None, epsilon: float, resolution: int, population: float | None) -> tuple[int, str]:
-    """The pyramid's w: the caller's, the public rule's (with a public population estimate), or the paper's."""
+@dataclass(frozen=True)
+class _PyramidRelease:
+    estimate: NDArray[np.float64]
+    layers: tuple[tuple[int, NDArray[np.float64]], ...]
+    privacy: PrivacyGuarantee
+    parameters: dict[str, Any]
+    lp_variables: int
+    lp_objective: float
+
+
+def _pyramid(agg: UserAggregate, *, epsilon: float, w: int | None, gamma: float, population: float | None,
+             noise: str, source: RngLike, simulation: bool) -> _PyramidRelease:
+    """Algorithm 1 + RECONSTRUCT with the caller's w, or the rule's w and levels from a public or a noisy n̂."""
+    eps_count, eps_map, n_hat = 0.0, float(epsilon), population
     if w is not None:
-        return check_int("w", w, minimum=1), "given"
-    if population is None:
-        return PAPER_W, f"paper default w = {PAPER_W} (no public population estimate given)"
-    chosen = pyramid_parameters(epsilon=epsilon, resolution=resolution, population=population)
-    return chosen.w, chosen.rule
+        width, start, depth = check_int("w", w, minimum=1), None, agg.depth
+        rule = f"w = {width} given by the caller, all levels to {agg.depth}"
+    else:
+        if population is None:  # the default: a stated share of ε buys a noisy user count
+            eps_count, eps_map = split_epsilon(epsilon, [COUNT_SHARE, 1 - COUNT_SHARE])
+            n_hat = noisy_user_count(agg, epsilon=eps_count, noise=noise, rng=source)
+        assert n_hat is not None
+        chosen = pyramid_parameters(epsilon=eps_map, resolution=agg.resolution, population=max(n_hat, 1.0),
+                                    source="public" if population is not None else "noisy")
+        width, start, depth, rule = chosen.w, chosen.start_level, chosen.depth, chosen.rule
+    coarse = agg if depth == agg.depth else coarsen_aggregate(agg, depth=depth)
+    noisy = hierarchical_laplace(coarse, epsilon=eps_map, w=width, gamma=gamma, start_level=start, rng=source,
+                                 noise=noise, simulation=simulation)
+    rec = reconstruct(noisy, w=width)
+    f = agg.resolution >> depth  # each coarse cell's mass spread over its f × f pixels
+    spread = np.full((f, f), 1.0 / (f * f))
+    layers = tuple((b * f, np.kron(layer, spread)) for b, layer in rec.layers())
+    params: dict[str, Any] = dict(
+        w=width, w_rule=rule, population=population, count_share=(str(COUNT_SHARE) if eps_count else None),
+        count_epsilon=eps_count, noisy_population=(n_hat if eps_count else None), depth=depth,
+        gamma=noisy.budget.gamma, q=noisy.budget.q, levels=noisy.budget.levels, level_epsilons=noisy.budget.epsilons,
+    )
+    privacy = noisy.guarantee()
+    if eps_count:
+        spent = total_epsilon([eps_count, *noisy.budget.epsilons])  # basic composition, rounded up: ≤ ε
+        privacy = user_level_guarantee(
+            epsilon,
+            mechanism=(f"noisy user count ({laplace_description(1.0 / eps_count, noise)}, ε={eps_count:.6g}, "
+                       f"sensitivity 1) choosing w and the levels, composed with {privacy.mechanism}: "
+                       f"ε_count + Σ ε_i = {spent!r} ≤ ε"),
+            source=f"{privacy.source}; basic composition with the count",
+        )
+    return _PyramidRelease(estimate=np.kron(rec.estimate, spread), layers=layers, privacy=privacy, parameters=params,
+                           lp_variables=rec.n_variables, lp_objective=rec.objective)
 
 
 def _bounded(
@@ -329,13 +376,15 @@ def private_heatmap(
     resolution : int
         Δ = 2^ℓ (other sizes are rejected).
     w : int or None
-        Cells kept per level by RECONSTRUCT; ``None``: the public rule from ε, Δ and ``population``
-        (:func:`~dpcloak.heatmaps.parameters.pyramid_parameters`), or the paper's 20 without it.
+        Cells kept per level by RECONSTRUCT (all levels measured); ``None``: w and the measured levels
+        from the rule of :func:`~dpcloak.heatmaps.parameters.pyramid_parameters`, fed by ``population``
+        or, without it, by a noisy user count costing 1/10 of ε. At low signal the rule coarsens (fewer
+        levels, smaller w, down to the uniform map). ``parameters["w_rule"]`` states the choice.
     gamma : float
         Budget decay rate γ (paper: 1/√2).
     population : float or None
         A **public** estimate of the number of users (e.g. a census figure; never the data's count),
-        used only to choose ``w``.
+        used only to choose ``w`` and the levels; then all of ε goes to the map.
     extent : Extent or None
         The **public** square the grid covers (:mod:`dpcloak.heatmaps.extent`; never derived from the
         data); points outside it are refused.
@@ -355,8 +404,12 @@ def private_heatmap(
 
     Privacy guarantee
     -----------------
-    ε-DP under add/remove-one-user: levels q..ℓ of the pyramid of s = Σ p_i get Laplace noise of scale
-    1/ε_i with Σ ε_i = ε (basic composition); RECONSTRUCT and normalisation are post-processing. With
+    ε-DP under add/remove-one-user: with ``w`` and ``population`` both ``None``, a noisy user count
+    (sensitivity 1) spends ε_count = ε/10 (rounded down, :func:`~dpcloak.privacy.accounting.split_epsilon`);
+    w and the finest level L are functions of it (post-processing). Levels q..L of the pyramid of
+    s = Σ p_i (L < ℓ: of its exact 2^L-block sums, still sensitivity 1) get Laplace noise of scale 1/ε_i
+    with ε_count + Σ ε_i ≤ ε exactly (basic composition, :func:`~dpcloak.privacy.accounting.total_epsilon`);
+    RECONSTRUCT, spreading and normalisation are post-processing. With
     the default ``noise="secure"`` each level's noise is exact discrete Laplace at the same ε_i, so the
     guarantee holds for what is sampled; with ``"float"`` it holds for idealised real-valued noise.
 
@@ -370,6 +423,14 @@ def private_heatmap(
     ((8, 8), True, 1.0)
     >>> result.guarantee().kind, result.guarantee().epsilon
     ('ε-DP', 1.0)
+
+    Without ``w`` and ``population``, 1/10 of ε buys a noisy user count that picks w and the levels
+    (three users are far too few for any detail: here the rule nearly always gives the uniform map):
+
+    >>> result.parameters["count_share"], round(result.parameters["count_epsilon"], 12)
+    ('1/10', 0.1)
+    >>> result.parameters["w_rule"].startswith("ε n̂ = ")
+    True
     >>> private_heatmap(users, x, y, epsilon=1.0, resolution=8, rng=0)
     Traceback (most recent call last):
         ...
@@ -383,7 +444,8 @@ def private_heatmap(
     True
     """
     _check_common(epsilon, resolution)
-    _choose_w(w, epsilon, resolution, population)
+    if w is not None:
+        check_int("w", w, minimum=1)
     release_randomness(rng, noise, simulation=simulation)
     agg, times = _bounded(users, x, y, resolution, extent)
     return heatmap_from_aggregate(agg, method="pyramid", epsilon=epsilon, w=w, gamma=gamma, population=population,

@@ -37,9 +37,10 @@ from dpcloak.heatmaps.aggregate import (
     laplace_description,
     laplace_level,
     noise_randomness,
+    noisy_user_count,
     user_level_guarantee,
 )
-from dpcloak.heatmaps.data import FIXED_POINT_BITS, UserAggregate
+from dpcloak.heatmaps.data import UserAggregate
 from dpcloak.heatmaps.pyramid import pyramid_levels
 from dpcloak.privacy.accounting import split_epsilon
 from dpcloak.privacy.mechanisms import PrivacyGuarantee
@@ -222,8 +223,7 @@ def dense_aggregate(
     else:
         share = Fraction(check_real("count_share", count_share, low=0.0, high=1.0))
         eps_count, eps_cells = split_epsilon(eps, [share, 1 - share])  # exact sum ≤ ε
-        count = np.array([agg.n_users << FIXED_POINT_BITS], dtype=np.int64)
-        n_hat = float(laplace_level(count, epsilon=eps_count, noise=noise, rng=source).values[0])
+        n_hat = noisy_user_count(agg, epsilon=eps_count, noise=noise, rng=source)
     ell_star = coarse_level(eps_cells, n_hat, agg.depth)
     coarse_sums = pyramid_levels(agg.fixed, start_level=ell_star)[0]
     level = laplace_level(coarse_sums, epsilon=eps_cells, noise=noise, rng=source)
