@@ -124,3 +124,26 @@ def test_closing_a_window_nobody_reported_for_loses_no_later_report(site: Site) 
     assert record.status_code == 200 and record.json()["reporting"] == list(range(6))
     assert site.client.post("/api/v1/reports", json=bodies[0]).status_code == 200  # a resend: a duplicate
     assert site.stored() == 6
+
+
+def test_a_clock_stepping_back_reopens_no_recovered_window(site: Site) -> None:
+    """Issue 33 item 5: window 2 is recovered once its grace period is over; the collector's clock then steps
+    back into that grace period. A report for window 2 is refused (409 window_closed) instead of being stored
+    where no map will ever read it (it was 201: stored and lost), and so is window 3, whose grace period was
+    over before the step too."""
+    import time
+
+    dep = site.deployment
+    assert site.client.post("/api/v1/reports", json=site.report(0, 2)).status_code == 201
+    site.now = dep.window_end(2) + dep.grace_seconds + 1.0  # window 2's grace is over: the closer recovers it
+    deadline = time.monotonic() + 120
+    while 2 not in site.store.closed_windows(dep.deployment_id) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert site.store.closed_windows(dep.deployment_id) == [2]
+    site.now = dep.window_end(3) + dep.grace_seconds + 1.0  # later still: window 2 leaves the in-memory set
+    time.sleep(1.0)  # a few closer ticks
+    site.now = dep.window_end(2) + 1.0  # the clock steps back into window 2's grace period
+    late = site.client.post("/api/v1/reports", json=site.report(1, 2))
+    assert late.status_code == 409 and late.json()["error"] == "window_closed", late.text
+    assert site.client.post("/api/v1/reports", json=site.report(1, 3)).status_code == 409  # 3's grace was over too
+    assert site.stored() == 1

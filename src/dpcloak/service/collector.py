@@ -211,6 +211,7 @@ class Collector:
         self._reader_thread = ThreadPoolExecutor(max_workers=2, thread_name_prefix="dpcloak-reader")
         self.counts: dict[int, int] = {}
         self.closed: set[int] = set()
+        self._open_from = 0  # windows before it are final (:meth:`_first_open`)
         self._closing: set[int] = set()
         self._close_lock = asyncio.Lock()
         self._wake = asyncio.Event()
@@ -282,7 +283,8 @@ class Collector:
         late: list[int] = []  # reports for a closed window: a retry of a stored one is still a duplicate (200)
         for i, r in enumerate(reports):
             try:
-                self.verifier.check(r, now=now, closed=r.window in self.closed or r.window in self._closing)
+                self.verifier.check(r, now=now, closed=(r.window in self.closed or r.window in self._closing
+                                                        or r.window < self._open_from))
             except ReportError as exc:
                 outcomes[i] = (exc.status, exc.body())
                 if exc.code == "window_closed":
@@ -392,9 +394,14 @@ class Collector:
                     log.exception("closing windows failed")
 
     def _first_open(self, now: float) -> int:
-        """The oldest window whose grace period is not over at ``now`` (older ones are refused by the clock)."""
+        """The oldest window whose grace period is not over at ``now`` (older ones are refused), never moving back.
+
+        A clock stepped back must not reopen a window whose grace period was over: it may have been
+        recovered and dropped from ``closed``, and a report stored for it then would never reach its map.
+        """
         dep = self.deployment
-        return max(0, dep.window_at(now - dep.grace_seconds))
+        self._open_from = max(self._open_from, dep.window_at(now - dep.grace_seconds), 0)
+        return self._open_from
 
     async def close_due(self) -> None:
         """Close every window that is full or whose grace period is over.
