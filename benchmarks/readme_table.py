@@ -49,6 +49,8 @@ def table(results: Path = RESULTS) -> str:
             peer_s = _seconds(r["peer_s"]) if finished else f"> {r['ratio'] * r['ours_s']:.2g}"
             speedup = r["peer_s"] / r["ours_s"] if finished else r["ratio"]  # every row: peer time / ours
             ratio = f"{'' if finished else '≥ '}{speedup:.3g}×"
+            if r.get("peer_note"):  # the peer was not run (e.g. its dense matrix does not fit in memory)
+                peer_s, ratio = "not run", r["peer_note"]
             lines.append(
                 f"| {kernel if i == 0 else ''} | {doc['peer'] if i == 0 else ''} | {r['size']} | "
                 f"{_seconds(r['ours_s'])} | {peer_s} | {ratio} | {r['peak_rss_mb']:.0f} |"

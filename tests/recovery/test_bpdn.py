@@ -205,3 +205,29 @@ def test_barrier_point_of_a_far_trial_point_does_not_overflow():
             x, xp, psi = _barrier_point(a, lo, np.where(finite, width, np.inf), finite, 1e-3)
             assert np.all(np.isfinite(x)) and np.all(np.isfinite(xp)) and np.all(np.isfinite(psi))
             assert x[0] == pytest.approx(1e-3 / 1e200, rel=1e-12) and x[1] == pytest.approx(1.0, abs=1e-15)
+
+
+def test_matrix_free_heat_kernel_gives_the_dense_paths_recovery(monkeypatch):
+    """Issue 34: the 1-D heat kernel applied by the FFT and the same model holding its dense matrix (forced by
+    raising the FFT threshold) give the same recovery, objective and certified gap, to ~1e-12 relative."""
+    import dpcloak.models.heat as heat
+    from dpcloak.recovery import clear_compression_cache
+
+    n, m, t, sigma = 1200, 600, 0.05, 0.1
+    fast = heat_kernel_1d(n, m, t)
+    monkeypatch.setattr(heat, "_FFT_ENTRIES", 10 * n * m)
+    dense = heat_kernel_1d(n, m, t)
+    assert fast.matrix_free and not dense.matrix_free
+    y = dense.matvec(sources(n, [200, 640, 1000])) + sigma * np.random.default_rng(3).standard_normal(m)
+    results = []
+    for model in (fast, dense):
+        clear_compression_cache()
+        results.append(bpdn(model, y, sigma=sigma))
+    a, b = results
+    assert a.converged and b.converged
+    assert a.objective - a.lower_bound <= 1e-9 * a.objective  # the certificate the solver states
+    assert b.objective - b.lower_bound <= 1e-9 * b.objective
+    assert abs(a.objective - b.objective) <= 1e-12 * b.objective
+    assert abs(a.residual - b.residual) <= 1e-12 * b.radius
+    np.testing.assert_allclose(a.x, b.x, rtol=0, atol=1e-10 * np.max(b.x))
+    assert abs(a.lower_bound - b.lower_bound) <= 1e-12 * b.objective

@@ -240,10 +240,10 @@ class HeatKernel1D(LinearModel):
         beta = 64.0 * _EPS * log_n * max(math.sqrt(self.m) * e_one, self.m * e_two)
         top = np.flatnonzero(sums >= float(np.max(sums)) - 2.0 * beta)
         sums = np.maximum(sums, 0.0)
-        sums[top] = self._direct_difference_sums(top, chunk=chunk)
+        sums[top] = self._direct_difference_sums(top)
         return np.sqrt(sums)
 
-    def _direct_difference_sums(self, index: NDArray[np.intp], *, chunk: int) -> NDArray[np.float64]:
+    def _direct_difference_sums(self, index: NDArray[np.intp]) -> NDArray[np.float64]:
         """``Σ_q E(p_i − q)`` for pairs ``(i, i+1)``, ``i`` in ``index`` (0-based), over the sensors where
         ``E`` does not underflow to 0 (the others contribute exactly 0)."""
         L, a, b = self._grid, self._a, self._b
