@@ -371,6 +371,10 @@ def cli_cases(d: Path, f: dict[str, str], unreadable: str | None, unwritable: st
     add(_cli("serve-port-negative", ["serve", "--demo", "--port", "-1"], "error", "extreme", ("--port", "port")))
     add(_cli("serve-windows-without-demo", ["serve", "--deployment", str(d / "missing"), "--windows", "3"],
              "error", "silent", ("--windows", "--demo", "--deployment")))
+    add(_cli("serve-time-scale-without-demo", ["serve", "--deployment", str(d / "missing"), "--time-scale", "60"],
+             "error", "silent", ("--time-scale", "--demo")))
+    add(_cli("serve-time-scale-range", ["serve", "--demo", "--time-scale", "0.5"], "error", "extreme",
+             ("--time-scale",)))
     add(_cli("sensor-run-missing-config", ["sensor", "run", "--config", str(d / "nope.json"), "--deployment",
                                            str(d / "nope2.json"), "--url", "http://127.0.0.1:9", "--ledger",
                                            str(d / "ledger.json")], "error", "filesystem",

@@ -29,6 +29,8 @@ def serve(
     new_history: bool = typer.Option(False, "--new-history", help="Start a new history in a database that does "
                                      "not hold this deployment's, although its collector ran before (refused "
                                      "otherwise: an empty or replaced database is not a silent fresh start)."),
+    time_scale: float = typer.Option(1.0, help="--demo only: simulated seconds per real second (tests, quick looks; "
+                                               "the collector and the simulated sensors follow that clock)."),
 ) -> None:
     """Run the collector: ingest signed reports, recover each window, serve the dashboard."""
     if demo == (deployment is not None):
@@ -42,6 +44,11 @@ def serve(
         raise InvalidParameterError(f"--port must be in [1, 65535], got {port}", parameter="--port")
     if max_pending < 1:
         raise InvalidParameterError(f"--max-pending must be >= 1, got {max_pending}", parameter="--max-pending")
+    if time_scale != 1.0 and not demo:
+        raise InvalidParameterError("--time-scale is for --demo (a deployment follows the wall clock)",
+                                    parameter="--time-scale")
+    if not 1.0 <= time_scale <= 10_000.0:
+        raise InvalidParameterError(f"--time-scale must be in [1, 10000], got {time_scale:g}", parameter="--time-scale")
     from dpcloak.service import require_service_extra
 
     require_service_extra()
@@ -52,13 +59,15 @@ def serve(
     directory = Path.cwd() / "dpcloak-demo" if demo else Path(deployment)  # type: ignore[arg-type]
     sock = listening_socket(host, port)  # an invalid host or a busy port is refused before anything starts
     try:
+        clock: Any = None
         if demo:
-            from dpcloak.service.demo import demo_deployment
+            from dpcloak.service.demo import DemoClock, demo_deployment
 
             demo_deployment(directory)
+            clock = DemoClock(time_scale) if time_scale != 1.0 else None
         try:
             app = build_app(directory, db_url=db, max_pending=max_pending, check_database=True,
-                            new_history=new_history or demo)
+                            new_history=new_history or demo, **({} if clock is None else {"clock": clock}))
         except InvalidParameterError as exc:
             raise readdressed(exc, {"url": "--db"}) from None
         stop = threading.Event()
@@ -76,7 +85,7 @@ def serve(
         console.print(f"dashboard: {dashboard_url(directory, host=host, port=port)} (it asks for the analyst token, "
                       f"in {token_path(directory)})", highlight=False, soft_wrap=True)
         _run(server, sock, directory, stop, url=f"http://{host}:{port}" if ":" not in host else
-             f"http://[{host}]:{port}", demo=demo, windows=windows)
+             f"http://[{host}]:{port}", demo=demo, windows=windows, clock=clock)
     finally:
         sock.close()
 
@@ -98,7 +107,7 @@ def _await_maps(server: Any, stop: threading.Event) -> None:
 
 
 def _run(server: Any, sock: socket.socket, directory: Path, stop: threading.Event, *, url: str, demo: bool,
-         windows: int | None) -> None:
+         windows: int | None, clock: Any = None) -> None:
     """Serve until Ctrl-C (or, for the demo, the last window); the simulated sensors run beside it."""
     sim: threading.Thread | None = None
     if demo:
@@ -108,7 +117,7 @@ def _run(server: Any, sock: socket.socket, directory: Path, stop: threading.Even
             while not server.started and not stop.is_set():
                 stop.wait(0.05)
             try:
-                simulate(directory, url=url, stop=stop, windows=windows)
+                simulate(directory, url=url, stop=stop, windows=windows, clock=clock)
                 if windows is not None:  # the windows asked for are shown: wait for their maps (bounded)
                     _await_maps(server, stop)
             except Exception as exc:  # the collector went away under them: only worth a word if not stopping

@@ -17,6 +17,7 @@ import logging
 import math
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -34,12 +35,37 @@ from dpcloak.service.config import (
 )
 from dpcloak.service.node import DeliveryError, SensorNode
 
-__all__ = ["DEMO_DIR", "demo_deployment", "demo_readings", "simulate"]
+__all__ = ["DEMO_DIR", "DemoClock", "demo_deployment", "demo_readings", "simulate"]
 
 log = logging.getLogger("dpcloak.service")
 
 DEMO_DIR = "dpcloak-demo"
 WIDTH, HEIGHT = 16.0, 10.0
+
+
+class DemoClock:
+    """Simulated Unix time running ``scale`` times faster than the wall clock from now on (tests, fast demos).
+
+    The collector, the simulated sensors' nodes and their waits all read this one clock
+    (``dpcloak serve --demo --time-scale``), so a test can run hours of windows in a minute.
+
+    Examples
+    --------
+    >>> clock = DemoClock(60.0)
+    >>> start = clock()
+    >>> time.sleep(0.05)
+    >>> 2.0 < clock() - start < 60.0  # about 3 simulated seconds for 50 ms
+    True
+    """
+
+    def __init__(self, scale: float) -> None:
+        if not (math.isfinite(scale) and scale >= 1.0):
+            raise InvalidParameterError(f"scale must be a finite number >= 1, got {scale!r}", parameter="scale")
+        self.scale = float(scale)
+        self._wall, self._mono = time.time(), time.monotonic()
+
+    def __call__(self) -> float:
+        return self._wall + (time.monotonic() - self._mono) * self.scale
 
 
 def demo_deployment(directory: Path, *, window_seconds: float = 2.0) -> Deployment:
@@ -101,8 +127,12 @@ def demo_readings(deployment: Deployment, window: int) -> NDArray[np.float64]:
     return np.asarray(net.model.matvec(f), dtype=float)
 
 
-def simulate(directory: Path, *, url: str, stop: threading.Event, windows: int | None = None) -> int:
+def simulate(directory: Path, *, url: str, stop: threading.Event, windows: int | None = None,
+             clock: Callable[[], float] | None = None) -> int:
     """Run every demo sensor until ``stop`` is set or ``windows`` windows have passed; returns releases sent.
+
+    ``clock`` (default: the wall clock) is the time the sensors' nodes and the loop's waits follow; a
+    :class:`DemoClock` makes them run faster (the collector must follow the same clock).
 
     Examples
     --------
@@ -124,6 +154,12 @@ def simulate(directory: Path, *, url: str, stop: threading.Event, windows: int |
     >>> tmp.cleanup()
     """
     dep = load_deployment(directory)
+    now = time.time if clock is None else clock
+    scale = clock.scale if isinstance(clock, DemoClock) else 1.0
+
+    def wait(seconds: float) -> None:  # simulated seconds
+        stop.wait(seconds / scale)
+
     ledgers = directory / "ledgers"
     ledgers.mkdir(exist_ok=True)
     nodes: list[SensorNode] = []
@@ -133,20 +169,21 @@ def simulate(directory: Path, *, url: str, stop: threading.Event, windows: int |
             if stop.is_set():
                 return sent
             nodes.append(SensorNode(deployment=dep, ledger=ledgers / f"sensor-{j}.db", url=url, attempts=3,
-                                    credential=load_credential(directory / SENSOR_DIR / f"sensor-{j}.json")))
-        first = dep.window_at(time.time())  # windows count from when the sensors are ready
+                                    credential=load_credential(directory / SENSOR_DIR / f"sensor-{j}.json"),
+                                    clock=clock))
+        first = dep.window_at(now())  # windows count from when the sensors are ready
         for node in nodes:
             node.flush()
         while not stop.is_set():
-            w = dep.window_at(time.time())
+            w = dep.window_at(now())
             if windows is not None and w >= first + windows:
                 break
             nxt = dep.next_release_window(w)
             if nxt is None:  # the lifetime cap is reached: nothing more to send
-                stop.wait(dep.window_seconds)
+                wait(dep.window_seconds)
                 continue
             if nxt != w:  # not a release window: the sensors skip it
-                stop.wait(max(0.05, dep.window_start(nxt) - time.time()))
+                wait(max(0.05 * scale, dep.window_start(nxt) - now()))
                 continue
             readings = demo_readings(dep, w)
             released = []
@@ -154,7 +191,7 @@ def simulate(directory: Path, *, url: str, stop: threading.Event, windows: int |
                 if node.ledger.entry(w) is None and not stop.is_set():
                     with contextlib.suppress(BudgetExceededError, InvalidParameterError):  # refused: nothing left
                         released.append((node, node.release(float(readings[node.sensor]), window=w)))
-            stop.wait(max(0.0, dep.window_end(w) - time.time()))  # reports leave at the window's end
+            wait(max(0.0, dep.window_end(w) - now()))  # reports leave at the window's end
             for node, entry in released:
                 with contextlib.suppress(DeliveryError):  # pending in the ledger, flushed next run
                     node.deliver(entry)

@@ -6,6 +6,7 @@ import errno
 import math
 import socket
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,9 +32,11 @@ DEFAULT_DB = "collector.db"
 
 
 def build_app(directory: Path, *, db_url: str | None = None, close_interval: float = 0.25,
-              max_pending: int = 20_000, check_database: bool = False, new_history: bool = False) -> Any:
+              max_pending: int = 20_000, check_database: bool = False, new_history: bool = False,
+              clock: Callable[[], float] = time.time) -> Any:
     """The ASGI app of the deployment in ``directory`` (SQLite ``collector.db`` there unless ``db_url``;
-    ``max_pending``: back-pressure limit of :class:`~dpcloak.service.collector.Collector`).
+    ``max_pending``: back-pressure limit of :class:`~dpcloak.service.collector.Collector`; ``clock``: the
+    collector's time, the wall clock unless a demo runs faster).
 
     With ``check_database`` the database is reached and migrated now, so that an unreachable or
     unwritable one is an :class:`~dpcloak.errors.InvalidParameterError` (``parameter="url"``) before
@@ -65,7 +68,7 @@ def build_app(directory: Path, *, db_url: str | None = None, close_interval: flo
         store.migrate()
         check_history(directory, store, deployment, new_history=new_history)
     collector = Collector(deployment, store, master_key=key, close_interval=close_interval, warm_recovery=True,
-                          max_pending=max_pending, generations=load_generations(directory))
+                          max_pending=max_pending, generations=load_generations(directory), clock=clock)
     return create_app(collector, analyst_token=analyst_token(key, deployment_id=deployment.deployment_id))
 
 
