@@ -654,3 +654,38 @@ def test_health_degraded_only_while_sensors_skip_where_the_policy_lets_them(tmp_
         assert capped["status"] == "degraded" and capped["policy"]["next_release_window"] is None
         assert "lifetime cap of 3 release windows is reached" in capped["policy"]["message"]
     h.store.dispose()
+
+
+def test_sensor_total_sums_its_released_readings_with_an_error_bar(tmp_path: Path) -> None:
+    """``/api/v1/sensors/{j}/total``: the sum of sensor j's stored values over the windows inside [since, until)
+    (the test's own sum of what it posted), the count, σ√n as the noise's standard deviation (σ the network's), and
+    the noiseless total (n readings of 1) within 5 σ√n plus the rounding bound; other sensors and windows outside
+    the range are left out; an unknown sensor is 404."""
+    net = make_deployment(tmp_path, sensor_rows=2, sensor_cols=3).sensor_network
+    directory = tmp_path / "totals"
+    write_deployment(directory, Deployment.create(network=net, window_seconds=60.0, period_windows=60, start=0.0,
+                                                  grace_seconds=3600.0))
+    h = Harness(directory)
+    now = [30 * 60.0]
+    h.collector.clock = lambda: now[0]
+    posted: dict[int, float] = {}
+    with h.client:
+        for w in range(20):
+            body = h.report(sensor=2, window=w)
+            assert h.post(body).status_code == 201
+            posted[w] = float(body["value"])
+            assert h.post(h.report(sensor=3, window=w)).status_code == 201
+        auth = {"Authorization": f"Bearer {h.token}"}
+        view = h.client.get("/api/v1/sensors/2/total?since=300&until=900", headers=auth).json()  # windows 5..14
+        assert (view["first_window"], view["last_window"], view["reports"]) == (5, 14, 10)
+        assert view["total"] == pytest.approx(sum(posted[w] for w in range(5, 15)), rel=1e-12)
+        assert view["std"] == pytest.approx(float(net.sigma) * 10**0.5, rel=1e-12)
+        assert abs(view["total"] - 10.0) <= 5 * view["std"] + view["rounding_bound"]
+        lo, hi = view["interval_95"]
+        assert lo == pytest.approx(view["total"] - 1.96 * view["std"]) and hi == pytest.approx(view["total"] +
+                                                                                              1.96 * view["std"])
+        since_start = h.client.get("/api/v1/sensors/2/total?since=0", headers=auth).json()  # until now: windows 0..29
+        assert since_start["reports"] == 20 and since_start["total"] == pytest.approx(sum(posted.values()), rel=1e-12)
+        assert h.client.get("/api/v1/sensors/99/total?since=0", headers=auth).status_code == 404
+        assert h.client.get("/api/v1/sensors/2/total?since=0").status_code == 401
+    h.store.dispose()

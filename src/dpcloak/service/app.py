@@ -337,6 +337,21 @@ def create_app(collector: Collector, *, analyst_token: str) -> CollectorApp:
         """Per sensor: last window and time seen, readings and privacy spent in the current period."""
         return await collector.run_in_reader(views.sensors_view, dep, collector.store, collector.clock())
 
+    @app.get("/api/v1/sensors/{sensor}/total", tags=["analyst"], dependencies=[Depends(analyst)],
+             responses=documented(401, 404, 422))
+    async def sensor_total(
+            sensor: Annotated[int, PathParam(ge=0, le=2**31, description="The sensor's index.")],
+            since: Annotated[float, Query(ge=0, le=2**40, description="Unix time: windows starting from then.")],
+            until: Annotated[float | None, Query(ge=0, le=2**40, description=(
+                "Unix time: windows ending by then (default: now)."))] = None,
+    ) -> JSONResponse:
+        """One sensor's released readings summed over a time range, with an error bar (e.g. since Monday)."""
+        if sensor >= dep.n_sensors:
+            return _error(404, "not_found", f"sensor must be in [0, {dep.n_sensors - 1}]", "path.sensor")
+        end = collector.clock() if until is None else until
+        return JSONResponse(await collector.run_in_reader(partial(views.total_view, dep, collector.store,
+                                                                  sensor=sensor, since=since, until=end)))
+
     @app.get("/api/v1/security-events", tags=["analyst"], dependencies=[Depends(analyst)],
               responses=documented(401, 422))
     async def security_events() -> dict[str, Any]:

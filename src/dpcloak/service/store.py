@@ -406,6 +406,19 @@ class Store:
         with self.engine.connect() as conn:
             return [(int(sensor), float(value)) for sensor, value in conn.execute(stmt).all()]
 
+    def sensor_total(self, deployment_id: str, sensor: int, *, first_window: int,
+                     last_window: int) -> tuple[float, int]:
+        """The sum of one sensor's reported values over windows ``first_window … last_window`` and how many there are.
+
+        Reads the (deployment, window, sensor) index over that range only.
+        """
+        stmt = (select(func.sum(reports.c.value), func.count()).where(
+            (reports.c.deployment_id == deployment_id) & (reports.c.window >= first_window)
+            & (reports.c.window <= last_window) & (reports.c.sensor_id == sensor)))
+        with self.engine.connect() as conn:
+            total, count = conn.execute(stmt).one()
+        return float(total or 0.0), int(count)
+
     def all_reports(self, deployment_id: str) -> list[StoredReport]:
         """Every stored report of the deployment, in arrival order."""
         with self.engine.connect() as conn:
