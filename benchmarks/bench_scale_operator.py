@@ -10,8 +10,9 @@ the peer's process our operator is checked against the dense one (matvec, rmatve
 differences printed). Each side runs in its own subprocess (peak RSS per row is that process's).
 
 2-D floor: 512² sources seen by a 128² sensor grid (``heat_kernel_2d(Grid, Grid)``, Kronecker
-factors, t = 0.1, σ = 0.05): build and cold solve; its dense peer (``np.kron`` of the factors,
-34 GB) does not fit and is reported so.
+factors, t = 0.1, σ = 0.05): build, cold solve and Δ2; its dense peer (``np.kron`` of the factors,
+32 GiB) does not fit and is reported so. Δ2 on the Kronecker floor (products of the factors' norms)
+against the general path (differences of the full columns) at 128² / 32², where the latter finishes.
 
 Printed per row: build (best of 3), cold solve, build/solve, certified relative duality gap, Δ2 time,
 peak RSS, the dense build, its Δ2 time and peak RSS, dense/ours;
@@ -37,7 +38,7 @@ import _results
 
 SIZES = (8_000, 32_000, 128_000)
 T_LAPSE, SIGMA = 0.05, 0.1
-FLOOR = {"sources": 512, "sensors": 128, "t": 0.1, "sigma": 0.05}
+FLOOR = {"sources": 512, "t": 0.1, "sigma": 0.05}  # sensors: a grid of (sources/4)² on the same floor
 
 
 def _readings(model, sigma: float):
@@ -67,11 +68,15 @@ def _ours(kind: str, size: int) -> dict:
     from dpcloak.privacy.sensitivity import l2_sensitivity
 
     _solve(heat_kernel_1d(1_000, 500, T_LAPSE), SIGMA)  # imports and first-call costs out of the timings
-    if kind == "floor":
+    if kind in ("floor", "floor-delta"):
         t = time.perf_counter()
-        model = heat_kernel_2d(Grid((size, size)), Grid((FLOOR["sensors"],) * 2), FLOOR["t"])
+        model = heat_kernel_2d(Grid((size, size)), Grid((size // 4,) * 2), FLOOR["t"])
         build = time.perf_counter() - t
-        return {"build": build, **_solve(model, FLOOR["sigma"]), "delta": math.nan, "rss": _results.peak_rss_mb()}
+        t = time.perf_counter()
+        value = l2_sensitivity(model)
+        delta = time.perf_counter() - t
+        solved = _solve(model, FLOOR["sigma"]) if kind == "floor" else {}
+        return {"build": build, **solved, "delta": delta, "value": value, "rss": _results.peak_rss_mb()}
     build = math.inf
     for _ in range(3):  # milliseconds: the best of three
         t = time.perf_counter()
@@ -85,8 +90,17 @@ def _ours(kind: str, size: int) -> dict:
 
 
 def _peer(kind: str, size: int) -> dict:
-    """The dense build of before, its Δ2, and our operator checked against it."""
+    """The dense build of before, its Δ2, and our operator checked against it (2-D: Δ2 from the columns)."""
     import numpy as np
+
+    if kind == "floor-delta":
+        from dpcloak.domains import Grid
+        from dpcloak.models import LinearModel, heat_kernel_2d
+
+        model = heat_kernel_2d(Grid((size, size)), Grid((size // 4,) * 2), FLOOR["t"])
+        t = time.perf_counter()
+        norms = LinearModel.column_difference_norms(model, model.domain.neighbours())  # the general path
+        return {"delta": time.perf_counter() - t, "value": float(np.max(norms)), "rss": _results.peak_rss_mb()}
 
     from dpcloak.domains import Line
     from dpcloak.models import DenseModel, heat_kernel_1d
@@ -171,12 +185,22 @@ def main() -> None:
         side = FLOOR["sources"]
         ours = _results.spawn_worker(__file__, "ours", "floor", side, None)
         assert ours is not None
-        print(f"\n== 2-D floor {side}² sources, {FLOOR['sensors']}² sensor grid, t = {FLOOR['t']:g}, "
+        print(f"\n== 2-D floor {side}² sources, {side // 4}² sensor grid, t = {FLOOR['t']:g}, "
               f"σ = {FLOOR['sigma']:g}: build {ours['build']:.4f} s, cold solve {ours['solve']:.2f} s "
               f"(build/solve {ours['build'] / ours['solve']:.1e}, gap {ours['gap']:.1e}, "
-              f"converged {ours['converged']}), "
+              f"converged {ours['converged']}), Δ2 {ours['delta']:.2f} s, "
               f"peak RSS {ours['rss']:.0f} MB; dense peer (np.kron, "
-              f"{8 * side**2 * FLOOR['sensors'] ** 2 / 2**30:.0f} GiB): does not fit")
+              f"{8 * side**2 * (side // 4) ** 2 / 2**30:.0f} GiB): does not fit")
+        small = 128
+        ours = _results.spawn_worker(__file__, "ours", "floor-delta", small, None)
+        peer = _results.spawn_worker(__file__, "peer", "floor-delta", small, args.limit)
+        assert ours is not None
+        if peer is None:
+            print(f"   Δ2 at {small}² / {small // 4}²: ours {ours['delta']:.2f} s, general path > {args.limit:g} s")
+        else:
+            print(f"   Δ2 at {small}² / {small // 4}²: ours {ours['delta']:.2f} s, general path (columns) "
+                  f"{peer['delta']:.2f} s, ratio {peer['delta'] / ours['delta']:.0f}, "
+                  f"rel. diff {abs(ours['value'] - peer['value']) / peer['value']:.0e}")
     print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
 
 

@@ -163,6 +163,25 @@ def test_matrix_free_heat_kernel_1d_adjacent_differences_match_mpmath(n, m, t):
     np.testing.assert_allclose(model.column_difference_norms(some), [norm(i, k) for i, k in some], rtol=1e-12)
 
 
+@pytest.mark.parametrize("walls", [None, "reflecting"])
+def test_kronecker_column_differences_from_the_factors(walls):
+    """Issue 34: grid neighbours' ‖M_p − M_q‖₂ as a product of factor norms, against the differences of the
+    columns of the full matrix (free space: the 2-D formula entry by entry; walls: kron of the factors);
+    pairs across rows and columns, and a pair with itself, go through the general path."""
+    grid, sensor_grid, t = Grid((8, 10), extent=(0.8, 1.0)), Grid((4, 5), extent=(0.8, 1.0)), 0.03
+    model = heat_kernel_2d(grid, sensor_grid, t, walls=walls)
+    if walls is None:
+        T = 0.5 * t
+        sq = ((sensor_grid.coordinates()[:, None, :] - grid.coordinates()[None, :, :]) ** 2).sum(axis=2)
+        full = np.exp(-sq / (4 * T)) / (4 * math.pi * T)
+    else:
+        full = np.kron(*model.factors)
+    pairs = np.concatenate([grid.neighbours(), [[0, 11], [5, 79], [33, 33], [79, 0]]])
+    want = np.linalg.norm(full[:, pairs[:, 0]] - full[:, pairs[:, 1]], axis=0)
+    np.testing.assert_allclose(model.column_difference_norms(pairs), want, rtol=1e-12, atol=1e-15 * want.max())
+    assert model.column_difference_norms(np.array([[33, 33]]))[0] == 0.0
+
+
 def test_kronecker_model_equals_dense_model_at_sensor_grid_points():
     grid = Grid((6, 5))
     sensor_grid = Grid((3, 4))
