@@ -9,6 +9,11 @@ the points (their minimum and maximum) is a function of the data and can single 
   centre;
 * :meth:`Extent.around` — a centre (lon, lat) and a side in metres (same projection, centred there);
 * :meth:`Extent.metres_box` — a box in metres of any planar coordinate system; points are metres.
+* :meth:`Extent.crs_box` — a box in any coordinate reference system PROJ knows (``"EPSG:3857"``, Web
+  Mercator, what most GIS exports give; a UTM zone; ``"EPSG:4326"``); points are in that CRS. Points
+  and box are converted to lon/lat by ``pyproj`` (the ``geo`` extra) and then projected like a lon/lat
+  box, so cells are true metres on the ground (Web Mercator's "metres" are 1/cos φ too long: 1.6× at
+  51° N), and GeoJSON output works.
 
 The grid is square (the pyramid halves it at every level), so a box that is not square is padded to
 the smallest square with the same centre that contains it. For a lon/lat box the square contains the
@@ -23,6 +28,7 @@ x = (X − x_min)/size, y = (Y − y_min)/size; points outside the square are re
 
 from __future__ import annotations
 
+import functools
 import math
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -31,7 +37,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from dpcloak._validation import check_array, check_real
-from dpcloak.errors import InvalidParameterError
+from dpcloak.errors import InvalidParameterError, MissingExtraError
 
 if TYPE_CHECKING:
     from dpcloak.geo import LocalProjection
@@ -58,6 +64,33 @@ def _projection(lon: float, lat: float) -> LocalProjection:
     return LocalProjection(lon0=lon, lat0=lat)
 
 
+@functools.lru_cache(maxsize=16)
+def _crs_to_lonlat(crs: str) -> tuple[str, Any]:
+    """(the CRS's canonical name, a pyproj Transformer from it to WGS84 lon/lat in x, y order)."""
+    try:
+        from pyproj import CRS, Transformer
+        from pyproj.exceptions import CRSError
+    except ImportError:
+        raise MissingExtraError('an Extent in a CRS needs pyproj: pip install "dpcloak[geo]"') from None
+    try:
+        source = CRS.from_user_input(crs)
+    except CRSError:
+        raise InvalidParameterError(
+            f"crs must be a coordinate reference system PROJ knows (e.g. 'EPSG:3857'), got {crs!r}",
+            parameter="crs", allowed="an EPSG code or PROJ string", got=crs) from None
+    authority = source.to_authority()
+    name = f"{authority[0]}:{authority[1]}" if authority else source.to_string()
+    return name, Transformer.from_crs(source, "EPSG:4326", always_xy=True)
+
+
+def _edges(x0: float, y0: float, x1: float, y1: float) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """The four edges of a box, each sampled at :data:`_EDGE_SAMPLES` points."""
+    t = np.linspace(0.0, 1.0, _EDGE_SAMPLES)
+    xs = np.concatenate([x0 + (x1 - x0) * t, x0 + (x1 - x0) * t, np.full_like(t, x0), np.full_like(t, x1)])
+    ys = np.concatenate([np.full_like(t, y0), np.full_like(t, y1), y0 + (y1 - y0) * t, y0 + (y1 - y0) * t])
+    return xs, ys
+
+
 @dataclass(frozen=True)
 class Extent:
     """A public square [x_min, x_min + size) × [y_min, y_min + size) in metres, mapped to the grid.
@@ -74,6 +107,8 @@ class Extent:
         Lon/lat → metres for point input and for lon/lat output; ``None``: points are metres.
     source : str
         How the extent was specified (for the release's public summary).
+    crs : str or None
+        The CRS of the points (:meth:`crs_box`), converted to lon/lat and then by ``projection``.
 
     Examples
     --------
@@ -110,6 +145,7 @@ class Extent:
     size: float
     projection: LocalProjection | None
     source: str
+    crs: str | None = None
 
     @classmethod
     def metres_box(cls, x_min: float, y_min: float, x_max: float, y_max: float) -> Extent:
@@ -126,12 +162,50 @@ class Extent:
                                         (lon_min, lat_min, lon_max, lat_max))
         check_lonlat(np.array([lo0, lo1]), np.array([la0, la1]))
         proj = _projection(0.5 * (lo0 + lo1), 0.5 * (la0 + la1))
-        t = np.linspace(0.0, 1.0, _EDGE_SAMPLES)
-        lon = np.concatenate([lo0 + (lo1 - lo0) * t, lo0 + (lo1 - lo0) * t, np.full_like(t, lo0), np.full_like(t, lo1)])
-        lat = np.concatenate([np.full_like(t, la0), np.full_like(t, la1), la0 + (la1 - la0) * t, la0 + (la1 - la0) * t])
-        x, y = proj.forward(lon, lat)
+        x, y = proj.forward(*_edges(lo0, la0, lo1, la1))
         return cls._square(float(x.min()), float(y.min()), float(x.max()), float(y.max()), proj,
                            f"lon/lat box ({lo0:g}, {la0:g}, {lo1:g}, {la1:g})", margin=_MARGIN)
+
+    @classmethod
+    def crs_box(cls, x_min: float, y_min: float, x_max: float, y_max: float, *, crs: str) -> Extent:
+        """The smallest square (true metres) containing a box given in ``crs``; points are in ``crs``.
+
+        ``crs`` is anything :class:`pyproj.CRS` accepts (``"EPSG:3857"``, ``"EPSG:32630"``, a PROJ
+        string). The box's edges and every point are converted to WGS84 lon/lat by PROJ and projected
+        with the transverse Mercator centred on the box centre, as in :meth:`lonlat_box`.
+
+        Examples
+        --------
+        A 1,000 × 1,000 Web Mercator box at 60° N is about 501 m on the ground (its scale is ≈ 1/cos φ):
+
+        >>> box = Extent.crs_box(0.0, 8399737.9, 1000.0, 8400737.9, crs="EPSG:3857")
+        >>> round(box.size), box.crs, box.lonlat
+        (501, 'EPSG:3857', False)
+        >>> x, y, _ = box.to_unit([500.0], [8400237.9])  # the box centre: near the middle (Mercator is not linear)
+        >>> round(float(x[0]), 4), round(float(y[0]), 4)
+        (0.5, 0.5)
+        """
+        x0, y0, x1, y1 = _check_box(("x_min", "y_min", "x_max", "y_max"), (x_min, y_min, x_max, y_max))
+        name, transformer = _crs_to_lonlat(_check_crs(crs))
+        lon, lat = cls._crs_lonlat(transformer, *_edges(x0, y0, x1, y1))
+        clon, clat = cls._crs_lonlat(transformer, np.array([0.5 * (x0 + x1)]), np.array([0.5 * (y0 + y1)]))
+        proj = _projection(float(clon[0]), float(clat[0]))
+        x, y = proj.forward(lon, lat)
+        square = cls._square(float(x.min()), float(y.min()), float(x.max()), float(y.max()), proj,
+                             f"{name} box ({x0:g}, {y0:g}, {x1:g}, {y1:g})", margin=_MARGIN)
+        return cls(x_min=square.x_min, y_min=square.y_min, size=square.size, projection=proj, source=square.source,
+                   crs=name)
+
+    @staticmethod
+    def _crs_lonlat(transformer: Any, a: ArrayLike, b: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+        from dpcloak.geo import check_lonlat
+
+        xa, ya = check_array("x", a, ndim=1), check_array("y", b, ndim=1)
+        if xa.shape != ya.shape:
+            raise InvalidParameterError(f"x and y must have the same length, got {xa.size} and {ya.size}",
+                                        parameter="x")
+        lon, lat = transformer.transform(xa, ya)
+        return check_lonlat(np.asarray(lon, dtype=float), np.asarray(lat, dtype=float))
 
     @classmethod
     def around(cls, *, lon: float, lat: float, size: float) -> Extent:
@@ -155,10 +229,12 @@ class Extent:
     @property
     def lonlat(self) -> bool:
         """True when points come as (lon, lat) degrees."""
-        return self.projection is not None
+        return self.projection is not None and self.crs is None
 
     def to_metres(self, a: ArrayLike, b: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-        """Points in metres: (lon, lat) projected, or (x, y) metres checked and returned."""
+        """Points in metres: (lon, lat) or ``crs`` coordinates projected, or (x, y) metres checked and returned."""
+        if self.crs is not None and self.projection is not None:
+            return self.projection.forward(*self._crs_lonlat(_crs_to_lonlat(self.crs)[1], a, b))
         if self.projection is not None:
             return self.projection.forward(a, b)
         xa, ya = check_array("x", a, ndim=1), check_array("y", b, ndim=1)
@@ -212,4 +288,24 @@ class Extent:
         if self.projection is not None:
             out["projection"] = (f"transverse Mercator (WGS84) centred on lon {self.projection.lon0:g}, "
                                  f"lat {self.projection.lat0:g}")
+        if self.crs is not None:
+            out["crs"] = self.crs
         return out
+
+
+def _check_crs(crs: Any) -> str:
+    """A CRS given as a non-empty string (an EPSG code such as ``"EPSG:3857"`` or a PROJ string).
+
+    Examples
+    --------
+    >>> _check_crs("EPSG:3857")
+    'EPSG:3857'
+    >>> _check_crs(3857)  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    dpcloak.errors.InvalidParameterError: crs must be a string such as 'EPSG:3857', got int 3857
+    """
+    if not isinstance(crs, str) or not crs.strip():
+        raise InvalidParameterError(f"crs must be a string such as 'EPSG:3857', got {type(crs).__name__} {crs!r}",
+                                    parameter="crs", allowed="an EPSG code or PROJ string", got=crs)
+    return crs.strip()
