@@ -375,7 +375,9 @@ def test_policy_is_validated_and_bound_into_the_fingerprint(tmp_path: Path) -> N
     write_deployment(tmp_path, base)
     assert load_deployment(tmp_path) == base
     path = tmp_path / "deployment.json"
-    old = path.read_text().replace('"version": 2', '"version": 1')
-    path.write_text(old)
-    with pytest.raises(InvalidParameterError, match="version 1 counted releases per sensor"):
-        load_deployment(tmp_path)
+    current = path.read_text()
+    for old in (1, 2):  # version 2's fingerprint did not cover the Δ2 a node calibrates to (issue 29)
+        path.write_text(current.replace('"version": 3', f'"version": {old}'))
+        with pytest.raises(InvalidParameterError, match=f"version {old} is not supported.*version 1 counted releases "
+                                                        "per sensor.*version 2's fingerprint did not cover"):
+            load_deployment(tmp_path)

@@ -65,8 +65,11 @@ MASTER_KEY_FILE = "collector.key"
 ANALYST_FILE = "analyst.token"
 SENSOR_DIR = "sensors"
 GENERATIONS_FILE = "generations.json"
-DEPLOYMENT_VERSION = 2
-"""Version of the deployment format: 2 declares the release policy (version 1 counted releases per sensor)."""
+DEPLOYMENT_VERSION = 3
+"""Version of the deployment format: 3 binds the network's Δ2 into the fingerprint (a node calibrates to it); 2
+declared the release policy; version 1 counted releases per sensor."""
+_EARLIER = ("version 1 counted releases per sensor, which understates the composition when sensors report in "
+            "different windows; version 2's fingerprint did not cover the Δ2 a sensor node calibrates its noise to")
 
 
 def canonical_json(value: Any) -> bytes:
@@ -184,7 +187,8 @@ class Deployment:
         released, nor accepted by the collector, before ``window_start − clock_skew_seconds``
         (default: one window, ``window_seconds``).
     version : int
-        :data:`DEPLOYMENT_VERSION` (earlier versions counted releases per sensor and are refused).
+        :data:`DEPLOYMENT_VERSION` (earlier versions are refused: version 1 counted releases per sensor,
+        version 2's fingerprint did not cover the network's Δ2).
 
     Privacy guarantee
     -----------------
@@ -238,9 +242,8 @@ class Deployment:
     def __post_init__(self) -> None:
         if self.version != DEPLOYMENT_VERSION:
             raise InvalidParameterError(
-                f"deployment version must be {DEPLOYMENT_VERSION}, got {self.version!r}: version 1 counted releases "
-                "per sensor, which understates the composition when sensors report in different windows; create "
-                "the deployment again (dpcloak deploy init) and provision its sensors",
+                f"deployment version must be {DEPLOYMENT_VERSION}, got {self.version!r}: {_EARLIER}; create the "
+                "deployment again (dpcloak deploy init) and provision its sensors",
                 parameter="version", allowed=str(DEPLOYMENT_VERSION), got=self.version)
         # normalised types: the fingerprint must not depend on 60 vs 60.0
         for name, value in (("window_seconds", check_real("window_seconds", self.window_seconds, low=0.0)),
@@ -415,9 +418,8 @@ class Deployment:
         try:
             if int(data["version"]) != DEPLOYMENT_VERSION:
                 raise InvalidParameterError(f"deployment file: version {data['version']} is not supported (this "
-                                            f"dpcloak reads version {DEPLOYMENT_VERSION}); version 1 counted releases "
-                                            "per sensor, which understates the composition when sensors report in "
-                                            "different windows: create the deployment again (dpcloak deploy init)",
+                                            f"dpcloak reads version {DEPLOYMENT_VERSION}); {_EARLIER}: create the "
+                                            "deployment again (dpcloak deploy init)",
                                             parameter="version", allowed=str(DEPLOYMENT_VERSION), got=data["version"])
             lifetime = data["lifetime_releases"]
             dep = cls(deployment_id=data["deployment_id"], network=data["network"],
