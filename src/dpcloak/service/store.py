@@ -121,8 +121,8 @@ class WindowRecord:
     90th percentile of the bootstrap EMD in metres (``NetworkRecovery``); ``epsilon_window`` at
     ``delta_window`` is one window's guarantee, ``epsilon_period`` at ``delta_period`` the composed
     guarantee of the budget period up to this window (``releases_in_period`` readings of the busiest sensor);
-``outliers`` the sensors flagged as outlying and left out of the map, ``{"sensor": j, "z": z}``
-(:func:`dpcloak.service.poisoning.robust_recover`; at most one).
+    ``outliers`` the sensors flagged as outlying and left out of the map, ``{"sensor": j, "z": z}``
+    (:func:`dpcloak.service.poisoning.robust_recover`; at most one).
 
     Examples
     --------
