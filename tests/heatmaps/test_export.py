@@ -1,14 +1,15 @@
-"""CSV of cells and GeoJSON polygons of a release (issue 16). Oracles: PROJ (pyproj) for the geometry, the
+"""CSV of cells, GeoJSON polygons and XYZ/quadkey tiles (issues 16, 32). Oracles: PROJ (pyproj) for the geometry, the
 aggregate itself for the values."""
 
 import csv
 import json
+import math
 
 import numpy as np
 import pytest
 
 from dpcloak.errors import InvalidParameterError
-from dpcloak.heatmaps.export import write_cells_csv, write_geojson
+from dpcloak.heatmaps.export import quadkey, tile_masses, write_cells_csv, write_geojson, write_tiles_csv
 from dpcloak.heatmaps.extent import Extent
 
 pyproj = pytest.importorskip("pyproj")
@@ -66,3 +67,72 @@ def test_geojson_polygons_are_the_cells(tmp_path):
         assert feature["properties"]["share"] == agg[i, j]
     with pytest.raises(InvalidParameterError, match="lon/lat extent"):
         write_geojson(path, agg, extent=Extent.metres_box(0, 0, 1, 1), properties={})
+
+
+def _quadkey_to_tile(key):
+    """Oracle: decode a Bing quadkey digit by digit (the inverse of the spec's encoding)."""
+    x = y = 0
+    for digit in key:
+        d = int(digit)
+        x, y = 2 * x + (d & 1), 2 * y + (d >> 1)
+    return len(key), x, y
+
+
+def test_quadkey_matches_the_bing_spec():
+    assert quadkey(3, 3, 5) == "213"  # the worked example of the Bing Maps tile system documentation
+    rng = np.random.default_rng(7)
+    for _ in range(200):
+        z = int(rng.integers(0, 31))
+        x, y = (int(v) for v in rng.integers(0, 1 << z, 2)) if z else (0, 0)
+        assert _quadkey_to_tile(quadkey(z, x, y)) == (z, x, y)
+
+
+def test_tiles_match_proj_web_mercator_and_sum_exactly_across_zooms(tmp_path):
+    ext = Extent.around(lon=-0.1276, lat=51.5072, size=20000.0)
+    rng = np.random.default_rng(8)
+    share = rng.random((16, 16)) * (rng.random((16, 16)) < 0.6)
+    share /= share.sum()
+    tiles = tile_masses(share, extent=ext, min_zoom=5)
+    # Default finest zoom: tiles at least one 1250 m cell wide at 51.5° (hand formula), one more zoom would not be.
+    side = 2 * math.pi * 6378137.0 * math.cos(math.radians(51.5072)) / 2**tiles.max_zoom
+    assert side >= 1250.0 > side / 2
+    # Oracle: PROJ's EPSG:3857 coordinates of every cell centre → tile indices; Python-int sums per tile.
+    lon, lat = ext.to_lonlat(*(c.ravel() for c in ext.cell_centres(16)))
+    mx, my = pyproj.Transformer.from_crs("EPSG:4326", "EPSG:3857", always_xy=True).transform(lon, lat)
+    half, n = math.pi * 6378137.0, 2**tiles.max_zoom
+    want: dict = {}
+    for u, a, b in zip(np.rint(share.ravel() * 2**40).astype(int), mx, my, strict=True):
+        if u:
+            key = (math.floor((a + half) / (2 * half) * n), math.floor((half - b) / (2 * half) * n))
+            want[key] = want.get(key, 0) + int(u)
+    assert tiles.units[tiles.max_zoom] == want
+    # Zoom consistency, exact: every coarser tile is the integer sum of its children; the total never changes.
+    for z in tiles.zooms[:-1]:
+        children: dict = {}
+        for (x, y), u in tiles.units[z + 1].items():
+            children[(x // 2, y // 2)] = children.get((x // 2, y // 2), 0) + u
+        assert tiles.units[z] == children
+        assert sum(tiles.units[z].values()) == sum(want.values())
+    # Read back with the csv module: shares are exact multiples of 2^-40, so parents equal their children's
+    # float sums exactly as well; quadkeys decode to their tiles.
+    write_tiles_csv(tmp_path / "tiles.csv", tiles)
+    with (tmp_path / "tiles.csv").open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    shares = {(int(r["z"]), int(r["x"]), int(r["y"])): float(r["share"]) for r in rows}
+    assert all(_quadkey_to_tile(r["quadkey"]) == (int(r["z"]), int(r["x"]), int(r["y"])) for r in rows)
+    assert all(float(r["share"]) == int(r["units"]) * 2.0**-40 for r in rows)
+    for (z, x, y), s in shares.items():
+        if z < tiles.max_zoom:
+            kids = [shares.get((z + 1, 2 * x + dx, 2 * y + dy), 0.0) for dy in (0, 1) for dx in (0, 1)]
+            assert s == sum(kids)
+
+
+def test_tiles_refuse_extents_without_lonlat_and_bad_zooms():
+    share = np.full((2, 2), 0.25)
+    with pytest.raises(InvalidParameterError, match="extent"):
+        tile_masses(share, extent=Extent.metres_box(0.0, 0.0, 1.0, 1.0))
+    ext = Extent.around(lon=0.0, lat=0.0, size=1000.0)
+    with pytest.raises(InvalidParameterError, match="max_zoom"):
+        tile_masses(share, extent=ext, max_zoom=31)
+    with pytest.raises(InvalidParameterError, match="min_zoom"):
+        tile_masses(share, extent=ext, max_zoom=3, min_zoom=4)

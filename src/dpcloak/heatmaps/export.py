@@ -1,4 +1,5 @@
-"""Writing a released heatmap for GIS tools: a CSV of cells with their centres, GeoJSON cell polygons.
+"""Writing a released heatmap for GIS tools: a CSV of cells with their centres, GeoJSON cell polygons,
+and XYZ / quadkey tiles (:func:`tile_masses`, :func:`write_tiles_csv`).
 
 Both files hold the DP output (each cell's share of the total) and public geometry only (the extent,
 cell centres and corners): nothing computed from the exact data. Cells are indexed ``row`` (south to
@@ -13,17 +14,21 @@ from __future__ import annotations
 
 import csv
 import json
+import math
+from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 from numpy.typing import ArrayLike
 
-from dpcloak._validation import check_array
+from dpcloak._validation import check_array, check_int
 from dpcloak.errors import InvalidParameterError
 from dpcloak.heatmaps.extent import Extent
 
-__all__ = ["write_cells_csv", "write_geojson"]
+__all__ = ["write_cells_csv", "write_geojson", "TileMasses", "tile_masses", "quadkey", "write_tiles_csv",
+           "TILE_UNIT_BITS"]
 
 
 def _square(aggregate: ArrayLike) -> Any:
@@ -118,3 +123,146 @@ def write_geojson(path: str | Path, aggregate: ArrayLike, *, extent: Extent, pro
     ]
     doc = {"type": "FeatureCollection", "properties": properties, "features": features}
     Path(path).write_text(json.dumps(doc))
+
+
+TILE_UNIT_BITS = 40
+"""Tile masses are whole multiples of 2^-40 of the total, so every sum over tiles is exact."""
+
+_MAX_ZOOM = 30
+_MAX_MERCATOR_LAT = math.degrees(math.atan(math.sinh(math.pi)))  # 85.0511…°: the square Web Mercator world
+_EARTH_CIRCUMFERENCE = 2 * math.pi * 6378137.0
+
+
+@dataclass(frozen=True)
+class TileMasses:
+    """The released map's mass on XYZ (Web Mercator, "slippy map") tiles at zooms ``min_zoom..max_zoom``.
+
+    ``units[z][(x, y)]`` is an integer number of 2^-:data:`TILE_UNIT_BITS` of the total (tiles with none
+    are absent). Each cell's mass goes to the tile holding its centre at ``max_zoom``; a tile at a
+    coarser zoom holds the **exact** integer sum of its four children, so the levels agree to the last
+    unit. Post-processing of the DP output and public geometry only.
+
+    Examples
+    --------
+    Returned by :func:`tile_masses`:
+
+    >>> ext = Extent.around(lon=-0.1276, lat=51.5072, size=4000.0)
+    >>> tiles = tile_masses(np.array([[0.5, 0.0], [0.0, 0.5]]), extent=ext, max_zoom=12, min_zoom=10)
+    >>> isinstance(tiles, TileMasses), tiles.zooms
+    (True, (10, 11, 12))
+    >>> sum(tiles.units[10].values()) == sum(tiles.units[12].values())
+    True
+    """
+
+    units: dict[int, dict[tuple[int, int], int]]
+    min_zoom: int
+    max_zoom: int
+
+    @property
+    def zooms(self) -> tuple[int, ...]:
+        """The zoom levels held, coarsest first."""
+        return tuple(range(self.min_zoom, self.max_zoom + 1))
+
+    def rows(self) -> Iterator[tuple[int, int, int, str, int, float]]:
+        """(z, x, y, quadkey, units, share) per non-empty tile, coarsest zoom first, then by x and y."""
+        scale = 2.0**-TILE_UNIT_BITS
+        for z in self.zooms:
+            for (x, y), u in sorted(self.units[z].items()):
+                yield z, x, y, quadkey(z, x, y), u, u * scale
+
+
+def quadkey(z: int, x: int, y: int) -> str:
+    """Bing Maps quadkey of tile (z, x, y): one digit per zoom, (x bit) + 2·(y bit), most significant first.
+
+    Examples
+    --------
+    >>> quadkey(3, 3, 5), quadkey(1, 1, 0), quadkey(0, 0, 0)
+    ('213', '1', '')
+    """
+    zoom = check_int("z", z, minimum=0, maximum=_MAX_ZOOM)
+    return "".join(str(((x >> b) & 1) + 2 * ((y >> b) & 1)) for b in range(zoom - 1, -1, -1))
+
+
+def _tile_xy(lon: Any, lat: Any, zoom: int) -> tuple[Any, Any]:
+    """Slippy-map tile indices at ``zoom`` (spherical Web Mercator, EPSG:3857; y grows southwards)."""
+    n = 1 << zoom
+    phi = np.radians(np.clip(lat, -_MAX_MERCATOR_LAT, _MAX_MERCATOR_LAT))
+    x = np.floor((np.asarray(lon) + 180.0) / 360.0 * n)
+    y = np.floor((1.0 - np.arcsinh(np.tan(phi)) / math.pi) / 2.0 * n)
+    return np.clip(x, 0, n - 1).astype(np.int64), np.clip(y, 0, n - 1).astype(np.int64)
+
+
+def tile_masses(aggregate: ArrayLike, *, extent: Extent, max_zoom: int | None = None, min_zoom: int = 0) -> TileMasses:
+    """The map's shares on XYZ tiles, exact across zoom levels (:class:`TileMasses`).
+
+    Parameters
+    ----------
+    aggregate : array_like, shape (Δ, Δ)
+        The released shares (non-negative; rows south to north).
+    extent : Extent
+        A lon/lat or CRS extent (the tiles are in WGS84 Web Mercator).
+    max_zoom : int or None
+        Finest zoom (≤ 30). ``None``: the finest whose tiles are at least one cell wide at the
+        extent's centre (a tile's ground side there is 40,075 km · cos φ / 2^z).
+    min_zoom : int
+        Coarsest zoom (0 ≤ ``min_zoom`` ≤ ``max_zoom``).
+
+    Examples
+    --------
+    A 4 km square in London at Δ = 2 (2 km cells): the finest zoom with tiles ≥ 2 km there is 13:
+
+    >>> ext = Extent.around(lon=-0.1276, lat=51.5072, size=4000.0)
+    >>> tiles = tile_masses(np.array([[0.25, 0.25], [0.25, 0.25]]), extent=ext, min_zoom=11)
+    >>> tiles.max_zoom, sum(tiles.units[13].values()) == 2**40
+    (13, True)
+    >>> next(tiles.rows())[:4]  # z, x, y, quadkey of the coarsest tile
+    (11, 1023, 680, '03131313111')
+    """
+    arr = _square(aggregate)
+    if not isinstance(extent, Extent) or extent.projection is None:
+        raise InvalidParameterError("tiles need a lon/lat or CRS extent (Extent.lonlat_box, around or crs_box)",
+                                    parameter="extent", allowed="an Extent with a projection")
+    delta = arr.shape[0]
+    if max_zoom is None:
+        lat0 = math.radians(extent.projection.lat0)
+        ground = _EARTH_CIRCUMFERENCE * math.cos(lat0) / extent.cell_size(delta)
+        max_zoom = min(_MAX_ZOOM, max(0, math.floor(math.log2(ground))))
+    top = check_int("max_zoom", max_zoom, minimum=0, maximum=_MAX_ZOOM)
+    low = check_int("min_zoom", min_zoom, minimum=0, maximum=top)
+    units = np.rint(arr * float(1 << TILE_UNIT_BITS)).astype(np.int64).ravel()
+    lon, lat = extent.to_lonlat(*(c.ravel() for c in extent.cell_centres(delta)))
+    x, y = _tile_xy(lon, lat, top)
+    levels: dict[int, dict[tuple[int, int], int]] = {}
+    keep = units > 0
+    x, y, u = x[keep], y[keep], units[keep]
+    for z in range(top, low - 1, -1):
+        key = (x << _MAX_ZOOM) | y
+        uniq, inverse = np.unique(key, return_inverse=True)
+        totals = np.zeros(uniq.size, dtype=np.int64)
+        np.add.at(totals, inverse, u)  # int64: exact
+        x, y, u = uniq >> _MAX_ZOOM, uniq & ((1 << _MAX_ZOOM) - 1), totals
+        levels[z] = {(int(a), int(b)): int(c) for a, b, c in zip(x, y, u, strict=True)}
+        x, y = x >> 1, y >> 1
+    return TileMasses(units=levels, min_zoom=low, max_zoom=top)
+
+
+def write_tiles_csv(path: str | Path, tiles: TileMasses) -> None:
+    """One row per non-empty tile: z, x, y, quadkey, units (of 2^-40, exact) and share.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> ext = Extent.around(lon=-0.1276, lat=51.5072, size=4000.0)
+    >>> tiles = tile_masses(np.array([[1.0, 0.0], [0.0, 0.0]]), extent=ext, max_zoom=12, min_zoom=12)
+    >>> write_tiles_csv(Path(tmp.name) / "tiles.csv", tiles)
+    >>> print((Path(tmp.name) / "tiles.csv").read_text().strip())
+    z,x,y,quadkey,units,share
+    12,2046,1362,031313131130,1099511627776,1.0
+    >>> tmp.cleanup()
+    """
+    with Path(path).open("w", newline="", encoding="utf-8") as fh:
+        out = csv.writer(fh)
+        out.writerow(["z", "x", "y", "quadkey", "units", "share"])
+        for z, x, y, key, u, share in tiles.rows():
+            out.writerow([z, x, y, key, u, repr(share)])
