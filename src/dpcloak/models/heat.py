@@ -216,7 +216,7 @@ class HeatKernel1D(LinearModel):
 
         For the run of all adjacent pairs, ``‖A_i − A_{i+1}‖₂² = Σ_q E(p_i − q)`` over the sensors' grid
         points ``q``, with ``E(d) = (g(d/L) − g((d + a)/L))²`` evaluated without cancellation
-        (:func:`_step_difference`): a convolution, computed by the FFT. Its rounding error is at most
+        (``_step_difference``): a convolution, computed by the FFT. Its rounding error is at most
         ``β = 64 ε log₂N · max(‖s‖₂‖E‖₁, ‖s‖₁‖E‖₂)`` per entry (``s`` the sensors' indicator; Higham,
         *Accuracy and Stability of Numerical Algorithms*, Thm 24.2, applied to the three transforms,
         with a factor 2 to spare), so every pair within ``2β`` of the largest is recomputed directly
