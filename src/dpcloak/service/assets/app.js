@@ -339,12 +339,12 @@
     resizeFrame = window.requestAnimationFrame(() => { drawLegend(); draw(state.current); });
   });
 
-  // One poll at a time: the next is scheduled when this one has finished (never overlapping).
+  // One poll at a time: the next is scheduled when this one has finished (never overlapping). Within a poll
+  // the windows and the sensors are fetched side by side: the poll takes the longer of the two, not their sum.
   async function tick() {
     state.timer = null;
     try {
-      await refreshWindows();
-      await refreshSensors();
+      await Promise.all([refreshWindows(), refreshSensors()]);
       el("error").hidden = true;
     } catch (err) {
       showError(err);
