@@ -9,7 +9,15 @@ import numpy as np
 import pytest
 
 from dpcloak.errors import InvalidParameterError
-from dpcloak.heatmaps.export import quadkey, tile_masses, write_cells_csv, write_geojson, write_tiles_csv
+from dpcloak.heatmaps.export import (
+    h3_masses,
+    quadkey,
+    tile_masses,
+    write_cells_csv,
+    write_geojson,
+    write_h3_csv,
+    write_tiles_csv,
+)
 from dpcloak.heatmaps.extent import Extent
 
 pyproj = pytest.importorskip("pyproj")
@@ -136,3 +144,40 @@ def test_tiles_refuse_extents_without_lonlat_and_bad_zooms():
         tile_masses(share, extent=ext, max_zoom=31)
     with pytest.raises(InvalidParameterError, match="min_zoom"):
         tile_masses(share, extent=ext, max_zoom=3, min_zoom=4)
+
+
+def test_h3_cells_match_the_h3_library_and_sum_exactly_across_resolutions(tmp_path):
+    h3 = pytest.importorskip("h3")
+    ext = Extent.around(lon=-73.98, lat=40.75, size=20000.0)
+    rng = np.random.default_rng(9)
+    share = rng.random((16, 16)) * (rng.random((16, 16)) < 0.6)
+    share /= share.sum()
+    cells = h3_masses(share, extent=ext, min_resolution=3)
+    top = cells.max_resolution
+    # Default finest resolution: the finest whose average hexagon is at least one (1250 m)² cell (h3's table).
+    assert h3.average_hexagon_area(top, unit="m^2") >= 1250.0**2 > h3.average_hexagon_area(top + 1, unit="m^2")
+    # Oracle: cell centres to lon/lat by PROJ's inverse transverse Mercator (not dpcloak's series), then h3's
+    # latlng_to_cell and Python-int sums.
+    tm = "+proj=tmerc +lat_0=40.75 +lon_0=-73.98 +k=1 +x_0=0 +y_0=0 +ellps=WGS84 +units=m"
+    xx, yy = ext.cell_centres(16)
+    lon, lat = pyproj.Transformer.from_crs(tm, "EPSG:4326", always_xy=True).transform(xx.ravel(), yy.ravel())
+    want: dict = {}
+    for u, a, b in zip(np.rint(share.ravel() * 2**40).astype(int), lat, lon, strict=True):
+        if u:
+            key = h3.latlng_to_cell(a, b, top)
+            want[key] = want.get(key, 0) + int(u)
+    assert cells.units[top] == want
+    # Exact across resolutions, in h3's own hierarchy: each cell is the integer sum of its children present.
+    for r in range(cells.min_resolution, top):
+        for cell, u in cells.units[r].items():
+            assert h3.is_valid_cell(cell) and h3.get_resolution(cell) == r
+            assert u == sum(cells.units[r + 1].get(c, 0) for c in h3.cell_to_children(cell, r + 1))
+        assert sum(cells.units[r].values()) == sum(want.values())
+    write_h3_csv(tmp_path / "h3.csv", cells)
+    with (tmp_path / "h3.csv").open(newline="") as fh:
+        rows = list(csv.DictReader(fh))
+    assert {(int(r["resolution"]), r["h3"]): int(r["units"]) for r in rows} == {
+        (r, c): u for r in range(cells.min_resolution, top + 1) for c, u in cells.units[r].items()}
+    assert all(float(r["share"]) == int(r["units"]) * 2.0**-40 for r in rows)
+    with pytest.raises(InvalidParameterError, match="max_resolution"):
+        h3_masses(share, extent=ext, max_resolution=16)

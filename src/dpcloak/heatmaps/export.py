@@ -1,5 +1,6 @@
 """Writing a released heatmap for GIS tools: a CSV of cells with their centres, GeoJSON cell polygons,
-and XYZ / quadkey tiles (:func:`tile_masses`, :func:`write_tiles_csv`).
+XYZ / quadkey tiles (:func:`tile_masses`, :func:`write_tiles_csv`) and H3 hexagons (:func:`h3_masses`,
+:func:`write_h3_csv`; the ``h3`` extra).
 
 Both files hold the DP output (each cell's share of the total) and public geometry only (the extent,
 cell centres and corners): nothing computed from the exact data. Cells are indexed ``row`` (south to
@@ -24,11 +25,12 @@ import numpy as np
 from numpy.typing import ArrayLike
 
 from dpcloak._validation import check_array, check_int
-from dpcloak.errors import InvalidParameterError
+from dpcloak.errors import InvalidParameterError, MissingExtraError
+from dpcloak.geo import LocalProjection
 from dpcloak.heatmaps.extent import Extent
 
 __all__ = ["write_cells_csv", "write_geojson", "TileMasses", "tile_masses", "quadkey", "write_tiles_csv",
-           "TILE_UNIT_BITS"]
+           "TILE_UNIT_BITS", "H3Masses", "h3_masses", "write_h3_csv"]
 
 
 def _square(aggregate: ArrayLike) -> Any:
@@ -192,6 +194,21 @@ def _tile_xy(lon: Any, lat: Any, zoom: int) -> tuple[Any, Any]:
     return np.clip(x, 0, n - 1).astype(np.int64), np.clip(y, 0, n - 1).astype(np.int64)
 
 
+def _check_lonlat_extent(extent: Any) -> LocalProjection:
+    if not isinstance(extent, Extent) or extent.projection is None:
+        raise InvalidParameterError("tiles need a lon/lat or CRS extent (Extent.lonlat_box, around or crs_box)",
+                                    parameter="extent", allowed="an Extent with a projection")
+    return extent.projection
+
+
+def _positive_units(arr: Any, extent: Extent) -> tuple[Any, Any, Any]:
+    """Each cell's share in whole units of 2^-40 and its centre's (lon, lat), for the cells with a positive share."""
+    units = np.rint(arr * float(1 << TILE_UNIT_BITS)).astype(np.int64).ravel()
+    lon, lat = extent.to_lonlat(*(c.ravel() for c in extent.cell_centres(arr.shape[0])))
+    keep = units > 0
+    return units[keep], lon[keep], lat[keep]
+
+
 def tile_masses(aggregate: ArrayLike, *, extent: Extent, max_zoom: int | None = None, min_zoom: int = 0) -> TileMasses:
     """The map's shares on XYZ tiles, exact across zoom levels (:class:`TileMasses`).
 
@@ -219,22 +236,17 @@ def tile_masses(aggregate: ArrayLike, *, extent: Extent, max_zoom: int | None = 
     (11, 1023, 680, '03131313111')
     """
     arr = _square(aggregate)
-    if not isinstance(extent, Extent) or extent.projection is None:
-        raise InvalidParameterError("tiles need a lon/lat or CRS extent (Extent.lonlat_box, around or crs_box)",
-                                    parameter="extent", allowed="an Extent with a projection")
+    projection = _check_lonlat_extent(extent)
     delta = arr.shape[0]
     if max_zoom is None:
-        lat0 = math.radians(extent.projection.lat0)
+        lat0 = math.radians(projection.lat0)
         ground = _EARTH_CIRCUMFERENCE * math.cos(lat0) / extent.cell_size(delta)
         max_zoom = min(_MAX_ZOOM, max(0, math.floor(math.log2(ground))))
     top = check_int("max_zoom", max_zoom, minimum=0, maximum=_MAX_ZOOM)
     low = check_int("min_zoom", min_zoom, minimum=0, maximum=top)
-    units = np.rint(arr * float(1 << TILE_UNIT_BITS)).astype(np.int64).ravel()
-    lon, lat = extent.to_lonlat(*(c.ravel() for c in extent.cell_centres(delta)))
+    u, lon, lat = _positive_units(arr, extent)
     x, y = _tile_xy(lon, lat, top)
     levels: dict[int, dict[tuple[int, int], int]] = {}
-    keep = units > 0
-    x, y, u = x[keep], y[keep], units[keep]
     for z in range(top, low - 1, -1):
         key = (x << _MAX_ZOOM) | y
         uniq, inverse = np.unique(key, return_inverse=True)
@@ -266,3 +278,107 @@ def write_tiles_csv(path: str | Path, tiles: TileMasses) -> None:
         out.writerow(["z", "x", "y", "quadkey", "units", "share"])
         for z, x, y, key, u, share in tiles.rows():
             out.writerow([z, x, y, key, u, repr(share)])
+
+
+@dataclass(frozen=True)
+class H3Masses:
+    """The released map's mass on H3 hexagons at resolutions ``min_resolution..max_resolution``.
+
+    ``units[r][cell]`` is an integer number of 2^-:data:`TILE_UNIT_BITS` of the total (cells with none
+    are absent). Each grid cell's mass goes to the H3 cell holding its centre at ``max_resolution``; at
+    every coarser resolution an H3 cell holds the **exact** integer sum of its children in the H3
+    hierarchy (``h3.cell_to_parent``). Post-processing of the DP output and public geometry only.
+
+    Examples
+    --------
+    Returned by :func:`h3_masses`:
+
+    >>> ext = Extent.around(lon=-0.1276, lat=51.5072, size=4000.0)
+    >>> cells = h3_masses(np.array([[0.5, 0.0], [0.0, 0.5]]), extent=ext, max_resolution=8, min_resolution=6)
+    >>> isinstance(cells, H3Masses), sum(cells.units[6].values()) == sum(cells.units[8].values()) == 2**40
+    (True, True)
+    """
+
+    units: dict[int, dict[str, int]]
+    min_resolution: int
+    max_resolution: int
+
+
+def _h3() -> Any:
+    try:
+        import h3
+    except ImportError:
+        raise MissingExtraError('H3 output needs the h3 package: pip install "dpcloak[h3]"') from None
+    return h3
+
+
+def h3_masses(aggregate: ArrayLike, *, extent: Extent, max_resolution: int | None = None,
+              min_resolution: int = 0) -> H3Masses:
+    """The map's shares on H3 hexagons, exact across resolutions (:class:`H3Masses`; the ``h3`` extra).
+
+    Parameters
+    ----------
+    aggregate : array_like, shape (Δ, Δ)
+        The released shares (non-negative; rows south to north).
+    extent : Extent
+        A lon/lat or CRS extent.
+    max_resolution : int or None
+        Finest H3 resolution (≤ 15). ``None``: the finest whose average hexagon is at least one grid
+        cell in area (``h3.average_hexagon_area``).
+    min_resolution : int
+        Coarsest resolution (0 ≤ ``min_resolution`` ≤ ``max_resolution``).
+
+    Examples
+    --------
+    A 4 km square at Δ = 2 (4 km² cells): H3 resolution 7 (5.2 km² on average) is the finest that large:
+
+    >>> ext = Extent.around(lon=-0.1276, lat=51.5072, size=4000.0)
+    >>> cells = h3_masses(np.full((2, 2), 0.25), extent=ext, min_resolution=5)
+    >>> cells.max_resolution, sorted(cells.units)
+    (7, [5, 6, 7])
+    """
+    h3 = _h3()
+    arr = _square(aggregate)
+    _check_lonlat_extent(extent)
+    if max_resolution is None:
+        area = extent.cell_size(arr.shape[0]) ** 2
+        max_resolution = max([0, *(r for r in range(16) if h3.average_hexagon_area(r, unit="m^2") >= area)])
+    top = check_int("max_resolution", max_resolution, minimum=0, maximum=15)
+    low = check_int("min_resolution", min_resolution, minimum=0, maximum=top)
+    u, lon, lat = _positive_units(arr, extent)
+    level: dict[str, int] = {}
+    for a, b, c in zip(lat.tolist(), lon.tolist(), u.tolist(), strict=True):
+        cell = h3.latlng_to_cell(a, b, top)
+        level[cell] = level.get(cell, 0) + c
+    levels = {top: level}
+    for r in range(top - 1, low - 1, -1):
+        parent: dict[str, int] = {}
+        for cell, c in levels[r + 1].items():
+            key = h3.cell_to_parent(cell, r)
+            parent[key] = parent.get(key, 0) + c
+        levels[r] = parent
+    return H3Masses(units=levels, min_resolution=low, max_resolution=top)
+
+
+def write_h3_csv(path: str | Path, cells: H3Masses) -> None:
+    """One row per non-empty H3 cell: resolution, h3 (index), units (of 2^-40, exact) and share.
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> ext = Extent.around(lon=-0.1276, lat=51.5072, size=4000.0)
+    >>> write_h3_csv(Path(tmp.name) / "h3.csv", h3_masses(np.array([[1.0, 0.0], [0.0, 0.0]]), extent=ext,
+    ...                                                   max_resolution=7, min_resolution=7))
+    >>> print((Path(tmp.name) / "h3.csv").read_text().strip())
+    resolution,h3,units,share
+    7,87194ad16ffffff,1099511627776,1.0
+    >>> tmp.cleanup()
+    """
+    scale = 2.0**-TILE_UNIT_BITS
+    with Path(path).open("w", newline="", encoding="utf-8") as fh:
+        out = csv.writer(fh)
+        out.writerow(["resolution", "h3", "units", "share"])
+        for r in range(cells.min_resolution, cells.max_resolution + 1):
+            for cell, u in sorted(cells.units[r].items()):
+                out.writerow([r, cell, u, repr(u * scale)])
