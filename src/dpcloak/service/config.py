@@ -280,11 +280,16 @@ class Deployment:
         return release_spec_from_dict(self.network)
 
     @cached_property
+    def network_fingerprint(self) -> str:
+        """:func:`~dpcloak.sensors.config.config_fingerprint` of the network as held (hashed once)."""
+        return config_fingerprint(self.network)
+
+    @cached_property
     def sensor_network(self) -> SensorNetwork:
         """The :class:`~dpcloak.sensors.SensorNetwork` the deployment runs (the model rebuilt; Δ2 and σ recomputed
         and checked against the stated ones, its fingerprint against the stated network's)."""
         net = SensorNetwork.from_dict(self.network)
-        if net.fingerprint() != config_fingerprint(self.network):
+        if net.fingerprint() != self.network_fingerprint:
             raise InvalidFileError("the network rebuilt from the deployment has another fingerprint than the network "
                                    "it holds (the file comes from another dpcloak version)", field="network",
                                    parameter="deployment")
@@ -339,7 +344,7 @@ class Deployment:
         return {
             "deployment_id": self.deployment_id,
             "network": self.network,
-            "network_fingerprint": config_fingerprint(self.network),
+            "network_fingerprint": self.network_fingerprint,
             "window_seconds": self.window_seconds,
             "start": self.start,
             "period_windows": self.period_windows,
@@ -432,7 +437,7 @@ class Deployment:
             raise InvalidParameterError(f"the deployment is malformed: {exc!r}", parameter="deployment") from None
         if rebuild:
             _ = dep.sensor_network
-        if config_fingerprint(dep.network) != data.get("network_fingerprint"):
+        if dep.network_fingerprint != data.get("network_fingerprint"):
             raise InvalidFileError("network_fingerprint does not match the network it holds (the network was edited, "
                                    "or the file comes from another dpcloak version)", field="network_fingerprint",
                                    parameter="deployment", got=data.get("network_fingerprint"))
