@@ -157,3 +157,35 @@ def test_points_outside_the_box_name_the_option_that_drops_them(csv_path, tmp_pa
     res = CliRunner().invoke(app, ["heatmap", str(csv_path), "--epsilon", "1", "--resolution", "16",
                                    "--bbox", "-74,40,-73.75,40.25", "--drop-outside", "--out", str(tmp_path / "m.png")])
     assert res.exit_code == 0, res.output
+
+
+def test_web_mercator_points_with_tiles_and_h3_outputs(csv_path, tmp_path):
+    pd = pytest.importorskip("pandas")
+    pyproj = pytest.importorskip("pyproj")
+    pytest.importorskip("h3")
+    frame = pd.read_csv(csv_path)
+    to_merc = pyproj.Transformer.from_crs("EPSG:4326", "EPSG:3857", always_xy=True)
+    frame["mx"], frame["my"] = to_merc.transform(frame.lon.to_numpy(), frame.lat.to_numpy())
+    merc = tmp_path / "merc.csv"
+    frame[["user", "mx", "my"]].to_csv(merc, index=False)
+    tiles, hexes = tmp_path / "tiles.csv", tmp_path / "h3.csv"
+    args = ["heatmap", str(merc), "--epsilon", "1", "--resolution", "16", "--metres-box",
+            "-8240000,4860000,-8180000,4940000", "--crs", "EPSG:3857", "--xy", "mx,my", "--w", "20",
+            "--tiles", str(tiles), "--h3", str(hexes), "--json"]
+    res = CliRunner().invoke(app, args)
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.stdout)
+    assert summary["crs"] == "EPSG:3857" and summary["tiles"] == str(tiles) and summary["h3"] == str(hexes)
+    # Web Mercator units are 1/cos(40.2°) ≈ 1.31 ground metres: an 80,000-unit box is about 61 km on the ground.
+    assert 60_000 < summary["size_m"] < 62_500
+    tile_rows = pd.read_csv(tiles, dtype={"quadkey": str})
+    h3_rows = pd.read_csv(hexes)
+    for rows, level in ((tile_rows, "z"), (h3_rows, "resolution")):
+        totals = rows.groupby(level)["units"].sum()
+        assert totals.nunique() == 1 and abs(int(totals.iloc[0]) - 2**40) <= 16 * 16  # rounding: ≤ ½ unit per cell
+    # Without --crs the box is plain metres: the same call without --xy is refused, as are tiles without lon/lat.
+    plain = CliRunner().invoke(app, ["heatmap", str(merc), "--epsilon", "1", "--resolution", "16", "--metres-box",
+                                     "-8240000,4860000,-8180000,4940000", "--xy", "mx,my", "--tiles", str(tiles)])
+    assert plain.exit_code == 2 and "--tiles needs a lon/lat extent" in plain.output
+    lone = CliRunner().invoke(app, ["heatmap", str(merc), "--epsilon", "1", "--crs", "EPSG:3857", *BOX])
+    assert lone.exit_code == 2 and "--crs" in lone.output

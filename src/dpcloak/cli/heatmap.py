@@ -41,8 +41,9 @@ def _numbers(option: str, text: str, count: int, form: str) -> tuple[float, ...]
                                     parameter=option) from None
 
 
-def _extent(bbox: str | None, centre: str | None, size: float | None, metres_box: str | None) -> Extent | None:
-    """The public extent from exactly one of --bbox, --centre/--size, --metres-box (or none: unit square)."""
+def _extent(bbox: str | None, centre: str | None, size: float | None, metres_box: str | None,
+            crs: str | None = None) -> Extent | None:
+    """The public extent from exactly one of --bbox, --centre/--size, --metres-box [--crs] (or none: unit square)."""
     from dpcloak.heatmaps.extent import Extent
 
     given = [name for name, v in (("--bbox", bbox), ("--centre", centre), ("--metres-box", metres_box)) if v]
@@ -50,13 +51,17 @@ def _extent(bbox: str | None, centre: str | None, size: float | None, metres_box
         raise InvalidParameterError(f"give one extent, got {' and '.join(given)}")
     if (centre is None) != (size is None):
         raise InvalidParameterError("--centre lon,lat and --size METRES go together", parameter="--centre")
+    if crs is not None and metres_box is None:
+        raise InvalidParameterError("--crs gives the CRS of --metres-box and the --xy columns; give --metres-box",
+                                    parameter="--crs")
     if bbox is not None:
         return Extent.lonlat_box(*_numbers("--bbox", bbox, 4, "lon_min,lat_min,lon_max,lat_max"))
     if centre is not None and size is not None:
         lon, lat = _numbers("--centre", centre, 2, "lon,lat")
         return Extent.around(lon=lon, lat=lat, size=size)
     if metres_box is not None:
-        return Extent.metres_box(*_numbers("--metres-box", metres_box, 4, "x_min,y_min,x_max,y_max"))
+        box = _numbers("--metres-box", metres_box, 4, "x_min,y_min,x_max,y_max")
+        return Extent.metres_box(*box) if crs is None else Extent.crs_box(*box, crs=crs)
     return None
 
 
@@ -117,25 +122,32 @@ def heatmap(
     size: float | None = typer.Option(None, help="Side in metres of the --centre square."),
     metres_box: str | None = typer.Option(None, help="PUBLIC extent in metres: x_min,y_min,x_max,y_max (points "
                                           "in metres, columns from --xy)."),
+    crs: str | None = typer.Option(None, help="CRS of --metres-box and the --xy columns, e.g. EPSG:3857 (Web "
+                                   "Mercator): converted to true metres through PROJ (geo extra)."),
     xy: str | None = typer.Option(None, help="'xcol,ycol': metres with --metres-box, else coordinates in [0, 1)."),
     user: str = typer.Option("user", help="User-id column."),
     lat: str = typer.Option("lat", help="Latitude column."),
     lon: str = typer.Option("lon", help="Longitude column."),
     drop_outside: bool = typer.Option(False, help="Drop points outside the extent instead of failing."),
     method: str = typer.Option("pyramid", help="pyramid (Algorithms 1-2), laplace (baseline) or dense (App. D)."),
-    w: int | None = typer.Option(None, help="pyramid: cells kept per level (default: the public rule from epsilon, "
-                                 "resolution and --population; 20 without --population)."),
+    w: int | None = typer.Option(None, help="pyramid: cells kept per level, all levels measured (default: w and the "
+                                 "levels from a rule of epsilon, resolution and --population, or without it a "
+                                 "noisy user count costing 1/10 of epsilon)."),
     gamma: float = typer.Option(2**-0.5, help="pyramid: budget decay rate."),
     top_percent: float | None = typer.Option(None, help="laplace: keep only the top t percent of cells."),
     population: float | None = typer.Option(None, help="PUBLIC estimate of the number of users (never counted from "
-                                            "the data): pyramid chooses w from it; dense its grid (else 10% of "
-                                            "epsilon buys a noisy count)."),
+                                            "the data): pyramid chooses w and its levels from it, dense its grid "
+                                            "(else 10% of epsilon buys a noisy count)."),
     out: str | None = typer.Option(None, help="Write the rendered map as PNG (axes, colour bar)."),
     units: str = typer.Option("m", help="PNG axes: m (km east/north) or lonlat."),
     sigma: float = typer.Option(0.004, help="Rendering sigma as a fraction of the extent's side."),
     csv: str | None = typer.Option(None, help="Write a CSV of cells: row, col, centre (metres, lon/lat), share."),
     geojson: str | None = typer.Option(None, help="Write the cells with a positive share as GeoJSON polygons."),
     npy: str | None = typer.Option(None, help="Write the normalised private aggregate as a .npy array."),
+    tiles: str | None = typer.Option(None, help="Write XYZ/quadkey tiles as CSV (z, x, y, quadkey, units, share); "
+                                     "coarser zooms are the exact sums of their children."),
+    h3: str | None = typer.Option(None, help="Write H3 hexagons as CSV (resolution, h3, units, share; h3 extra); "
+                                  "coarser resolutions are the exact sums of their children."),
     noise: str = typer.Option("secure", help="secure (exact discrete Laplace from the OS CSPRNG, the default) or "
                               "float (numpy Laplace: simulation only, leaks through low-order bits)."),
     seed: int | None = typer.Option(None, help="Random seed: only with --noise float or --simulation."),
@@ -160,16 +172,18 @@ def heatmap(
         ext, cols = _check(points, epsilon=epsilon, resolution=resolution, bbox=bbox, centre=centre, size=size,
                            metres_box=metres_box, xy=xy, method=method, w=w, gamma=gamma, top_percent=top_percent,
                            out=out, units=units, sigma=sigma, csv=csv, geojson=geojson, npy=npy, noise=noise,
-                           seed=seed, simulation=simulation, evaluate=evaluate, lon=lon, lat=lat)
+                           seed=seed, simulation=simulation, evaluate=evaluate, lon=lon, lat=lat, crs=crs,
+                           tiles=tiles, h3=h3)
         res, agg = _release(update, points, user=user, cols=cols, ext=ext, drop_outside=drop_outside,
                             resolution=resolution, method=method, epsilon=epsilon, w=w, gamma=gamma,
                             top_percent=top_percent, population=population, seed=seed, noise=noise,
                             simulation=simulation)
         update(4, STEPS, "writing")
         written = _write(res, agg, evaluate=evaluate, npy=npy, out=out, csv=csv, geojson=geojson, ext=ext,
-                         method=method, epsilon=epsilon, sigma=sigma, units=units)
+                         method=method, epsilon=epsilon, sigma=sigma, units=units, tiles=tiles, h3=h3)
     _report(res, agg, evaluate=evaluate, diagnostics=diagnostics, sigma=sigma, ext=ext, as_json=as_json,
-            outputs={"out": out, "npy": npy, "csv": csv, "geojson": geojson}, true_file=written)
+            outputs={"out": out, "npy": npy, "csv": csv, "geojson": geojson, "tiles": tiles, "h3": h3},
+            true_file=written)
 
 
 STEPS = 5
@@ -179,14 +193,16 @@ def _check(points: str, *, epsilon: float, resolution: int, bbox: str | None, ce
            size: float | None, metres_box: str | None, xy: str | None, method: str, w: int | None, gamma: float,
            top_percent: float | None, out: str | None, units: str, sigma: float, csv: str | None,
            geojson: str | None, npy: str | None, noise: str, seed: int | None, simulation: bool, evaluate: bool,
-           lon: str, lat: str) -> tuple[Extent | None, tuple[str, str]]:
+           lon: str, lat: str, crs: str | None = None, tiles: str | None = None,
+           h3: str | None = None) -> tuple[Extent | None, tuple[str, str]]:
     """Every option checked before the points are read: the extent and the two coordinate columns."""
     _check_used(method, w=w, gamma=gamma, top_percent=top_percent, out=out, evaluate=evaluate, units=units,
                 sigma=sigma)
     if not sigma > 0:
         raise InvalidParameterError(f"--sigma must be > 0, got {sigma:g}", parameter="--sigma")
     _check_files(points, {"--out": (out, PICTURE_SUFFIXES), "--csv": (csv, (".csv",)),
-                          "--geojson": (geojson, (".geojson", ".json")), "--npy": (npy, (".npy",))})
+                          "--geojson": (geojson, (".geojson", ".json")), "--npy": (npy, (".npy",)),
+                          "--tiles": (tiles, (".csv",)), "--h3": (h3, (".csv",))})
     _check_memory(resolution)
     if seed is not None and noise == "secure" and not simulation:
         raise InvalidParameterError(
@@ -194,8 +210,8 @@ def _check(points: str, *, epsilon: float, resolution: int, bbox: str | None, ce
             "add --simulation to reproduce a release in a test, or use --noise float for simulation",
             parameter="--seed"
         )
-    ext = _extent(bbox, centre, size, metres_box)
-    if ext is not None and ext.projection is None and xy is None:
+    ext = _extent(bbox, centre, size, metres_box, crs)
+    if ext is not None and (ext.projection is None or ext.crs is not None) and xy is None:
         raise InvalidParameterError("--metres-box needs --xy 'xcol,ycol' naming the columns in metres",
                                     parameter="--metres-box")
     if ext is None and xy is None:
@@ -207,9 +223,10 @@ def _check(points: str, *, epsilon: float, resolution: int, bbox: str | None, ce
     cols = (lon, lat) if xy is None else tuple(xy.split(","))
     if len(cols) != 2:
         raise InvalidParameterError(f"--xy must be 'xcol,ycol', got {xy!r}", parameter="--xy")
-    if geojson is not None and (ext is None or ext.projection is None):
-        raise InvalidParameterError("--geojson needs a lon/lat extent (--bbox or --centre/--size)",
-                                    parameter="--geojson")
+    for option, path in (("--geojson", geojson), ("--tiles", tiles), ("--h3", h3)):
+        if path is not None and (ext is None or ext.projection is None):
+            raise InvalidParameterError(f"{option} needs a lon/lat extent (--bbox, --centre/--size or --metres-box "
+                                        "with --crs)", parameter=option)
     return ext, (cols[0], cols[1])
 
 
@@ -244,11 +261,18 @@ def _release(update: Any, points: str, *, user: str, cols: tuple[str, str], ext:
 
 def _write(res: Any, agg: Any, *, evaluate: bool, npy: str | None, out: str | None, csv: str | None,
            geojson: str | None, ext: Extent | None, method: str, epsilon: float, sigma: float,
-           units: str) -> str | None:
+           units: str, tiles: str | None = None, h3: str | None = None) -> str | None:
     """Write the requested files (each path was checked before any work); returns the NOT private one, if any."""
     import numpy as np
 
-    from dpcloak.heatmaps.export import write_cells_csv, write_geojson
+    from dpcloak.heatmaps.export import (
+        h3_masses,
+        tile_masses,
+        write_cells_csv,
+        write_geojson,
+        write_h3_csv,
+        write_tiles_csv,
+    )
     from dpcloak.heatmaps.render import plot_heatmaps, render
 
     truth = agg.normalized if evaluate else None
@@ -267,6 +291,10 @@ def _write(res: Any, agg: Any, *, evaluate: bool, npy: str | None, out: str | No
         write_cells_csv(csv, res.aggregate, extent=ext)
     if geojson is not None and ext is not None:
         write_geojson(geojson, res.aggregate, extent=ext, properties=res.public_summary())
+    if tiles is not None and ext is not None:
+        write_tiles_csv(tiles, tile_masses(res.aggregate, extent=ext))
+    if h3 is not None and ext is not None:
+        write_h3_csv(h3, h3_masses(res.aggregate, extent=ext))
     return true_npy
 
 
@@ -304,7 +332,7 @@ def _print(res: Any, summary: dict[str, Any], curator: dict[str, Any]) -> None:
     if "size_m" in summary:
         console.print(f"extent: {summary['extent']}; square side {summary['size_m']:.6g} m, "
                       f"cells {summary['cell_size_m']:.6g} m")
-    for key in ("out", "npy", "csv", "geojson"):
+    for key in ("out", "npy", "csv", "geojson", "tiles", "h3"):
         if summary[key] is not None:
             console.print(f"wrote {summary[key]}", highlight=False)
     if len(curator) > 1:
