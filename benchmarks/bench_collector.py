@@ -105,7 +105,7 @@ def minimal_app(db_url: str, deployment_dir: str) -> Any:
 def make_reports(directory: Path, windows: range) -> list[list[dict[str, Any]]]:
     """Signed, privatized reports of every sensor for each window (what the sensors would send)."""
     dep = load_deployment(directory)
-    net = dep.network_for_period(0)
+    net = dep.sensor_network
     keys = shared.sensor_keys(directory, dep)
     readings = shared.crowd_readings(net)
     out = []

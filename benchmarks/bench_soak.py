@@ -119,7 +119,7 @@ def _deployment(work: Path, window_seconds: float) -> Any:
 
 def _private_pool(dep: Any, distinct: int) -> np.ndarray:
     """``distinct`` windows of every sensor's privatized reading (two crowds of 30 people), shape (distinct, m)."""
-    net = dep.network_for_period(0)
+    net = dep.sensor_network
     return np.asarray(net.privatize(np.tile(shared.crowd_readings(net), (distinct, 1))), dtype=float)
 
 
