@@ -133,6 +133,58 @@ def test_a_crash_between_commit_and_anchor_leaves_an_openable_ledger(tmp_path: P
     assert json.loads(key_file.read_text())["ledger"]["seq"] == 3
 
 
+def test_the_anchor_is_never_ahead_of_the_committed_ledger(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The anchor's new file is flushed while the ledger's commit is (issue 28, throughput), but replaces the
+    anchor only once the commit is on disk. Oracle: at every replacement of the key file, a second sqlite3
+    connection reads the committed chain, whose last record must be at least the staged anchor's."""
+    import os
+
+    path, key_file = tmp_path / "b.ledger", tmp_path / "b.ledger.key"
+    ledger = _budget(path, 1)
+    real_replace, seen = os.replace, []
+
+    def spy(src: object, dst: object) -> None:
+        if Path(str(dst)) == key_file:
+            staged = json.loads(Path(str(src)).read_text())["ledger"]["seq"]
+            with sqlite3.connect(path) as db:
+                committed = db.execute("SELECT MAX(seq) FROM chain").fetchone()[0]
+            seen.append((staged, committed))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", spy)
+    for _ in range(5):
+        ledger.reserve(1, lambda total: total)
+    ledger.close()
+    assert all(committed >= staged for staged, committed in seen), seen
+    assert [s for s, _ in seen] == [2, 3, 4, 5, 6]
+    assert json.loads(key_file.read_text())["ledger"]["seq"] == 6
+
+
+def test_a_failed_append_leaves_the_anchor_and_no_staged_file(tmp_path: Path,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """An append whose transaction fails after the anchor was staged: nothing committed, the anchor unchanged,
+    the staged file removed (a weakened version that installed it first would leave the anchor ahead)."""
+    import dpcloak.privacy.ledger as module
+
+    path, key_file = tmp_path / "b.ledger", tmp_path / "b.ledger.key"
+    ledger = _budget(path, 2)
+    before = key_file.read_text()
+    real = module._StagedAnchor.__init__
+
+    def staged_then_fail(self: object, *args: object, **kwargs: object) -> None:
+        real(self, *args, **kwargs)  # type: ignore[arg-type]
+        raise OSError("disk full while committing")
+
+    monkeypatch.setattr(module._StagedAnchor, "__init__", staged_then_fail)
+    with pytest.raises(OSError, match="disk full"):
+        ledger.reserve(1, lambda total: total)
+    monkeypatch.undo()
+    assert key_file.read_text() == before and ledger.readings == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.ledger", "b.ledger-shm", "b.ledger-wal", "b.ledger.key"]
+    ledger.close()
+    assert budget_total(path) == 2
+
+
 def test_refused_charges_write_nothing_and_counts_only_grow(tmp_path: Path) -> None:
     ledger = _budget(tmp_path / "b.ledger", 2)
 

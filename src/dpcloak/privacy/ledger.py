@@ -32,7 +32,9 @@ The anchor
 ----------
 A chain cannot tell that it is a complete, current copy: an older copy of the file is itself a
 valid chain. So the head is also written to an **anchor**, a small JSON file kept apart from the
-ledger (:class:`Anchor`: a sensor's credential file; a privatizer's key file), after every append.
+ledger (:class:`Anchor`: a sensor's credential file; a privatizer's key file), after every append: its
+new file is written and flushed while the ledger's commit is flushed (the two overlap), and replaces
+the anchor once both are on disk, so the anchor is never ahead of the ledger.
 An open then also refuses
 
 * a **missing** ledger whose anchor records that one was created (a deleted ledger would restart
@@ -131,17 +133,58 @@ def head_tag(key: bytes, *, seq: int, tag: bytes) -> bytes:
     return hmac.digest(key, _HEAD_LABEL + b"\0" + str(int(seq)).encode() + b"\0" + tag, "sha256")
 
 
-def _write_json_atomically(path: Path, data: Mapping[str, Any]) -> None:
-    """Replace ``path`` by ``data`` (mode 0600; the new file is fsynced before the rename, so a crash leaves the
-    old or the new file). The directory is not fsynced: a rename lost in a power cut leaves the older anchor,
-    which an open accepts (an anchor may lag its ledger) and brings forward."""
+def _durable_copy(path: Path, data: Mapping[str, Any]) -> Path:
+    """A new file next to ``path`` holding ``data`` (mode 0600), on disk (fsynced) when this returns."""
     tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(json.dumps(dict(data), indent=2, sort_keys=True) + "\n")
         fh.flush()
         os.fsync(fh.fileno())
-    os.replace(tmp, path)
+    return tmp
+
+
+def _write_json_atomically(path: Path, data: Mapping[str, Any]) -> None:
+    """Replace ``path`` by ``data`` (mode 0600; the new file is fsynced before the rename, so a crash leaves the
+    old or the new file). The directory is not fsynced: a rename lost in a power cut leaves the older anchor,
+    which an open accepts (an anchor may lag its ledger) and brings forward."""
+    os.replace(_durable_copy(path, data), path)
+
+
+class _StagedAnchor:
+    """The anchor's next content, written and fsynced by a thread while the ledger's own commit is flushed.
+
+    The two flushes (the ledger's WAL, the anchor's new file) overlap instead of following each other;
+    the new file replaces the anchor only after both are on disk (:meth:`Ledger.append`), so the anchor
+    is never ahead of the ledger and a crash leaves the old or the new anchor, as before.
+    """
+
+    def __init__(self, anchor: Anchor, value: Mapping[str, Any]) -> None:
+        self.anchor = anchor
+        self.data = anchor._load()
+        self.data[anchor.field] = dict(value)
+        self._result: list[Path | BaseException] = []
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        try:
+            self._result.append(_durable_copy(self.anchor.path, self.data))
+        except BaseException as exc:  # re-raised in the caller's thread by wait()
+            self._result.append(exc)
+
+    def wait(self) -> Path:
+        """The new file, on disk (raises what writing it raised)."""
+        self._thread.join()
+        got = self._result[0]
+        if isinstance(got, BaseException):
+            raise got
+        return got
+
+    def discard(self) -> None:
+        """Remove the new file (the ledger's commit failed, or a newer head must be written instead)."""
+        with contextlib.suppress(BaseException):
+            self.wait().unlink()
 
 
 class Anchor:
@@ -425,17 +468,37 @@ class Ledger:
         """
         if not kind or kind == _GENESIS:
             raise InvalidParameterError(f"record kind must be a non-empty string other than {_GENESIS!r}, got {kind!r}")
-        with self._write():
-            self._sync()
-            body = make()
-            if body is None:
-                return None
-            seq, tag, encoded = self._insert(kind, body)
+        staged: _StagedAnchor | None = None
+        try:
+            with self._write():
+                self._sync()
+                body = make()
+                if body is None:
+                    return None
+                seq, tag, encoded = self._insert(kind, body)
+                if self.anchor is not None:  # its new file is flushed while COMMIT flushes the ledger
+                    staged = _StagedAnchor(self.anchor, {"ledger_id": self.ledger_id, "seq": seq,
+                                                         "head": head_tag(self._key, seq=seq, tag=tag).hex()})
+        except BaseException:
+            if staged is not None:
+                staged.discard()
+            raise
         # committed: fold it in (as the next sync would), then remember the head outside the file
         self._seq, self._tag = seq, tag
         self._apply(seq, kind, json.loads(encoded))
-        self._update_anchor()
+        if staged is not None:
+            self._install_anchor(staged, seq)
         return seq
+
+    def _install_anchor(self, staged: _StagedAnchor, seq: int) -> None:
+        """Put the staged head in place, under the write lock so that the anchor never moves back."""
+        with self._write():
+            self._sync()
+            if self._seq == seq:
+                os.replace(staged.wait(), staged.anchor.path)
+                return
+        staged.discard()  # another process appended since: record its newer head instead
+        self._update_anchor()
 
     def records(self) -> list[tuple[int, str, Any]]:
         """Every record after the genesis, verified: ``(seq, kind, body)``."""
