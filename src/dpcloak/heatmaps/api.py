@@ -242,6 +242,8 @@ def heatmap_from_aggregate(
         raise InvalidParameterError(f"extent must be an Extent (dpcloak.heatmaps.extent), got {type(extent).__name__}",
                                     parameter="extent")
     check_real("epsilon", epsilon, low=0.0)
+    if population is not None:  # a stated public user count must be one: a positive finite number
+        population = check_real("population", population, low=0.0)
     gen = release_randomness(rng, noise, simulation=simulation)
     times = dict(timings or {})
     details: dict[str, Any] = {}
