@@ -467,15 +467,18 @@ def export_json_chunks(deployment: Deployment, store: Store) -> Iterator[str]:
 
     Examples
     --------
+    Two sources of one window: each row's coordinates an array, its window's times UTC text.
+
     >>> import tempfile
     >>> from dpcloak.service.examples import two_sensor_store
-    >>> with tempfile.TemporaryDirectory() as directory:
-    ...     deployment, store = two_sensor_store(directory, reading=10.0)
-    ...     text = "".join(export_json_chunks(deployment, store))
-    ...     store.dispose()
-    >>> rows = json.loads(text)
-    >>> len(rows), rows[1]["coordinates"], rows[1]["window_start"], rows[1]["window_end"]
-    (2, [100.0, 0.0], '1970-01-01T00:00:00Z', '1970-01-01T00:01:00Z')
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> pair = two_sensor_store(tmp.name, reading=10.0)
+    >>> [(r["source"], r["coordinates"], r["window_start"], r["window_end"])
+    ...  for r in json.loads("".join(export_json_chunks(*pair)))]  # doctest: +NORMALIZE_WHITESPACE
+    [(0, [0.0, 0.0], '1970-01-01T00:00:00Z', '1970-01-01T00:01:00Z'),
+     (1, [100.0, 0.0], '1970-01-01T00:00:00Z', '1970-01-01T00:01:00Z')]
+    >>> pair[1].dispose()
+    >>> tmp.cleanup()
     """
     yield "["
     first = True
