@@ -46,9 +46,14 @@ def test_heatmap_shows_its_steps_on_a_terminal(tmp_path):
 
 
 def test_quick_reproduce_in_json_says_too_small_to_judge(tmp_path):
-    result = _run(["reproduce", "sensor-fig3", "--quick", "--workers", "1", "--out", str(tmp_path / "r"), "--json"],
-                  tmp_path, terminal=False)
-    assert result.returncode == 0, result.stderr
+    """Off a terminal (in this process: no new interpreter to start), --json is pure and names the quick verdict."""
+    from typer.testing import CliRunner
+
+    from dpcloak.cli import app
+
+    result = CliRunner().invoke(app, ["reproduce", "sensor-fig3", "--quick", "--workers", "1", "--out",
+                                      str(tmp_path / "r"), "--json"])
+    assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
     assert payload["quick"] is True and payload["claims"]
     assert {c["verdict"] for c in payload["claims"]} == {"too small to judge (--quick)"}
