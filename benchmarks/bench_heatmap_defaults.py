@@ -16,7 +16,8 @@ level was calibrated on seeds 100–102, so no draw here was seen by the calibra
 real sets of issue 32 (Chorley, Soho, Cardiff) are not used.
 
 Checks printed per (data set, ε): default / best fixed w ≤ 1.10 (best = smallest of six noisy means,
-biased low), default ≤ uniform, and default < top-1 % at ε ≥ 2.
+biased low), default ≤ uniform, and default < top-1 % at ε ≥ 2. A second, low-signal table compares the
+default with the uniform map only, at n ∈ {20, 50} and ε ∈ {0.2, 0.5} (ε n down to 4).
 
 Run: ``PYTHONPATH=src python benchmarks/bench_heatmap_defaults.py [--trials 6] [--figure PNG]``
 (writes ``benchmarks/results/heatmap_defaults.json``; ``--rows FILE`` re-plots saved results).
@@ -67,6 +68,31 @@ def trial(dataset: str, eps: float, seed: int, ais: object) -> dict:
     row["top1"] = _emd(truth, top.aggregate)
     row["uniform"] = _emd(truth, np.full(truth.shape, 1.0 / truth.size))
     return row
+
+
+LOW_SIGNAL = ((20, 0.2), (20, 0.5), (50, 0.2), (50, 0.5))
+
+
+def low_signal_trial(dataset: str, n: int, eps: float, seed: int, ais: object) -> dict:
+    rng = np.random.default_rng([seed, DATASETS.index(dataset), n, int(10 * eps), 1])
+    if dataset == "ais":
+        data = ais.sample_users(n, rng=rng)  # type: ignore[attr-defined]
+    else:
+        data = gaussian_mixture_points(n_users=n, n_components=20, points_per_user=10, spread=(0.002, 0.02), rng=rng)
+    agg = bound_users(data.users, data.x, data.y, resolution=RESOLUTION)
+    default = heatmap_from_aggregate(agg, epsilon=eps, rng=rng, noise="float")
+    return {"dataset": dataset, "n": n, "epsilon": eps, "seed": seed,
+            "default": _emd(agg.normalized, default.aggregate),
+            "uniform": _emd(agg.normalized, np.full(agg.fixed.shape, 1.0 / agg.fixed.size))}
+
+
+def report_low(rows: list[dict]) -> None:
+    print("low signal: default / uniform (mean EMD ratio)")
+    for dataset in DATASETS:
+        for n, eps in LOW_SIGNAL:
+            sel = [r for r in rows if (r["dataset"], r["n"], r["epsilon"]) == (dataset, n, eps)]
+            d, u = np.mean([r["default"] for r in sel]), np.mean([r["uniform"] for r in sel])
+            print(f"  {dataset:9} n = {n:3} ε = {eps:g}: {d:.4f} / {u:.4f} = {d / u:.3f}")
 
 
 def summarise(rows: list[dict]) -> list[dict]:
@@ -144,7 +170,8 @@ def main() -> None:
     parser.add_argument("--rows", type=Path, default=None, help="re-plot saved results instead of running")
     args = parser.parse_args()
     if args.rows is not None:
-        rows = json.loads(args.rows.read_text())["rows"]
+        saved = json.loads(args.rows.read_text())
+        rows, low = saved["rows"], saved["low_signal"]
     else:
         ais = load_ais()[0]
         rows = []
@@ -152,12 +179,15 @@ def main() -> None:
         for dataset in DATASETS:
             for eps in EPSILONS:
                 rows.extend(trial(dataset, eps, seed, ais) for seed in range(args.trials))
-        print(f"{len(rows)} trials in {time.perf_counter() - t0:.0f} s")
+        low = [low_signal_trial(dataset, n, eps, seed, ais) for dataset in DATASETS for n, eps in LOW_SIGNAL
+               for seed in range(2 * args.trials)]
+        print(f"{len(rows) + len(low)} trials in {time.perf_counter() - t0:.0f} s")
         RESULTS.parent.mkdir(exist_ok=True)
-        RESULTS.write_text(json.dumps({"rows": rows, "summary": summarise(rows), "trials": args.trials,
-                                       "resolution": RESOLUTION, "n_users": N_USERS}, indent=1))
+        RESULTS.write_text(json.dumps({"rows": rows, "summary": summarise(rows), "low_signal": low,
+                                       "trials": args.trials, "resolution": RESOLUTION, "n_users": N_USERS}, indent=1))
     summary = summarise(rows)
     report(summary)
+    report_low(low)
     if args.figure is not None:
         plot(summary, args.figure)
 

@@ -15,7 +15,7 @@ def _by_hand(epsilon, population, resolution):
     """Oracle: the rule of the module docstring in plain floating point, independently of the module."""
     ell = resolution.bit_length() - 1
     s = epsilon * max(population, 1.0)
-    depth = min(ell, max(0, round(math.log(s, 4))))
+    depth = min(ell, max(0, round(math.log(s, 4)))) if s >= 16 else 0
     w = min(4**depth, 4096, 10 * round(max(50.0, min(4096.0, 80.0 * (s / 1000) ** 0.6)) / 10))
     start = min(max(q for q in range(12) if 4**q <= w), depth)
     return w, start, depth
@@ -30,8 +30,9 @@ def _by_hand(epsilon, population, resolution):
         (10.0, 200, 256, 120, 3, 5),  # 80·2^0.6 = 121.3 → 120; log₄ 2000 = 5.48 → 5
         (5.0, 1000, 256, 210, 3, 6),  # 80·5^0.6 = 210.1 → 210; log₄ 5000 = 6.14 → 6
         (0.2, 200, 256, 50, 2, 3),  # ε n̂ = 40: L = round(2.66) = 3, an 8 × 8 map; w ≤ 64
-        (0.1, 100, 256, 16, 2, 2),  # ε n̂ = 10: L = round(1.66) = 2, w capped at 4² = 16 cells
-        (0.1, 10, 256, 1, 0, 0),  # ε n̂ = 1: L = 0, the uniform map
+        (0.1, 100, 256, 1, 0, 0),  # ε n̂ = 10 < 16: the uniform map (L = 0, w = 1)
+        (0.1, 160, 256, 16, 2, 2),  # ε n̂ = 16: L = round(2) = 2, w capped at 4² = 16 cells
+        (0.1, 10, 256, 1, 0, 0),  # ε n̂ = 1: the uniform map
         (1000.0, 1036, 256, 4096, 6, 8),  # 80·1036^0.6 = 5157 → capped at 4096 (LP size)
         (1000.0, 1036, 16, 256, 4, 4),  # capped at 4^ℓ = 256 cells
         (1e6, 1e6, 1024, 4096, 6, 10),  # capped at 4096

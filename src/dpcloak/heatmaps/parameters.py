@@ -9,7 +9,8 @@ is either **public** (a census figure, ``population=``; never the data's own cou
 exact discrete Laplace from the OS CSPRNG), as the dense method does. The rule, with the
 signal-to-noise ratio s = ε n̂ (ε the budget left for the map)::
 
-    finest level  L = round(log₂ √s) = round(log₄ s), clipped to [0, ℓ]   (4^L ≈ s cells)
+    finest level  L = round(log₂ √s) = round(log₄ s), clipped to [0, ℓ]   (4^L ≈ s cells);
+                  L = 0 (the uniform map) when s < 16
     w             = max(50, 80 · (s / 1000)^0.6), rounded to a multiple of 10,
                     at most min(4^L, 4096)
     start level   q = min(⌊log₂ √w⌋, L),   γ = 1/√2.
@@ -17,7 +18,9 @@ signal-to-noise ratio s = ε n̂ (ε the budget left for the map)::
 At L < ℓ the pyramid is released on the 2^L × 2^L grid (exact block sums,
 :func:`~dpcloak.heatmaps.aggregate.coarsen_aggregate`) and each coarse cell's mass is spread over its
 pixels: at low signal the map **coarsens** (fewer levels, and w shrinks with the 4^L cells) instead of
-spreading noise over fine cells. At s < 2 (L = 0) the release is the uniform map.
+spreading noise over fine cells. At s < 16 the release is the uniform map: there a 2 × 2 or 4 × 4 map
+was up to 22 % worse than uniform on the synthetic mixture (n = 20 and 50, ε = 0.2 and 0.5, 12 trials),
+while from s ≈ 20 on it was better (0.71–0.89 of the uniform map's EMD).
 
 Why this shape. A level is worth measuring when its cells' counts are above its Laplace scale; with n̂
 users spread over 4^L cells at scale ≈ 1/ε that holds up to 4^L ≈ ε n̂, the Δ* = √(ε n̂) of the dense
@@ -55,6 +58,7 @@ COUNT_SHARE = Fraction(1, 10)
 """Share of ε spent on a noisy user count when no public population estimate is given (exact rational)."""
 
 _W_FLOOR = 50
+_MIN_SIGNAL = 16.0
 _W_CAP = 4096
 _W_AT_REFERENCE = 80.0
 _SNR_REFERENCE = 1000.0
@@ -133,11 +137,12 @@ def pyramid_parameters(
     ell = check_resolution(resolution)
     n_hat = check_real("population", population, low=0.0)
     snr = eps * n_hat
-    depth = coarse_level(eps, n_hat, ell)
+    depth = coarse_level(eps, n_hat, ell) if snr >= _MIN_SIGNAL else 0
     raw = min(float(_W_CAP), _W_AT_REFERENCE * (snr / _SNR_REFERENCE) ** _EXPONENT)  # finite even if s = inf
     w = min(4**depth, _W_CAP, 10 * round(max(_W_FLOOR, raw) / 10))
     return PyramidParameters(
         w=w, start_level=min(default_start_level(w), depth), depth=depth, gamma=PAPER_GAMMA,
-        rule=(f"ε n̂ = {snr:g} ({source} n̂ = {n_hat:g}): finest level L = {depth} of {ell} (round(log₄ ε n̂)), "
-              f"w = {w} (max(50, 80·(ε n̂/1000)^0.6) to tens, at most min(4^L, 4096))"),
+        rule=(f"ε n̂ = {snr:g} ({source} n̂ = {n_hat:g}): finest level L = {depth} of {ell} "
+              f"(round(log₄ ε n̂), 0 below ε n̂ = 16), w = {w} (max(50, 80·(ε n̂/1000)^0.6) to tens, "
+              "at most min(4^L, 4096))"),
     )
