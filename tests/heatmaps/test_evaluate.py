@@ -1,5 +1,7 @@
 """Scoring helper: the §4 metrics on identical and on disjoint heatmaps (values fixed by the definitions)."""
 
+import math
+
 import numpy as np
 import pytest
 
@@ -26,3 +28,12 @@ def test_point_masses_emd_is_l1_distance():
     assert s.sim == pytest.approx(0.0)
     with pytest.raises(InvalidParameterError):
         score_heatmap(a, b, emd_on="pixels")
+
+
+def test_cc_of_a_constant_map_is_undefined_not_an_error():
+    # The default release is the uniform map at low signal; --evaluate must still score it.
+    true = np.zeros((8, 8))
+    true[2, 3] = 1.0
+    s = score_heatmap(true, np.full((8, 8), 1 / 64))
+    assert math.isnan(s.cc) and s.emd > 0 and 0 < s.sim < 1
+    assert not math.isnan(score_heatmap(true, true + 1e-3).cc)  # a non-constant map still gets its CC

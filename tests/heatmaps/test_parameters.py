@@ -72,7 +72,10 @@ def test_default_spends_a_stated_exact_share_on_a_noisy_count():
         assert p["count_share"] == "1/10" and "noisy n̂" in p["w_rule"]
         # w and the levels are the rule's at the released noisy count and the ε left for the map.
         eps_map = float(Fraction(eps) - c)
-        assert (p["w"], p["levels"][0], p["depth"]) == _by_hand(eps_map, p["noisy_population"], 64)
+        # n̂ is the released noisy count lowered by one noise scale 1/ε_count.
+        n_hat = p["noisy_population"] - 1 / p["count_epsilon"]
+        assert (p["w"], p["levels"][0], p["depth"]) == _by_hand(eps_map, n_hat, 64)
+        assert f"lower noisy n̂ = {max(n_hat, 1.0):g}" in p["w_rule"]
         assert p["levels"][-1] == p["depth"] and "noisy_population" in res.public_summary()
 
 

@@ -301,17 +301,18 @@ class _PyramidRelease:
 def _pyramid(agg: UserAggregate, *, epsilon: float, w: int | None, gamma: float, population: float | None,
              noise: str, source: RngLike, simulation: bool) -> _PyramidRelease:
     """Algorithm 1 + RECONSTRUCT with the caller's w, or the rule's w and levels from a public or a noisy n̂."""
-    eps_count, eps_map, n_hat = 0.0, float(epsilon), population
+    eps_count, eps_map, n_hat, n_noisy = 0.0, float(epsilon), population, None
     if w is not None:
         width, start, depth = check_int("w", w, minimum=1), None, agg.depth
         rule = f"w = {width} given by the caller, all levels to {agg.depth}"
     else:
         if population is None:  # the default: a stated share of ε buys a noisy user count
             eps_count, eps_map = split_epsilon(epsilon, [COUNT_SHARE, 1 - COUNT_SHARE])
-            n_hat = noisy_user_count(agg, epsilon=eps_count, noise=noise, rng=source)
+            n_noisy = noisy_user_count(agg, epsilon=eps_count, noise=noise, rng=source)
+            n_hat = n_noisy - 1.0 / eps_count  # one noise scale below: a lower estimate (P(n̂ > n) = e^-1/2)
         assert n_hat is not None
         chosen = pyramid_parameters(epsilon=eps_map, resolution=agg.resolution, population=max(n_hat, 1.0),
-                                    source="public" if population is not None else "noisy")
+                                    source="public" if population is not None else "lower noisy")
         width, start, depth, rule = chosen.w, chosen.start_level, chosen.depth, chosen.rule
     coarse = agg if depth == agg.depth else coarsen_aggregate(agg, depth=depth)
     noisy = hierarchical_laplace(coarse, epsilon=eps_map, w=width, gamma=gamma, start_level=start, rng=source,
@@ -322,7 +323,7 @@ def _pyramid(agg: UserAggregate, *, epsilon: float, w: int | None, gamma: float,
     layers = tuple((b * f, np.kron(layer, spread)) for b, layer in rec.layers())
     params: dict[str, Any] = dict(
         w=width, w_rule=rule, population=population, count_share=(str(COUNT_SHARE) if eps_count else None),
-        count_epsilon=eps_count, noisy_population=(n_hat if eps_count else None), depth=depth,
+        count_epsilon=eps_count, noisy_population=n_noisy, depth=depth,
         gamma=noisy.budget.gamma, q=noisy.budget.q, levels=noisy.budget.levels, level_epsilons=noisy.budget.epsilons,
     )
     privacy = noisy.guarantee()

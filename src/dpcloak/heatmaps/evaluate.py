@@ -8,6 +8,7 @@ the heatmap EMD is at most the aggregate EMD, up to border truncation).
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -50,7 +51,8 @@ def score_heatmap(
     """The §4 metrics between the true and released aggregates (both Δ × Δ, non-negative).
 
     ``scale`` is the side of the square the grid covers (1: the unit square; ``Extent.size``: EMD in
-    metres, ℓ1 ground metric). The scores use the true data: they are not private.
+    metres, ℓ1 ground metric). The scores use the true data: they are not private. CC is undefined
+    (NaN) when either rendered map is constant, such as the uniform map.
 
     Examples
     --------
@@ -63,6 +65,8 @@ def score_heatmap(
     (0.0, 0.125)
     >>> score_heatmap(p, q, sigma=0.0, scale=800.0).emd  # an 800 m extent: metres
     100.0
+    >>> score_heatmap(p, np.full((8, 8), 1 / 64)).cc  # the uniform map: no correlation is defined
+    nan
     """
     where = check_choice("emd_on", emd_on, ("aggregate", "heatmap"))
     side = check_real("scale", scale, low=0.0)
@@ -70,4 +74,6 @@ def score_heatmap(
     e = np.asarray(estimate, dtype=float)
     ht, he = render(t, sigma=sigma), render(e, sigma=sigma)
     emd = hm.emd(t, e, extent=(side, side)) if where == "aggregate" else hm.emd(ht, he, extent=(side, side))
-    return HeatmapScores(sim=hm.similarity(ht, he), cc=hm.pearson_cc(ht, he), kl=hm.kl_divergence(ht, he), emd=emd)
+    constant = not (np.ptp(ht) > 0 and np.ptp(he) > 0)  # e.g. the uniform map of a low-signal release
+    cc = math.nan if constant else hm.pearson_cc(ht, he)
+    return HeatmapScores(sim=hm.similarity(ht, he), cc=cc, kl=hm.kl_divergence(ht, he), emd=emd)
