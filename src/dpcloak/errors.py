@@ -152,7 +152,7 @@ class BudgetExceededError(DpcloakError):
     >>> net.privatize([1.0, 2.0], rng=0, simulation=True)  # doctest: +ELLIPSIS
     Traceback (most recent call last):
         ...
-    dpcloak.errors.BudgetExceededError: releasing would bring a sensor to 2 readings, ... nothing was released
+    dpcloak.errors.BudgetExceededError: releasing 1 more release would spend epsilon=1.2...; nothing was released
     """
 
 

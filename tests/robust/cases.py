@@ -222,14 +222,14 @@ def cli_cases(d: Path, f: dict[str, str], unreadable: str | None, unwritable: st
 
     # --- memory: estimate up front and refuse (naming the estimate), or use a method that fits -------------------
     for cid, args in [
-        ("sensitivity-n1e7", ["sensitivity", "--n", "10000000", "--json"]),
+        ("sensitivity-n1e9", ["sensitivity", "--n", "1000000000", "--json"]),
         ("sensitivity-n1e5-m1e5", ["sensitivity", "--n", "100000", "--m", "100000", "--json"]),
         ("sensitivity-complete-1e5", ["sensitivity", "--model", "graph", "--graph", "complete", "--nodes", "100000",
                                       "--json"]),
         ("sensitivity-path-1e7", ["sensitivity", "--model", "graph", "--graph", "path", "--nodes", "10000000"]),
-        ("calibrate-n1e6-m1e6", ["calibrate", "--n", "1000000", "--m", "1000000", "--json"]),
-        ("demo-n1e7", ["demo", "--n", "10000000", "--out", out]),
-        ("demo-m1e6", ["demo", "--n", "1000", "--m", "1000000", "--out", out]),
+        ("calibrate-n1e6-m1e6-coprime", ["calibrate", "--n", "1000003", "--m", "999999", "--json"]),
+        ("demo-n1e9", ["demo", "--n", "1000000000", "--out", out]),
+        ("demo-m1e6-coprime", ["demo", "--n", "1001", "--m", "1000003", "--out", out]),
         ("recover-n1e7", ["recover", "--readings", f["readings"], "--n", "10000000", "--m", "12", "--sigma", "0.1"]),
         ("heatmap-res32768", ["heatmap", f["points"], "--xy", "x,y", "--epsilon", "1", "--resolution", "32768"]),
         ("heatmap-res2e30", ["heatmap", f["points"], "--xy", "x,y", "--epsilon", "1", "--resolution",
@@ -607,16 +607,19 @@ def api_cases() -> list[dict[str, Any]]:
                         ".todense()"),
         ("heat1d-n1e5-m1e5", "from dpcloak.models import heat_kernel_1d\nresult = heat_kernel_1d(10**5, 10**5, 0.1)"
                              ".todense()"),
-        ("l2-n1e5-m1e5", "from dpcloak.models import heat_kernel_1d\nfrom dpcloak.privacy import l2_sensitivity\n"
-                         "result = l2_sensitivity(heat_kernel_1d(10**5, 10**5, 0.1))"),
+        ("l2-n1e5-m1e5-coprime", "from dpcloak.models import heat_kernel_1d\n"
+                                 "from dpcloak.privacy import l2_sensitivity\n"
+                                 "result = l2_sensitivity(heat_kernel_1d(100003, 99991, 0.1))"),
         ("bound-users-32768", "import numpy as np\nfrom dpcloak.heatmaps import bound_users\n"
                               "result = bound_users(np.arange(10), np.full(10, 0.5), np.full(10, 0.5), "
                               "resolution=32768).counts.shape"),
         ("private-heatmap-32768", "import numpy as np\nfrom dpcloak.heatmaps import private_heatmap\n"
                                   "result = private_heatmap(np.arange(10), np.full(10, 0.5), np.full(10, 0.5), "
                                   "epsilon=1.0, resolution=32768, noise='float', rng=0).aggregate"),
-        ("heat1d-n1e6-m1e6", "from dpcloak.models import heat_kernel_1d\n"
-         "result = heat_kernel_1d(10**6, 10**6, 0.1)"),
+        ("heat1d-n1e6-m1e6-coprime", "from dpcloak.models import heat_kernel_1d\n"
+         "result = heat_kernel_1d(1000003, 999999, 0.1)"),
+        ("heat1d-n1e9-fft", "from dpcloak.models import heat_kernel_1d\n"
+         "result = heat_kernel_1d(10**9, 5 * 10**8, 0.1)"),
     ]:
         add(_api(cid, code, "error", "memory", ("memory",)))
     vocabulary = [

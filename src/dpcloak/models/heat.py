@@ -75,6 +75,9 @@ def _axis_kernel(
 #: (small models, or e.g. coprime ``n`` and ``m``) the matrix is stored.
 _GRID_FRACTION = 16
 _FFT_ENTRIES = 1 << 16
+#: Peak bytes per FFT point of building the operator and its Δ2 (about twelve float64 arrays of the FFT's size,
+#: measured at n = 4·10⁶: 768 MB for 8·10⁶ points).
+_FFT_BYTES_PER_POINT = 12 * 8
 #: Terms with ``d² / (4T) > 800`` underflow to exactly 0 in ``exp(−d²/(4T))`` (doubles stop near ``e^−745``).
 _UNDERFLOW = 800.0
 _EPS = float(np.finfo(float).eps)
@@ -141,16 +144,21 @@ class HeatKernel1D(LinearModel):
     def __init__(self, *, n: int, m: int, t: float, mu: float) -> None:
         self.n, self.m, self.t, self.mu = n, m, t, mu
         self.T = mu * t
+        common = math.gcd(n, m)
+        self._grid = n // common * m  # L = lcm(n, m)
+        fft = m * n >= _FFT_ENTRIES and _GRID_FRACTION * self._grid <= m * n
+        if fft:  # before any array of the model's size exists
+            check_memory(f"the {m}x{n} heat kernel's FFT arrays (m={m} sensors, n={n} sources)",
+                         _FFT_BYTES_PER_POINT * _fft_size(2 * self._grid - 1) + 8 * (m + n),
+                         hint="use fewer sources or sensors")
         domain = self._line = Line(n)
         sensors = np.arange(1, m + 1, dtype=float) / m
         super().__init__(shape=(m, n), domain=domain, sensor_positions=sensors)
-        common = math.gcd(n, m)
-        self._grid = n // common * m  # L = lcm(n, m)
         self._a, self._b = m // common, n // common  # source i at grid point i·a, sensor j at j·b (step 1/L)
         self._dense: DenseModel | None = None
         self._spectrum: NDArray[np.complex128] | None = None
         self._size = 0
-        if m * n >= _FFT_ENTRIES and _GRID_FRACTION * self._grid <= m * n:
+        if fft:
             self._size = _fft_size(2 * self._grid - 1)  # no wrap-around for offsets in (−L, L)
             kernel = gaussian_kernel_1d(np.arange(self._grid, dtype=float) / self._grid, self.T)
             self._spectrum = np.fft.rfft(self._circulant(kernel))

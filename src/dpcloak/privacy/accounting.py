@@ -837,7 +837,7 @@ class ReadingAccountant:
     >>> acc.charge(3)
     Traceback (most recent call last):
         ...
-    dpcloak.errors.BudgetExceededError: releasing 3 more reading(s) would spend epsilon=1.2 ...
+    dpcloak.errors.BudgetExceededError: releasing 3 more releases would spend epsilon=1.2 ...
 
     >>> round(acc.spent_after(2).epsilon, 12), acc.spent().readings  # a what-if; nothing charged
     (0.6, 1)
@@ -898,9 +898,9 @@ class ReadingAccountant:
             if self.epsilon_budget is not None and not after.epsilon <= self.epsilon_budget:
                 spent, budget = distinct_digits(after.epsilon, self.epsilon_budget)
                 raise BudgetExceededError(
-                    f"releasing {n} more reading(s) would spend epsilon={spent} at "
-                    f"delta={self.delta_budget:g} after {total} releases, over the budget "
-                    f"epsilon={budget} ({total - n} releases already charged); nothing was released"
+                    f"releasing {_count(n, 'more release')} would spend epsilon={spent} at "
+                    f"delta={self.delta_budget:g} after {_count(total, 'release')}, over the budget "
+                    f"epsilon={budget} ({_count(total - n, 'release')} already charged); nothing was released"
                 )
             return after
 
@@ -938,3 +938,8 @@ class ReadingAccountant:
         where = "" if self._ledger is None else f", ledger={str(self._ledger.path)!r}"
         return (f"ReadingAccountant(readings={self.readings}, epsilon_budget={budget}, "
                 f"delta_budget={self.delta_budget:g}, accountant={self.accountant!r}{where})")
+
+
+def _count(n: int, noun: str) -> str:
+    """``n`` and ``noun``, plural unless ``n`` is 1 ("1 release", "3 more releases")."""
+    return f"{n} {noun}" + ("" if n == 1 else "s")

@@ -26,7 +26,7 @@ from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, OperationalError
 
-from dpcloak._files import sqlite_owner_only
+from dpcloak._files import owner_only, sqlite_owner_only
 from dpcloak.errors import InvalidParameterError
 from dpcloak.service import _network
 from dpcloak.service.config import Deployment
@@ -273,6 +273,7 @@ class Store:
 
         try:
             fd = os.open(f"{database}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+            owner_only(f"{database}.lock")  # an existing lock file keeps its mode otherwise
         except OSError:  # no such directory, read-only: SQLite's own error follows, naming the database
             yield
             return
