@@ -21,7 +21,7 @@ Examples
 >>> type(spec.mechanism).__name__, spec.max_releases() > 1
 ('DiscreteGaussianMechanism', True)
 >>> value = spec.release_reading(12.0)  # the OS CSPRNG: exact discrete Gaussian on the grid
->>> float(value / spec.resolution).is_integer()
+>>> value == round(value / spec.resolution) * spec.resolution  # a point of the grid (cell · resolution)
 True
 """
 
