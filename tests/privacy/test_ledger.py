@@ -169,13 +169,13 @@ def test_a_failed_append_leaves_the_anchor_and_no_staged_file(tmp_path: Path,
     path, key_file = tmp_path / "b.ledger", tmp_path / "b.ledger.key"
     ledger = _budget(path, 2)
     before = key_file.read_text()
-    real = module._StagedAnchor.__init__
+    real = module._StagedAnchor.start
 
-    def staged_then_fail(self: object, *args: object, **kwargs: object) -> None:
-        real(self, *args, **kwargs)  # type: ignore[arg-type]
+    def staged_then_fail(self: object) -> None:  # the new file is being written when the commit fails
+        real(self)  # type: ignore[arg-type]
         raise OSError("disk full while committing")
 
-    monkeypatch.setattr(module._StagedAnchor, "__init__", staged_then_fail)
+    monkeypatch.setattr(module._StagedAnchor, "start", staged_then_fail)
     with pytest.raises(OSError, match="disk full"):
         ledger.reserve(1, lambda total: total)
     monkeypatch.undo()

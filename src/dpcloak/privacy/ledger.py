@@ -165,6 +165,9 @@ class _StagedAnchor:
         self.data[anchor.field] = dict(value)
         self._result: list[Path | BaseException] = []
         self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def start(self) -> None:
+        """Begin writing the new file (once the caller holds this object, so that it can :meth:`discard` it)."""
         self._thread.start()
 
     def _run(self) -> None:
@@ -183,6 +186,8 @@ class _StagedAnchor:
 
     def discard(self) -> None:
         """Remove the new file (the ledger's commit failed, or a newer head must be written instead)."""
+        if self._thread.ident is None:  # never started: no file
+            return
         with contextlib.suppress(BaseException):
             self.wait().unlink()
 
@@ -479,6 +484,7 @@ class Ledger:
                 if self.anchor is not None:  # its new file is flushed while COMMIT flushes the ledger
                     staged = _StagedAnchor(self.anchor, {"ledger_id": self.ledger_id, "seq": seq,
                                                          "head": head_tag(self._key, seq=seq, tag=tag).hex()})
+                    staged.start()
         except BaseException:
             if staged is not None:
                 staged.discard()
