@@ -30,10 +30,6 @@ WITHOUT_PARAMETER = {
     ("cli/recover.py", "f\"{', '.join(extra)}: for a network"): "several options at once",
     ("cli/recover.py", '"give exactly one of --sigma'): "one of two options",
     ("cli/recover.py", "f\"{', '.join(given)}: fixed by the"): "several options at once",
-    # modules other work is editing now; to be given their parameter there
-    ("privacy/continual.py", ""): "being edited elsewhere (continual counting)",
-    ("privacy/ledger.py", ""): "being edited elsewhere (the ledger)",
-    ("service/node.py", ""): "being edited elsewhere (the sensor node)",
 }
 
 

@@ -11,6 +11,7 @@ import json
 import shutil
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 from _ledger_oracle import budget_key, budget_total, replay
@@ -183,6 +184,34 @@ def test_a_failed_append_leaves_the_anchor_and_no_staged_file(tmp_path: Path,
     assert sorted(p.name for p in tmp_path.iterdir()) == ["b.ledger", "b.ledger-shm", "b.ledger-wal", "b.ledger.key"]
     ledger.close()
     assert budget_total(path) == 2
+
+
+def test_a_failure_between_staging_and_holding_the_anchor_writes_no_file(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failure right after the staged anchor is built, before the append holds it (an interrupt there): no new
+    anchor file may exist, since nothing could discard it. The weakened version that began writing inside the
+    constructor (ae72868's parent) leaves the ``.tmp`` file behind here; the writer thread is joined first so
+    that the outcome does not depend on timing."""
+    import dpcloak.privacy.ledger as module
+
+    path, key_file = tmp_path / "b.ledger", tmp_path / "b.ledger.key"
+    ledger = _budget(path, 2)
+    before = key_file.read_text()
+    real = module._StagedAnchor.__init__
+
+    def built_then_fail(self: Any, *args: Any, **kwargs: Any) -> None:
+        real(self, *args, **kwargs)
+        if self._thread.ident is not None:  # a constructor that already writes: let it finish
+            self._thread.join()
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(module._StagedAnchor, "__init__", built_then_fail)
+    with pytest.raises(KeyboardInterrupt):
+        ledger.reserve(1, lambda total: total)
+    monkeypatch.undo()
+    assert key_file.read_text() == before and ledger.readings == 2
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["b.ledger", "b.ledger-shm", "b.ledger-wal", "b.ledger.key"]
+    ledger.close()
 
 
 def test_refused_charges_write_nothing_and_counts_only_grow(tmp_path: Path) -> None:

@@ -85,7 +85,7 @@ def serve(
         console.print(f"dashboard: {dashboard_url(directory, host=host, port=port)} (it asks for the analyst token, "
                       f"in {token_path(directory)})", highlight=False, soft_wrap=True)
         _run(server, sock, directory, stop, url=f"http://{host}:{port}" if ":" not in host else
-             f"http://[{host}]:{port}", demo=demo, windows=windows, clock=clock)
+             f"http://[{host}]:{port}", demo=demo, windows=windows, collector=app.ingest.collector, clock=clock)
     finally:
         sock.close()
 
@@ -93,21 +93,20 @@ def serve(
 MAPS_WAIT_SECONDS = 120.0
 
 
-def _await_maps(server: Any, stop: threading.Event) -> None:
+def _await_maps(collector: Any, stop: threading.Event) -> None:
     """Wait until the collector has recovered every window it holds reports for, or Ctrl-C, or the bound."""
-    collector = server.config.app.ingest.collector
     deadline = time.monotonic() + MAPS_WAIT_SECONDS
-    if collector.counts:
+    if collector.unrecovered_windows:
         console.print("the last window is sent: recovering its map before stopping", highlight=False)
-    while collector.counts and not stop.is_set() and time.monotonic() < deadline:
+    while collector.unrecovered_windows and not stop.is_set() and time.monotonic() < deadline:
         stop.wait(0.1)
-    if collector.counts and not stop.is_set():
-        err_console.print(f"[yellow]warning:[/] {len(collector.counts)} window(s) not recovered within "
+    if collector.unrecovered_windows and not stop.is_set():
+        err_console.print(f"[yellow]warning:[/] {collector.unrecovered_windows} window(s) not recovered within "
                           f"{MAPS_WAIT_SECONDS:g} s; they are recovered at the next start", highlight=False)
 
 
 def _run(server: Any, sock: socket.socket, directory: Path, stop: threading.Event, *, url: str, demo: bool,
-         windows: int | None, clock: Any = None) -> None:
+         windows: int | None, collector: Any, clock: Any = None) -> None:
     """Serve until Ctrl-C (or, for the demo, the last window); the simulated sensors run beside it."""
     sim: threading.Thread | None = None
     if demo:
@@ -119,7 +118,7 @@ def _run(server: Any, sock: socket.socket, directory: Path, stop: threading.Even
             try:
                 simulate(directory, url=url, stop=stop, windows=windows, clock=clock)
                 if windows is not None:  # the windows asked for are shown: wait for their maps (bounded)
-                    _await_maps(server, stop)
+                    _await_maps(collector, stop)
             except Exception as exc:  # the collector went away under them: only worth a word if not stopping
                 if not (stop.is_set() or server.should_exit):
                     err_console.print(f"[yellow]warning:[/] the simulated sensors stopped: {type(exc).__name__}: "

@@ -498,7 +498,8 @@ class ContinualCounter:
                 "consecutive periods, or use method='tree'", parameter="horizon")
         self._plan = _plan(self.method, self.horizon, self.epsilon, self.delta, self.sensitivity)
         if not self._plan.epsilon <= self.epsilon:  # re-check before anything is released
-            raise InvalidParameterError("continual counter calibration overspends epsilon")
+            raise InvalidParameterError("continual counter calibration overspends epsilon", parameter="epsilon",
+                                        got=self.epsilon)
 
     @property
     def grid(self) -> float:
@@ -622,7 +623,8 @@ class ContinualCounter:
         rows = np.atleast_2d(values)
         if rows.ndim != 2 or rows.shape[1] > self.horizon:
             raise InvalidParameterError(f"released must have shape (T,) or (n_streams, T) with T <= horizon="
-                                        f"{self.horizon}, got shape {values.shape}")
+                                        f"{self.horizon}, got shape {values.shape}", parameter="released",
+                                        got=values.shape)
         totals = _decode(self.method, rows) * self.grid
         return totals[0] if values.ndim == 1 else totals
 
@@ -717,7 +719,8 @@ class PrefixSumStream:
         t = self.windows
         if t >= self.counter.horizon:
             raise InvalidParameterError(f"the stream's horizon of {self.counter.horizon} windows is used up "
-                                        f"(its guarantee covers {self.counter.horizon} windows); start a new period")
+                                        f"(its guarantee covers {self.counter.horizon} windows); start a new period",
+                                        parameter="horizon", got=self.counter.horizon)
         n = grid_index(count, self.counter.grid, name="count")
         if not self._noise:
             if self._source is None:

@@ -472,7 +472,8 @@ class Ledger:
         record's sequence number once it is on disk.
         """
         if not kind or kind == _GENESIS:
-            raise InvalidParameterError(f"record kind must be a non-empty string other than {_GENESIS!r}, got {kind!r}")
+            raise InvalidParameterError(f"record kind must be a non-empty string other than {_GENESIS!r}, got {kind!r}",
+                                        parameter="kind", got=kind)
         staged: _StagedAnchor | None = None
         try:
             with self._write():
@@ -625,7 +626,8 @@ class BudgetLedger(Ledger):
             current = self.readings_total
             total, result = step(current)
             if isinstance(total, bool) or not isinstance(total, int) or total < current:
-                raise InvalidParameterError(f"a ledger count only grows: {current} cannot become {total!r}")
+                raise InvalidParameterError(f"a ledger count only grows: {current} cannot become {total!r}",
+                                            parameter="step", got=total)
             out.append(result)
             return None if total == current else {"count": total - current, "total": total}
 

@@ -217,6 +217,12 @@ class Collector:
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
+    @property
+    def unrecovered_windows(self) -> int:
+        """How many windows hold reports whose map is not yet recovered (they are recovered at the next start
+        if the collector stops first)."""
+        return len(self.counts)
+
     # --- life cycle ------------------------------------------------------------------------------------------
 
     async def start(self) -> None:

@@ -243,7 +243,7 @@ class SensorNode:
             raise InvalidParameterError(
                 f"the credential of sensor {credential.sensor} is for deployment {credential.deployment_id} "
                 f"(fingerprint {credential.fingerprint[:12]}…), not {deployment.deployment_id} "
-                f"(fingerprint {deployment.fingerprint[:12]}…)")
+                f"(fingerprint {deployment.fingerprint[:12]}…)", parameter="credential", got=credential.deployment_id)
         if not 0 <= credential.sensor < deployment.n_sensors:
             raise InvalidParameterError(f"sensor must be in [0, {deployment.n_sensors - 1}], got {credential.sensor}",
                                         parameter="sensor")
