@@ -159,19 +159,20 @@ def test_points_outside_the_box_name_the_option_that_drops_them(csv_path, tmp_pa
     assert res.exit_code == 0, res.output
 
 
-def test_web_mercator_points_with_tiles_and_h3_outputs(csv_path, tmp_path):
+def test_web_mercator_points_with_tiles_h3_and_geotiff_outputs(csv_path, tmp_path):
     pd = pytest.importorskip("pandas")
     pyproj = pytest.importorskip("pyproj")
     pytest.importorskip("h3")
+    rasterio = pytest.importorskip("rasterio")
     frame = pd.read_csv(csv_path)
     to_merc = pyproj.Transformer.from_crs("EPSG:4326", "EPSG:3857", always_xy=True)
     frame["mx"], frame["my"] = to_merc.transform(frame.lon.to_numpy(), frame.lat.to_numpy())
     merc = tmp_path / "merc.csv"
     frame[["user", "mx", "my"]].to_csv(merc, index=False)
-    tiles, hexes = tmp_path / "tiles.csv", tmp_path / "h3.csv"
+    tiles, hexes, tif = tmp_path / "tiles.csv", tmp_path / "h3.csv", tmp_path / "map.tif"
     args = ["heatmap", str(merc), "--epsilon", "1", "--resolution", "16", "--metres-box",
             "-8240000,4860000,-8180000,4940000", "--crs", "EPSG:3857", "--xy", "mx,my", "--w", "20",
-            "--tiles", str(tiles), "--h3", str(hexes), "--json"]
+            "--tiles", str(tiles), "--h3", str(hexes), "--geotiff", str(tif), "--json"]
     res = CliRunner().invoke(app, args)
     assert res.exit_code == 0, res.output
     summary = json.loads(res.stdout)
@@ -183,9 +184,19 @@ def test_web_mercator_points_with_tiles_and_h3_outputs(csv_path, tmp_path):
     for rows, level in ((tile_rows, "z"), (h3_rows, "resolution")):
         totals = rows.groupby(level)["units"].sum()
         assert totals.nunique() == 1 and abs(int(totals.iloc[0]) - 2**40) <= 16 * 16  # rounding: ≤ ½ unit per cell
+    # The GeoTIFF in GDAL: the extent's transverse Mercator, 16 cells of size_m / 16, the release's parameters, and
+    # its coarsest overview (1 x 1) the exact total of the tiles.
+    with rasterio.open(tif) as geo:
+        assert geo.crs.to_dict()["proj"] == "tmerc" and geo.transform.a == summary["size_m"] / 16 == -geo.transform.e
+        assert json.loads(geo.tags()["DPCLOAK_RELEASE"])["epsilon"] == summary["epsilon"]
+        assert geo.read(1).shape == (16, 16) and geo.overviews(1) == [2, 4, 8, 16]
+    with rasterio.open(tif, overview_level=3) as top:
+        assert top.read(1)[0, 0] * 2**40 == int(totals.iloc[0])
     # Without --crs the box is plain metres: the same call without --xy is refused, as are tiles without lon/lat.
     plain = CliRunner().invoke(app, ["heatmap", str(merc), "--epsilon", "1", "--resolution", "16", "--metres-box",
                                      "-8240000,4860000,-8180000,4940000", "--xy", "mx,my", "--tiles", str(tiles)])
     assert plain.exit_code == 2 and "--tiles needs a lon/lat extent" in plain.output
+    unit = CliRunner().invoke(app, ["heatmap", str(merc), "--epsilon", "1", "--xy", "mx,my", "--geotiff", str(tif)])
+    assert unit.exit_code == 2 and "--geotiff needs an extent" in unit.output
     lone = CliRunner().invoke(app, ["heatmap", str(merc), "--epsilon", "1", "--crs", "EPSG:3857", *BOX])
     assert lone.exit_code == 2 and "--crs" in lone.output

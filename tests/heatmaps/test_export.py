@@ -1,5 +1,5 @@
-"""CSV of cells, GeoJSON polygons and XYZ/quadkey tiles (issues 16, 32). Oracles: PROJ (pyproj) for the geometry, the
-aggregate itself for the values."""
+"""CSV of cells, GeoJSON polygons, XYZ/quadkey tiles, H3 cells and GeoTIFF (issues 16, 32). Oracles: PROJ (pyproj) for
+the geometry, the aggregate itself for the values, the reference readers (h3, rasterio/GDAL) for the formats."""
 
 import csv
 import json
@@ -15,8 +15,8 @@ from dpcloak.heatmaps.export import (
     tile_masses,
     write_cells_csv,
     write_geojson,
-    write_h3_csv,
-    write_tiles_csv,
+    write_geotiff,
+    write_masses_csv,
 )
 from dpcloak.heatmaps.extent import Extent
 
@@ -123,7 +123,7 @@ def test_tiles_match_proj_web_mercator_and_sum_exactly_across_zooms(tmp_path):
         assert sum(tiles.units[z].values()) == sum(want.values())
     # Read back with the csv module: shares are exact multiples of 2^-40, so parents equal their children's
     # float sums exactly as well; quadkeys decode to their tiles.
-    write_tiles_csv(tmp_path / "tiles.csv", tiles)
+    write_masses_csv(tmp_path / "tiles.csv", tiles)
     with (tmp_path / "tiles.csv").open(newline="") as fh:
         rows = list(csv.DictReader(fh))
     shares = {(int(r["z"]), int(r["x"]), int(r["y"])): float(r["share"]) for r in rows}
@@ -173,7 +173,7 @@ def test_h3_cells_match_the_h3_library_and_sum_exactly_across_resolutions(tmp_pa
             assert h3.is_valid_cell(cell) and h3.get_resolution(cell) == r
             assert u == sum(cells.units[r + 1].get(c, 0) for c in h3.cell_to_children(cell, r + 1))
         assert sum(cells.units[r].values()) == sum(want.values())
-    write_h3_csv(tmp_path / "h3.csv", cells)
+    write_masses_csv(tmp_path / "h3.csv", cells)
     with (tmp_path / "h3.csv").open(newline="") as fh:
         rows = list(csv.DictReader(fh))
     assert {(int(r["resolution"]), r["h3"]): int(r["units"]) for r in rows} == {
@@ -181,3 +181,71 @@ def test_h3_cells_match_the_h3_library_and_sum_exactly_across_resolutions(tmp_pa
     assert all(float(r["share"]) == int(r["units"]) * 2.0**-40 for r in rows)
     with pytest.raises(InvalidParameterError, match="max_resolution"):
         h3_masses(share, extent=ext, max_resolution=16)
+
+
+def test_geotiff_opens_in_rasterio_with_its_crs_transform_values_and_exact_overviews(tmp_path):
+    rasterio = pytest.importorskip("rasterio")
+    ext = Extent.lonlat_box(-0.2, 51.45, 0.0, 51.55)
+    rng = np.random.default_rng(10)
+    share = rng.random((256, 256)) * (rng.random((256, 256)) < 0.4)
+    share /= share.sum()
+    path = tmp_path / "map.tif"
+    write_geotiff(path, share, extent=ext, properties={"epsilon": 1.0, "method": "pyramid"}, blocksize=128)
+    with rasterio.open(path) as tif:
+        assert (tif.driver, tif.count, tif.dtypes, tif.block_shapes) == ("GTiff", 1, ("float64",), [(128, 128)])
+        assert tif.tags(ns="IMAGE_STRUCTURE")["LAYOUT"] == "COG"  # GDAL's own reading of the layout
+        assert json.loads(tif.tags()["DPCLOAK_RELEASE"]) == {"epsilon": 1.0, "method": "pyramid"}
+        # Transform: 256 square cells of size/256 m from the north-west corner (hand formula).
+        step = ext.size / 256
+        assert tuple(tif.transform)[:6] == (step, 0.0, ext.x_min, 0.0, -step, ext.y_min + ext.size)
+        # CRS: the file's CRS, read by PROJ, takes pixel centres to the lon/lat that PROJ's own transverse Mercator
+        # at the extent's centre gives for the cell centres (written by hand here, not taken from dpcloak).
+        rows, cols = np.divmod(np.arange(0, 65536, 97), 256)
+        px, py = ext.x_min + (cols + 0.5) * step, ext.y_min + ext.size - (rows + 0.5) * step
+        got = pyproj.Transformer.from_crs(tif.crs.to_wkt(), "EPSG:4326", always_xy=True).transform(px, py)
+        tm = (f"+proj=tmerc +lat_0={ext.projection.lat0} +lon_0={ext.projection.lon0} +k=1 +x_0=0 +y_0=0 "
+              "+ellps=WGS84 +units=m")
+        want = pyproj.Transformer.from_crs(tm, "EPSG:4326", always_xy=True).transform(px, py)
+        np.testing.assert_allclose(got, want, atol=1e-10)
+        # Values: north row first, each share to the nearest 2^-40.
+        base = tif.read(1)
+        assert np.abs(base[::-1] - share).max() <= 2.0**-41
+        units = base * 2.0**40
+        assert np.array_equal(units, np.round(units))
+        # Overviews: 128 x 128 down to 1 x 1, each pixel exactly the sum of its 2 x 2 children as read from the file
+        # (Python integers, no floating point in the oracle); GDAL's default (the mean) would be a quarter of it.
+        assert tif.overviews(1) == [2, 4, 8, 16, 32, 64, 128, 256]
+    children = [[int(v) for v in row] for row in units]
+    for level in range(8):
+        with rasterio.open(path, overview_level=level) as overview:
+            got = overview.read(1) * 2.0**40
+        side = 128 >> level
+        assert got.shape == (side, side)
+        want = [[children[2 * i][2 * j] + children[2 * i][2 * j + 1] + children[2 * i + 1][2 * j]
+                 + children[2 * i + 1][2 * j + 1] for j in range(side)] for i in range(side)]
+        assert got.tolist() == want
+        children = want
+    assert children[0][0] == int(np.rint(share * 2.0**40).astype(np.int64).sum())
+
+
+def test_geotiff_of_a_metres_box_has_no_crs_and_bad_input_is_refused(tmp_path):
+    rasterio = pytest.importorskip("rasterio")
+    share = np.full((4, 4), 1 / 16)
+    path = tmp_path / "plain.tif"
+    write_geotiff(path, share, extent=Extent.metres_box(100.0, 200.0, 500.0, 600.0), properties={})
+    with rasterio.open(path) as tif:
+        assert tif.crs is None and tuple(tif.transform)[:6] == (100.0, 0.0, 100.0, 0.0, -100.0, 600.0)
+        assert tif.read(1).tolist() == [[1 / 16] * 4] * 4 and tif.overviews(1) == [2, 4]
+    for level, want in ((0, [[0.25, 0.25], [0.25, 0.25]]), (1, [[1.0]])):
+        with rasterio.open(path, overview_level=level) as overview:
+            assert overview.read(1).tolist() == want
+    with pytest.raises(InvalidParameterError, match="multiple of 16"):
+        write_geotiff(path, share, extent=Extent.metres_box(0, 0, 1, 1), properties={}, blocksize=136)
+    with pytest.raises(InvalidParameterError, match="blocksize"):
+        write_geotiff(path, share, extent=Extent.metres_box(0, 0, 1, 1), properties={}, blocksize=64)
+    with pytest.raises(InvalidParameterError, match="blocksize"):
+        write_geotiff(path, share, extent=Extent.metres_box(0, 0, 1, 1), properties={}, blocksize=8192)
+    with pytest.raises(InvalidParameterError, match="square"):
+        write_geotiff(path, np.ones((2, 4)) / 8, extent=Extent.metres_box(0, 0, 1, 1), properties={})
+    with pytest.raises(InvalidParameterError, match="power of two"):
+        write_geotiff(path, np.ones((6, 6)) / 36, extent=Extent.metres_box(0, 0, 1, 1), properties={})

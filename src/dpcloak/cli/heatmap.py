@@ -148,6 +148,9 @@ def heatmap(
                                      "coarser zooms are the exact sums of their children."),
     h3: str | None = typer.Option(None, help="Write H3 hexagons as CSV (resolution, h3, units, share; h3 extra); "
                                   "coarser resolutions are the exact sums of their children."),
+    geotiff: str | None = typer.Option(None, help="Write a cloud-optimised GeoTIFF of the shares (.tif; geotiff "
+                                       "extra): CRS and transform of the extent, overviews the exact sums of their "
+                                       "children."),
     noise: str = typer.Option("secure", help="secure (exact discrete Laplace from the OS CSPRNG, the default) or "
                               "float (numpy Laplace: simulation only, leaks through low-order bits)."),
     seed: int | None = typer.Option(None, help="Random seed: only with --noise float or --simulation."),
@@ -173,16 +176,18 @@ def heatmap(
                            metres_box=metres_box, xy=xy, method=method, w=w, gamma=gamma, top_percent=top_percent,
                            out=out, units=units, sigma=sigma, csv=csv, geojson=geojson, npy=npy, noise=noise,
                            seed=seed, simulation=simulation, evaluate=evaluate, lon=lon, lat=lat, crs=crs,
-                           tiles=tiles, h3=h3)
+                           tiles=tiles, h3=h3, geotiff=geotiff)
         res, agg = _release(update, points, user=user, cols=cols, ext=ext, drop_outside=drop_outside,
                             resolution=resolution, method=method, epsilon=epsilon, w=w, gamma=gamma,
                             top_percent=top_percent, population=population, seed=seed, noise=noise,
                             simulation=simulation)
         update(4, STEPS, "writing")
         written = _write(res, agg, evaluate=evaluate, npy=npy, out=out, csv=csv, geojson=geojson, ext=ext,
-                         method=method, epsilon=epsilon, sigma=sigma, units=units, tiles=tiles, h3=h3)
+                         method=method, epsilon=epsilon, sigma=sigma, units=units, tiles=tiles, h3=h3,
+                         geotiff=geotiff)
     _report(res, agg, evaluate=evaluate, diagnostics=diagnostics, sigma=sigma, ext=ext, as_json=as_json,
-            outputs={"out": out, "npy": npy, "csv": csv, "geojson": geojson, "tiles": tiles, "h3": h3},
+            outputs={"out": out, "npy": npy, "csv": csv, "geojson": geojson, "tiles": tiles, "h3": h3,
+                     "geotiff": geotiff},
             true_file=written)
 
 
@@ -193,8 +198,8 @@ def _check(points: str, *, epsilon: float, resolution: int, bbox: str | None, ce
            size: float | None, metres_box: str | None, xy: str | None, method: str, w: int | None, gamma: float,
            top_percent: float | None, out: str | None, units: str, sigma: float, csv: str | None,
            geojson: str | None, npy: str | None, noise: str, seed: int | None, simulation: bool, evaluate: bool,
-           lon: str, lat: str, crs: str | None = None, tiles: str | None = None,
-           h3: str | None = None) -> tuple[Extent | None, tuple[str, str]]:
+           lon: str, lat: str, crs: str | None = None, tiles: str | None = None, h3: str | None = None,
+           geotiff: str | None = None) -> tuple[Extent | None, tuple[str, str]]:
     """Every option checked before the points are read: the extent and the two coordinate columns."""
     _check_used(method, w=w, gamma=gamma, top_percent=top_percent, out=out, evaluate=evaluate, units=units,
                 sigma=sigma)
@@ -202,7 +207,8 @@ def _check(points: str, *, epsilon: float, resolution: int, bbox: str | None, ce
         raise InvalidParameterError(f"--sigma must be > 0, got {sigma:g}", parameter="--sigma")
     _check_files(points, {"--out": (out, PICTURE_SUFFIXES), "--csv": (csv, (".csv",)),
                           "--geojson": (geojson, (".geojson", ".json")), "--npy": (npy, (".npy",)),
-                          "--tiles": (tiles, (".csv",)), "--h3": (h3, (".csv",))})
+                          "--tiles": (tiles, (".csv",)), "--h3": (h3, (".csv",)),
+                          "--geotiff": (geotiff, (".tif", ".tiff"))})
     _check_memory(resolution)
     if seed is not None and noise == "secure" and not simulation:
         raise InvalidParameterError(
@@ -227,6 +233,9 @@ def _check(points: str, *, epsilon: float, resolution: int, bbox: str | None, ce
         if path is not None and (ext is None or ext.projection is None):
             raise InvalidParameterError(f"{option} needs a lon/lat extent (--bbox, --centre/--size or --metres-box "
                                         "with --crs)", parameter=option)
+    if geotiff is not None and ext is None:
+        raise InvalidParameterError("--geotiff needs an extent (--bbox, --centre/--size or --metres-box)",
+                                    parameter="--geotiff")
     return ext, (cols[0], cols[1])
 
 
@@ -261,7 +270,7 @@ def _release(update: Any, points: str, *, user: str, cols: tuple[str, str], ext:
 
 def _write(res: Any, agg: Any, *, evaluate: bool, npy: str | None, out: str | None, csv: str | None,
            geojson: str | None, ext: Extent | None, method: str, epsilon: float, sigma: float,
-           units: str, tiles: str | None = None, h3: str | None = None) -> str | None:
+           units: str, tiles: str | None = None, h3: str | None = None, geotiff: str | None = None) -> str | None:
     """Write the requested files (each path was checked before any work); returns the NOT private one, if any."""
     import numpy as np
 
@@ -270,8 +279,8 @@ def _write(res: Any, agg: Any, *, evaluate: bool, npy: str | None, out: str | No
         tile_masses,
         write_cells_csv,
         write_geojson,
-        write_h3_csv,
-        write_tiles_csv,
+        write_geotiff,
+        write_masses_csv,
     )
     from dpcloak.heatmaps.render import plot_heatmaps, render
 
@@ -292,9 +301,11 @@ def _write(res: Any, agg: Any, *, evaluate: bool, npy: str | None, out: str | No
     if geojson is not None and ext is not None:
         write_geojson(geojson, res.aggregate, extent=ext, properties=res.public_summary())
     if tiles is not None and ext is not None:
-        write_tiles_csv(tiles, tile_masses(res.aggregate, extent=ext))
+        write_masses_csv(tiles, tile_masses(res.aggregate, extent=ext))
     if h3 is not None and ext is not None:
-        write_h3_csv(h3, h3_masses(res.aggregate, extent=ext))
+        write_masses_csv(h3, h3_masses(res.aggregate, extent=ext))
+    if geotiff is not None and ext is not None:
+        write_geotiff(geotiff, res.aggregate, extent=ext, properties=res.public_summary())
     return true_npy
 
 
@@ -332,7 +343,7 @@ def _print(res: Any, summary: dict[str, Any], curator: dict[str, Any]) -> None:
     if "size_m" in summary:
         console.print(f"extent: {summary['extent']}; square side {summary['size_m']:.6g} m, "
                       f"cells {summary['cell_size_m']:.6g} m")
-    for key in ("out", "npy", "csv", "geojson", "tiles", "h3"):
+    for key in ("out", "npy", "csv", "geojson", "tiles", "h3", "geotiff"):
         if summary[key] is not None:
             console.print(f"wrote {summary[key]}", highlight=False)
     if len(curator) > 1:

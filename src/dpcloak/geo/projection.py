@@ -210,13 +210,24 @@ class LocalProjection:
         object.__setattr__(self, "lat0", float(la))
         object.__setattr__(self, "_y0", float(_forward(np.zeros(1), np.radians([self.lat0]))[1][0]))
 
+    @property
+    def proj_string(self) -> str:
+        """This projection as a PROJ string (for PROJ, GDAL and GIS tools; e.g. a GeoTIFF's CRS).
+
+        Examples
+        --------
+        >>> LocalProjection(lon0=-0.5, lat0=51.25).proj_string
+        '+proj=tmerc +lat_0=51.25 +lon_0=-0.5 +k=1 +x_0=0 +y_0=0 +datum=WGS84 +units=m +no_defs'
+        """
+        return (f"+proj=tmerc +lat_0={self.lat0!r} +lon_0={self.lon0!r} +k=1 +x_0=0 +y_0=0 +datum=WGS84 +units=m "
+                "+no_defs")
+
     def _pyproj(self, inverse: bool) -> Any:
         try:
             from pyproj import Transformer
         except ImportError:
             raise MissingExtraError('backend="pyproj" needs pyproj: pip install "dpcloak[geo]"') from None
-        crs = f"+proj=tmerc +lat_0={self.lat0!r} +lon_0={self.lon0!r} +k=1 +x_0=0 +y_0=0 +ellps=WGS84 +units=m"
-        pair = ("EPSG:4326", crs) if not inverse else (crs, "EPSG:4326")
+        pair = ("EPSG:4326", self.proj_string) if not inverse else (self.proj_string, "EPSG:4326")
         return Transformer.from_crs(*pair, always_xy=True)
 
     def forward(self, lon: ArrayLike, lat: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:

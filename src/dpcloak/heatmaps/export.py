@@ -1,8 +1,9 @@
 """Writing a released heatmap for GIS tools: a CSV of cells with their centres, GeoJSON cell polygons,
-XYZ / quadkey tiles (:func:`tile_masses`, :func:`write_tiles_csv`) and H3 hexagons (:func:`h3_masses`,
-:func:`write_h3_csv`; the ``h3`` extra).
+XYZ / quadkey tiles (:func:`tile_masses`) and H3 hexagons (:func:`h3_masses`; the ``h3`` extra), both
+written by :func:`write_masses_csv`, and a cloud-optimised GeoTIFF (:func:`write_geotiff`; the
+``geotiff`` extra).
 
-Both files hold the DP output (each cell's share of the total) and public geometry only (the extent,
+The files hold the DP output (each cell's share of the total) and public geometry only (the extent,
 cell centres and corners): nothing computed from the exact data. Cells are indexed ``row`` (south to
 north) and ``col`` (west to east) like the aggregate. Coordinates: metres in the extent's plane
 (``x_m``, ``y_m``: east and north of the projection centre), plus longitude/latitude for a lon/lat
@@ -16,10 +17,12 @@ from __future__ import annotations
 import csv
 import json
 import math
+import uuid
+import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -27,10 +30,12 @@ from numpy.typing import ArrayLike
 from dpcloak._validation import check_array, check_int
 from dpcloak.errors import InvalidParameterError, MissingExtraError
 from dpcloak.geo import LocalProjection
+from dpcloak.heatmaps.data import check_resolution
 from dpcloak.heatmaps.extent import Extent
+from dpcloak.heatmaps.pyramid import pyramid_levels
 
-__all__ = ["write_cells_csv", "write_geojson", "TileMasses", "tile_masses", "quadkey", "write_tiles_csv",
-           "TILE_UNIT_BITS", "H3Masses", "h3_masses", "write_h3_csv"]
+__all__ = ["write_cells_csv", "write_geojson", "TileMasses", "tile_masses", "quadkey", "TILE_UNIT_BITS", "H3Masses",
+           "h3_masses", "write_masses_csv", "write_geotiff"]
 
 
 def _square(aggregate: ArrayLike) -> Any:
@@ -159,6 +164,7 @@ class TileMasses:
     units: dict[int, dict[tuple[int, int], int]]
     min_zoom: int
     max_zoom: int
+    columns: ClassVar[tuple[str, ...]] = ("z", "x", "y", "quadkey", "units", "share")
 
     @property
     def zooms(self) -> tuple[int, ...]:
@@ -201,9 +207,14 @@ def _check_lonlat_extent(extent: Any) -> LocalProjection:
     return extent.projection
 
 
+def _units(arr: Any) -> Any:
+    """Each cell's share rounded to whole units of 2^-:data:`TILE_UNIT_BITS` (int64, so sums are exact)."""
+    return np.rint(arr * float(1 << TILE_UNIT_BITS)).astype(np.int64)
+
+
 def _positive_units(arr: Any, extent: Extent) -> tuple[Any, Any, Any]:
     """Each cell's share in whole units of 2^-40 and its centre's (lon, lat), for the cells with a positive share."""
-    units = np.rint(arr * float(1 << TILE_UNIT_BITS)).astype(np.int64).ravel()
+    units = _units(arr).ravel()
     lon, lat = extent.to_lonlat(*(c.ravel() for c in extent.cell_centres(arr.shape[0])))
     keep = units > 0
     return units[keep], lon[keep], lat[keep]
@@ -258,28 +269,6 @@ def tile_masses(aggregate: ArrayLike, *, extent: Extent, max_zoom: int | None = 
     return TileMasses(units=levels, min_zoom=low, max_zoom=top)
 
 
-def write_tiles_csv(path: str | Path, tiles: TileMasses) -> None:
-    """One row per non-empty tile: z, x, y, quadkey, units (of 2^-40, exact) and share.
-
-    Examples
-    --------
-    >>> import tempfile
-    >>> tmp = tempfile.TemporaryDirectory()
-    >>> ext = Extent.around(lon=-0.1276, lat=51.5072, size=4000.0)
-    >>> tiles = tile_masses(np.array([[1.0, 0.0], [0.0, 0.0]]), extent=ext, max_zoom=12, min_zoom=12)
-    >>> write_tiles_csv(Path(tmp.name) / "tiles.csv", tiles)
-    >>> print((Path(tmp.name) / "tiles.csv").read_text().strip())
-    z,x,y,quadkey,units,share
-    12,2046,1362,031313131130,1099511627776,1.0
-    >>> tmp.cleanup()
-    """
-    with Path(path).open("w", newline="", encoding="utf-8") as fh:
-        out = csv.writer(fh)
-        out.writerow(["z", "x", "y", "quadkey", "units", "share"])
-        for z, x, y, key, u, share in tiles.rows():
-            out.writerow([z, x, y, key, u, repr(share)])
-
-
 @dataclass(frozen=True)
 class H3Masses:
     """The released map's mass on H3 hexagons at resolutions ``min_resolution..max_resolution``.
@@ -302,6 +291,14 @@ class H3Masses:
     units: dict[int, dict[str, int]]
     min_resolution: int
     max_resolution: int
+    columns: ClassVar[tuple[str, ...]] = ("resolution", "h3", "units", "share")
+
+    def rows(self) -> Iterator[tuple[int, str, int, float]]:
+        """(resolution, h3 index, units, share) per non-empty cell, coarsest resolution first, then by index."""
+        scale = 2.0**-TILE_UNIT_BITS
+        for r in range(self.min_resolution, self.max_resolution + 1):
+            for cell, u in sorted(self.units[r].items()):
+                yield r, cell, u, u * scale
 
 
 def _h3() -> Any:
@@ -360,25 +357,127 @@ def h3_masses(aggregate: ArrayLike, *, extent: Extent, max_resolution: int | Non
     return H3Masses(units=levels, min_resolution=low, max_resolution=top)
 
 
-def write_h3_csv(path: str | Path, cells: H3Masses) -> None:
-    """One row per non-empty H3 cell: resolution, h3 (index), units (of 2^-40, exact) and share.
+def write_masses_csv(path: str | Path, masses: TileMasses | H3Masses) -> None:
+    """One row per non-empty tile or H3 cell (``masses.columns``), coarsest level first; ``units`` (of 2^-40)
+    are exact, ``share`` is ``units`` · 2^-40 written to the last bit.
+
+    Tiles give ``z, x, y, quadkey, units, share``; H3 cells ``resolution, h3, units, share``.
 
     Examples
     --------
     >>> import tempfile
     >>> tmp = tempfile.TemporaryDirectory()
     >>> ext = Extent.around(lon=-0.1276, lat=51.5072, size=4000.0)
-    >>> write_h3_csv(Path(tmp.name) / "h3.csv", h3_masses(np.array([[1.0, 0.0], [0.0, 0.0]]), extent=ext,
-    ...                                                   max_resolution=7, min_resolution=7))
+    >>> share = np.array([[1.0, 0.0], [0.0, 0.0]])
+    >>> write_masses_csv(Path(tmp.name) / "tiles.csv", tile_masses(share, extent=ext, max_zoom=12, min_zoom=12))
+    >>> print((Path(tmp.name) / "tiles.csv").read_text().strip())
+    z,x,y,quadkey,units,share
+    12,2046,1362,031313131130,1099511627776,1.0
+    >>> write_masses_csv(Path(tmp.name) / "h3.csv", h3_masses(share, extent=ext, max_resolution=7, min_resolution=7))
     >>> print((Path(tmp.name) / "h3.csv").read_text().strip())
     resolution,h3,units,share
     7,87194ad16ffffff,1099511627776,1.0
     >>> tmp.cleanup()
     """
-    scale = 2.0**-TILE_UNIT_BITS
     with Path(path).open("w", newline="", encoding="utf-8") as fh:
         out = csv.writer(fh)
-        out.writerow(["resolution", "h3", "units", "share"])
-        for r in range(cells.min_resolution, cells.max_resolution + 1):
-            for cell, u in sorted(cells.units[r].items()):
-                out.writerow([r, cell, u, repr(u * scale)])
+        out.writerow(masses.columns)
+        for *keys, u, share in masses.rows():
+            out.writerow([*keys, u, repr(share)])
+
+
+def _rasterio() -> Any:
+    try:
+        import rasterio
+        import rasterio.shutil
+    except ImportError:
+        raise MissingExtraError('GeoTIFF output needs rasterio: pip install "dpcloak[geotiff]"') from None
+    return rasterio
+
+
+def write_geotiff(path: str | Path, aggregate: ArrayLike, *, extent: Extent, properties: dict[str, Any],
+                  blocksize: int = 256) -> None:
+    """A cloud-optimised GeoTIFF of the shares, with overviews that are the exact sums of their children.
+
+    One float64 band, north row first, holding each cell's share rounded to a whole multiple of
+    2^-:data:`TILE_UNIT_BITS` (as the tiles). The overviews halve the grid down to 1 × 1 pixel; each of
+    their pixels is the **exact** sum of its four children, computed here in int64 units
+    (:func:`~dpcloak.heatmaps.pyramid.pyramid_levels`) and written as they are (GDAL resamples
+    nothing). The layout is GDAL's COG (tiles of ``blocksize`` pixels, overviews before the
+    full-resolution data, DEFLATE).
+
+    Georeferencing: cells are ``extent.cell_size(Δ)`` metres square from the extent's north-west
+    corner, in the extent's plane: for a lon/lat or CRS extent its transverse Mercator on WGS84
+    (:attr:`dpcloak.geo.LocalProjection.proj_string`), so any GIS can reproject the file; for a
+    :meth:`Extent.metres_box` the metres have no CRS and none is written. ``properties`` (public
+    parameters of the release, e.g. ``HeatmapResult.public_summary()``) are stored as JSON in the
+    file's ``DPCLOAK_RELEASE`` metadata item. Post-processing of the DP output and public geometry only.
+
+    Parameters
+    ----------
+    path : str or Path
+        The ``.tif`` file to write.
+    aggregate : array_like, shape (Δ, Δ)
+        The released shares (non-negative; rows south to north; Δ a power of two).
+    extent : Extent
+        The release's public extent.
+    properties : dict
+        JSON-ready public parameters of the release.
+    blocksize : int
+        Side of the TIFF's square tiles in pixels: a multiple of 16 in [128, 4096] (GDAL's COG range).
+
+    Examples
+    --------
+    >>> import tempfile, rasterio
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> path = Path(tmp.name) / "map.tif"
+    >>> share = np.array([[0.5, 0.25, 0, 0], [0, 0, 0, 0], [0, 0, 0, 0.125], [0, 0, 0.125, 0]])
+    >>> write_geotiff(path, share, extent=Extent.around(lon=-0.1276, lat=51.5072, size=4000.0),
+    ...               properties={"epsilon": 1.0})
+    >>> with rasterio.open(path) as tif:
+    ...     tif.read(1)[-1].tolist(), tif.overviews(1), tif.transform.a, tif.crs.to_dict()["proj"]
+    ([0.5, 0.25, 0.0, 0.0], [2, 4], 1000.0, 'tmerc')
+    >>> with rasterio.open(path, overview_level=0) as level:  # 2 × 2: the exact sums of the 2 × 2 blocks
+    ...     level.read(1).tolist()
+    [[0.0, 0.25], [0.75, 0.0]]
+    >>> tmp.cleanup()
+    """
+    rasterio = _rasterio()
+    from rasterio.enums import Resampling
+    from rasterio.errors import NotGeoreferencedWarning
+    from rasterio.transform import Affine
+
+    arr = _square(aggregate)
+    if not isinstance(extent, Extent):
+        raise InvalidParameterError(f"extent must be an Extent, got {type(extent).__name__}", parameter="extent",
+                                    allowed="an Extent")
+    block = check_int("blocksize", blocksize, minimum=128, maximum=4096)
+    if block % 16:
+        raise InvalidParameterError(f"blocksize must be a multiple of 16 (TIFF tiles), got {block}",
+                                    parameter="blocksize", allowed="a multiple of 16 in [128, 4096]", got=block)
+    delta = arr.shape[0]
+    check_resolution(delta)
+    levels = pyramid_levels(_units(arr)[::-1])[::-1]  # finest first; GeoTIFF rows run north to south
+    scale = 2.0**-TILE_UNIT_BITS
+    step = extent.cell_size(delta)
+    profile = {"driver": "GTiff", "width": delta, "height": delta, "count": 1, "dtype": "float64",
+               "crs": None if extent.projection is None else extent.projection.proj_string,
+               "transform": Affine(step, 0.0, extent.x_min, 0.0, -step, extent.y_min + extent.size),
+               "tiled": True, "blockxsize": block, "blockysize": block}
+    staging = f"/vsimem/dpcloak-{uuid.uuid4().hex}.tif"
+    try:
+        with rasterio.open(staging, "w", **profile) as tif:
+            tif.write(levels[0] * scale, 1)
+            tif.set_band_description(1, f"share of the total (multiples of 2^-{TILE_UNIT_BITS})")
+            tif.update_tags(DPCLOAK_RELEASE=json.dumps(properties))
+            if len(levels) > 1:  # allocates the overviews; their pixels are overwritten with the exact sums below
+                tif.build_overviews([2**k for k in range(1, len(levels))], Resampling.nearest)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", NotGeoreferencedWarning)  # an overview's directory has no transform
+            for k, level in enumerate(levels[1:], start=2):
+                with rasterio.open(f"GTIFF_DIR:{k}:{staging}", "r+") as overview:
+                    overview.write(level * scale, 1)
+        rasterio.shutil.copy(staging, str(path), driver="COG", OVERVIEWS="FORCE_USE_EXISTING", BLOCKSIZE=block,
+                             COMPRESS="DEFLATE")
+    finally:
+        rasterio.shutil.delete(staging)
