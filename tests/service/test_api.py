@@ -225,12 +225,29 @@ def test_reading_range_limit_is_enforced_at_the_collector_to_the_cell(api: Harne
 
 
 def test_closed_window_is_409(api: Harness) -> None:
-    assert api.post(api.report(sensor=0, window=1)).status_code == 201
+    """A closed window takes no more reports. Its answer (close, read, list) holds exactly the fields the OpenAPI
+    document lists for it, and its status and misfit agree with their definitions, recomputed here from the stored
+    reading and the map: residual = ‖M_P f̂ − ỹ_P‖, misfit = residual² / ‖ỹ_P‖², fit iff residual ≤ radius."""
+    import numpy as np
+
+    value = float(api.net.privatize_reading(0, 60.0))
+    assert api.post(api.report(sensor=0, window=1, value=value)).status_code == 201
     headers = {"Authorization": f"Bearer {api.token}"}
     closed = api.client.post("/api/v1/windows/1/close", headers=headers)
     assert closed.status_code == 200 and closed.json()["reporting"] == [0]
     resp = api.post(api.report(sensor=1, window=1))
     assert resp.status_code == 409 and resp.json()["error"] == "window_closed"
+    read = api.client.get("/api/v1/windows/1", headers=headers).json()
+    summary = [w for w in api.client.get("/api/v1/windows", headers=headers).json()["windows"] if w["window"] == 1]
+    schemas = api.client.get("/openapi.json").json()["components"]["schemas"]
+    assert closed.json() == read and set(read) == set(schemas["Window"]["properties"])
+    assert set(summary[0]) == set(schemas["WindowSummary"]["properties"]) == set(read) - {"source_map"}
+    gap = float(api.net.dense_model()[0] @ np.array(read["source_map"])) - value
+    assert read["residual"] == pytest.approx(abs(gap), rel=1e-9, abs=1e-9)
+    assert read["misfit"] == pytest.approx(gap**2 / value**2, rel=1e-9, abs=1e-12)
+    assert read["status"] in ("fit", "least-residual") and value > read["radius"]  # not the empty map
+    assert (read["status"] == "fit") == (read["residual"] <= read["radius"] * (1 + 1e-6))
+    assert read["uncertainty_text"].startswith("±" if read["status"] == "fit" else "not stated: model misfit")
 
 
 def test_batch_reports_one_outcome_each(api: Harness) -> None:

@@ -4,9 +4,11 @@ Checks, at a phone's (390 x 844) and a desktop's (1400 x 900) viewport: no conso
 errors, nothing wider than the viewport (``document.body.scrollWidth``), the map, legend, slider,
 "follow latest" and the info line visible inside it, the map drawn (non-background pixels), the slider
 moving between windows under one fixed colour scale, each window's total and uncertainty shown (against
-the API's maps summed here). Without a token, and with a wrong one, the page says what to do and takes
-a pasted token. The screenshots are kept as test artefacts in the test's temporary directory only
-(``docs/figures/make_dashboard.py`` runs this test and copies the desktop one to the docs).
+the API's maps summed here), and each window's status: a window of checkerboard readings (which no heat
+map produces) shows "least-residual", its misfit, its residual against the one the noise allows and no
+uncertainty; a fit window shows its uncertainty in metres. Without a token, and with a wrong one, the page
+says what to do and takes a pasted token. The screenshots are kept as test artefacts in the test's temporary
+directory only (``docs/figures/make_dashboard.py`` runs this test and copies the desktop one to the docs).
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ from .conftest import CollectorProcess, make_deployment, running_collector
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
         "--disable-component-update", "--disable-sync"]
-WINDOWS = 3
+WINDOWS = 4
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1400, "height": 900}
 STOLEN = (7, 0)
@@ -46,11 +48,14 @@ def _send_windows(directory: Path, url: str) -> None:
     dep = load_deployment(directory)
     net = dep.sensor_network
     n_src = net.n_sources
+    cols = 6
     for w in range(WINDOWS):
         f = np.zeros(n_src)
         f[(17 + 13 * w) % n_src] = 40.0 * (w + 1)  # two crowds, in people; the first grows window by window
         f[(70 + 5 * w) % n_src] = 30.0
         readings = net.model.matvec(f)
+        if w == WINDOWS - 1:  # a checkerboard no heat map produces: the last window's map is least-residual
+            readings = np.array([100.0 * ((j % cols + j // cols) % 2 == 0) for j in range(dep.n_sensors)])
         for j in range(dep.n_sensors):
             if j == 3 and w == WINDOWS - 1:
                 continue  # one missing sensor in the last window: shown as flagged
@@ -169,7 +174,15 @@ def test_dashboard_in_headless_chromium(served: tuple[Path, CollectorProcess, li
         assert float(page.get_attribute("#map", "data-scale-max") or "nan") == pytest.approx(top)
         assert float(page.inner_text("#scale-max")) == pytest.approx(top)
         assert f"{_shown(math.fsum(records[last]['source_map']))} people" in page.inner_text("#window-total")
-        assert f"{_shown(records[last]['uncertainty'])} m" in page.inner_text("#window-total")
+        # the least-residual window: its status, misfit and residual against the allowed one, and no uncertainty
+        assert records[last]["status"] == "least-residual" and records[last]["uncertainty"] is None
+        assert records[last]["residual"] > records[last]["radius"] > 0  # the oracle: the definition of the status
+        info, total = page.inner_text("#window-info"), page.inner_text("#window-total")
+        assert "least-residual" in total and f"not stated: model misfit {100 * records[last]['misfit']:.2g} %" in total
+        assert "does not explain" in info and f"misfit {_shown(100 * records[last]['misfit'])} %" in info
+        assert (f"residual {_shown(records[last]['residual'])} people against {_shown(records[last]['radius'])} "
+                "people the noise allows") in info
+        assert " m (median)" not in total
         if viewport is DESKTOP:
             lines = page.evaluate("""() => [...document.querySelectorAll('#sensors tbody td:nth-child(2)')]
                 .map(e => { const r = document.createRange(); r.selectNodeContents(e);
@@ -188,6 +201,9 @@ def test_dashboard_in_headless_chromium(served: tuple[Path, CollectorProcess, li
         assert not page.is_checked("#follow")
         assert float(page.get_attribute("#map", "data-scale-max") or "nan") == pytest.approx(top)  # not rescaled
         assert f"{_shown(math.fsum(records[0]['source_map']))} people" in page.inner_text("#window-total")
+        assert records[0]["status"] == "fit" and "fits the readings" in page.inner_text("#window-info")
+        assert f"{_shown(records[0]['uncertainty'])} m (median)" in page.inner_text("#window-total")
+        page.screenshot(path=str(directory / name.replace(".png", "-fit.png")), full_page=True)
         _fits(page, viewport)
     finally:
         page.context.close()

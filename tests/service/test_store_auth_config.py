@@ -101,6 +101,57 @@ def test_migration_upgrades_from_0001_postgresql(postgres_url: str) -> None:
     _upgrade_from_0001(postgres_url)
 
 
+def _upgrade_from_0006(url: str) -> None:
+    """A database at 0006 holding a closed window upgrades to 0007: the window is kept, of unknown status (its
+    columns NULL, said "n/a" and not "not stated"), a window closed after it keeps its status, misfit, residual
+    and radius, and the schema then equals the tables; the downgrade drops the four columns again."""
+    from sqlalchemy import inspect
+
+    from dpcloak.service.schema import deployments
+    from dpcloak.service.store import WindowRecord
+
+    store = Store(url)
+    store.migrate("0006")
+    old = {"window": 0, "closed_at": 1.0, "source_map": [1.0, 2.0], "uncertainty": None, "uncertainty_90": None,
+           "reporting": [0, 1], "missing": 0, "sigma": 3.0, "epsilon_window": 1.0, "delta_window": 1e-6,
+           "epsilon_period": 1.0, "delta_period": 1e-6, "releases_in_period": 1, "converged": True, "message": "ok"}
+    with store.engine.begin() as conn:
+        conn.execute(deployments.insert().values(deployment_id="d", fingerprint="f", config="{}", created_at=0.0))
+        conn.execute(text("INSERT INTO windows (deployment_id, \"window\", closed_at, source_map, uncertainty, "
+                          "uncertainty_90, reporting, missing, sigma, epsilon_window, delta_window, epsilon_period, "
+                          "delta_period, releases_in_period, converged, message) VALUES ('d', 0, 1.0, '[1.0, 2.0]', "
+                          "NULL, NULL, '[0, 1]', 0, 3.0, 1.0, 1e-6, 1.0, 1e-6, 1, :yes, 'ok')"), {"yes": True})
+    store.migrate()
+    assert _schema_diff(store) == []
+    new = WindowRecord(**{**old, "window": 1, "closed_at": 2.0}, status="least-residual", misfit=0.25,
+                       residual=1333.0, radius=1.96)
+    assert store.save_window("d", new)
+    before, after = list(store.windows("d"))
+    assert before == WindowRecord(**old) and before.as_dict()["uncertainty_text"] == "n/a"
+    assert (before.status, before.misfit, before.residual, before.radius) == (None, None, None, None)
+    assert after == new and after.as_dict()["uncertainty_text"] == "not stated: model misfit 25 %"
+    from alembic import command
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", "dpcloak.service:migrations")
+    with store.engine.begin() as conn:
+        cfg.attributes["connection"] = conn
+        command.downgrade(cfg, "0006")
+    with store.engine.connect() as conn:
+        kept = {c["name"] for c in inspect(conn).get_columns("windows")}
+    assert kept.isdisjoint({"status", "misfit", "residual", "radius"}) and "outliers" in kept
+    store.dispose()
+
+
+def test_migration_upgrades_from_0006_sqlite(tmp_path: Path) -> None:
+    _upgrade_from_0006(sqlite_url(tmp_path / "old6.db"))
+
+
+def test_migration_upgrades_from_0006_postgresql(postgres_url: str) -> None:
+    _upgrade_from_0006(postgres_url)
+
+
 def _charged(store: Store, did: str, window: int, span: int) -> int:
     """The oracle: windows among ``window − span + 1 … window`` holding a report, from every stored report."""
     return len({r.window for r in store.all_reports(did) if window - span < r.window <= window})

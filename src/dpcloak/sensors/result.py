@@ -59,7 +59,7 @@ from dpcloak.recovery import Recovery, bpdn, choose_radius
 if TYPE_CHECKING:
     from dpcloak.sensors.network import SensorNetwork
 
-__all__ = ["NetworkRecovery", "recover_sources", "recover_counts", "total_misfit", "misfit_advice"]
+__all__ = ["NetworkRecovery", "recover_sources", "recover_counts", "total_misfit", "misfit_advice", "uncertainty_words"]
 
 
 @dataclass(frozen=True)
@@ -148,11 +148,34 @@ class NetworkRecovery:
         >>> odd.status, odd.uncertainty_text
         ('least-residual', 'not stated: model misfit 3.7 %')
         """
-        if math.isfinite(self.uncertainty) and math.isfinite(self.uncertainty_90):
-            return f"±{self.uncertainty:.0f} m (median), {self.uncertainty_90:.0f} m (90 %)"
-        if self.status == "least-residual":
-            return f"not stated: model misfit {100 * self.misfit:.2g} %"
-        return "n/a (no bootstrap draws)" if self.uncertainty_draws == 0 else "n/a"
+        return uncertainty_words(uncertainty=self.uncertainty, uncertainty_90=self.uncertainty_90, status=self.status,
+                                 misfit=self.misfit, draws=self.uncertainty_draws)
+
+
+def uncertainty_words(*, uncertainty: float | None, uncertainty_90: float | None, status: str | None,
+                      misfit: float | None, draws: int | None = None) -> str:
+    """A map's uncertainty in words, as every output shows it (:attr:`NetworkRecovery.uncertainty_text`).
+
+    ``None`` reads as not known (a stored map closed before its status was recorded); ``draws`` is the
+    number of bootstrap draws when known.
+
+    Examples
+    --------
+    >>> uncertainty_words(uncertainty=12.4, uncertainty_90=30.2, status="fit", misfit=0.01)
+    '±12 m (median), 30 m (90 %)'
+    >>> uncertainty_words(uncertainty=None, uncertainty_90=None, status="least-residual", misfit=0.37)
+    'not stated: model misfit 37 %'
+    >>> uncertainty_words(uncertainty=None, uncertainty_90=None, status="fit", misfit=0.01, draws=0)
+    'n/a (no bootstrap draws)'
+    """
+    low = math.nan if uncertainty is None else uncertainty
+    high = math.nan if uncertainty_90 is None else uncertainty_90
+    if math.isfinite(low) and math.isfinite(high):
+        return f"±{low:.0f} m (median), {high:.0f} m (90 %)"
+    if status == "least-residual":
+        return "not stated: model misfit " + ("unknown" if misfit is None or not math.isfinite(misfit)
+                                              else f"{100 * misfit:.2g} %")
+    return "n/a (no bootstrap draws)" if draws == 0 else "n/a"
 
 
 def _inputs(private_readings: ArrayLike, present: ArrayLike | None, uncertainty_draws: int,

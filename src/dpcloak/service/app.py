@@ -16,7 +16,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import Depends, FastAPI, Query, Request
 from fastapi import Path as PathParam
@@ -24,7 +24,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from dpcloak import __version__
@@ -111,6 +111,63 @@ class ErrorBody(BaseModel):
     message: str
     field: str | None = None
     retry_after: int | None = None
+
+
+class Outlier(BaseModel):
+    """A sensor the others contradict, left out of the map: its index and how many σ it is from their prediction."""
+
+    sensor: int
+    z: float
+
+
+class WindowSummary(BaseModel):
+    """A closed window without its map (:class:`~dpcloak.service.store.WindowRecord`): when it closed, how its map
+    was obtained and how certain it is, who reported, the noise and the privacy spent."""
+
+    window: int
+    closed_at: float
+    status: Literal["fit", "least-residual", "empty", "private counts"] | None = Field(description=(
+        "How the map was obtained: fit (within the noise of the readings), least-residual (no map of the model "
+        "comes within the noise: the model does not explain the readings; no uncertainty is stated), empty, or "
+        "private counts (a counts network). null: closed before the status was recorded."))
+    misfit: float | None = Field(description=(
+        "Share of the private readings' energy the map leaves unexplained (model misfit and noise together)."))
+    residual: float | None = Field(description="Distance from the map's readings to the private readings "
+                                               "(reading units).")
+    radius: float | None = Field(description="The residual the noise allows (reading units); larger: least-residual.")
+    uncertainty: float | None = Field(description="Median bootstrap EMD in metres (null: not stated).")
+    uncertainty_90: float | None = Field(description="90th percentile of the bootstrap EMD in metres (null: not "
+                                                     "stated).")
+    uncertainty_text: str = Field(description="The uncertainty in words, or why none is stated.")
+    reporting: list[int] = Field(description="The sensors whose reports the map was recovered from.")
+    missing: int = Field(description="How many sensors sent nothing for the window.")
+    outliers: list[Outlier] = Field(description="The sensor the others contradict, left out of the map (at most one).")
+    flagged: bool = Field(description="A sensor was missing or flagged as an outlier (see status for the map).")
+    sigma: float = Field(description="The noise's σ per reading (reading units).")
+    epsilon_window: float = Field(description="One window's ε (at delta_window).")
+    delta_window: float
+    epsilon_period: float = Field(description="The composed ε of the policy's sliding window ending here.")
+    delta_period: float
+    releases_in_period: int = Field(description="Release windows charged in that sliding window.")
+    converged: bool = Field(description="Whether the recovery's solver certified its answer optimal.")
+    message: str = Field(description="The solver's message.")
+    total: float = Field(description="The whole map's sum (source units).")
+    peak: float = Field(description="The largest value of one source location (source units).")
+
+
+class Window(WindowSummary):
+    """A closed window with its recovered map (one value per source location, source units)."""
+
+    source_map: list[float]
+
+
+class WindowPage(BaseModel):
+    """A page of closed windows (see ``GET /api/v1/windows``)."""
+
+    windows: list[WindowSummary]
+    total: int | None
+    more: bool
+    cursor: str | None
 
 
 _WHY = {401: "No valid credential (a report's MAC, or the analyst token)", 403: "The credential may not do this",
@@ -361,7 +418,7 @@ def create_app(collector: Collector, *, analyst_token: str) -> CollectorApp:
         return {"events": events, "flagged": [{"sensor": s, "generation": g} for s, g in flagged]}
 
     @app.get("/api/v1/windows", tags=["analyst"], dependencies=[Depends(analyst)],
-              responses=documented(401, 422))
+              responses={200: {"model": WindowPage, "description": "A page of windows"}, **documented(401, 422)})
     async def list_windows(
             limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="Windows per page (at most 1000).")] = MAX_PAGE,
             after: Annotated[int | None, Query(ge=-1, le=2**62, description=(
@@ -403,7 +460,7 @@ def create_app(collector: Collector, *, analyst_token: str) -> CollectorApp:
         return _window_page(records, total=total, more=more, cursor=cursor)
 
     @app.get("/api/v1/windows/{window}", tags=["analyst"], dependencies=[Depends(analyst)],
-              responses=documented(401, 404, 422))
+              responses={200: {"model": Window, "description": "The window"}, **documented(401, 404, 422)})
     async def get_window(window: WindowIndex) -> JSONResponse:
         """One closed window with its recovered map."""
         records = await collector.run_in_reader(lambda: list(store.windows(dep.deployment_id, window=window)))
@@ -412,7 +469,8 @@ def create_app(collector: Collector, *, analyst_token: str) -> CollectorApp:
         return JSONResponse(records[0].as_dict())
 
     @app.post("/api/v1/windows/{window}/close", tags=["analyst"], dependencies=[Depends(analyst)],
-              responses=documented(401, 404, 422, 503))
+              responses={200: {"model": Window, "description": "The window, closed"},
+                         **documented(401, 404, 422, 503)})
     async def close(window: WindowIndex) -> JSONResponse:
         """Close a window now and recover it from the reports that arrived."""
         record = await collector.close_window(window)

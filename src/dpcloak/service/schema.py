@@ -10,8 +10,8 @@ sent two different authenticated reports for one slot (both reports; the sensor 
 on). The Alembic migration ``0001`` creates the tables, ``0002`` adds a window index, ``0003`` replaces
 the earlier unique keys by the slot index, ``0004`` adds the security events, ``0005`` indexes the
 windows in closing order (what the analyst API's incremental listing reads) and ``0006`` adds the windows'
-``outliers`` column (``ALTER TABLE … ADD COLUMN``: no row rewritten); a test compares the result
-with these.
+``outliers`` column (``ALTER TABLE … ADD COLUMN``: no row rewritten) and ``0007`` the map's ``status``,
+``misfit``, ``residual`` and allowed ``radius`` (the same way); a test compares the result with these.
 """
 
 from __future__ import annotations
@@ -89,6 +89,11 @@ windows = Table(
     Column("converged", Boolean, nullable=False),
     Column("message", Text, nullable=False),
     Column("outliers", JSON, nullable=True),  # the sensors flagged as outlying (NULL in windows closed before 0006)
+    # how the map was obtained and how far it is from the readings (NULL in windows closed before 0007)
+    Column("status", String(32), nullable=True),
+    Column("misfit", Float, nullable=True),
+    Column("residual", Float, nullable=True),
+    Column("radius", Float, nullable=True),
     # closing order: the windows closed after a cursor, without reading the history (analyst API)
     Index("ix_windows_closing_order", "deployment_id", "closed_at", "window"),
 )

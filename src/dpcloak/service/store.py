@@ -122,7 +122,12 @@ class WindowRecord:
     ``delta_window`` is one window's guarantee, ``epsilon_period`` at ``delta_period`` the composed
     guarantee of the budget period up to this window (``releases_in_period`` readings of the busiest sensor);
     ``outliers`` the sensors flagged as outlying and left out of the map, ``{"sensor": j, "z": z}``
-    (:func:`dpcloak.service.poisoning.robust_recover`; at most one).
+    (:func:`dpcloak.service.poisoning.robust_recover`; at most one). ``status`` says how the map was
+    obtained (``"fit"``, ``"least-residual"``: no map of the model comes within the noise of the readings
+    and no uncertainty is stated, ``"empty"``, ``"private counts"``; :class:`~dpcloak.sensors.NetworkRecovery`),
+    ``misfit`` the share of the readings' energy the map leaves unexplained, ``residual`` the distance from
+    the map's readings to the private readings and ``radius`` the distance the noise allows (reading units;
+    ``None`` where it does not apply, and all four in windows closed before they were recorded).
 
     Examples
     --------
@@ -163,15 +168,25 @@ class WindowRecord:
     converged: bool
     message: str
     outliers: list[dict[str, Any]] = field(default_factory=list)
+    status: str | None = None
+    misfit: float | None = None
+    residual: float | None = None
+    radius: float | None = None
 
     def as_dict(self, *, with_map: bool = True) -> dict[str, Any]:
         """JSON-ready dict (without the map when ``with_map`` is false).
 
-        Besides the fields it holds ``flagged`` (a sensor was missing or flagged as an outlier), ``total``
-        (people on the whole map) and ``peak`` (the largest value of one source location), also without the map.
+        Besides the fields it holds ``flagged`` (a sensor was missing or flagged as an outlier),
+        ``uncertainty_text`` (the uncertainty in words, or why none is stated:
+        :func:`~dpcloak.sensors.result.uncertainty_words`), ``total`` (people on the whole map) and ``peak``
+        (the largest value of one source location), also without the map.
         """
+        from dpcloak.sensors.result import uncertainty_words
+
         out = {k: getattr(self, k) for k in self.__dataclass_fields__ if with_map or k != "source_map"}
         out["flagged"] = self.missing > 0 or bool(self.outliers)
+        out["uncertainty_text"] = uncertainty_words(uncertainty=self.uncertainty, uncertainty_90=self.uncertainty_90,
+                                                    status=self.status, misfit=self.misfit)
         out["total"] = math.fsum(self.source_map)
         out["peak"] = max(self.source_map, default=0.0)
         return out

@@ -27,8 +27,11 @@ LAST_SEEN_LOOKBACK = 86_400.0
 """Seconds of windows (one day) searched for a sensor's last report: a sensor silent longer shows as not seen."""
 
 EXPORT_COLUMNS = ("window", "window_start", "window_end", "source", "coordinates", "people", "uncertainty_m",
-                  "missing", "sigma", "epsilon_period", "delta_period", "converged")
-"""The export table's columns. ``window_start`` / ``window_end``: the window's time span (UTC; ISO 8601 text in
+                  "uncertainty_90_m", "status", "misfit", "missing", "sigma", "epsilon_period", "delta_period",
+                  "converged")
+"""The export table's columns. ``status`` and ``misfit``: how the window's map was obtained and the share of the
+readings it leaves unexplained (:class:`~dpcloak.service.store.WindowRecord`; a least-residual map states no
+uncertainty). ``window_start`` / ``window_end``: the window's time span (UTC; ISO 8601 text in
 CSV and JSON, a timestamp in Parquet). ``coordinates``: the source location (metres, one number per axis), an
 array in JSON and Parquet, one numeric column per axis in CSV (``x_m`` and, on a plane, ``y_m``)."""
 
@@ -236,6 +239,9 @@ def deployment_view(deployment: Deployment, *, now: float) -> dict[str, Any]:
         "releases_per_period": k,
         "clock_skew_seconds": deployment.clock_skew_seconds,
         "sigma": float(net.sigma),
+        "reading_unit": net.reading_unit,
+        "source_unit": net.source_unit,
+        "measurement": net.measurement,
         "relation": net.privacy_unit,
         "guarantee": net.guarantee_text(),
         "guarantee_window": {"epsilon": st.window[0], "delta": st.window[1]},
@@ -375,8 +381,8 @@ def export_rows(deployment: Deployment, store: Store) -> Iterator[list[tuple[Any
     coords = [tuple(float(c) for c in row) for row in _network.source_positions(deployment.sensor_network)]
     for r in store.windows(deployment.deployment_id):
         start, end = _utc(deployment.window_start(r.window)), _utc(deployment.window_start(r.window + 1))
-        yield [(r.window, start, end, i, coords[i], v, r.uncertainty, r.missing, r.sigma, r.epsilon_period,
-                r.delta_period, r.converged) for i, v in enumerate(r.source_map)]
+        yield [(r.window, start, end, i, coords[i], v, r.uncertainty, r.uncertainty_90, r.status, r.misfit, r.missing,
+                r.sigma, r.epsilon_period, r.delta_period, r.converged) for i, v in enumerate(r.source_map)]
 
 
 def _utc(seconds: float) -> datetime | None:
@@ -449,8 +455,9 @@ def export_csv(deployment: Deployment, store: Store) -> str:
     >>> tmp = tempfile.TemporaryDirectory()
     >>> deployment, store = two_sensor_store(tmp.name, reading=10.0)
     >>> text = export_csv(deployment, store)
-    >>> print(text.splitlines()[0])
-    window,window_start,window_end,source,x_m,y_m,people,uncertainty_m,missing,sigma,epsilon_period,delta_period,converged
+    >>> print(text.splitlines()[0].replace(",", " "))  # doctest: +NORMALIZE_WHITESPACE
+    window window_start window_end source x_m y_m people uncertainty_m uncertainty_90_m status misfit missing sigma
+    epsilon_period delta_period converged
     >>> print(text.splitlines()[2][:56])
     0,1970-01-01T00:00:00Z,1970-01-01T00:01:00Z,1,100.0,0.0,
     >>> store.dispose()
@@ -530,7 +537,8 @@ def export_parquet_chunks(deployment: Deployment, store: Store) -> Iterator[byte
     schema = pa.schema([("window", pa.int64()), ("window_start", pa.timestamp("us", tz="UTC")),
                         ("window_end", pa.timestamp("us", tz="UTC")), ("source", pa.int64()),
                         ("coordinates", pa.list_(pa.float64())), ("people", pa.float64()),
-                        ("uncertainty_m", pa.float64()), ("missing", pa.int64()),
+                        ("uncertainty_m", pa.float64()), ("uncertainty_90_m", pa.float64()),
+                        ("status", pa.string()), ("misfit", pa.float64()), ("missing", pa.int64()),
                         ("sigma", pa.float64()), ("epsilon_period", pa.float64()), ("delta_period", pa.float64()),
                         ("converged", pa.bool_())])
 

@@ -2,8 +2,9 @@
 
 A window closes when every sensor has reported for it, when its grace period after its end is
 over, or when the analyst closes it. Its stored record holds the recovered source map, the
-EMD-scale uncertainty (metres), the sensors that reported (missing ones are flagged and their rows dropped
-from the model), the sensor the others contradict, if any (flagged as an outlier and its reading left out:
+EMD-scale uncertainty (metres), the map's status and misfit (the residual against the one the noise
+allows), the sensors that reported (missing ones are flagged and their rows dropped from the model), the
+sensor the others contradict, if any (flagged as an outlier and its reading left out:
 :func:`dpcloak.service.poisoning.robust_recover`), σ and the privacy spent: one window's (ε, δ) and the
 composed (ε, δ) of the release windows that received reports among the policy's sliding window ending at
 it (``releases_in_period`` of them: ``period_windows`` consecutive windows, at most the policy's
@@ -83,7 +84,9 @@ def recover_window_record(deployment: Deployment, store: Store, window: int,
         sigma=float(network.sigma), epsilon_window=float(network.epsilon), delta_window=float(network.delta),
         epsilon_period=eps_period, delta_period=delta_period, releases_in_period=n_releases,
         converged=bool(result.recovery.converged), message=str(result.recovery.message),
-        outliers=[] if robust.outlier is None else [{"sensor": robust.outlier, "z": robust.outlier_z}])
+        outliers=[] if robust.outlier is None else [{"sensor": robust.outlier, "z": robust.outlier_z}],
+        status=result.status, misfit=_finite(result.misfit), residual=_finite(result.recovery.residual),
+        radius=_finite(result.radius))
     if robust.outlier is not None:
         log.warning("window %d: sensor %d's reading %.6g is %.1f sigma from what the other sensors predict: "
                     "flagged as an outlier (a faulty sensor or a stolen key) and left out of the map", window,

@@ -204,15 +204,38 @@
     return s;
   }
 
+  // How the map was obtained, in words: a least-residual map says the model does not explain the readings.
+  const STATUS_WORDS = {
+    "fit": "the map fits the readings within the noise",
+    "least-residual": "no map of the model comes within the noise of the readings: the model does not explain " +
+      "them, the map is the closest one and its uncertainty is not stated",
+    "empty": "the readings are within the noise of nothing: an empty map",
+    "private counts": "the private counts of each site (no model)",
+  };
+
   function describe(r) {
-    const when = new Date((state.deployment.start + r.window * state.deployment.window_seconds) * 1000);
-    const unc = r.uncertainty === null ? "n/a" : fmt(r.uncertainty) + " m (median), " +
-      (r.uncertainty_90 === null ? "n/a" : fmt(r.uncertainty_90) + " m") + " (90th percentile)";
+    const dep = state.deployment, unit = dep.reading_unit, source = dep.source_unit;
+    const when = new Date((dep.start + r.window * dep.window_seconds) * 1000);
+    const stated = r.uncertainty !== null && r.uncertainty_90 !== null;
+    const unc = stated ? fmt(r.uncertainty) + " m (median), " + fmt(r.uncertainty_90) + " m (90th percentile)"
+      : r.uncertainty_text;
+    const status = r.status === null ? "status not recorded" : r.status;
     el("window-total").replaceChildren(
-      span("window " + r.window + ": "), span(fmt(r.total) + " people", "total"),
-      span(" in total · location uncertainty (bootstrap EMD) "), span(unc, "uncertainty"));
+      span("window " + r.window + ": "), span(fmt(r.total) + " " + source, "total"),
+      span(" in total · location uncertainty (bootstrap EMD) "), span(unc, stated ? "uncertainty" : "uncertainty flagged"),
+      span(" · "), span(status, r.status === "least-residual" ? "status flagged" : "status"));
     const info = el("window-info");
     info.replaceChildren(span("window " + r.window + " (from " + when.toLocaleString() + "): "));
+    if (r.status !== null) {
+      let fit = STATUS_WORDS[r.status] || r.status;
+      if (r.misfit !== null) fit += " (misfit " + fmt(100 * r.misfit) + " % of the readings' energy";
+      if (r.residual !== null && r.radius !== null) {
+        fit += (r.misfit !== null ? "; " : " (") + "residual " + fmt(r.residual) + " " + unit + " against " +
+          fmt(r.radius) + " " + unit + " the noise allows";
+      }
+      if (r.misfit !== null || (r.residual !== null && r.radius !== null)) fit += ")";
+      info.append(span(fit, r.status === "least-residual" ? "flagged misfit" : "fit"), span("; "));
+    }
     info.append(r.missing > 0 ? span(r.missing + " sensor(s) missing: recovered from the " + r.reporting.length +
                                      " that reported", "flagged") : span("all sensors reported"));
     (r.outliers || []).forEach((o) => {
@@ -220,7 +243,7 @@
       info.append(span("sensor " + o.sensor + " flagged: its reading is " + fmt(o.z) + " σ from what the other " +
                        "sensors predict (a faulty sensor or a stolen key), left out of the map", "flagged outlier"));
     });
-    info.append(span("; noise σ " + fmt(r.sigma) + " people per reading; privacy spent in this period ε = " +
+    info.append(span("; noise σ " + fmt(r.sigma) + " " + unit + " per reading; privacy spent in this period ε = " +
       fmt(r.epsilon_period) + " at δ = " + fmt(r.delta_period) + " (" + r.releases_in_period + " release(s) so far)"));
     if (!r.converged) { info.append(span("; ")); info.append(span("recovery not certified optimal", "", r.message)); }
   }
@@ -362,6 +385,7 @@
       el("deployment-line").textContent = "deployment " + dep.deployment_id + " · " + dep.n_sensors + " sensors · windows of " +
         dep.window_seconds + " s · configuration " + dep.fingerprint.slice(0, 16) + "…";
       el("guarantee").textContent = dep.guarantee_text;
+      el("scale-unit").textContent = dep.source_unit + " per cell";
       el("policy").textContent = dep.policy.words;
       drawLegend();
       draw(null);
