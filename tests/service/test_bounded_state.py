@@ -69,3 +69,59 @@ def test_closed_windows_leave_memory_and_stay_refused(tmp_path: Path) -> None:
     assert store.report_counts(dep.deployment_id, unclosed=True) == {}
     assert sum(store.report_counts(dep.deployment_id).values()) == WINDOWS * dep.n_sensors - 1
     store.dispose()
+
+
+def test_a_restart_reads_reports_from_the_stored_mark_only(tmp_path: Path) -> None:
+    """The closer stores the window below which every window holding reports is closed (closing first what
+    another collector left open there); a restart counts open windows' reports from it, not from the start.
+
+    Oracle: the deployment's clock arithmetic for the mark (the window whose grace period ended
+    ``CLOSED_BELOW_MARGIN`` seconds ago) and the rows written straight into the database."""
+    from dpcloak.service.collector import CLOSED_BELOW_MARGIN
+
+    net = _network.floor_plan_network(width=8.0, height=4.0, sensor_cols=2, sensor_rows=1, epsilon=1.0,
+                                      delta=1e-6, budget=(50.0, 1e-5), reading_high=100.0)
+    dep = Deployment.create(network=net, window_seconds=1.0, period_windows=10, start=0.0, grace_seconds=GRACE)
+    master = secrets.token_bytes(32)
+    write_deployment(tmp_path, dep, master_key=master)
+    store = Store(sqlite_url(tmp_path / "collector.db"))
+
+    def written(window: int) -> None:  # every sensor's report, stored by another collector that then stopped
+        store.insert_reports([{"deployment_id": dep.deployment_id, "sensor_id": j, "window": window,
+                               "report_id": f"r-{window}-{j}", "value": 1.0, "received_at": window + 0.5}
+                              for j in range(dep.n_sensors)])
+
+    now = [1000.0]
+    first = Collector(dep, store, master_key=master, clock=lambda: now[0], close_interval=3600.0)
+    target = int((now[0] - GRACE - CLOSED_BELOW_MARGIN) // dep.window_seconds)
+
+    async def run_first() -> list[int]:
+        await first.start()
+        marks = []
+        try:
+            written(100)  # below the mark's target, not closed: left by the other collector
+            await first.close_due()  # finds window 100: it joins the windows to close and holds the mark
+            marks.append(store.closed_below(dep.deployment_id))
+            await first.close_due()  # closes it
+            now[0] += 1.0
+            await first.close_due()  # the next window's pass: nothing left open below the target
+            marks.append(store.closed_below(dep.deployment_id))
+        finally:
+            await first.stop()
+        return marks
+
+    assert asyncio.run(run_first()) == [100, target + 1]
+    assert store.closed_windows(dep.deployment_id) == [100]
+    written(target - 5)  # below the mark: cannot happen (refused by the clock); shows that part is not read
+    written(target + 50)
+    second = Collector(dep, store, master_key=master, clock=lambda: now[0], close_interval=3600.0)
+
+    async def run_second() -> dict[int, int]:
+        await second.start()
+        try:
+            return dict(second.counts)
+        finally:
+            await second.stop()
+
+    assert asyncio.run(run_second()) == {target + 50: dep.n_sensors}
+    store.dispose()

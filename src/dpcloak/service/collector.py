@@ -123,6 +123,11 @@ def _reason(exc: BaseException) -> str:
     return (str(inner).strip().splitlines() or [type(inner).__name__])[0][:200]
 
 
+CLOSED_BELOW_MARGIN = 600.0
+"""Seconds after a window's grace period before it counts as settled for the restart mark (no report for it can
+still be on its way to the database: reports are refused once the grace period is over, and committed in ms)."""
+
+
 class Collector:
     """Ingest and window closing for one deployment.
 
@@ -212,6 +217,7 @@ class Collector:
         self.counts: dict[int, int] = {}
         self.closed: set[int] = set()
         self._open_from = 0  # windows before it are final (:meth:`_first_open`)
+        self._closed_below = 0  # windows before it holding reports are closed (:meth:`_advance_closed_below`)
         self._closing: set[int] = set()
         self._close_lock = asyncio.Lock()
         self._wake = asyncio.Event()
@@ -230,7 +236,8 @@ class Collector:
         self.store.migrate()
         self.store.register(self.deployment)
         dep_id = self.deployment.deployment_id
-        self.counts = self.store.report_counts(dep_id, unclosed=True)
+        self._closed_below = self.store.closed_below(dep_id)  # the history before it is closed: not read
+        self.counts = self.store.report_counts(dep_id, unclosed=True, first_window=self._closed_below)
         self.closed = set(self.store.closed_windows(dep_id, since=self._first_open(self.clock())))
         self.verifier.flagged = {(e["sensor"], e["generation"]) for e in self.store.security_events(dep_id)}
         self.writer.start()
@@ -423,6 +430,30 @@ class Collector:
             await self._close(w, first_open)
         if self.closed and min(self.closed) < first_open:
             self.closed = {w for w in self.closed if w >= first_open}
+        await self._advance_closed_below(now)
+
+    async def _advance_closed_below(self, now: float) -> None:
+        """Move the stored mark below which every window holding reports is closed (what a restart reads from).
+
+        Candidates are the windows whose grace period ended :data:`CLOSED_BELOW_MARGIN` seconds ago: no
+        collector takes a report for them any more, and any it took is committed. Their reports not in a
+        closed window are counted through the slot index (only the windows since the last mark: each report
+        is read once); windows found (left by a failed close, or by another collector on the same database
+        that stopped) join ``counts``, are closed here, and hold the mark back until they are.
+        """
+        dep = self.deployment
+        target = dep.window_at(now - dep.grace_seconds - CLOSED_BELOW_MARGIN)
+        if target <= self._closed_below:
+            return
+        left = await self.run_in_reader(functools.partial(
+            self.store.report_counts, dep.deployment_id, unclosed=True, first_window=self._closed_below, below=target))
+        for w, c in left.items():
+            if w not in self.closed and w not in self._closing:
+                self.counts.setdefault(w, c)
+        mark = min(left, default=target)
+        if mark > self._closed_below:
+            await self.run_in_reader(self.store.set_closed_below, dep.deployment_id, mark)
+            self._closed_below = mark
 
     async def _close(self, window: int, first_open: int) -> None:
         """Stop accepting reports for ``window``, wait for the pending ones, recover and store it.

@@ -10,8 +10,10 @@ sent two different authenticated reports for one slot (both reports; the sensor 
 on). The Alembic migration ``0001`` creates the tables, ``0002`` adds a window index, ``0003`` replaces
 the earlier unique keys by the slot index, ``0004`` adds the security events, ``0005`` indexes the
 windows in closing order (what the analyst API's incremental listing reads) and ``0006`` adds the windows'
-``outliers`` column (``ALTER TABLE … ADD COLUMN``: no row rewritten) and ``0007`` the map's ``status``,
-``misfit``, ``residual`` and allowed ``radius`` (the same way); a test compares the result with these.
+``outliers`` column (``ALTER TABLE … ADD COLUMN``: no row rewritten), ``0007`` the map's ``status``,
+``misfit``, ``residual`` and allowed ``radius`` (the same way) and ``0008`` adds ``collector_state`` (per
+deployment, the window below which every window holding reports is closed: what a restart reads reports
+from, instead of the whole history); a test compares the result with these.
 """
 
 from __future__ import annotations
@@ -31,7 +33,8 @@ from sqlalchemy import (
     Text,
 )
 
-__all__ = ["metadata", "deployments", "sensors", "reports", "windows", "security_events", "WINDOW_INDEX"]
+__all__ = ["metadata", "deployments", "sensors", "reports", "windows", "security_events", "collector_state",
+           "WINDOW_INDEX"]
 
 WINDOW_INDEX = "uq_reports_window_sensor"
 """The unique index on reports (deployment, window, sensor): the slot key, which closing a window reads through."""
@@ -111,4 +114,12 @@ security_events = Table(
     Column("received", JSON, nullable=False),  # the conflicting report, with its MAC (verifiable evidence)
     Column("detected_at", Float, nullable=False),
     Index("ix_security_events_sensor", "deployment_id", "sensor_id"),
+)
+
+collector_state = Table(
+    "collector_state",
+    metadata,
+    Column("deployment_id", String(64), ForeignKey("deployments.deployment_id"), primary_key=True),
+    # every window before it that holds reports is closed: a restart counts the open windows' reports from here
+    Column("closed_below", BigInteger, nullable=False),
 )

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sqlalchemy import Engine, create_engine, event, func, select, text, tuple_
+from sqlalchemy import BigInteger, Engine, Float, Integer, bindparam, create_engine, event, func, select, text, tuple_
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError, OperationalError
@@ -30,7 +30,7 @@ from dpcloak._files import owner_only, sqlite_owner_only
 from dpcloak.errors import InvalidParameterError
 from dpcloak.service import _network
 from dpcloak.service.config import Deployment
-from dpcloak.service.schema import deployments, reports, security_events, sensors, windows
+from dpcloak.service.schema import collector_state, deployments, reports, security_events, sensors, windows
 
 __all__ = ["Store", "StoredReport", "WindowRecord", "ClosingCursor", "sqlite_url", "storage_full"]
 
@@ -45,6 +45,38 @@ STARTUP_LOCK = 0x6470636C6F616B  # "dpcloak"
 
 READ_PAGE = 256
 """Windows read per query when iterating over all of them (:meth:`Store.windows`): memory stays constant."""
+
+
+# The analyst API's reads, built once (the dashboard polls them every 2 s: building a statement cost more than
+# running it). Each takes its values as bound parameters; SQLAlchemy compiles each once per dialect.
+_DEP = windows.c.deployment_id == bindparam("d")
+_LIMIT = bindparam("n", type_=Integer)
+_WINDOW_COLUMNS = [c for c in windows.c if c.name != "deployment_id"]  # WindowRecord's fields
+_CLOSING_ORDER = (windows.c.closed_at, windows.c.window)
+_CLOSED_AFTER = (select(*_WINDOW_COLUMNS).where(_DEP & (tuple_(*_CLOSING_ORDER) > tuple_(
+    bindparam("c", type_=Float), bindparam("w", type_=BigInteger)))).order_by(*_CLOSING_ORDER).limit(_LIMIT))
+_CLOSED_FIRST = select(*_WINDOW_COLUMNS).where(_DEP).order_by(*_CLOSING_ORDER).limit(_LIMIT)
+_LAST_CLOSED = (select(*_CLOSING_ORDER).where(_DEP)
+                .order_by(windows.c.closed_at.desc(), windows.c.window.desc()).limit(1))
+_IN_RANGE = _DEP & (windows.c.window > bindparam("after", type_=BigInteger)) & (
+    windows.c.window < bindparam("before", type_=BigInteger))
+_PAGE_UP = select(*_WINDOW_COLUMNS).where(_IN_RANGE).order_by(windows.c.window).limit(_LIMIT)
+_PAGE_DOWN = select(*_WINDOW_COLUMNS).where(_IN_RANGE).order_by(windows.c.window.desc()).limit(_LIMIT)
+_COUNT = select(func.count()).select_from(windows).where(_DEP)
+_COUNT_ALL = select(func.count()).select_from(windows)
+_OTHER_DEPLOYMENTS = (select(deployments.c.deployment_id)
+                      .where(deployments.c.deployment_id != bindparam("d")).limit(1))
+_REPORT_DEP = reports.c.deployment_id == bindparam("d")
+_REPORTS_FROM = _REPORT_DEP & (reports.c.window >= bindparam("low", type_=BigInteger))
+_REPORTS_IN = _REPORTS_FROM & (reports.c.window < bindparam("high", type_=BigInteger))
+_SENSOR = (reports.c.sensor_id + 0).label("sensor")  # grouped through the slot index (see reports_per_sensor)
+_ACTIVITY_RECENT = select(_SENSOR, func.max(reports.c.window), func.count()).where(_REPORTS_FROM).group_by(_SENSOR)
+_ACTIVITY_OLDER = select(_SENSOR, func.max(reports.c.window)).where(_REPORTS_IN).group_by(_SENSOR)
+_ARRIVED = select(reports.c.sensor_id, reports.c.window, reports.c.received_at).where(
+    _REPORT_DEP & reports.c.window.in_(bindparam("ws", expanding=True)))
+_WITH_REPORTS = select(reports.c.window).distinct().where(_REPORTS_IN).order_by(reports.c.window)
+_NO_WINDOW = 2**63 - 1
+"""Above every window index (``ReportIn.window <= 2**62``): the open end of a range."""
 
 
 def sqlite_url(path: Path | str) -> str:
@@ -440,15 +472,68 @@ class Store:
         with self.engine.connect() as conn:
             return self._reports(conn, reports.c.deployment_id == deployment_id)
 
-    def report_counts(self, deployment_id: str, *, unclosed: bool = False) -> dict[int, int]:
-        """Number of reports per window (only of the windows not closed yet, with ``unclosed``)."""
-        stmt = select(reports.c.window, func.count()).where(reports.c.deployment_id == deployment_id)
+    def report_counts(self, deployment_id: str, *, unclosed: bool = False, first_window: int = 0,
+                      below: int | None = None) -> dict[int, int]:
+        """Number of reports per window (only of the windows not closed yet, with ``unclosed``).
+
+        Only windows ``first_window <= window < below`` (``below`` optional) are read, through the slot
+        index: the cost is that range's reports, not the history's.
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> from dpcloak.service.examples import two_sensor_store
+        >>> with tempfile.TemporaryDirectory() as directory:
+        ...     _, store = two_sensor_store(directory, reading=10.0)  # window 0: one report, closed
+        ...     _ = store.insert_reports([{"deployment_id": "abc123", "sensor_id": 0, "window": w, "report_id": f"r{w}",
+        ...                                "value": 1.0, "mac": "00", "received_at": 60.0 * w} for w in (1, 2, 3)])
+        ...     counts = [store.report_counts("abc123", unclosed=True, first_window=a, below=b)
+        ...               for a, b in [(0, None), (2, None), (0, 3)]]
+        ...     store.dispose()
+        >>> counts
+        [{1: 1, 2: 1, 3: 1}, {2: 1, 3: 1}, {1: 1, 2: 1}]
+        """
+        in_range = (reports.c.deployment_id == deployment_id) & (reports.c.window >= first_window)
+        if below is not None:
+            in_range = in_range & (reports.c.window < below)
+        stmt = select(reports.c.window, func.count()).where(in_range)
         if unclosed:
-            stmt = stmt.where(reports.c.window.not_in(
-                select(windows.c.window).where(windows.c.deployment_id == deployment_id)))
+            stmt = stmt.where(reports.c.window.not_in(select(windows.c.window).where(
+                (windows.c.deployment_id == deployment_id) & (windows.c.window >= first_window))))
         stmt = stmt.group_by(reports.c.window)
         with self.engine.connect() as conn:
             return {int(w): int(c) for w, c in conn.execute(stmt)}
+
+    def closed_below(self, deployment_id: str) -> int:
+        """The window below which every window holding reports is closed (0 until :meth:`set_closed_below`).
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> from dpcloak.service.examples import two_sensor_store
+        >>> with tempfile.TemporaryDirectory() as directory:
+        ...     _, store = two_sensor_store(directory)
+        ...     marks = [store.closed_below("abc123")]
+        ...     store.set_closed_below("abc123", 5)
+        ...     store.set_closed_below("abc123", 3)  # never moves back
+        ...     marks.append(store.closed_below("abc123"))
+        ...     store.dispose()
+        >>> marks
+        [0, 5]
+        """
+        with self.engine.connect() as conn:
+            row = conn.execute(select(collector_state.c.closed_below)
+                               .where(collector_state.c.deployment_id == deployment_id)).first()
+        return 0 if row is None else int(row[0])
+
+    def set_closed_below(self, deployment_id: str, window: int) -> None:
+        """Record that every window before ``window`` holding reports is closed (kept if it is higher already)."""
+        stmt = self._insert(collector_state).values(deployment_id=deployment_id, closed_below=window)
+        stmt = stmt.on_conflict_do_update(index_elements=[collector_state.c.deployment_id],
+                                          set_={"closed_below": stmt.excluded.closed_below},
+                                          where=collector_state.c.closed_below < stmt.excluded.closed_below)
+        with self.engine.begin() as conn:
+            conn.execute(stmt)
 
     def sensor_activity(self, deployment_id: str, *, first_window: int, since_window: int = 0,
                         n_sensors: int | None = None) -> dict[int, tuple[int, float, int]]:
@@ -460,24 +545,18 @@ class Store:
         spans of 16, 32, 64… windows. The cost is bounded by that range, not by the history's length,
         and is small when every sensor reported lately.
         """
-        key = (reports.c.sensor_id + 0).label("sensor")  # grouped through the slot index (see reports_per_sensor)
-        dep = reports.c.deployment_id == deployment_id
-        recent = (select(key, func.max(reports.c.window), func.count())
-                  .where(dep & (reports.c.window >= max(first_window, since_window))).group_by(key))
         with self.engine.connect() as conn:
-            last = {int(s): (int(w), int(n)) for s, w, n in conn.execute(recent)}
+            last = {int(s): (int(w), int(n)) for s, w, n in conn.execute(
+                _ACTIVITY_RECENT, {"d": deployment_id, "low": max(first_window, since_window)})}
             high, span = first_window, 16
             while high > since_window and (n_sensors is None or len(last) < n_sensors):
                 low = max(since_window, high - span)  # backwards, in spans doubling: the latest first
-                older = (select(key, func.max(reports.c.window)).where(
-                    dep & (reports.c.window >= low) & (reports.c.window < high)).group_by(key))
-                for s, w in conn.execute(older):
+                for s, w in conn.execute(_ACTIVITY_OLDER, {"d": deployment_id, "low": low, "high": high}):
                     last.setdefault(int(s), (int(w), 0))
                 high, span = low, 2 * span
             # when each last report arrived: the rows of those few windows, through the slot index
             arrived = {(int(s), int(w)): float(t) for s, w, t in conn.execute(
-                select(reports.c.sensor_id, reports.c.window, reports.c.received_at)
-                .where(dep & reports.c.window.in_(sorted({w for w, _ in last.values()}))))}
+                _ARRIVED, {"d": deployment_id, "ws": sorted({w for w, _ in last.values()})})} if last else {}
         return {s: (w, arrived[(s, w)], n) for s, (w, n) in sorted(last.items())}
 
     def windows_with_reports(self, deployment_id: str, *, first_window: int, last_window: int) -> list[int]:
@@ -487,11 +566,9 @@ class Store:
         """
         if last_window < first_window:
             return []
-        stmt = (select(reports.c.window).distinct().where(
-            (reports.c.deployment_id == deployment_id) & (reports.c.window >= first_window)
-            & (reports.c.window <= last_window)).order_by(reports.c.window))
         with self.engine.connect() as conn:
-            return [int(w) for (w,) in conn.execute(stmt)]
+            return [int(w) for (w,) in conn.execute(_WITH_REPORTS, {"d": deployment_id, "low": first_window,
+                                                                    "high": last_window + 1})]
 
     # --- security events ---------------------------------------------------------------------------------------
 
@@ -561,13 +638,9 @@ class Store:
         >>> pages
         [[0], []]
         """
-        where = windows.c.deployment_id == deployment_id
-        if after is not None:
-            where = where & (windows.c.window > after)
-        if before is not None:
-            where = where & (windows.c.window < before)
-        order = windows.c.window.desc() if newest else windows.c.window
-        rows = self._window_rows(select(*self._window_columns()).where(where).order_by(order).limit(limit))
+        rows = self._window_rows(_PAGE_DOWN if newest else _PAGE_UP, {
+            "d": deployment_id, "after": -1 if after is None else after,
+            "before": _NO_WINDOW if before is None else before, "n": limit})
         return rows[::-1] if newest else rows
 
     def windows_closed_after(self, deployment_id: str, cursor: ClosingCursor | None, *,
@@ -577,31 +650,39 @@ class Store:
         The closing order is ``(closed_at, window)``, read through its index: what a dashboard polls
         for (the windows closed since its last poll, whichever their index).
         """
-        where = windows.c.deployment_id == deployment_id
-        if cursor is not None:
-            where = where & (tuple_(windows.c.closed_at, windows.c.window) > tuple_(float(cursor[0]), int(cursor[1])))
-        stmt = (select(*self._window_columns()).where(where)
-                .order_by(windows.c.closed_at, windows.c.window).limit(limit))
-        return self._window_rows(stmt)
+        if cursor is None:
+            return self._window_rows(_CLOSED_FIRST, {"d": deployment_id, "n": limit})
+        return self._window_rows(_CLOSED_AFTER, {"d": deployment_id, "c": float(cursor[0]), "w": int(cursor[1]),
+                                                 "n": limit})
 
     def last_closed(self, deployment_id: str) -> ClosingCursor | None:
         """The closing position ``(closed_at, window)`` of the window closed last; ``None`` before the first."""
-        stmt = (select(windows.c.closed_at, windows.c.window).where(windows.c.deployment_id == deployment_id)
-                .order_by(windows.c.closed_at.desc(), windows.c.window.desc()).limit(1))
         with self.engine.connect() as conn:
-            row = conn.execute(stmt).first()
+            row = conn.execute(_LAST_CLOSED, {"d": deployment_id}).first()
         return None if row is None else (float(row[0]), int(row[1]))
 
     def window_count(self, deployment_id: str) -> int:
-        """Number of closed windows."""
-        stmt = select(func.count()).select_from(windows).where(windows.c.deployment_id == deployment_id)
-        with self.engine.connect() as conn:
-            return int(conn.execute(stmt).scalar_one())
+        """Number of closed windows.
 
-    @staticmethod
-    def _window_columns() -> list[Any]:
-        return [windows.c[name] for name in WindowRecord.__dataclass_fields__]
+        When the database holds no other deployment (the usual case), every row of ``windows`` is this
+        deployment's (its foreign key: none without it), and the rows are counted without reading their keys:
+        SQLite counts the index's pages' cells (5x faster at 43,200 windows). Both queries read one snapshot.
 
-    def _window_rows(self, stmt: Any) -> list[WindowRecord]:
+        Examples
+        --------
+        >>> import tempfile
+        >>> from dpcloak.service.examples import two_sensor_store
+        >>> with tempfile.TemporaryDirectory() as directory:
+        ...     _, store = two_sensor_store(directory, reading=10.0)  # window 0 closed
+        ...     counts = store.window_count("abc123"), store.window_count("another")
+        ...     store.dispose()
+        >>> counts
+        (1, 0)
+        """
         with self.engine.connect() as conn:
-            return [WindowRecord(**{**r._mapping, "outliers": r.outliers or []}) for r in conn.execute(stmt)]
+            alone = conn.execute(_OTHER_DEPLOYMENTS, {"d": deployment_id}).first() is None
+            return int(conn.execute(_COUNT_ALL if alone else _COUNT, {"d": deployment_id}).scalar_one())
+
+    def _window_rows(self, stmt: Any, params: dict[str, Any]) -> list[WindowRecord]:
+        with self.engine.connect() as conn:
+            return [WindowRecord(**{**r._mapping, "outliers": r.outliers or []}) for r in conn.execute(stmt, params)]

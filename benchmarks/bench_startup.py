@@ -1,0 +1,199 @@
+"""Restart-to-ready of a collector holding 10^7 stored reports (issue 33: at most 5 s).
+
+A deployment of 40 people counters (8 x 5 on a 16 m x 10 m floor) with 1-minute windows started
+250,000 windows (about 174 days) ago: every window closed with its 40 reports (10^7 reports, 250,000
+windows), except the last ``OPEN`` windows, which hold reports but were not closed (a collector killed
+before closing them: a restart must find and close them). The database is written once with bulk
+``executemany`` inserts (the collector's own schema, migrated; synthetic maps) and cached in the temporary
+directory (``dpcloak-bench-startup-10m``) for later runs.
+
+Measured: the wall time from starting ``dpcloak serve`` to its first ``200`` of ``GET /api/v1/health``
+(ready: migrated, registered, its in-memory state rebuilt, listening), and that the windows left open
+(before each start, the two latest windows without reports are given every sensor's report, not closed:
+a collector killed before closing them) are found and closed. The first start reads the whole history once
+(a database of an earlier version has no restart mark; the collector then stores it), the ``REPEATS``
+restarts after it read from the mark. Results: ``benchmarks/results/bench_startup.json``.
+
+Run: ``PYTHONPATH=src python benchmarks/bench_startup.py`` (several minutes the first time, to write the
+database; seconds afterwards).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import json
+import os
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import _collector_load as shared
+
+WINDOWS = 250_000
+SENSORS = 40
+OPEN = 3  # the last windows hold reports but are not closed
+OPEN_AT_RESTART = 2  # before each restart: windows given every sensor's report, not closed
+REPEATS = 3
+CACHE = Path(tempfile.gettempdir()) / "dpcloak-bench-startup-10m"
+RESULTS = Path(__file__).resolve().parent / "results" / "bench_startup.json"
+
+
+def network() -> Any:
+    from dpcloak.service import _network
+
+    return _network.floor_plan_network(width=16.0, height=10.0, sensor_cols=8, sensor_rows=5, epsilon=1.0,
+                                       delta=1e-6, budget=(1e4, 1e-5), spacing=2.0, diffusion=4.0, move=2.0,
+                                       reading_high=200.0)
+
+
+def build(directory: Path) -> None:
+    """The deployment and its history, written with sqlite3's ``executemany`` (no fsync, one transaction a block)."""
+    from dpcloak.service.config import Deployment, write_deployment
+    from dpcloak.service.store import Store, sqlite_url
+
+    directory.mkdir(parents=True, exist_ok=True)
+    for leftover in directory.iterdir():
+        leftover.unlink()
+    now = time.time()
+    # the open windows' grace period (two hours) is not over: they are closed as full, not as late
+    dep = Deployment.create(network=network(), window_seconds=60.0, period_windows=60,
+                            start=now - (WINDOWS + 10) * 60.0, grace_seconds=7200.0)
+    write_deployment(directory, dep)
+    db = directory / "collector.db"
+    store = Store(sqlite_url(db))
+    store.migrate()
+    store.register(dep)
+    store.dispose()
+    rng = np.random.default_rng(1)
+    did, n_src = dep.deployment_id, dep.sensor_network.n_sources
+    last = dep.window_at(now) - 1  # the newest window holding reports
+    first = last - WINDOWS + 1
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=OFF")
+        conn.execute("PRAGMA cache_size=-400000")
+        for block in range(first, last + 1, 5000):
+            ws = range(block, min(block + 5000, last + 1))
+            values = rng.uniform(0, 20, (len(ws), SENSORS))
+            conn.executemany(
+                "INSERT INTO reports (deployment_id, sensor_id, window, report_id, value, received_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                ((did, j, w, f"{w:x}-{j}", float(values[i, j]), dep.window_end(w) - 1.0)
+                 for i, w in enumerate(ws) for j in range(SENSORS)))
+            closed = [w for w in ws if w <= last - OPEN]
+            maps = rng.gamma(0.3, 4.0, (len(closed), n_src))
+            conn.executemany(
+                "INSERT INTO windows (deployment_id, window, closed_at, source_map, uncertainty, uncertainty_90, "
+                "reporting, missing, sigma, epsilon_window, delta_window, epsilon_period, delta_period, "
+                "releases_in_period, converged, message) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                ((did, w, dep.window_end(w) + 0.5, json.dumps([round(float(x), 6) for x in row]), 1.2, 2.3,
+                  json.dumps(list(range(SENSORS))), 0, 4.7, 1.0, 1e-6, 5.0, 1e-5, (w % 60) + 1, 1, "converged")
+                 for w, row in zip(closed, maps, strict=True)))
+            conn.commit()
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    (directory / "built").write_text(json.dumps({"reports": WINDOWS * SENSORS, "windows": WINDOWS,
+                                                 "open": list(range(last - OPEN + 1, last + 1))}))
+
+
+def add_open_windows(directory: Path, deployment: Any) -> list[int]:
+    """Reports of every sensor for the two latest windows without any, not closed (a collector killed before)."""
+    db = directory / "collector.db"
+    rng = np.random.default_rng()
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        taken = {w for (w,) in conn.execute("SELECT DISTINCT window FROM reports WHERE window >= ?",
+                                            (deployment.window_at(time.time()) - 100,))}
+        opened = [w for w in range(deployment.window_at(time.time()) - 1, 0, -1) if w not in taken][:OPEN_AT_RESTART]
+        conn.executemany(
+            "INSERT INTO reports (deployment_id, sensor_id, window, report_id, value, received_at) "
+            "VALUES (?, ?, ?, ?, ?, ?)",
+            [(deployment.deployment_id, j, w, f"open-{w:x}-{j}", float(rng.uniform(0, 20)), time.time())
+             for w in opened for j in range(SENSORS)])
+        conn.commit()
+    return opened
+
+
+def mark(directory: Path) -> int | None:
+    """The stored restart mark (``collector_state.closed_below``), ``None`` before the collector wrote it."""
+    with (contextlib.closing(sqlite3.connect(directory / "collector.db")) as conn,
+          contextlib.suppress(sqlite3.OperationalError)):  # before the migration that adds the table
+        row = conn.execute("SELECT closed_below FROM collector_state").fetchone()
+        return None if row is None else int(row[0])
+    return None
+
+
+def restart(directory: Path, opened: list[int]) -> dict[str, Any]:
+    """Start ``dpcloak serve`` on ``directory``; seconds to ready, whether the ``opened`` windows then close, and
+    (waited for) the restart mark it stores."""
+    from dpcloak.service.config import ANALYST_FILE
+
+    before = mark(directory)
+    port = shared.free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = (directory / "collector.log").open("w")
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "dpcloak", "serve", "--deployment", str(directory), "--port",
+                             str(port)], stdout=log, stderr=subprocess.STDOUT, env=dict(os.environ))
+    try:
+        while True:
+            if proc.poll() is not None:
+                raise RuntimeError((directory / "collector.log").read_text())
+            with contextlib.suppress(httpx.TransportError):
+                if httpx.get(url + "/api/v1/health", timeout=5).status_code == 200:
+                    break
+            time.sleep(0.02)
+        ready = time.perf_counter() - t0
+        token = (directory / ANALYST_FILE).read_text().strip()
+        deadline = time.monotonic() + 300
+        closed = False
+        while time.monotonic() < deadline and not (closed and mark(directory) is not None):
+            closed = all(httpx.get(url + f"/api/v1/windows/{w}", headers={"Authorization": f"Bearer {token}"},
+                                   timeout=10).status_code == 200 for w in opened)
+            time.sleep(0.2)
+        return {"mark_before": before, "ready_s": round(ready, 3), "open_windows": opened,
+                "open_windows_closed": closed, "mark_after": mark(directory)}
+    finally:
+        shared.stop(proc, timeout=60)
+        log.close()
+
+
+def main() -> None:
+    if not (CACHE / "built").exists():
+        t0 = time.perf_counter()
+        build(CACHE)
+        print(f"built {WINDOWS * SENSORS:,} reports in {time.perf_counter() - t0:.0f} s "
+              f"({(CACHE / 'collector.db').stat().st_size / 2**30:.2f} GiB)")
+    from dpcloak.service.config import load_deployment
+
+    runs = []
+    with tempfile.TemporaryDirectory(prefix="dpcloak-bench-startup-") as work:
+        directory = Path(work) / "deployment"
+        shutil.copytree(CACHE, directory)
+        dep = load_deployment(directory)
+        for _ in range(REPEATS + 1):  # the first start reads the whole history once (no mark yet)
+            runs.append(restart(directory, add_open_windows(directory, dep)))
+            print(runs[-1])
+    first, runs = runs[0], runs[1:]
+    ready = [r["ready_s"] for r in runs]
+    out = {"reports": WINDOWS * SENSORS, "windows": WINDOWS, "first_start_without_mark": first, "runs": runs,
+           "ready_median_s": round(statistics.median(ready), 3), "ready_max_s": round(max(ready), 3),
+           "load_avg": round(os.getloadavg()[0], 2), "date": datetime.date.today().isoformat()}
+    RESULTS.parent.mkdir(exist_ok=True)
+    RESULTS.write_text(json.dumps(out, indent=1) + "\n")
+    print(json.dumps(out, indent=1))
+    print(f"goal: ready within 5 s: {'yes' if out['ready_max_s'] <= 5.0 else 'NO'}")
+
+
+if __name__ == "__main__":
+    main()
