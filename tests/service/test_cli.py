@@ -85,6 +85,9 @@ def test_user_mistakes_are_one_line_errors(tmp_path: Path) -> None:
         (["deploy", "show", str(tmp_path / "nowhere")], "not found"),
         (["serve"], "exactly one of --deployment"),
         (["serve", "--deployment", str(site), "--port", "0"], "--port"),
+        (["deploy", "init", str(tmp_path / "tiny"), "--window-seconds", "1e-300"], "--window-seconds"),
+        (["serve", "--deployment", str(site), "--db", "sqlite://", "--port", str(free_port())], "--db"),
+        (["serve", "--deployment", str(site), "--db", "sqlite:///:memory:", "--port", str(free_port())], "in memory"),
         (["sensor", "run", "--config", str(site / "deployment.json"), "--deployment", str(site),
           "--url", "http://127.0.0.1:9", "--ledger", str(tmp_path / "l.db")], "credential"),
     ):

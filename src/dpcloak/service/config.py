@@ -65,6 +65,10 @@ MASTER_KEY_FILE = "collector.key"
 ANALYST_FILE = "analyst.token"
 SENSOR_DIR = "sensors"
 GENERATIONS_FILE = "generations.json"
+MIN_WINDOW_SECONDS = 1e-3
+"""Shortest window (seconds): window indices of a century of 1 ms windows stay below 2^42, far inside the
+reports' and the database's 2^62 (a window of 1e-300 s numbered the first window past any integer type)."""
+
 DEPLOYMENT_VERSION = 3
 """Version of the deployment format: 3 binds the network's Δ2 into the fingerprint (a node calibrates to it); 2
 declared the release policy; version 1 counted releases per sensor."""
@@ -170,7 +174,8 @@ class Deployment:
     network : dict
         ``SensorNetwork.to_dict()`` of the sensor network.
     window_seconds : float
-        Time precision: length of one reporting window, > 0 seconds.
+        Time precision: length of one reporting window, at least :data:`MIN_WINDOW_SECONDS` (1 ms; a shorter
+        window numbers the windows of a few years past what the collector's database and the reports hold).
     start : float
         Unix time at which window 0 starts.
     period_windows : int
@@ -246,7 +251,8 @@ class Deployment:
                 "deployment again (dpcloak deploy init) and provision its sensors",
                 parameter="version", allowed=str(DEPLOYMENT_VERSION), got=self.version)
         # normalised types: the fingerprint must not depend on 60 vs 60.0
-        for name, value in (("window_seconds", check_real("window_seconds", self.window_seconds, low=0.0)),
+        for name, value in (("window_seconds", check_real("window_seconds", self.window_seconds,
+                                                          low=MIN_WINDOW_SECONDS, low_inclusive=True)),
                             ("start", check_real("start", self.start)),
                             ("period_windows", check_int("period_windows", self.period_windows, minimum=1)),
                             ("grace_seconds", check_real("grace_seconds", self.grace_seconds, low=0.0,

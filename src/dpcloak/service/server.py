@@ -64,6 +64,11 @@ def build_app(directory: Path, *, db_url: str | None = None, close_interval: flo
     deployment = load_deployment(directory)
     key = load_master_key(directory)
     store = Store(db_url or sqlite_url(Path(directory) / DEFAULT_DB))
+    if store.in_memory:  # each pooled connection would see its own empty database, and every report is lost at exit
+        raise InvalidParameterError(f"the database {db_url} is SQLite in memory, which the collector cannot serve from "
+                                    "(each connection sees its own empty database, and all is lost at exit); give a "
+                                    "file, e.g. sqlite:///collector.db, or PostgreSQL", parameter="url",
+                                    allowed="a SQLite file or PostgreSQL", got=db_url)
     if check_database:
         store.migrate()
         check_history(directory, store, deployment, new_history=new_history)

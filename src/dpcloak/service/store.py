@@ -285,6 +285,17 @@ class Store:
             event.listen(self.engine, "connect", _sqlite_pragmas)
         self._insert = (sqlite.insert if self.dialect == "sqlite" else postgresql.insert)
 
+    @property
+    def in_memory(self) -> bool:
+        """Whether this is an in-memory SQLite database (``sqlite://``): private to each connection, gone at exit.
+
+        Examples
+        --------
+        >>> Store("sqlite://").in_memory, Store("sqlite:///:memory:").in_memory, Store("sqlite:///c.db").in_memory
+        (True, True, False)
+        """
+        return self.dialect == "sqlite" and self.engine.url.database in (None, "", ":memory:")
+
     def migrate(self, revision: str = "head") -> None:
         """Bring the schema to ``revision`` (default: the newest Alembic revision)."""
         from alembic import command
@@ -313,7 +324,7 @@ class Store:
         uses :meth:`_advisory_lock` instead (nothing to do here); an in-memory database is private.
         """
         database = self.engine.url.database
-        if self.dialect != "sqlite" or not database or database == ":memory:":
+        if self.dialect != "sqlite" or self.in_memory:
             yield
             return
         import fcntl
@@ -359,7 +370,7 @@ class Store:
         """
         import sqlite3
 
-        if self.dialect != "sqlite" or not self.engine.url.database or self.engine.url.database == ":memory:":
+        if self.dialect != "sqlite" or self.in_memory:
             raise InvalidParameterError(f"dpcloak backup copies a SQLite database file; {self.engine.url!r} is not one "
                                         "(for PostgreSQL use pg_dump)", parameter="url",
                                         allowed="a SQLite database file", got=repr(self.engine.url))
