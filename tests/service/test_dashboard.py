@@ -291,3 +291,167 @@ def test_dashboard_polls_only_what_is_new(served: tuple[Path, CollectorProcess, 
     starts = sorted(t0 for u, t0, _ in requests[held_from:] if "/api/v1/windows?" in u)
     assert len(starts) >= 2 and all(b - a >= 4000 for a, b in itertools.pairwise(starts)), starts
     assert messages == []
+
+
+DESKTOP_SHOT = {"width": 1280, "height": 800}
+SNAPSHOT = """() => {
+    const b = document.getElementById('policy-banner'); const m = document.getElementById('map');
+    const cells = [...document.querySelectorAll('#sensors tbody tr')].map(
+        (tr) => [...tr.querySelectorAll('td')].map((td) => td.textContent));
+    return {window: m.dataset.window ? Number(m.dataset.window) : null, banner: b.textContent,
+            status: b.dataset.status || null, renews: b.dataset.renewsAtWindow || null,
+            policy: document.getElementById('policy').textContent, rows: cells,
+            totals: document.getElementById('totals').textContent}; }"""
+
+
+@pytest.mark.slow
+def test_serve_demo_two_simulated_hours_in_chromium(tmp_path: Path, browser: Any) -> None:
+    """``dpcloak serve --demo --time-scale 120`` runs 3,600 two-second windows (2 simulated hours, ~1 real minute)
+    while headless Chromium shows its dashboard (1280 x 800 and 390 x 844; screenshots kept in ``tmp_path``).
+
+    The floor is 2 x 2 sensors written as the demo's deployment, with a 60 s grace: at 120x the 40-sensor
+    floor's window of 2 s lasts 17 ms and its grace as long, less than its 40 nodes take to release (2.4 ms
+    each: the durable ledger) and deliver one by one (measured; ``benchmarks/bench_demo_dashboard.py`` runs the
+    real 40-sensor demo at a speed it keeps up with). Checked on the page, against the API and the stored reports:
+    the policy in words; the banner saying the schedule skips windows (health ``ok``), then, while the demo's
+    sensor 0 is switched off (minutes 20–40, ``switched_off``), ``degraded`` naming it (health too, and the
+    database: it released nothing in the windows named), then ``ok`` again once it reports; the budget's renewal
+    moving after the first hour; the map advancing throughout (never the same window for 10 simulated minutes);
+    the running totals' error bars ±1.96 σ√n for the n readings shown (σ of the deployment's mechanism)."""
+    import os
+    import re
+    import sqlite3
+    import subprocess
+    import sys
+    import tempfile
+
+    from dpcloak.service import _network, demo, views
+    from dpcloak.service.config import Deployment, write_deployment
+
+    from .conftest import free_port
+
+    shm = Path("/dev/shm")
+    base = Path(tempfile.mkdtemp(dir=shm)) if shm.is_dir() else tmp_path
+    messages: list[str] = []
+    seen: list[dict[str, Any]] = []
+    shots: dict[str, Path] = {}
+    pages: dict[str, Any] = {}
+    _who, off, on, _every = demo.OUTAGE
+    first_seen = 0.0
+    try:
+        net = _network.floor_plan_network(width=demo.WIDTH, height=demo.HEIGHT, sensor_cols=2, sensor_rows=2,
+                                          epsilon=1.0, delta=1e-6, budget=(30.0, 1e-5), reading_high=200.0)
+        dep = Deployment.create(network=net, window_seconds=2.0, period_windows=1800, start=math.floor(time.time()),
+                                grace_seconds=60.0)
+        write_deployment(base / "dpcloak-demo", dep)
+        port = free_port()
+        url = f"http://127.0.0.1:{port}"
+        cmd = [sys.executable, "-m", "dpcloak", "serve", "--demo", "--port", str(port), "--time-scale", "120",
+               "--windows", "3600"]
+        proc = subprocess.Popen(cmd, cwd=base, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env=dict(os.environ))
+        deadline = time.monotonic() + 600
+        while proc.poll() is None and not pages:  # the collector is up: open the dashboard at both sizes
+            assert time.monotonic() < deadline
+            time.sleep(0.2)
+            try:
+                httpx.get(url + "/api/v1/health", timeout=10).raise_for_status()
+            except (httpx.TransportError, httpx.HTTPStatusError):
+                continue
+            token = (base / "dpcloak-demo" / "analyst.token").read_text().strip()
+            pages = {name: _open(browser, size, f"{url}/dashboard/#token={token}", messages)
+                     for name, size in (("desktop", DESKTOP_SHOT), ("phone", PHONE))}
+        while proc.poll() is None:
+            assert time.monotonic() < deadline, "the demo did not finish 3,600 windows in 600 s"
+            time.sleep(1.0)
+            try:
+                health = httpx.get(url + "/api/v1/health", timeout=10).json()
+            except (httpx.TransportError, ValueError):
+                continue  # stopping
+            snap = pages["desktop"].evaluate(SNAPSHOT)
+            seen.append({"health": health, "page": snap, "t": time.monotonic(), "messages": len(messages)})
+            first_seen = first_seen or dep.window_start(health["window"])
+            since = dep.window_start(health["window"]) - first_seen  # about the sensors' time (they start first)
+            state = ("degraded" if snap["status"] == "degraded" and off + 400 < since < on else
+                     "ok" if snap["status"] == "ok" and since > on + 300 else None)
+            if state and state not in shots:  # while sensor 0 is off, and once it is back
+                for name, page in pages.items():
+                    shots[f"{state}-{name}"] = tmp_path / f"demo-{state}-{name}.png"
+                    page.screenshot(path=str(shots[f"{state}-{name}"]), full_page=True)
+        _out, err = proc.communicate(timeout=60)
+        assert proc.returncode == 0 and "Traceback" not in err, err[-3000:]
+        with sqlite3.connect(base / "dpcloak-demo" / "collector.db") as db:
+            values = db.execute("SELECT window, sensor_id, value FROM reports ORDER BY window").fetchall()
+            reported = {(int(w), int(s)) for w, s, _ in values}
+            closed = sorted(int(w) for (w,) in db.execute("SELECT window FROM windows"))
+    finally:
+        for page in pages.values():
+            page.context.close()
+        shutil.rmtree(base, ignore_errors=True) if base != tmp_path else None
+    assert messages[:seen[-1]["messages"]] == []  # none while the collector ran (refused once it stopped)
+    assert all("ERR_CONNECTION_REFUSED" in m for m in messages)
+    first = min(w for w, _ in reported)
+    began = first * dep.window_seconds + dep.start  # the sensors' first window (its start, simulated)
+    assert all(w % dep.release_stride == 0 for w, _ in reported) and closed[-1] - first >= 3000
+    gaps = [b - a for a, b in itertools.pairwise(closed)]
+    assert max(gaps) <= 300, f"a gap of {max(gaps)} windows without a closed window"
+    # sensor 0's outage: its longest silence lasts the outage's 20 minutes, from 20 minutes after the sensors'
+    # first report (within five minutes, 2.5 real seconds: the sensors start before their first report is stored)
+    zero = sorted(w for w, j in reported if j == 0)
+    gap_from, gap_to = max(itertools.pairwise(zero), key=lambda p: p[1] - p[0])
+    outage_from, outage_to = dep.window_start(gap_from), dep.window_start(gap_to)
+    assert on - off <= outage_to - outage_from <= on - off + 60, (gap_from, gap_to, first)
+    assert off - 300 <= outage_from - began <= off, (gap_from, gap_to, first)
+    pages_seen = [s["page"] for s in seen if s["page"]["window"] is not None]
+    # the map advances: it shows ever newer windows, never the same one for 10 simulated minutes (5 real seconds)
+    # while the sensors run (the last polls come after their last window, while the collector stops)
+    shown = [(s["t"], s["page"]["window"]) for s in seen if s["page"]["window"] is not None]
+    assert [w for _, w in shown] == sorted(w for _, w in shown) and len({w for _, w in shown}) >= 20
+    running = [(s["t"], s["page"]["window"]) for s in seen
+               if s["page"]["window"] is not None and s["health"]["window"] < first + 3590]
+    assert all(w1 > w0 for (t0, w0), (t1, w1) in itertools.combinations(running, 2) if t1 - t0 >= 5.0), shown
+    assert all(p["policy"] == views.policy_words(dep) for p in pages_seen) and "1800 consecutive" in pages_seen[0][
+        "policy"]
+    # the banner: skips by schedule while ok; degraded naming sensor 0 while it is off (the API: every poll once
+    # its last due release window is inside the outage), and ok again after it
+    assert any(p["status"] == "ok" and "skip it by schedule" in p["banner"] for p in pages_seen)
+    degraded = [p for p in pages_seen if p["status"] == "degraded"]
+    assert degraded and all("released nothing in release window" in p["banner"] for p in degraded)
+
+    def since(s: dict[str, Any]) -> float:  # simulated seconds since the outage began
+        return dep.window_start(s["health"]["window"]) - outage_from
+
+    during = [s for s in seen if 150 < since(s) < outage_to - outage_from]
+    assert during and all(s["health"]["status"] == "degraded" and 0 in s["health"]["policy"]["skipping"]
+                          for s in during)
+    assert any(s["page"]["status"] == "degraded" and re.search(r"sensor\(s\) 0\b", s["page"]["banner"])
+               for s in seen if 400 < since(s) < outage_to - outage_from)
+    assert any(s["health"]["status"] == "ok" and s["page"]["status"] == "ok" for s in seen
+               if since(s) > outage_to - outage_from + 300)
+    for h in (s["health"]["policy"] for s in seen if s["health"]["status"] == "degraded"):
+        # every sensor named released nothing in the window named (under load, not only sensor 0 may lag)
+        assert h["skipping"] and all((h["last_due_release_window"], j) not in reported for j in h["skipping"])
+    # the renewal: the oldest release leaves the sliding window after the first hour, so it moves
+    renewals = [int(p["renews"]) for p in pages_seen if p["renews"]]
+    assert len(set(renewals)) >= 2 and renewals == sorted(renewals)
+    assert all(f"renews from window {p['renews']}" in p["banner"] for p in pages_seen if p["renews"])
+    # running totals "t ± e (n)": t the sum of n consecutive stored reports of the sensor (its sliding window at
+    # the page's last poll), e = 1.96 σ √n, both to the three digits shown; budget left "k / 360"
+    sigma = float(dep.sensor_network.sigma)
+    rows = pages_seen[-1]["rows"]
+    assert len(rows) == dep.n_sensors
+    for j, row in enumerate(rows):
+        total, err95, n = re.fullmatch(r"(-?[\d.e+-]+) ± ([\d.e+-]+) \((\d+)\)", row[2]).groups()  # type: ignore[union-attr]
+        assert err95 == _shown(1.96 * sigma * math.sqrt(int(n))) and 0 < int(n) <= dep.releases_per_period
+        mine = [v for _, s, v in values if s == j]
+        sums = {_shown(math.fsum(mine[k - int(n):k])) for k in range(int(n), len(mine) + 1)}
+        assert total in sums, (j, row)
+        assert re.fullmatch(rf"\d+ / {dep.releases_per_period}", row[4])
+    assert set(shots) == {"ok-desktop", "ok-phone", "degraded-desktop", "degraded-phone"}
+    for name, path in shots.items():
+        png = path.read_bytes()
+        width = DESKTOP_SHOT["width"] if name.endswith("desktop") else 2 * PHONE["width"]
+        assert png[:8] == b"\x89PNG\r\n\x1a\n" and int.from_bytes(png[16:20], "big") == width
+    print(f"\ndemo in Chromium: {len(seen)} polls, windows {first}..{closed[-1]} ({len(closed)} closed, largest gap "
+          f"{max(gaps)}), {len(reported)} reports, {len(degraded)} page polls degraded, renewals "
+          f"{sorted(set(renewals))[:3]}")

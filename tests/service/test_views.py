@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from fractions import Fraction
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 from dpcloak.service import views
 from dpcloak.service.config import Deployment
@@ -36,7 +38,7 @@ def test_sensors_view_reads_a_bounded_range_and_matches_brute_force(
             if j == 1 or w >= silent_since or rng.random() < 0.3:
                 continue
             rows.append({"deployment_id": did, "sensor_id": j, "window": w, "report_id": f"{w}-{j}",
-                         "value": 0.0, "received_at": w * 3600.0 + rng.uniform(0, 3600)})
+                         "value": float(rng.integers(-50, 200)) / 8, "received_at": w * 3600.0 + rng.uniform(0, 3600)})
     store.insert_reports(rows)
     now = 100 * 3600.0 + 10.0  # window 100; the sliding window of 6 starts at window 95
     view = views.sensors_view(dep, store, now)
@@ -50,9 +52,17 @@ def test_sensors_view_reads_a_bounded_range_and_matches_brute_force(
         last = max(mine, key=lambda r: r.window, default=None)
         in_period = sum(r.window >= first for r in mine)
         assert row["readings_in_period"] == in_period
+        # the running total over the sliding window: exact sum (values are multiples of 1/8) and sigma * sqrt(n)
+        assert Fraction(row["total"]) == sum(Fraction(r.value) for r in mine if r.window >= first)
+        assert row["std"] == pytest.approx(float(dep.sensor_network.sigma) * math.sqrt(in_period), rel=1e-15)
+        assert row["interval_95"] == pytest.approx([row["total"] - 1.96 * row["std"], row["total"] + 1.96 * row["std"]])
         assert row["epsilon_spent"] == dep.guarantee(len(charged))[0]
         assert (row["last_window"], row["last_seen"]) == ((None, None) if last is None
                                                           else (last.window, last.received_at)), row
+    in_window = [r for r in reports if r.window >= first]
+    assert Fraction(view["all_sensors"]["total"]) == sum(Fraction(r.value) for r in in_window)
+    assert view["all_sensors"]["readings_in_period"] == len(in_window)
+    assert view["all_sensors"]["std"] == pytest.approx(float(dep.sensor_network.sigma) * math.sqrt(len(in_window)))
     by_sensor = {row["sensor"]: row for row in view["sensors"]}
     assert by_sensor[0]["last_window"] is None and by_sensor[1]["last_window"] is None  # gone / never: not seen
     assert by_sensor[2]["last_window"] is not None and by_sensor[2]["readings_in_period"] == 0  # seen before period

@@ -5,8 +5,11 @@ heat model: a person at distance d counts exp(-d²/4T)), privatize their reading
 (the same :class:`~dpcloak.service.node.SensorNode` a real sensor runs, with its own ledger) and
 send them to the collector over HTTP on the loopback interface, at the end of each window. The
 deployment's policy is the network's budget (30, 10⁻⁵) over any 1,800 consecutive two-second windows
-(an hour): every fifth window is a release window, so the demo runs indefinitely within it. The
-deployment, the SQLite database and the ledgers live in ``./dpcloak-demo``.
+(an hour): every fifth window is a release window, so the demo runs indefinitely within it. To show
+what the dashboard and ``/api/v1/health`` say when sensors skip release windows the policy lets them
+use, sensor 0 is switched off for 20 minutes of every two hours (:func:`switched_off`): health is
+``degraded`` then, ``ok`` once it reports again. The deployment, the SQLite database and the ledgers
+live in ``./dpcloak-demo``.
 """
 
 from __future__ import annotations
@@ -35,12 +38,29 @@ from dpcloak.service.config import (
 )
 from dpcloak.service.node import DeliveryError, SensorNode
 
-__all__ = ["DEMO_DIR", "DemoClock", "demo_deployment", "demo_readings", "simulate"]
+__all__ = ["DEMO_DIR", "OUTAGE", "DemoClock", "demo_deployment", "demo_readings", "simulate", "switched_off"]
 
 log = logging.getLogger("dpcloak.service")
 
 DEMO_DIR = "dpcloak-demo"
 WIDTH, HEIGHT = 16.0, 10.0
+OUTAGE = (0, 1200.0, 2400.0, 7200.0)
+"""(sensor, off from, on again at, every): the simulated outage, in seconds since the sensors started."""
+
+
+def switched_off(sensor: int, seconds: float) -> bool:
+    """Whether the demo's ``sensor`` is switched off ``seconds`` after the simulated sensors started.
+
+    Sensor 0 is off from minute 20 to minute 40 of every two hours (:data:`OUTAGE`): it releases
+    nothing then, as a sensor whose battery ran out would.
+
+    Examples
+    --------
+    >>> [switched_off(0, 60.0 * m) for m in (0, 19, 20, 39, 40, 140)], switched_off(1, 1800.0)
+    ([False, False, True, True, False, True], False)
+    """
+    who, off, on, every = OUTAGE
+    return sensor == who and off <= seconds % every < on
 
 
 class DemoClock:
@@ -172,6 +192,7 @@ def simulate(directory: Path, *, url: str, stop: threading.Event, windows: int |
                                     credential=load_credential(directory / SENSOR_DIR / f"sensor-{j}.json"),
                                     clock=clock))
         first = dep.window_at(now())  # windows count from when the sensors are ready
+        began = dep.window_start(first)
         for node in nodes:
             node.flush()
         while not stop.is_set():
@@ -188,7 +209,7 @@ def simulate(directory: Path, *, url: str, stop: threading.Event, windows: int |
             readings = demo_readings(dep, w)
             released = []
             for node in nodes:
-                if node.ledger.entry(w) is None and not stop.is_set():
+                if node.ledger.entry(w) is None and not stop.is_set() and not switched_off(node.sensor, now() - began):
                     with contextlib.suppress(BudgetExceededError, InvalidParameterError):  # refused: nothing left
                         released.append((node, node.release(float(readings[node.sensor]), window=w)))
             wait(max(0.0, dep.window_end(w) - now()))  # reports leave at the window's end

@@ -70,7 +70,8 @@ _REPORT_DEP = reports.c.deployment_id == bindparam("d")
 _REPORTS_FROM = _REPORT_DEP & (reports.c.window >= bindparam("low", type_=BigInteger))
 _REPORTS_IN = _REPORTS_FROM & (reports.c.window < bindparam("high", type_=BigInteger))
 _SENSOR = (reports.c.sensor_id + 0).label("sensor")  # grouped through the slot index (see reports_per_sensor)
-_ACTIVITY_RECENT = select(_SENSOR, func.max(reports.c.window), func.count()).where(_REPORTS_FROM).group_by(_SENSOR)
+_ACTIVITY_RECENT = (select(_SENSOR, func.max(reports.c.window), func.count(), func.sum(reports.c.value))
+                    .where(_REPORTS_FROM).group_by(_SENSOR))
 _ACTIVITY_OLDER = select(_SENSOR, func.max(reports.c.window)).where(_REPORTS_IN).group_by(_SENSOR)
 _ARRIVED = select(reports.c.sensor_id, reports.c.window, reports.c.received_at).where(
     _REPORT_DEP & reports.c.window.in_(bindparam("ws", expanding=True)))
@@ -547,8 +548,8 @@ class Store:
             conn.execute(stmt)
 
     def sensor_activity(self, deployment_id: str, *, first_window: int, since_window: int = 0,
-                        n_sensors: int | None = None) -> dict[int, tuple[int, float, int]]:
-        """Per sensor: (last window reported, when that report arrived, reports since ``first_window``).
+                        n_sensors: int | None = None) -> dict[int, tuple[int, float, int, float]]:
+        """Per sensor: (last window reported, when that report arrived, reports since ``first_window``, their sum).
 
         Only reports of windows from ``since_window`` on are read (sensors with none there are left
         out), all through the slot index: the reports since ``first_window`` (the period) first, then,
@@ -557,18 +558,18 @@ class Store:
         and is small when every sensor reported lately.
         """
         with self.engine.connect() as conn:
-            last = {int(s): (int(w), int(n)) for s, w, n in conn.execute(
+            last = {int(s): (int(w), int(n), float(v)) for s, w, n, v in conn.execute(
                 _ACTIVITY_RECENT, {"d": deployment_id, "low": max(first_window, since_window)})}
             high, span = first_window, 16
             while high > since_window and (n_sensors is None or len(last) < n_sensors):
                 low = max(since_window, high - span)  # backwards, in spans doubling: the latest first
                 for s, w in conn.execute(_ACTIVITY_OLDER, {"d": deployment_id, "low": low, "high": high}):
-                    last.setdefault(int(s), (int(w), 0))
+                    last.setdefault(int(s), (int(w), 0, 0.0))
                 high, span = low, 2 * span
             # when each last report arrived: the rows of those few windows, through the slot index
             arrived = {(int(s), int(w)): float(t) for s, w, t in conn.execute(
-                _ARRIVED, {"d": deployment_id, "ws": sorted({w for w, _ in last.values()})})} if last else {}
-        return {s: (w, arrived[(s, w)], n) for s, (w, n) in sorted(last.items())}
+                _ARRIVED, {"d": deployment_id, "ws": sorted({w for w, _, _ in last.values()})})} if last else {}
+        return {s: (w, arrived[(s, w)], n, v) for s, (w, n, v) in sorted(last.items())}
 
     def windows_with_reports(self, deployment_id: str, *, first_window: int, last_window: int) -> list[int]:
         """The windows among ``first_window … last_window`` holding at least one report, ascending.

@@ -159,7 +159,7 @@ def skipped_release(deployment: Deployment, store: Store, *, now: float) -> tupl
         return last, []
     activity = store.sensor_activity(deployment.deployment_id, first_window=first, since_window=first,
                                      n_sensors=deployment.n_sensors)
-    return last, [j for j, (w, _, _) in activity.items() if w < last]
+    return last, [j for j, (w, _, _, _) in activity.items() if w < last]
 
 
 def policy_view(deployment: Deployment, *, now: float, store: Store | None = None) -> dict[str, Any]:
@@ -260,12 +260,16 @@ def deployment_view(deployment: Deployment, *, now: float) -> dict[str, Any]:
 
 
 def sensors_view(deployment: Deployment, store: Store, now: float) -> dict[str, Any]:
-    """Per sensor: last window, last seen, readings in the policy's sliding window, the budget left and its renewal.
+    """Per sensor: last window, last seen, readings in the policy's sliding window and their running total with
+    its error bar, the budget left and its renewal.
 
     The policy's sliding window is the ``period_windows`` windows ending at the current one. Every
     window in which any sensor reported is charged to every sensor (one release of all sensors), so
     the spent ε, the release windows left and the renewal — when the oldest charged window leaves
     the sliding window — are the same for all sensors; ``readings_in_period`` is each sensor's own.
+    ``total`` is the sum of a sensor's released readings in the sliding window (``all_sensors``: of
+    every sensor's), ``std`` its noise's standard deviation σ√n and ``interval_95`` ±1.96 σ√n around it
+    (as :func:`total_view`); summing released values spends no privacy.
 
     A sensor's last report is looked for in the last :data:`LAST_SEEN_LOOKBACK` seconds of windows
     (at least the period) only: ``seen_since_window`` is the first window looked at, and a sensor
@@ -282,13 +286,15 @@ def sensors_view(deployment: Deployment, store: Store, now: float) -> dict[str, 
     ...                         "value": 10.0, "mac": "00", "received_at": 30.0}])
     >>> view = sensors_view(deployment, store, now=45.0)
     >>> sorted(view)  # doctest: +NORMALIZE_WHITESPACE
-    ['period_first_window', 'release_windows_charged', 'releases_left', 'releases_per_period', 'renews_at',
-     'renews_at_window', 'seen_since_window', 'sensors']
+    ['all_sensors', 'period_first_window', 'release_windows_charged', 'releases_left', 'releases_per_period',
+     'renews_at', 'renews_at_window', 'seen_since_window', 'sensors']
     >>> view["release_windows_charged"], view["releases_left"], view["renews_at_window"], view["renews_at"]
     (1, 9, 10, 600.0)
     >>> [(s["sensor"], s["last_window"], s["last_seen"], s["readings_in_period"], s["next_release_window"])
     ...  for s in view["sensors"]]
     [(0, 0, 30.0, 1, 1), (1, None, None, 0, 1)]
+    >>> [(s["total"], s["std"] / deployment.sensor_network.sigma) for s in view["sensors"]]
+    [(10.0, 1.0), (0.0, 0.0)]
     >>> store.dispose()
     >>> tmp.cleanup()
     """
@@ -303,16 +309,30 @@ def sensors_view(deployment: Deployment, store: Store, now: float) -> dict[str, 
     since = max(0, min(first, current - lookback))
     activity = store.sensor_activity(deployment.deployment_id, first_window=first, since_window=since,
                                      n_sensors=deployment.n_sensors)
+    sigma = float(deployment.sensor_network.sigma)
     out = []
     for j in range(deployment.n_sensors):
-        last_window, last_seen, in_period = activity.get(j, (None, None, 0))
+        last_window, last_seen, in_period, total = activity.get(j, (None, None, 0, 0.0))
         out.append({"sensor": j, "last_window": last_window, "last_seen": last_seen, "readings_in_period": in_period,
-                    "epsilon_spent": eps, "delta": delta, "releases_left": k - len(charged),
-                    "next_release_window": nxt})
+                    **_summed(total, in_period, sigma), "epsilon_spent": eps, "delta": delta,
+                    "releases_left": k - len(charged), "next_release_window": nxt})
+    n_all = sum(s["readings_in_period"] for s in out)
     return {"period_first_window": first, "releases_per_period": k, "release_windows_charged": len(charged),
             "releases_left": k - len(charged), "renews_at_window": renews,
             "renews_at": None if renews is None else deployment.window_start(renews), "seen_since_window": since,
+            "all_sensors": {"readings_in_period": n_all,
+                            **_summed(math.fsum(s["total"] for s in out), n_all, sigma)},
             "sensors": out}
+
+
+def _summed(total: float, n: int, sigma: float) -> dict[str, Any]:
+    """A sum of ``n`` released readings with its noise's standard deviation σ√n and the 95 % interval ±1.96 σ√n.
+
+    Every report carries independent exact discrete Gaussian noise of variance at most σ² (Canonne, Kamath
+    & Steinke 2020), so the noise of the sum has variance at most nσ².
+    """
+    std = sigma * math.sqrt(n)
+    return {"total": total, "std": std, "interval_95": [total - 1.96 * std, total + 1.96 * std]}
 
 
 def total_view(deployment: Deployment, store: Store, *, sensor: int, since: float, until: float) -> dict[str, Any]:
@@ -348,11 +368,8 @@ def total_view(deployment: Deployment, store: Store, *, sensor: int, since: floa
     total, n = store.sensor_total(deployment.deployment_id, sensor, first_window=first, last_window=last) \
         if last >= first else (0.0, 0)
     net = deployment.sensor_network
-    sigma = float(net.sigma)
-    std = sigma * math.sqrt(n)
     return {"sensor": sensor, "since": since, "until": until, "first_window": first, "last_window": last,
-            "windows": max(0, last - first + 1), "reports": n, "total": total, "std": std,
-            "interval_95": [total - 1.96 * std, total + 1.96 * std],
+            "windows": max(0, last - first + 1), "reports": n, **_summed(total, n, float(net.sigma)),
             "rounding_bound": n * float(net.mechanism.resolution) / 2, "unit": net.reading_unit}
 
 

@@ -331,20 +331,32 @@
       [String(s.sensor),
        s.last_seen === null ? (data.seen_since_window > 0 ? "not since window " + data.seen_since_window : "never")
          : Math.max(0, now - s.last_seen).toFixed(0) + " s ago (window " + s.last_window + ")",
-       s.readings_in_period + " / " + data.releases_per_period, fmt(s.epsilon_spent)].forEach((t) => {
+       runningTotal(s, s.readings_in_period), fmt(s.epsilon_spent),
+       s.releases_left + " / " + data.releases_per_period].forEach((t) => {
         const td = document.createElement("td");
         td.textContent = t;
         tr.append(td);
       });
       return tr;
     }));
-    // the release policy: a banner while the sensors skip windows, with the budget left and its renewal
+    el("totals").textContent = "all sensors, this sliding window: " +
+      runningTotal(data.all_sensors, data.all_sensors.readings_in_period) + " readings summed";
+    // the release policy, always: release or skip now, the budget left and when it renews; a warning while
+    // sensors skip release windows the policy lets them use (health "degraded")
     const health = await api("/api/v1/health");
     const banner = el("policy-banner");
-    banner.hidden = health.status !== "degraded";
-    banner.textContent = health.policy.message + " · " + data.releases_left + " of " + data.releases_per_period +
-      " release windows left in the sliding window" + (data.renews_at === null ? "" :
-      "; the budget renews from " + new Date(data.renews_at * 1000).toLocaleTimeString());
+    banner.dataset.status = health.status;
+    banner.classList.toggle("degraded", health.status === "degraded");
+    banner.textContent = (health.status === "degraded" ? "degraded: " : "") + health.policy.message + " · " +
+      data.releases_left + " of " + data.releases_per_period + " release windows left in the sliding window" +
+      (data.renews_at === null ? "" : "; the budget renews from window " + data.renews_at_window + " (" +
+       new Date(data.renews_at * 1000).toLocaleTimeString() + ")");
+    banner.dataset.renewsAtWindow = data.renews_at_window === null ? "" : String(data.renews_at_window);
+  }
+
+  // A sum of released readings with its 95 % error bar (±1.96 σ√n, from the collector) and how many were summed.
+  function runningTotal(t, n) {
+    return fmt(t.total) + " ± " + fmt(t.interval_95[1] - t.total) + " (" + n + ")";
   }
 
   slider.addEventListener("input", () => {
