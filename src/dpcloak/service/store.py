@@ -371,7 +371,8 @@ class Store:
         """
         import sqlite3
 
-        if self.dialect != "sqlite" or self.in_memory:
+        database = self.engine.url.database
+        if self.dialect != "sqlite" or self.in_memory or database is None:
             raise InvalidParameterError(f"dpcloak backup copies a SQLite database file; {self.engine.url!r} is not one "
                                         "(for PostgreSQL use pg_dump)", parameter="url",
                                         allowed="a SQLite database file", got=repr(self.engine.url))
@@ -380,7 +381,7 @@ class Store:
             raise InvalidParameterError(f"backup target {out} already exists; choose a new file", parameter="target",
                                         allowed="a path that does not exist", got=str(out))
         os.close(os.open(out, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
-        source = sqlite3.connect(self.engine.url.database)
+        source = sqlite3.connect(database)
         try:
             dest = sqlite3.connect(out)
             try:
