@@ -10,6 +10,10 @@ of the same truth (the bootstrap then includes it). Two more rows declare a diff
 (``diffusion_range``: Δ2 the largest over it, and the bootstrap draws readings from the models at its
 ends) instead of a misfit. Nominal coverage: 90 % (target 85–95 %). A map with
 no stated uncertainty (least-residual: "not stated") is counted apart; coverage is over the stated ones.
+The stated 90 % value is the bootstrap's split-conformal one (the ⌈0.9 (B + 1)⌉-th smallest of B draws,
+:mod:`dpcloak.sensors.result`). The misspecification here (the truth diffuses twice as far) cannot be seen
+in one window's readings — ``exp(−2τL) f = exp(−τL) (exp(−τL) f)`` is a non-negative map of the model — so
+only a declared misfit or range can widen the uncertainty for it.
 
 Run: ``PYTHONPATH=src python benchmarks/bench_coverage.py [--trials 500] [--draws 10]`` (two to four
 minutes per 500 trials and configuration). Writes ``benchmarks/results/bench_coverage.json`` and the

@@ -62,7 +62,7 @@ def run(
     ledger: str | None = typer.Option(None, help="Budget ledger file: what every run of this network has spent "
                                       "(default: <out>.ledger next to --out; give one file to share a budget "
                                       "across output directories). Runs past the budget are refused."),
-    uncertainty_draws: int = typer.Option(8, help="Bootstrap draws for each map's EMD uncertainty (0: skip)."),
+    uncertainty_draws: int = typer.Option(10, help="Bootstrap draws for each map's EMD uncertainty (0: skip)."),
     as_json: bool = typer.Option(False, "--json", help="Print a JSON summary instead of a table."),
     quiet: bool = typer.Option(False, "--quiet", "-q", help="No progress bar (it is also off when not on a "
                                "terminal)."),

@@ -645,7 +645,7 @@ class SensorNetwork:
         *,
         present: ArrayLike | None = None,
         warm_start: NetworkRecovery | None = None,
-        uncertainty_draws: int = 8,
+        uncertainty_draws: int = 10,
         rng: RngLike = None,
     ) -> NetworkRecovery:
         """Where were the people? BPDN on the present sensors' private readings (see :func:`recover_sources`);

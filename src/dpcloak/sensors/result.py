@@ -13,12 +13,16 @@ treated as Gaussian for the χ² quantile) and the rounding of each reading to t
 no privacy cost): ``B`` simulated noise vectors ``ν_b ~ N(0, s² I)`` are added to ``M_P f̂``, each
 is recovered to ``f̂_b`` (warm-started from ``f̂``), and the uncertainty is the median of
 ``EMD(f̂, f̂_b)`` over the source locations (metres: the typical distance the map's people would
-move between plausible answers; ``uncertainty_90`` is the 90th percentile). It measures how
-stable the map is under the noise, not the distance to the unknown truth. The scale ``s`` includes
-the model's misfit: ``s = σ`` for a map that fits, the residual's own scale ``max(σ, ‖M_P f̂ − ỹ_P‖/√|P|)``
-for a least-residual one, and a field network declared with a misfit ``μ`` on public history
-(:func:`~dpcloak.sensors.choose_diffusion_time`) adds ``μ‖ỹ_P‖²/|P|`` to ``s²``. It is not calibrated
-coverage of the truth under a misspecified model (``benchmarks/bench_coverage.py`` measures it).
+move between plausible answers; ``uncertainty_90`` is their split-conformal 90 % value, the
+``⌈0.9 (B + 1)⌉``-th smallest of the ``B`` values: an error exchangeable with the draws' is below it with
+probability at least 90 % when ``B ≥ 9``, where the sample's own 90th percentile covers only
+``(0.9 B + 0.1)/(B + 1)``, 83 % at ``B = 10``). It measures how stable the map is under the noise, not the
+distance to the unknown truth. The scale ``s`` includes the model's misfit declared for the network:
+``s = σ``, and a field network declared with a misfit ``μ`` on public history
+(:func:`~dpcloak.sensors.choose_diffusion_time`) adds ``μ‖ỹ_P‖²/|P|`` to ``s²``. A misfit the readings of
+one window cannot show (a model whose non-negative maps also produce the true readings, such as graph
+diffusion with the wrong τ: ``exp(−2τL) f = exp(−τL) (exp(−τL) f)``) is not in it unless it is declared
+(``benchmarks/bench_coverage.py`` measures the coverage either way).
 
 The stated uncertainty is the larger of that spread and the spread of ``EMD(f̂_b, f̂_{b+1})`` between
 consecutive draws: the bootstrap around ``f̂`` understates the error because ``f̂`` (sparse, fitted) is an
@@ -199,7 +203,7 @@ def _inputs(private_readings: ArrayLike, present: ArrayLike | None, uncertainty_
 
 
 MAX_UNCERTAINTY_DRAWS = 10_000
-"""Upper limit of the bootstrap draws of a map's uncertainty (each is a recovery; 8 is the default)."""
+"""Upper limit of the bootstrap draws of a map's uncertainty (each is a recovery; 10 is the default)."""
 
 
 def _check_warm_start(warm_start: object) -> None:
@@ -216,10 +220,24 @@ def _misfit(residual: float, readings: NDArray[np.float64]) -> float:
 
 
 def _median_and_90(spread: list[float]) -> tuple[float, float]:
-    """Median and 90th percentile of the bootstrap EMDs (nan without draws)."""
+    """Median of the bootstrap EMDs and their split-conformal 90 % value (nan without draws).
+
+    The 90 % value is the ``⌈0.9 (n + 1)⌉``-th smallest of the ``n`` values (the largest when that exceeds
+    ``n``): a new value exchangeable with them is at most it with probability ``⌈0.9 (n + 1)⌉ / (n + 1) ≥ 0.9``
+    (at most ``n / (n + 1)`` when ``n < 9``). The 90th percentile of the sample itself would cover only
+    about ``(0.9 n + 0.1) / (n + 1)``: 83 % for 10 draws.
+
+    Examples
+    --------
+    >>> _median_and_90([float(v) for v in range(1, 11)])  # 10 values: the 10th smallest (⌈9.9⌉)
+    (5.5, 10.0)
+    >>> _median_and_90([float(v) for v in range(1, 20)])[1]  # 19 values: the 18th smallest (⌈18⌉)
+    18.0
+    """
     if not spread:
         return math.nan, math.nan
-    return float(np.median(spread)), float(np.quantile(spread, 0.9))
+    rank = min(math.ceil(0.9 * (len(spread) + 1) - 1e-9), len(spread))
+    return float(np.median(spread)), float(np.sort(spread)[rank - 1])
 
 
 def _present(y: NDArray[np.float64], present: ArrayLike | None, m: int) -> NDArray[np.bool_]:
@@ -256,7 +274,7 @@ def recover_sources(
     *,
     present: ArrayLike | None = None,
     warm_start: NetworkRecovery | None = None,
-    uncertainty_draws: int = 8,
+    uncertainty_draws: int = 10,
     rng: RngLike = None,
 ) -> NetworkRecovery:
     """Recover people per source location from one period's private readings (module docstring).
@@ -270,7 +288,7 @@ def recover_sources(
         Which sensors reported (default: the finite readings).
     warm_start : NetworkRecovery, optional
         The previous period's result; used when the same sensors are present.
-    uncertainty_draws : int, default 8
+    uncertainty_draws : int, default 10
         Bootstrap draws for the uncertainty (0 to skip).
     rng : Generator or int, optional
         Randomness of the bootstrap (analysis only, nothing is released).
@@ -348,7 +366,7 @@ def recover_counts(
     private_readings: ArrayLike,
     *,
     present: ArrayLike | None = None,
-    uncertainty_draws: int = 8,
+    uncertainty_draws: int = 10,
     rng: RngLike = None,
 ) -> NetworkRecovery:
     r"""The map of a ``counts`` network: each present site's private count projected onto ≥ 0.
