@@ -11,6 +11,7 @@ not finish); ``slope`` the least-squares slope of ``log ours_s`` against ``log n
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import json
 import math
@@ -18,6 +19,7 @@ import os
 import resource
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 RESULTS = Path(__file__).resolve().parent / "results"
@@ -38,6 +40,21 @@ def spawn_worker(script: str, role: str, kind: str, size: int, timeout: float | 
     except subprocess.TimeoutExpired:
         return None
     return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+
+
+def add_worker_option(parser: argparse.ArgumentParser) -> None:
+    """The hidden ``--worker role kind size`` option that :func:`spawn_worker` calls the script with."""
+    parser.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
+
+
+def run_worker(args: argparse.Namespace, ours: Callable[[str, int], dict], peer: Callable[[str, int], dict]) -> bool:
+    """In a worker process (``--worker role kind size``): print ``ours`` or ``peer`` of (kind, size) as one JSON
+    line and return True; otherwise False (the parent goes on)."""
+    if not args.worker:
+        return False
+    role, kind, size = args.worker
+    print(json.dumps((ours if role == "ours" else peer)(kind, int(size))))
+    return True
 
 
 def slope(ns: list[int], times: list[float]) -> float:

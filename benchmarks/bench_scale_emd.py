@@ -15,7 +15,6 @@ Run: ``PYTHONPATH=src python benchmarks/bench_scale_emd.py [--quick] [--limit SE
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -56,11 +55,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="noise, sizes up to 256², peer limit 2 s, no JSON")
     parser.add_argument("--limit", type=float, default=None, help="OR-Tools time limit per solve (default 40 s)")
     parser.add_argument("--kinds", nargs="+", default=["noise", "heatmap"], choices=["noise", "heatmap"])
-    parser.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
+    _results.add_worker_option(parser)
     args = parser.parse_args()
-    if args.worker:
-        role, kind, d = args.worker
-        print(json.dumps((_ours if role == "ours" else _peer)(kind, int(d))))
+    if _results.run_worker(args, _ours, _peer):
         return
     sizes = SIZES[:-1] if args.quick else SIZES
     limit = args.limit if args.limit is not None else (2.0 if args.quick else 40.0)

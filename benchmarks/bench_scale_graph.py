@@ -18,7 +18,6 @@ Run: ``PYTHONPATH=src python benchmarks/bench_scale_graph.py [--quick] [--limit 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 import time
@@ -89,11 +88,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="grid graph only, up to 141², peer limit 5 s, no JSON")
     parser.add_argument("--limit", type=float, default=None, help="peer time limit per solve (default 30 s)")
-    parser.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
+    _results.add_worker_option(parser)
     args = parser.parse_args()
-    if args.worker:
-        role, kind, size = args.worker
-        print(json.dumps((_ours if role == "ours" else _peer)(kind, int(size))))
+    if _results.run_worker(args, _ours, _peer):
         return
     limit = args.limit if args.limit is not None else (5.0 if args.quick else 30.0)
     kinds = ["grid"] if args.quick else ["grid", "rgg"]

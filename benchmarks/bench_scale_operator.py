@@ -25,7 +25,6 @@ Run: ``PYTHONPATH=src python benchmarks/bench_scale_operator.py [--quick] [--lim
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import os
 import sys
@@ -137,11 +136,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="n up to 32 000, no 2-D floor, no JSON")
     parser.add_argument("--limit", type=float, default=120.0,
                         help="dense peer time limit per size: build, its Δ2 and the comparison (default 120 s)")
-    parser.add_argument("--worker", nargs=3, help=argparse.SUPPRESS)
+    _results.add_worker_option(parser)
     args = parser.parse_args()
-    if args.worker:
-        role, kind, size = args.worker
-        print(json.dumps((_ours if role == "ours" else _peer)(kind, int(size))))
+    if _results.run_worker(args, _ours, _peer):
         return
     sizes = SIZES[:2] if args.quick else SIZES
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f}; dense peer limit {args.limit:g} s")

@@ -236,8 +236,10 @@ def test_discrete_gaussian_each_element_its_own_variance() -> None:
 def test_discrete_gaussian_with_a_weakened_acceptance_fails(sigma2: Fraction, monkeypatch: pytest.MonkeyPatch) -> None:
     """Weakened: proposals accepted with e^{−0.8γ} instead of e^{−γ} (a heavier tail): the same test rejects it."""
     real = bulk._exp_minus
+    bulk._accept_table.cache_clear()
     monkeypatch.setattr(bulk, "_exp_minus", lambda x: real(0.8 * x))
     draws = bulk.discrete_gaussian([sigma2], np.zeros(N, dtype=np.intp), WordSource(13))
+    bulk._accept_table.cache_clear()  # no weakened table outlives the test
     assert _gauss_pvalue(draws, sigma2) < 1e-4
 
 
@@ -278,38 +280,116 @@ def test_acceptance_enclosures_contain_exp_minus_gamma() -> None:
 
 
 def _oracle_accept(words: list[int], num: int, den: int) -> bool:
-    """U < e^{−num/den} with U = 0.v w₂ … (53 bits, then 64-bit words) plus half a last unit, 200-digit mpmath."""
+    """U < e^{−num/den} with U = 0.w₁ w₂ … (base 2⁶⁴) plus half a last unit, in 200-digit mpmath."""
     with mpmath.workdps(200):
-        u = mpmath.mpf(words[0] >> 11) / mpmath.mpf(2) ** 53
-        u += sum(mpmath.mpf(w) / mpmath.mpf(2) ** (53 + 64 * (i + 1)) for i, w in enumerate(words[1:]))
-        u += mpmath.mpf(2) ** (-53 - 64 * (len(words) - 1) - 1)
+        u = sum(mpmath.mpf(w) / mpmath.mpf(2) ** (64 * (i + 1)) for i, w in enumerate(words))
+        u += mpmath.mpf(2) ** (-64 * len(words) - 1)
         return bool(u < mpmath.exp(-mpmath.mpf(num) / den))
 
 
+@pytest.mark.parametrize("tables", [False, True], ids=["per-proposal", "tables"])
 @pytest.mark.parametrize("sigma2", [Fraction(7, 3), WIDE], ids=lambda s: f"s2={float(s):.4g}")
-def test_words_on_the_acceptance_threshold_are_finished_exactly(sigma2: Fraction) -> None:
-    """U's first 53 bits on e^{−γ}: the next word decides, as replayed in mpmath (both outcomes occur)."""
+def test_words_on_the_acceptance_threshold_are_finished_exactly(sigma2: Fraction, tables: bool) -> None:
+    """U's first word on e^{−γ}: the next word decides, as replayed in mpmath (both outcomes occur); a word just
+    below / above 2⁶⁴ e^{−γ} by more than the enclosure's width is accepted / rejected with no further word."""
     t = bulk.gaussian_proposal_scale(sigma2)
     y = int(sigma2 / t) + max(1, int(math.sqrt(float(sigma2))))
     num, den = bulk._gaussian_exponent(y, sigma2, t)
     with mpmath.workdps(200):
-        scaled = mpmath.exp(-mpmath.mpf(num) / den) * mpmath.mpf(2) ** 117
-        v = int(mpmath.floor(scaled / mpmath.mpf(2) ** 64))
-        nxt = int(mpmath.floor(scaled)) - (v << 64)
+        scaled = mpmath.exp(-mpmath.mpf(num) / den) * mpmath.mpf(2) ** 128
+        w1 = int(mpmath.floor(scaled / mpmath.mpf(2) ** 64))
+        nxt = int(mpmath.floor(scaled)) - (w1 << 64)
     outcomes = set()
-    for w2 in (0, nxt - 1, nxt + 1, 2**64 - 1):
-        words = [v << 11, w2]
+    margin = w1 >> 30  # beyond the 2^-36 relative width of the enclosures
+    for words in ([w1, 0], [w1, nxt - 1], [w1, nxt + 1], [w1, 2**64 - 1], [w1 - margin], [w1 + margin]):
+        src = _Scripted(words)
         got = bulk._gaussian_accept(np.array([y]), [sigma2], np.array([float(sigma2)]), np.zeros(1, dtype=np.intp),
-                                    t, _Scripted(words))
+                                    t, src, tables=tables)
         assert bool(got[0]) == _oracle_accept(words, num, den)
+        assert not src._script  # every scripted word was used: the decision needed exactly these
         outcomes.add(bool(got[0]))
     assert outcomes == {True, False}
 
 
+def _bucket_oracle(sigma2: Fraction, t: int, lo: int, hi: int) -> tuple[mpmath.mpf, mpmath.mpf]:
+    """2⁶⁴ × (min, max) of e^{−γ(y)} over every integer y in [lo, hi]: exact rational γ, 40-digit mpmath."""
+    gammas = [(Fraction(y) - sigma2 / t) ** 2 / (2 * sigma2) for y in range(lo, hi + 1)]
+    with mpmath.workdps(40):
+        scale = mpmath.mpf(2) ** 64
+        return (scale * mpmath.exp(-mpmath.mpf(max(gammas).numerator) / max(gammas).denominator),
+                scale * mpmath.exp(-mpmath.mpf(min(gammas).numerator) / min(gammas).denominator))
+
+
+def _table_violations(sigma2: Fraction, buckets: int) -> list[int]:
+    """Buckets k (of the ``buckets`` nearest σ²/t, a spread of the tail, the last one) whose thresholds do not
+    bracket 2⁶⁴ e^{−γ} over the bucket: L_k > min or H_k + 1 < max (brute force over the bucket's integers)."""
+    t = bulk.gaussian_proposal_scale(sigma2)
+    tab = bulk._accept_table(sigma2, t)
+    h, last = 1 << tab.shift, bulk._TABLE_BUCKETS - 1
+    centre = int(sigma2 / t) // h
+    reach = int((sigma2 / t + 14 * math.sqrt(float(sigma2))) // h)
+    picks = {*range(max(0, centre - buckets // 2), centre + buckets // 2 + 1),
+             *np.linspace(0, min(reach, last - 1), buckets).astype(int).tolist()}
+    bad = []
+    for k in sorted(picks):
+        low, high = _bucket_oracle(sigma2, t, k * h, (k + 1) * h - 1)
+        if not int(tab.low[k]) <= low or not high <= int(tab.high[k]) + 1:
+            bad.append(k)
+    assert last * h >= sigma2 / t  # the unbounded last bucket lies where e^{−γ} decreases
+    _, top = _bucket_oracle(sigma2, t, last * h, last * h)
+    if int(tab.low[last]) != 0 or not top <= int(tab.high[last]) + 1:
+        bad.append(last)
+    return bad
+
+
+TABLE_VARIANCES = [Fraction(1, 2), Fraction(7, 3), Fraction(25), Fraction(1.366**2 * 2**20), WIDE]
+
+
+@pytest.mark.parametrize("sigma2", TABLE_VARIANCES, ids=lambda s: f"s2={float(s):.4g}")
+def test_acceptance_tables_bracket_the_exact_probabilities(sigma2: Fraction) -> None:
+    """Step 7: L_k ≤ 2⁶⁴ e^{−γ(y)} ≤ H_k + 1 for every integer y of bucket k, against brute force; and tight."""
+    assert _table_violations(sigma2, 6 if float(sigma2) > 1e12 else 40) == []
+    t = bulk.gaussian_proposal_scale(sigma2)
+    tab = bulk._accept_table(sigma2, t)
+    width = (tab.high.astype(float) - tab.low.astype(float)) / 2.0**64
+    assert width.max() <= (2.0**-30 if tab.shift == 0 else 14 / bulk._TABLE_BUCKETS)  # few words left undecided
+
+
+def test_acceptance_tables_without_the_centre_candidates_fail(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Weakened: each bucket's maximum taken at its ends only; the bucket holding σ²/t is then wrong."""
+    bulk._accept_table.cache_clear()
+    monkeypatch.setattr(bulk, "_CENTRE_OFFSETS", ())
+    assert _table_violations(WIDE, 2) != []
+    bulk._accept_table.cache_clear()
+
+
+def test_acceptance_tables_with_rounded_thresholds_fail(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Weakened: both thresholds at the enclosure's midpoint (rounded), not outward; brute force finds buckets cut."""
+    bulk._accept_table.cache_clear()
+    mid = lambda lo, hi: np.round((lo + hi) * 2.0**63).astype(np.uint64)  # noqa: E731
+    monkeypatch.setattr(bulk, "_word_thresholds", lambda lo, hi: (mid(lo, hi), mid(lo, hi)))
+    assert _table_violations(Fraction(7, 3), 40) != []
+    bulk._accept_table.cache_clear()
+
+
+def test_word_thresholds_against_fractions() -> None:
+    """L = ⌊2⁶⁴ p⁻⌋ (≤ 2⁶⁴ − 2048) and H = min(⌈2⁶⁴ p⁺⌉, 2⁶⁴) − 1, computed independently in Fractions."""
+    rng = np.random.default_rng(19)
+    p: np.ndarray = np.concatenate([rng.random(2000), rng.random(200) * 2.0**-40, [0.0, 1.0, 1.0 + 2.0**-40, 2.0**-64,
+                                                                      2.0**-70, 0.5, 1 - 2.0**-53, 2.0**-1074]])
+    low, high = bulk._word_thresholds(p, p)
+    for x, lo, hi in zip(p.tolist(), low.tolist(), high.tolist(), strict=True):
+        exact = Fraction(x) * 2**64
+        assert lo == min(math.floor(exact), 2**64 - 2048)
+        assert hi == min(math.ceil(exact), 2**64) - 1 if x > 0 else hi == 0
+
+
 def test_forced_exact_comparisons_keep_the_pmf(monkeypatch: pytest.MonkeyPatch) -> None:
     """Enclosures widened to ±25 %: most comparisons take the exact mpmath path; the pmf is still exact."""
+    bulk._accept_table.cache_clear()
     monkeypatch.setattr(bulk, "_EXP_WIDEN", 0.25)
     draws = bulk.discrete_gaussian([Fraction(7, 3)], np.zeros(20_000, dtype=np.intp), WordSource(16))
+    bulk._accept_table.cache_clear()  # no widened table outlives the test
     assert _gauss_pvalue(draws, Fraction(7, 3), cells=12) > 1e-4
 
 
@@ -323,6 +403,13 @@ def test_huge_proposals_and_variances_take_the_exact_path() -> None:
         words = [first, 12345]
         got = bulk._gaussian_accept(np.array([y], dtype=np.int64), [sigma2], np.array([float(sigma2)]),
                                     np.zeros(1, dtype=np.intp), t, _Scripted(words))
+        assert bool(got[0]) == _oracle_accept(words, num, den)
+    big = 2**53 + 5  # in the tables' σ² range, but beyond 2^52: exact path too
+    num, den = bulk._gaussian_exponent(big, Fraction(25), 5)
+    for first in (0, 1, 2**64 - 1):
+        words = [first, 12345]
+        got = bulk._gaussian_accept(np.array([big], dtype=np.int64), [Fraction(25)], np.array([25.0]),
+                                    np.zeros(1, dtype=np.intp), 5, _Scripted(words), tables=True)
         assert bool(got[0]) == _oracle_accept(words, num, den)
     tiny = bulk.discrete_gaussian([Fraction(1, 2**500)], np.zeros(50, dtype=np.intp), WordSource(17))
     assert not tiny.any()  # σ² = 2^-500: P(Y ≠ 0) < e^(-2^499)

@@ -51,12 +51,14 @@ Algorithm 3 vectorised:
    :math:`e^{-|y|/t} e^{-(|y| - \sigma^2/t)^2/(2\sigma^2)} = e^{-y^2/(2\sigma^2)} e^{-\sigma^2/(2t^2)}`, so
    accepting y with probability :math:`e^{-\gamma}`, :math:`\gamma = (|y| - \sigma^2/t)^2/(2\sigma^2)`
    (with σ² = a/b: the exact rational :math:`(|y|bt - a)^2 / (2abt^2)`), and proposing again otherwise, gives
-   exactly the discrete Gaussian; with t/σ in [1, 9/8] about 3/4 of the proposals are accepted. Small
-   batches propose 4 candidates per element at once and keep the first accepted one (the same rejection
-   sampler: the candidates are i.i.d. and the later ones are simply not looked at).
-6. **Bernoulli(e^{−γ}) from one word.** Accept iff U < e^{−γ}, U uniform on [0, 1), U ∈ [v, v + 1)/2⁵³
-   for the top 53 bits v of a fresh word. e^{−γ} is enclosed in doubles :math:`p^- \le e^{-\gamma} \le p^+`
-   with IEEE operations only (+, −, ×, ÷, each correctly rounded, relative error ≤ u = 2⁻⁵³):
+   exactly the discrete Gaussian; with t/σ in [1, 9/8] about 3/4 of the proposals are accepted. With one σ² for
+   all elements the accepted proposals, in proposal order, are the output (proposals and acceptances are i.i.d.,
+   so the accepted values are i.i.d. draws of the target whatever the pattern of acceptances), in rounds of at
+   most 2¹⁵ draws with 3/2 · need + 16 proposals each; with per-element σ² each element keeps its first accepted
+   proposal (small batches propose 4 candidates per element at once).
+6. **Bernoulli(e^{−γ}) from one word.** Accept iff U < e^{−γ}, U uniform on [0, 1), U ∈ [w, w + 1)/2⁶⁴ for a
+   fresh word w. e^{−γ} is enclosed in doubles :math:`p^- \le e^{-\gamma} \le p^+` with IEEE operations only
+   (+, −, ×, ÷, each correctly rounded, relative error ≤ u = 2⁻⁵³):
 
    * γ ∈ [γ⁻, γ⁺]: c = fl(fl(σ²)/t) is within 2⁻⁵²·c of σ²/t, so d = fl(|y| − c) is within 2⁻⁵¹·⁴(|y| + c) of
      |y| − σ²/t (the cancellation is covered by this absolute bound, widened to 2⁻⁴⁹); squaring, dividing
@@ -68,13 +70,29 @@ Algorithm 3 vectorised:
      < 2⁻⁴³, widened to 2⁻³⁶: p⁺ from x = min(γ⁻, 37)/64, and p⁻ = p⁺'s lower end times
      1 − 2(γ⁺ − γ⁻) (e^{−δ} ≥ 1 − δ; one series per proposal). If γ⁺ > 37, p⁻ = 0; if γ⁻ > 37,
      p⁺ = e^{−37}'s enclosure < 2⁻⁵³.
+   * Word thresholds: L = ⌊2⁶⁴ p⁻⌋ (at most 2⁶⁴ − 2048) and H = min(⌈2⁶⁴ p⁺⌉, 2⁶⁴) − 1, exact in doubles and
+     uint64 (2⁶⁴ p is a power-of-two scaling of a double, ⌊·⌋/⌈·⌉ of a double are doubles, and doubles below
+     2⁶⁴ convert exactly). If w < L, U < (w + 1)/2⁶⁴ ≤ p⁻ ≤ e^{−γ}: accept; if w > H, U ≥ w/2⁶⁴ ≥ p⁺ ≥ e^{−γ}:
+     reject.
 
-   If (v + 1)/2⁵³ ≤ p⁻, U < e^{−γ} certainly (accept); if v/2⁵³ ≥ p⁺, certainly not (reject). Otherwise
-   (probability about 2⁻³⁵·e^{−γ} + 2⁻⁵³) the comparison is finished exactly: U is refined with further
-   words and e^{−γ} of the exact rational γ is enclosed by mpmath interval arithmetic at ever higher
-   precision until they separate (almost surely soon). Proposals with |y| ≥ 2⁵², or σ² outside
-   [2⁻⁴⁰⁰, 2⁴⁰⁰], go to this exact comparison directly (from the same 53 bits v). So each proposal is
+   Otherwise (L ≤ w ≤ H: probability about 2⁻³⁵·e^{−γ} + 2⁻⁶³) the comparison is finished exactly: U is
+   refined with further words and e^{−γ} of the exact rational γ is enclosed by mpmath interval arithmetic at
+   ever higher precision until they separate (almost surely soon). Proposals with |y| ≥ 2⁵², or σ² outside
+   [2⁻⁴⁰⁰, 2⁴⁰⁰], go to this exact comparison directly (from the same word w). So each proposal is
    accepted with exactly probability e^{−γ}, and only the exact integer y is ever output.
+7. **Bucketed thresholds (many draws per σ²).** With at least 2¹³ draws per σ² (and σ² in [2⁻⁴⁰⁰, 2⁸⁰]),
+   the word thresholds are looked up instead of computed per proposal. Magnitudes fall in K = 2¹⁴ buckets
+   [k h, (k + 1) h − 1], h = 2^shift the smallest power of two with (K − 1) h ≥ σ²/t + 13σ (checked against
+   the exact σ²/t); the last bucket is [(K − 1) h, ∞). γ is convex in |y| with its minimum at σ²/t, so e^{−γ}
+   is unimodal: over the integers of a bucket its minimum is at an end and its maximum at ⌊σ²/t⌋ or ⌈σ²/t⌉
+   clipped into the bucket (both among ⌊fl(σ²/t)⌋ − 1, …, + 2, as fl(σ²/t) is within 2⁻⁵² σ²/t < 1 of σ²/t;
+   σ²/t < 2⁵²). The bucket's thresholds are step 6's L of the smaller p⁻ at the two ends and H of the largest
+   p⁺ at the ends and those clipped centres; the last bucket has L = 0 and the H of its start (e^{−γ} decreases
+   beyond σ²/t). So L_k ≤ 2⁶⁴ e^{−γ(y)} ≤ H_k + 1 for every y in bucket k (any |y|, also beyond 2⁵²), and
+   w < L_k accepts, w > H_k rejects, exactly as in step 6; a word in between (probability about the variation
+   of e^{−γ} over one bucket, ≲ 14/K·0.6 ≈ 5·10⁻⁴, and ≈ 2⁻³⁵ when h = 1) is decided by step 6 for its own y
+   with the same word (any proposal may be, without bias: step 6 is exact for every word). The
+   tables (256 KiB per σ², built in tens of milliseconds) are cached per (σ², t).
 
 Randomness
 ----------
@@ -125,6 +143,14 @@ _EXP_WIDEN = 2.0**-36  # relative widening of e^-γ's enclosure (the rounding er
 _FAST_SIGMA2 = (2.0**-400, 2.0**400)  # σ² whose double and squares stay far from under/overflow
 _FAST_MAGNITUDE = 2**52  # proposals at or beyond this are accepted or rejected in Python integers
 _SMALL_BATCH, _SMALL_BATCH_TRIES = 4096, 4  # below this many draws, 4 independent proposals each per round
+_SPARE_PROPOSALS = 16  # one variance: need · 3/2 + 16 proposals per round (≥ 1/2 accepted: one round, usually)
+_CHUNK = 2**15  # draws per round of the one-variance path
+_WORD_CAP = float(2**64 - 2048)  # the largest double below 2^64
+_TABLE_BUCKETS = 2**14  # acceptance thresholds per σ² (step 7): 256 KiB
+_TABLE_SIGMAS = 13.0  # the last bucket starts ≥ σ²/t + 13σ: e^{−γ} < e^{−84} < 2^-121 there
+_TABLE_MIN_DRAWS = 2**13  # draws per variance from which a table is built (10-50 ms, then cached)
+_CENTRE_OFFSETS = (-1, 0, 1, 2)  # ⌊fl(σ²/t)⌋ + these include ⌊σ²/t⌋ and ⌈σ²/t⌉
+_TABLE_MAX_SIGMA2 = 2.0**80  # tables keep every bucket end (≤ 14σ + σ²/t) below 2^52
 
 
 def bernoulli_exp_unit(num: int, den: int, randbelow: Any, k: int = 1) -> bool:
@@ -465,23 +491,93 @@ def _acceptance_enclosure(magnitude: NDArray[np.float64], s2: NDArray[np.float64
     return p_lo, p_hi
 
 
-def _gaussian_accept(y: NDArray[Any], variances: Sequence[Fraction], table: NDArray[np.float64],
-                     which: NDArray[np.intp], t: int, src: WordSource) -> NDArray[np.bool_]:
-    """Element-wise exact Bernoulli(exp(−γ)) of step 6 for proposals ``y`` with σ² = ``variances[which]``.
+def _word_thresholds(p_lo: NDArray[np.float64],
+                     p_hi: NDArray[np.float64]) -> tuple[NDArray[np.uint64], NDArray[np.uint64]]:
+    """Words L ≤ 2⁶⁴ p⁻ and H = min(⌈2⁶⁴ p⁺⌉, 2⁶⁴) − 1 for doubles 0 ≤ p⁻ ≤ p⁺ (step 6).
 
-    ``table`` holds the correctly rounded doubles of ``variances`` (``Fraction.__float__``).
+    2⁶⁴ p is exact (a power-of-two scaling), ⌊·⌋ and ⌈·⌉ of a double are exact, and doubles below 2⁶⁴
+    convert to uint64 exactly (capped at 2⁶⁴ − 2048, the largest double below 2⁶⁴, for L: still ≤ 2⁶⁴ p⁻).
+    """
+    low = np.clip(np.floor(p_lo * 2.0**64), 0.0, _WORD_CAP).astype(np.uint64)
+    ceil = np.maximum(np.ceil(p_hi * 2.0**64), 1.0)  # p⁺ > 0 always (e^{−37}'s enclosure at worst)
+    high = np.where(ceil < 2.0**64, ceil, 0.0).astype(np.uint64) - np.uint64(1)
+    return low, high  # where ⌈2⁶⁴ p⁺⌉ ≥ 2⁶⁴: 0 − 1 wraps to 2⁶⁴ − 1 (no word is rejected)
+
+
+@dataclass(frozen=True)
+class _AcceptTable:
+    """Thresholds of step 7 for one σ² and proposal scale t: bucket k holds magnitudes [k h, (k+1) h), h = 2^shift."""
+
+    shift: int
+    low: NDArray[np.uint64]  # L_k ≤ 2⁶⁴ min over the bucket of e^{−γ}
+    high: NDArray[np.uint64]  # H_k + 1 ≥ 2⁶⁴ max over the bucket of e^{−γ} (capped at 2⁶⁴)
+
+
+@lru_cache(maxsize=64)
+def _accept_table(sigma2: Fraction, t: int) -> _AcceptTable:
+    """The bucketed acceptance thresholds of step 7 (σ² in [2⁻⁴⁰⁰, 2⁸⁰]: every bucket end is below 2⁵²)."""
+    s2 = float(sigma2)
+    reach = s2 / t + _TABLE_SIGMAS * math.sqrt(s2)  # the last bucket starts at or beyond it: e^{−γ} < 2^-100 there
+    shift = max(0, math.ceil(math.log2(reach / (_TABLE_BUCKETS - 1))))
+    while (_TABLE_BUCKETS - 1) << shift < sigma2 / t:  # the last bucket [(K−1)h, ∞) must lie beyond σ²/t (exactly)
+        shift += 1  # pragma: no cover (reach exceeds σ²/t by 12σ)
+    start = np.arange(_TABLE_BUCKETS, dtype=np.float64) * float(1 << shift)
+    end = start + float((1 << shift) - 1)
+    var = np.full(_TABLE_BUCKETS, s2)
+    (start_lo, start_hi), (end_lo, end_hi) = _acceptance_enclosure(start, var, t), _acceptance_enclosure(end, var, t)
+    # e^{−γ} is unimodal in |y| (γ convex, least at σ²/t): its minimum over the integers of a bucket is at an end,
+    # its maximum at ⌊σ²/t⌋ or ⌈σ²/t⌉ clipped into the bucket; fl(σ²/t) is within 2⁻⁵² σ²/t < 1 of σ²/t, so the
+    # integers ⌊fl(σ²/t)⌋ + k, k ∈ _CENTRE_OFFSETS, clipped into the bucket include both
+    centre = math.floor(s2 / t)
+    peak = np.max([start_hi, end_hi, *(_acceptance_enclosure(np.clip(float(centre + k), start, end), var, t)[1]
+                                       for k in _CENTRE_OFFSETS)], axis=0)
+    floor = np.minimum(start_lo, end_lo)
+    floor[-1] = 0.0  # the last bucket is unbounded: e^{−γ} → 0; its maximum is at its start (beyond σ²/t)
+    low, high = _word_thresholds(floor, peak)
+    return _AcceptTable(shift=shift, low=low, high=high)
+
+
+def _gaussian_accept(y: NDArray[Any], variances: Sequence[Fraction], table: NDArray[np.float64],
+                     which: NDArray[np.intp], t: int, src: WordSource, *, tables: bool = False) -> NDArray[np.bool_]:
+    """Element-wise exact Bernoulli(exp(−γ)) of steps 6–7 for proposals ``y`` with σ² = ``variances[which]``.
+
+    ``table`` holds the correctly rounded doubles of ``variances`` (``Fraction.__float__``); ``tables``: decide
+    most proposals by the bucketed thresholds of step 7 (σ² in [2⁻⁴⁰⁰, 2⁸⁰] only).
     """
     magnitude = np.abs(y)
-    slow = np.asarray(magnitude >= _FAST_MAGNITUDE, dtype=bool)
-    if not (_FAST_SIGMA2[0] <= table.min() and table.max() <= _FAST_SIGMA2[1]):
-        slow[:] = True
-    p_lo, p_hi = _acceptance_enclosure(np.where(slow, 0, magnitude).astype(np.float64), table[which], t)
-    v = (src.words(y.size) >> np.uint64(11)).astype(np.float64)  # U ∈ [v, v + 1)/2^53, v exact
-    accept = (v + 1.0) * 2.0**-53 <= p_lo
-    unsure = ~accept & (v * 2.0**-53 < p_hi)
-    for el in np.flatnonzero(unsure | slow):
+    if magnitude.dtype == object:  # beyond 2^62: clipped to 2^52, which sends them to the exact comparison
+        magnitude = np.minimum(magnitude, _FAST_MAGNITUDE).astype(np.int64)
+    w = src.words(y.size)  # U ∈ [w, w + 1)/2^64
+    if tables:
+        rows = [_accept_table(variances[i], t) for i in range(len(variances))]
+        if len(rows) == 1:  # one variance: a plain lookup
+            index = np.minimum(magnitude >> rows[0].shift, _TABLE_BUCKETS - 1)
+            low, high = rows[0].low, rows[0].high
+        else:
+            shifts = np.array([r.shift for r in rows])
+            index = np.minimum(magnitude >> shifts[which], _TABLE_BUCKETS - 1) + which * _TABLE_BUCKETS
+            low, high = np.concatenate([r.low for r in rows]), np.concatenate([r.high for r in rows])
+        width = np.where(high >= low, high - low, 0)  # H < L (then H = L − 1) leaves no word undecided
+        low = low.take(index)
+        accept = w < low
+        check = np.flatnonzero((w - low) <= width.take(index))  # L ≤ w ≤ H (w < L wraps beyond any width)
+    else:
+        accept = np.zeros(y.size, dtype=bool)
+        check = np.arange(y.size)
+    if _FAST_SIGMA2[0] <= table.min() and table.max() <= _FAST_SIGMA2[1]:
+        huge = magnitude[check] >= _FAST_MAGNITUDE
+        slow, check = check[huge], check[~huge]
+    else:
+        slow, check = check, check[:0]
+    if check.size:
+        low, high = _word_thresholds(*_acceptance_enclosure(magnitude[check].astype(np.float64),
+                                                            table[which[check]], t))
+        wc = w[check]
+        accept[check] = wc < low
+        check = check[(wc >= low) & (wc <= high)]
+    for el in (*check, *slow):
         num, den = _gaussian_exponent(int(y[el]), variances[which[el]], t)
-        accept[el] = _accept_exact(int(v[el]), 53, num, den, src)
+        accept[el] = _accept_exact(int(w[el]), 64, num, den, src)
     return accept
 
 
@@ -510,12 +606,28 @@ def discrete_gaussian(variances: Sequence[Fraction], which: NDArray[np.intp], sr
     if t >= 2**57:
         raise InvalidParameterError(f"variances must be below 2^112 (sigma below 2^56), got "
                                     f"{float(max(variances)):.6g}", parameter="variances")
+    tables = (which.size >= _TABLE_MIN_DRAWS * len(variances)
+              and _FAST_SIGMA2[0] <= table.min() and table.max() <= _TABLE_MAX_SIGMA2)
     out: NDArray[Any] = np.zeros(which.size, dtype=np.int64)
+    if len(variances) == 1:  # i.i.d. elements: the accepted proposals, in order, fill the output
+        filled = 0
+        while filled < out.size:
+            need = min(out.size - filled, _CHUNK)  # chunks that keep the passes in cache
+            proposals = discrete_laplace(Fraction(t), need + need // 2 + _SPARE_PROPOSALS, src)
+            keep = _gaussian_accept(proposals, variances, table, np.broadcast_to(np.intp(0), proposals.shape), t,
+                                    src, tables=tables)
+            got = proposals[keep][:need]
+            if got.dtype == object and out.dtype != object:
+                out = out.astype(object)
+            out[filled:filled + got.size] = got
+            filled += got.size
+        return out
     todo = np.arange(which.size)
     while todo.size:
         tries = _SMALL_BATCH_TRIES if todo.size < _SMALL_BATCH else 1  # fewer rounds of numpy overhead
         proposals = discrete_laplace(Fraction(t), todo.size * tries, src)
-        keep = _gaussian_accept(proposals, variances, table, np.repeat(which[todo], tries), t, src).reshape(-1, tries)
+        keep = _gaussian_accept(proposals, variances, table, np.repeat(which[todo], tries), t, src,
+                                tables=tables).reshape(-1, tries)
         first = np.argmax(keep, axis=1)  # the first accepted proposal of each element: the rejection sampler's
         done = keep[np.arange(todo.size), first]
         if proposals.dtype == object and out.dtype != object:
