@@ -211,17 +211,17 @@ def uvicorn_config(app: Any, *, host: str, port: int, log_level: str = "warning"
 
     Examples
     --------
-    >>> from dpcloak.service.connections import BoundedH11Protocol
+    >>> from dpcloak.service.connections import BoundedHttpProtocol
     >>> config = uvicorn_config(lambda scope, receive, send: None, host="127.0.0.1", port=8000)
-    >>> config.http is BoundedH11Protocol, config.access_log
+    >>> config.http is BoundedHttpProtocol, config.access_log
     (True, False)
     """
     import uvicorn
 
-    from dpcloak.service.connections import BoundedH11Protocol, raise_file_limit
+    from dpcloak.service.connections import BoundedHttpProtocol, raise_file_limit
 
     raise_file_limit()
-    return uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False, http=BoundedH11Protocol)
+    return uvicorn.Config(app, host=host, port=port, log_level=log_level, access_log=False, http=BoundedHttpProtocol)
 
 
 def listening_socket(host: str, port: int) -> socket.socket:
