@@ -128,7 +128,10 @@ def _run(server: Any, sock: socket.socket, directory: Path, stop: threading.Even
 
         sim = threading.Thread(target=run_sensors, name="dpcloak-demo-sensors", daemon=True)
         sim.start()
+    from dpcloak.service.server import freeze_start_up_objects
+
     try:
+        freeze_start_up_objects()
         server.run(sockets=[sock])
     except KeyboardInterrupt:  # uvicorn shuts down gracefully, then re-raises the Ctrl-C it caught: a normal end
         pass

@@ -70,6 +70,7 @@ import secrets
 import sqlite3
 import threading
 from collections.abc import Callable, Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, NoReturn, TypeVar
 
@@ -134,8 +135,10 @@ def head_tag(key: bytes, *, seq: int, tag: bytes) -> bytes:
 
 
 def _durable_copy(path: Path, data: Mapping[str, Any]) -> Path:
-    """A new file next to ``path`` holding ``data`` (mode 0600), on disk (fsynced) when this returns."""
-    tmp = path.with_name(f"{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    """A new file next to ``path`` holding ``data`` (mode 0600), on disk (fsynced) when this returns.
+
+    Its name is unique (two appends of one process may be staged at once, both by the same writer thread)."""
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.{secrets.token_hex(8)}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as fh:
         fh.write(json.dumps(dict(data), indent=2, sort_keys=True) + "\n")
@@ -152,41 +155,36 @@ def _write_json_atomically(path: Path, data: Mapping[str, Any]) -> None:
 
 
 class _StagedAnchor:
-    """The anchor's next content, written and fsynced by a thread while the ledger's own commit is flushed.
+    """The anchor's next content, written and fsynced by the ledger's writer thread while the ledger's own
+    commit is flushed.
 
     The two flushes (the ledger's WAL, the anchor's new file) overlap instead of following each other;
     the new file replaces the anchor only after both are on disk (:meth:`Ledger.append`), so the anchor
-    is never ahead of the ledger and a crash leaves the old or the new anchor, as before.
+    is never ahead of the ledger and a crash leaves the old or the new anchor, as before. The writer is
+    one thread kept for the ledger's life (:meth:`Ledger._writer`): starting a thread per append waited
+    for the new thread to be scheduled, milliseconds on a busy machine.
     """
 
-    def __init__(self, anchor: Anchor, value: Mapping[str, Any]) -> None:
+    def __init__(self, anchor: Anchor, value: Mapping[str, Any], writer: ThreadPoolExecutor) -> None:
         self.anchor = anchor
         self.data = anchor._load()
         self.data[anchor.field] = dict(value)
-        self._result: list[Path | BaseException] = []
-        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._writer = writer
+        self._future: Future[Path] | None = None
 
     def start(self) -> None:
         """Begin writing the new file (once the caller holds this object, so that it can :meth:`discard` it)."""
-        self._thread.start()
-
-    def _run(self) -> None:
-        try:
-            self._result.append(_durable_copy(self.anchor.path, self.data))
-        except BaseException as exc:  # re-raised in the caller's thread by wait()
-            self._result.append(exc)
+        self._future = self._writer.submit(_durable_copy, self.anchor.path, self.data)
 
     def wait(self) -> Path:
         """The new file, on disk (raises what writing it raised)."""
-        self._thread.join()
-        got = self._result[0]
-        if isinstance(got, BaseException):
-            raise got
-        return got
+        if self._future is None:
+            raise RuntimeError("the staged anchor was never started")
+        return self._future.result()
 
     def discard(self) -> None:
         """Remove the new file (the ledger's commit failed, or a newer head must be written instead)."""
-        if self._thread.ident is None:  # never started: no file
+        if self._future is None:  # never started: no file
             return
         with contextlib.suppress(BaseException):
             self.wait().unlink()
@@ -302,6 +300,7 @@ class Ledger:
         self.remedy = remedy
         self._key = key
         self._lock = threading.RLock()
+        self._anchor_writer: ThreadPoolExecutor | None = None
         self._seq = -1
         self._tag = _ZERO
         self.ledger_id = ""
@@ -484,7 +483,8 @@ class Ledger:
                 seq, tag, encoded = self._insert(kind, body)
                 if self.anchor is not None:  # its new file is flushed while COMMIT flushes the ledger
                     staged = _StagedAnchor(self.anchor, {"ledger_id": self.ledger_id, "seq": seq,
-                                                         "head": head_tag(self._key, seq=seq, tag=tag).hex()})
+                                                         "head": head_tag(self._key, seq=seq, tag=tag).hex()},
+                                           self._writer())
                     staged.start()
         except BaseException:
             if staged is not None:
@@ -496,6 +496,12 @@ class Ledger:
         if staged is not None:
             self._install_anchor(staged, seq)
         return seq
+
+    def _writer(self) -> ThreadPoolExecutor:
+        """The thread writing staged anchors (started at the first append, ended by :meth:`close`)."""
+        if self._anchor_writer is None:
+            self._anchor_writer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dpcloak-anchor")
+        return self._anchor_writer
 
     def _install_anchor(self, staged: _StagedAnchor, seq: int) -> None:
         """Put the staged head in place, under the write lock so that the anchor never moves back."""
@@ -531,9 +537,12 @@ class Ledger:
         return self._seq
 
     def close(self) -> None:
-        """Close the file."""
+        """Close the file (and end the anchor's writer thread)."""
         with self._lock:
             self._db.close()
+            if self._anchor_writer is not None:
+                self._anchor_writer.shutdown(wait=True)
+                self._anchor_writer = None
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(path={str(self.path)!r}, binding={self.binding!r})"

@@ -26,7 +26,7 @@ from dpcloak.service.config import (
 from dpcloak.service.store import Store, sqlite_url
 
 __all__ = ["uvicorn_config", "check_history", "HISTORY_FILE", "build_app", "serve", "dashboard_url", "token_path",
-           "listening_socket"]
+           "listening_socket", "freeze_start_up_objects"]
 
 DEFAULT_DB = "collector.db"
 
@@ -200,7 +200,33 @@ def serve(app: Any, *, host: str, port: int, log_level: str = "warning") -> None
     """
     import uvicorn
 
-    uvicorn.Server(uvicorn_config(app, host=host, port=port, log_level=log_level)).run()
+    server = uvicorn.Server(uvicorn_config(app, host=host, port=port, log_level=log_level))
+    freeze_start_up_objects()
+    server.run()
+
+
+def freeze_start_up_objects() -> int:
+    """Exclude every object alive now from the garbage collector's later passes (``gc.freeze``); returns how many.
+
+    Called once the collector's process is built, just before it serves: the modules, the deployment
+    and the app (about 190,000 tracked objects) live as long as the process, yet every full collection
+    walked all of them again — about 0.1 s of the ingest process, during which no report is answered.
+    Cyclic garbage present now is collected first; what is allocated later is collected as usual.
+
+    Examples
+    --------
+    >>> import gc
+    >>> freeze_start_up_objects() > 1000  # the interpreter's own modules alone
+    True
+    >>> gc.get_freeze_count() > 1000  # left out of every later collection
+    True
+    >>> gc.unfreeze()  # (a test process: let later collections see them again)
+    """
+    import gc
+
+    gc.collect()
+    gc.freeze()
+    return gc.get_freeze_count()
 
 
 def uvicorn_config(app: Any, *, host: str, port: int, log_level: str = "warning") -> Any:
