@@ -4,13 +4,19 @@
 2. 10⁷ points (10⁵ users × 100 points) at Δ = 1024, stage by stage, vs numpy.histogram2d (what a user
    would otherwise pick for the non-private aggregation, which does no per-user bounding): points/s of
    ``bound_users`` (per-user bounding included) and of histogram2d in the same run, and their ratio
-   (goal ≥ 1×).
+   (goal ≥ 1×); and ``bound_users`` against ``numpy.bincount`` of the points' precomputed flat cell
+   indices (the counting floor: no snapping, no range check, no weights; issue 34's goal ≤ 2×) and
+   against the weighted bincount, in CPU time (``time.process_time``, best of 5, interleaved), which
+   the other processes on the shared cores disturb less than wall time.
 3. RECONSTRUCT's O(wℓ)-variable LP (HiGHS via scipy) vs the direct one-variable-per-pixel LP in CVXPY.
 4. Only with ``--dask [N]`` (default N = 10⁸): ``heatmap_from_frame`` on a Dask DataFrame read from
    Parquet (N points of N/100 users in 50 files written to a temporary directory, deleted afterwards)
    on a 2-worker LocalCluster (one process and one thread per worker, 1.5 GiB memory limit each):
    wall time, points/s and the peak of the summed RSS of this process and all its children (the
-   workers and their nannies), sampled every 0.1 s. Needs 24 bytes per point of free disk.
+   workers and their nannies), sampled every 0.1 s. The peer: numpy.histogram2d's in-memory rate on
+   10⁷ points of the same distribution (min(N, 10⁷)), measured just before and just after the Dask
+   run; printed: Dask points/s per core (the wall rate / 2 workers), histogram2d's points/s, and their
+   ratio (goal ≥ 1×). Needs 24 bytes per point of free disk.
 
 Run: PYTHONPATH=src /work/venv/bin/python benchmarks/bench_heatmaps.py [--quick] [--dask [N]]
 (``--quick --dask`` uses N = 10⁶.)
@@ -81,6 +87,21 @@ def large(n_points: int, delta: int) -> None:
           f"numpy.histogram2d (no bounding): {n_points / t_h / 1e6:.1f} M points/s; "
           f"ratio ours/histogram2d = {t_h / t_b:.2f}x (goal >= 1x); "
           f"end to end incl. noise+LP: {n_points / total / 1e6:.1f} M points/s")
+    cells = np.floor(y * delta).astype(np.int64) * delta + np.floor(x * delta).astype(np.int64)
+    weights = rng.random(n_points)
+    cpu = {"bound_users": [], "bincount": [], "weighted bincount": []}
+    for _ in range(5):  # interleaved, CPU time
+        for name, fn in (("bound_users", lambda: bound_users(users, x, y, resolution=delta)),
+                         ("bincount", lambda: np.bincount(cells, minlength=delta * delta)),
+                         ("weighted bincount", lambda: np.bincount(cells, weights=weights, minlength=delta * delta))):
+            t0 = time.process_time()
+            fn()
+            cpu[name].append(time.process_time() - t0)
+    best = {k: min(v) for k, v in cpu.items()}
+    print(f"    CPU, best of 5 interleaved: bound_users {best['bound_users'] * 1e3:.1f} ms, numpy.bincount of the flat "
+          f"cells {best['bincount'] * 1e3:.1f} ms (ratio {best['bound_users'] / best['bincount']:.2f}x, goal <= 2x), "
+          f"weighted bincount {best['weighted bincount'] * 1e3:.1f} ms "
+          f"(ratio {best['bound_users'] / best['weighted bincount']:.2f}x)")
 
 
 def lp_vs_cvxpy(delta: int) -> None:
@@ -166,6 +187,18 @@ class _PeakRSS:
         self.peak = max(self.peak, self._sample())
 
 
+def _histogram2d_rate(n_points: int, delta: int) -> float:
+    """numpy.histogram2d's in-memory points/s on the benchmark's distribution (best of 2)."""
+    rng = np.random.default_rng(8)
+    centres = rng.random((50, 2)) * 0.8 + 0.1
+    xy = np.clip(centres[rng.integers(0, 50, n_points)] + rng.normal(0.0, 0.02, (n_points, 2)), 0.0,
+                 np.nextafter(1.0, 0.0))
+    x, y = xy[:, 0].copy(), xy[:, 1].copy()
+    del xy
+    t, _ = _best(lambda: np.histogram2d(y, x, bins=delta, range=[[0, 1], [0, 1]]), 2)
+    return n_points / t
+
+
 def dask_parquet(n_points: int, n_files: int = 50, delta: int = 1024) -> None:
     import shutil
     import tempfile
@@ -186,17 +219,23 @@ def dask_parquet(n_points: int, n_files: int = 50, delta: int = 1024) -> None:
         size = sum(f.stat().st_size for f in root.iterdir())
         print(f"[4] wrote {n_points:.0e} points of {n_users} users in {n_files} Parquet files "
               f"({size / 2**30:.2f} GiB) in {time.perf_counter() - t0:.0f} s")
+        peer_before = _histogram2d_rate(min(n_points, 10**7), delta)
         with _PeakRSS() as rss, LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                              memory_limit="1.5GiB", dashboard_address=None) as cluster, Client(cluster):
             t0 = time.perf_counter()
             frame = dd.read_parquet(str(root), columns=["user", "x", "y"])
             res = heatmap_from_frame(frame, epsilon=1.0, resolution=delta, population=n_users)
             wall = time.perf_counter() - t0
+        peer_after = _histogram2d_rate(min(n_points, 10**7), delta)
         assert res.curator.n_points == n_points and abs(float(res.aggregate.sum()) - 1.0) < 1e-9
         print(f"    heatmap_from_frame on {frame.npartitions} partitions, 2 worker processes x 1 thread, Δ={delta}, "
               f"secure noise: {wall:.1f} s ({n_points / wall / 1e6:.2f} M points/s; bound "
               f"{res.curator.timings['bound']:.1f} s); peak RSS summed over all processes "
               f"{rss.peak / 2**30:.2f} GiB (goal < 4 GiB); load average {os.getloadavg()}")
+        per_core = n_points / wall / 2
+        print(f"    Dask {per_core / 1e6:.2f} M points/s per core (2 workers, bounding and release included); "
+              f"numpy.histogram2d in memory {peer_before / 1e6:.2f} M points/s before, {peer_after / 1e6:.2f} after; "
+              f"ratio {per_core / peer_before:.2f}x / {per_core / peer_after:.2f}x (goal >= 1x)")
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

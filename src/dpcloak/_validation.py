@@ -110,8 +110,12 @@ def check_array(
     nonnegative: bool = False,
     allow_empty: bool = False,
     dtype: type = float,
+    finite: bool = True,
 ) -> NDArray[Any]:
-    """Return ``value`` as a finite ndarray of ``dtype``, checking its dimension and shape."""
+    """Return ``value`` as a finite ndarray of ``dtype``, checking its dimension and shape.
+
+    ``finite=False`` skips the pass over the entries that refuses NaN and infinities, for a caller that
+    checks them itself (e.g. inside a compiled loop that reads the entries anyway)."""
     try:
         arr: NDArray[Any] = np.asarray(value, dtype=dtype)
     except (TypeError, ValueError):
@@ -128,7 +132,7 @@ def check_array(
                                         allowed=f"shape {want}", got=arr.shape)
     if arr.size == 0 and not allow_empty:
         raise InvalidParameterError(f"{name} must not be empty", parameter=name, allowed="not empty", got=arr.shape)
-    if np.issubdtype(arr.dtype, np.floating) and not np.all(np.isfinite(arr)):
+    if finite and np.issubdtype(arr.dtype, np.floating) and not np.all(np.isfinite(arr)):
         bad = int(np.size(arr) - np.count_nonzero(np.isfinite(arr)))
         raise InvalidParameterError(f"{name} must be finite; it has {bad} NaN or infinite entries", parameter=name,
                                     allowed="finite entries", got=f"{bad} NaN or infinite entries")

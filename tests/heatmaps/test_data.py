@@ -147,19 +147,24 @@ def test_mixed_id_types_follow_one_documented_rule():
         bound_users(np.array([True, 1, 2], dtype=object), x, y, resolution=4)
 
 
-def test_accumulate_cells_blocks_match_an_unblocked_oracle():
-    # Oracle: one np.add.at over all points (no blocks) and a per-user Python sum; 2.5 blocks of points.
-    from dpcloak.heatmaps.data import _CHUNK, accumulate_cells, fixed_point_weights
+def test_accumulate_cells_matches_an_add_at_oracle_and_counts_the_points_outside():
+    # Oracle: numpy's np.add.at on the floor-definition cells of the points inside, and a per-user Python sum;
+    # the edge values: -0.0 and the largest double below 1 are inside, -tiny, 1.0, inf and NaN outside.
+    from dpcloak.heatmaps.data import accumulate_cells, fixed_point_weights
 
     rng = np.random.default_rng(3)
-    n = int(2.5 * _CHUNK)
+    n = 20_000
     x, y = rng.random(n), rng.random(n)
-    codes = rng.integers(0, 1000, n)
-    weights = fixed_point_weights(np.bincount(codes, minlength=1000))
+    edges = [-0.0, np.nextafter(1.0, 0.0), -1e-300, 1.0, np.inf, np.nan]
+    x[:6], y[6:12] = edges, edges
+    ids = rng.integers(10**12, 10**12 + 1000, n)  # raw ids, shifted by their minimum
+    weights = fixed_point_weights(np.bincount(ids - 10**12, minlength=1000))
     out = np.zeros(64 * 64, dtype=np.int64)
-    accumulate_cells(out, x, y, 6, weights, codes)
+    assert accumulate_cells(out, x, y, 6, weights, ids, offset=10**12) == 8
+    inside = np.ones(n, dtype=bool)
+    inside[[2, 3, 4, 5, 8, 9, 10, 11]] = False
     oracle = np.zeros(64 * 64, dtype=np.int64)
-    np.add.at(oracle, np.minimum((y * 64).astype(int), 63) * 64 + np.minimum((x * 64).astype(int), 63),
-              weights[codes])
+    np.add.at(oracle, (np.floor(y[inside] * 64) * 64 + np.floor(x[inside] * 64)).astype(int),
+              weights[ids[inside] - 10**12])
     np.testing.assert_array_equal(out, oracle)
-    assert int(out.sum()) == sum(int(weights[c]) for c in codes.tolist())
+    assert int(out.sum()) == sum(int(weights[c - 10**12]) for c in ids[inside].tolist())

@@ -34,6 +34,34 @@ def test_dask_sums_identical_to_in_memory(client):
         assert agg.n_users == mem.n_users and agg.n_points == mem.n_points
 
 
+@pytest.mark.parametrize("ids", ["sparse", "split", "text"])
+def test_every_user_table_gives_the_in_memory_sums(client, ids):
+    # Pass 1 counts compact integer ids in dense tables and anything else by id; partitions whose dense tables do
+    # not merge into a compact one (ids 0..299 and 10^15..10^15+299) fall back to counting by id. Oracle: the
+    # in-memory bound_users on the same points (its own rule: numpy.unique codes for these ids), bit for bit.
+    from dpcloak.heatmaps.distributed import bound_users_dask
+
+    df = _frame(3000, seed=2).sort_values("user", kind="stable").reset_index(drop=True)
+    if ids == "sparse":
+        df["user"] = np.random.default_rng(3).integers(0, 2**62, 300)[df.user]
+    elif ids == "split":
+        df["user"] = np.where(df.user < 150, df.user, 10**15 + df.user)
+    else:
+        df["user"] = "u" + df.user.astype(str)
+    frame = dd.from_pandas(df, npartitions=4, sort=False)
+    # The path taken: dense per-partition tables only for "split" (merged with the partitions counted by id), and
+    # the merged table counted by id in all three.
+    from dpcloak.heatmaps.distributed import _add_counts, _partition_counts
+
+    partials = [_partition_counts(part, "user") for part in (frame.get_partition(i).compute() for i in range(4))]
+    assert any(c.dense is not None for c in partials) == (ids == "split")
+    assert _add_counts(partials).sparse is not None
+    mem = bound_users(df.user.to_numpy(), df.x.to_numpy(), df.y.to_numpy(), resolution=32)
+    agg = bound_users_dask(frame, resolution=32, client=client)
+    np.testing.assert_array_equal(agg.fixed, mem.fixed)
+    assert agg.n_users == mem.n_users == 300 and agg.n_points == 3000
+
+
 def test_parquet_and_frame_front_end(client, tmp_path):
     from dpcloak.heatmaps.distributed import bound_users_parquet
 

@@ -24,13 +24,14 @@ from __future__ import annotations
 
 import numbers
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
 import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from dpcloak._validation import check_array, check_int, check_memory
 from dpcloak.errors import InvalidParameterError
+from dpcloak.heatmaps import _binning
 
 __all__ = [
     "FIXED_POINT_BITS",
@@ -44,6 +45,7 @@ __all__ = [
     "check_user_ids",
     "fixed_point_weights",
     "accumulate_cells",
+    "refuse_outside",
 ]
 
 FIXED_POINT_BITS = 36
@@ -78,11 +80,18 @@ def check_resolution(resolution: Any) -> int:
     return res.bit_length() - 1
 
 
-def _coordinates(x: ArrayLike, y: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
-    xa = check_array("x", x, ndim=1)
-    ya = check_array("y", y, ndim=1)
+def _coordinate_arrays(x: ArrayLike, y: ArrayLike, *, finite: bool = True
+                       ) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """x and y as contiguous float64 vectors of one length (``finite=False``: NaN not looked for yet)."""
+    xa = np.ascontiguousarray(check_array("x", x, ndim=1, finite=finite))
+    ya = np.ascontiguousarray(check_array("y", y, ndim=1, finite=finite))
     if xa.shape != ya.shape:
         raise InvalidParameterError(f"x and y must have the same length, got {xa.size} and {ya.size}", parameter="x")
+    return xa, ya
+
+
+def _coordinates(x: ArrayLike, y: ArrayLike) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    xa, ya = _coordinate_arrays(x, y)
     for name, arr in (("x", xa), ("y", ya)):
         outside = np.count_nonzero((arr < 0.0) | (arr >= 1.0))
         if outside:
@@ -92,6 +101,21 @@ def _coordinates(x: ArrayLike, y: ArrayLike) -> tuple[NDArray[np.float64], NDArr
                 parameter=name
             )
     return xa, ya
+
+
+def refuse_outside(x: ArrayLike, y: ArrayLike) -> NoReturn:
+    """Raise the error for points outside [0, 1)² (which coordinate, how many, their range), once a fused loop
+    such as :func:`accumulate_cells` has found some.
+
+    Examples
+    --------
+    >>> refuse_outside([0.5, 1.5], [0.5, 0.5])  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+        ...
+    dpcloak.errors.InvalidParameterError: x must lie in [0, 1); 1 of 2 points are outside (range [0.5, 1.5]); ...
+    """
+    _coordinates(x, y)
+    raise InvalidParameterError("x and y must lie in [0, 1)", parameter="x")
 
 
 def snap(x: ArrayLike, y: ArrayLike, *, resolution: int) -> NDArray[np.int64]:
@@ -121,39 +145,37 @@ def _snap_unchecked(x: NDArray[np.float64], y: NDArray[np.float64], ell: int) ->
     return row * delta + col
 
 
-_CHUNK = 1 << 18
-"""Points per block in :func:`accumulate_cells` (small temporaries that stay in cache)."""
-
-
 def accumulate_cells(
     out: NDArray[np.int64], x: NDArray[np.float64], y: NDArray[np.float64], ell: int, weights: NDArray[np.int64],
-    codes: NDArray[np.int64] | None = None,
-) -> None:
-    """``out[cell of (x, y)] += weight`` for every point, exactly in int64, block by block.
+    ids: NDArray[np.int64], *, offset: int = 0,
+) -> int:
+    """``out[cell of (x, y)] += weights[ids[k] − offset]`` for every point k in [0, 1)², exactly in int64.
 
-    ``x``, ``y`` must already be checked to lie in [0, 1). The weight of point k is ``weights[k]``, or
-    ``weights[codes[k]]`` when ``codes`` (per-point user codes) is given. Blocks of :data:`_CHUNK` points
-    keep every temporary small, so memory stays O(Δ² + block) above the inputs.
+    One compiled pass (numba) with no temporaries: the range check, the snapping (row ⌊yΔ⌋, column
+    ⌊xΔ⌋, Δ = 2^``ell``) and the addition are fused. ``ids − offset`` must index ``weights`` (user
+    codes, or integer ids shifted by their minimum). Returns the number of points **not** added
+    because they lie outside [0, 1)² or are NaN: the caller refuses the input when it is not 0
+    (:func:`refuse_outside`).
 
     Examples
     --------
-    Level ``ell = 1`` is a 2 × 2 grid, flattened row by row (row = y cell, column = x cell):
+    Level ``ell = 1`` is a 2 × 2 grid, flattened row by row (row = y cell, column = x cell). Points 0 and
+    3 belong to user 0 (weight 3), points 1 and 2 to user 1 (weight 4):
 
     >>> import numpy as np
     >>> out = np.zeros(4, dtype=np.int64)
     >>> x, y = np.array([0.1, 0.2, 0.9, 0.6]), np.array([0.1, 0.3, 0.1, 0.8])
-    >>> accumulate_cells(out, x, y, 1, np.array([5, 5, 7, 1]))
-    >>> out.reshape(2, 2).tolist()
-    [[10, 7], [0, 1]]
-    >>> out[:] = 0  # per-user weights: points 0 and 3 belong to user 0, points 1 and 2 to user 1
-    >>> accumulate_cells(out, x, y, 1, np.array([3, 4]), codes=np.array([0, 1, 1, 0]))
+    >>> accumulate_cells(out, x, y, 1, np.array([3, 4]), np.array([0, 1, 1, 0]))
+    0
     >>> out.reshape(2, 2).tolist()
     [[7, 4], [0, 3]]
+    >>> accumulate_cells(out, np.array([1.0, np.nan]), np.array([0.5, 0.5]), 1, np.array([3]), np.array([7, 7]),
+    ...                  offset=7)  # x = 1 and NaN are outside: nothing added
+    2
     """
-    for i in range(0, x.size, _CHUNK):
-        sl = slice(i, i + _CHUNK)
-        w = weights[sl] if codes is None else weights[codes[sl]]
-        np.add.at(out, _snap_unchecked(x[sl], y[sl], ell), w)
+    return int(_binning.add_weights(out, np.ascontiguousarray(x, dtype=np.float64),
+                                    np.ascontiguousarray(y, dtype=np.float64), int(ell), weights,
+                                    np.ascontiguousarray(ids, dtype=np.int64), int(offset)))
 
 
 def _id_kind(value: Any) -> str:
@@ -226,6 +248,32 @@ def check_user_ids(users: NDArray[Any]) -> str:
     return kinds.pop() if kinds else "number"
 
 
+def _user_table(users: ArrayLike, n: int) -> tuple[NDArray[np.int64], int, NDArray[np.int64]]:
+    """(ids, offset, counts): ``ids[k] − offset`` is point k's user code and ``counts`` the points per code.
+
+    Integer ids in a compact range (``max − min < 4n + 1024``) are used as they are, with ``offset`` their
+    minimum (one compiled counting pass, no copy for int64); anything else gets codes from
+    :func:`numpy.unique` and ``offset = 0``.
+    """
+    arr = np.asarray(users)
+    if arr.ndim != 1 or arr.shape[0] != n:
+        raise InvalidParameterError(f"users must be a 1-D array with one id per point ({n}), got shape {arr.shape}",
+                                    parameter="users")
+    kind = check_user_ids(arr)
+    if arr.dtype.kind in "iu" and n:
+        lo, hi = int(arr.min()), int(arr.max())
+        if hi - lo < 4 * n + 1024 and hi < 1 << 63:
+            ids = np.ascontiguousarray(arr, dtype=np.int64)
+            counts = np.zeros(hi - lo + 1, dtype=np.int64)
+            _binning.count_ids(ids, lo, counts)
+            return ids, lo, counts
+    if arr.dtype.kind == "O" and kind == "string":
+        arr = arr.astype(str)
+    _, inverse = np.unique(arr, return_inverse=True)
+    codes = inverse.astype(np.int64, copy=False).reshape(-1)
+    return codes, 0, np.bincount(codes)
+
+
 def user_codes(users: ArrayLike, n: int) -> tuple[NDArray[np.int64], NDArray[np.int64]]:
     """Integer codes for user ids and the number of points of each code.
 
@@ -238,22 +286,12 @@ def user_codes(users: ArrayLike, n: int) -> tuple[NDArray[np.int64], NDArray[np.
     >>> codes, counts = user_codes(["bob", "ann", "bob"], 3)
     >>> codes.tolist(), counts.tolist()
     ([1, 0, 1], [1, 2])
+    >>> codes, counts = user_codes([12, 10, 12], 3)  # compact integer ids: codes are id − min
+    >>> codes.tolist(), counts.tolist()
+    ([2, 0, 2], [1, 0, 2])
     """
-    arr = np.asarray(users)
-    if arr.ndim != 1 or arr.shape[0] != n:
-        raise InvalidParameterError(f"users must be a 1-D array with one id per point ({n}), got shape {arr.shape}",
-                                    parameter="users")
-    kind = check_user_ids(arr)
-    if arr.dtype.kind in "iu" and n:
-        lo, hi = int(arr.min()), int(arr.max())
-        if hi - lo < 4 * n + 1024:
-            codes = (arr - lo).astype(np.int64, copy=False)
-            return codes, np.bincount(codes)
-    if arr.dtype.kind == "O" and kind == "string":
-        arr = arr.astype(str)
-    _, inverse = np.unique(arr, return_inverse=True)
-    codes = inverse.astype(np.int64, copy=False).reshape(-1)
-    return codes, np.bincount(codes)
+    ids, offset, counts = _user_table(users, n)
+    return ids - offset if offset else ids, counts
 
 
 def fixed_point_weights(counts: NDArray[np.int64]) -> NDArray[np.int64]:
@@ -380,13 +418,14 @@ def bound_users(users: ArrayLike, x: ArrayLike, y: ArrayLike, *, resolution: int
     ell = check_resolution(resolution)
     check_memory(f"resolution={resolution} (a {resolution}x{resolution} grid, held about 4 times)",
                  4 * 8 * 4**ell, hint="use a smaller resolution")
-    xa, ya = _coordinates(x, y)
-    codes, counts = user_codes(users, xa.size)
+    xa, ya = _coordinate_arrays(x, y, finite=False)  # NaN and the range are checked in the accumulating pass
+    ids, offset, counts = _user_table(users, xa.size)
     n_users = int(np.count_nonzero(counts))
     _check_user_count(n_users)
     delta = 1 << ell
     fixed = np.zeros(delta * delta, dtype=np.int64)
-    accumulate_cells(fixed, xa, ya, ell, fixed_point_weights(counts), codes)
+    if accumulate_cells(fixed, xa, ya, ell, fixed_point_weights(counts), ids, offset=offset):
+        refuse_outside(xa, ya)
     return _make_aggregate(fixed.reshape(delta, delta), delta, n_users, int(xa.size))
 
 

@@ -12,6 +12,7 @@ client. The pyramid levels are computed from it exactly as in memory (their sums
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpcloak.errors import InvalidParameterError, MissingExtraError
+from dpcloak.heatmaps._binning import count_ids
 from dpcloak.heatmaps.data import (
     UserAggregate,
     _check_user_count,
@@ -27,12 +29,33 @@ from dpcloak.heatmaps.data import (
     check_resolution,
     check_user_ids,
     fixed_point_weights,
+    refuse_outside,
 )
 from dpcloak.heatmaps.extent import Extent
 
 __all__ = ["bound_users_dask", "bound_users_parquet"]
 
 Partial = tuple[int, NDArray[np.int64]]
+
+
+@dataclass(frozen=True)
+class _Counts:
+    """Points per user over some partitions: dense over the integer ids ``offset .. offset + len(dense) − 1``
+    when they are compact, else a pandas Series indexed by id (``sparse``)."""
+
+    kinds: frozenset[str]
+    n_points: int
+    offset: int = 0
+    dense: NDArray[np.int64] | None = None
+    sparse: Any = None
+
+    def as_series(self) -> Any:
+        import pandas as pd
+
+        if self.dense is None:
+            return self.sparse
+        present = np.flatnonzero(self.dense)
+        return pd.Series(self.dense[present], index=present + self.offset)
 
 
 def _dask() -> tuple[Any, Any]:
@@ -44,40 +67,84 @@ def _dask() -> tuple[Any, Any]:
     return dask, dd
 
 
-def _partition_counts(part: Any, user: str) -> tuple[frozenset[str], Any]:
+def _compact(lo: int, hi: int, n_points: int) -> bool:
+    """Integer ids are counted in a dense table when its length is O(points) (the in-memory rule)."""
+    return hi - lo < 4 * n_points + 1024 and hi < 1 << 63
+
+
+def _partition_counts(part: Any, user: str) -> _Counts:
     """Pass 1 on a worker: the kind of the partition's user ids and each user's number of points."""
-    ids = part[user]
+    ids = part[user].to_numpy()
     if len(ids) == 0:
-        return frozenset(), ids.value_counts()
-    kind = check_user_ids(ids.to_numpy())
-    return frozenset({kind}), ids.value_counts(sort=False)
+        return _Counts(kinds=frozenset(), n_points=0)
+    kind = check_user_ids(ids)
+    if ids.dtype.kind in "iu":
+        lo, hi = int(ids.min()), int(ids.max())
+        if _compact(lo, hi, len(ids)):
+            counts = np.zeros(hi - lo + 1, dtype=np.int64)
+            count_ids(np.ascontiguousarray(ids, dtype=np.int64), lo, counts)
+            return _Counts(kinds=frozenset({kind}), n_points=len(ids), offset=lo, dense=counts)
+    return _Counts(kinds=frozenset({kind}), n_points=len(ids), sparse=part[user].value_counts(sort=False))
 
 
-def _add_counts(partials: Sequence[tuple[frozenset[str], Any]]) -> tuple[frozenset[str], Any]:
+def _add_counts(partials: Sequence[_Counts]) -> _Counts:
+    """Merge partial counts: dense tables added over the union of their ranges while that stays compact, else
+    (some ids not compact integers) the per-id counts of every partial summed by id."""
     import pandas as pd
 
-    kinds = frozenset().union(*(k for k, _ in partials))
+    kinds = frozenset().union(*(c.kinds for c in partials))
     if len(kinds) > 1:
         raise InvalidParameterError(
             "users must be all numbers or all strings, got a mix across partitions; convert the id column to one type",
             parameter="users"
         )
-    merged = pd.concat([c for _, c in partials])
+    full = [c for c in partials if c.n_points]
+    n_points = sum(c.n_points for c in full)
+    if not full:
+        return _Counts(kinds=kinds, n_points=0)
+    tables = [(c.offset, c.dense) for c in full if c.dense is not None]
+    if len(tables) == len(full):
+        lo = min(o for o, _ in tables)
+        hi = max(o + t.size - 1 for o, t in tables)
+        if _compact(lo, hi, n_points):
+            total = np.zeros(hi - lo + 1, dtype=np.int64)
+            for o, t in tables:
+                total[o - lo : o - lo + t.size] += t
+            return _Counts(kinds=kinds, n_points=n_points, offset=lo, dense=total)
+    merged = pd.concat([c.as_series() for c in full])
     codes, ids = pd.factorize(merged.index)
     # counts are integers < 2^53, so the float64 sums of bincount are exact
     total = np.bincount(codes, weights=merged.to_numpy(dtype=float), minlength=len(ids)).astype(np.int64)
-    return kinds, pd.Series(total, index=ids)
+    return _Counts(kinds=kinds, n_points=n_points, sparse=pd.Series(total, index=ids))
 
 
-def _user_weights(counts: tuple[frozenset[str], Any]) -> tuple[Any, NDArray[np.int64]]:
-    """After pass 1: the user index and each user's fixed-point weight ⌊2^K / c_u⌋ (computed once)."""
-    per_user = counts[1]
-    return per_user.index, fixed_point_weights(per_user.to_numpy(dtype=np.int64))
+@dataclass(frozen=True)
+class _Weights:
+    """After pass 1: each user's fixed-point weight ⌊2^K / c_u⌋ (computed once), indexed like :class:`_Counts`:
+    ``weights[id − offset]`` (dense) or ``weights[index.get_indexer(ids)]``."""
+
+    n_users: int
+    weights: NDArray[np.int64]
+    offset: int = 0
+    index: Any = None
 
 
-def _partition_sums(part: Any, users: tuple[Any, NDArray[np.int64]], user: str, x: str, y: str, ell: int,
+def _user_weights(counts: _Counts) -> _Weights:
+    if counts.sparse is not None:
+        per_user = counts.sparse.to_numpy(dtype=np.int64)
+        return _Weights(n_users=len(per_user), weights=fixed_point_weights(per_user), index=counts.sparse.index)
+    dense = np.zeros(0, dtype=np.int64) if counts.dense is None else counts.dense
+    return _Weights(n_users=int(np.count_nonzero(dense)), weights=fixed_point_weights(dense), offset=counts.offset)
+
+
+def _changed() -> InvalidParameterError:
+    return InvalidParameterError("the data changed between the two passes over the frame (a user was not counted)",
+                                 parameter="frame")
+
+
+def _partition_sums(part: Any, users: _Weights, user: str, x: str, y: str, ell: int,
                     extent: Extent | None) -> Partial:
-    """Pass 2 on a worker: one partition's number of points and fixed-point cell sums."""
+    """Pass 2 on a worker: one partition's number of points and fixed-point cell sums (one compiled pass)."""
     delta = 1 << ell
     out = np.zeros(delta * delta, dtype=np.int64)
     if len(part) == 0:
@@ -86,19 +153,18 @@ def _partition_sums(part: Any, users: tuple[Any, NDArray[np.int64]], user: str, 
     ya = part[y].to_numpy(dtype=float)
     if extent is not None:
         xa, ya, _ = extent.to_unit(xa, ya)
-    for name, arr in ((x, xa), (y, ya)):
-        if not np.all(np.isfinite(arr)):
-            raise InvalidParameterError(f"{name} must be finite; found NaN or infinite coordinates", parameter=name)
-        outside = int(np.count_nonzero((arr < 0.0) | (arr >= 1.0)))
-        if outside:
-            raise InvalidParameterError(f"{name} must lie in [0, 1); {outside} points of a partition are outside",
-                                        parameter=name)
-    index, weights = users
-    where = index.get_indexer(part[user])
-    if np.any(where < 0):
-        raise InvalidParameterError("the data changed between the two passes over the frame (a user was not counted)",
-                                    parameter="frame")
-    accumulate_cells(out, xa, ya, ell, weights, where)
+    if users.index is None:
+        ids = part[user].to_numpy()
+        if ids.dtype.kind not in "iu" or ids.min() < users.offset or ids.max() >= users.offset + users.weights.size:
+            raise _changed()
+        offset = users.offset
+    else:
+        ids = users.index.get_indexer(part[user])
+        if np.any(ids < 0):
+            raise _changed()
+        offset = 0
+    if accumulate_cells(out, xa, ya, ell, users.weights, ids, offset=offset):
+        refuse_outside(xa, ya)
     return len(part), out
 
 
@@ -109,8 +175,8 @@ def _add(partials: Sequence[Partial]) -> Partial:
     return sum(n for n, _ in partials), total
 
 
-def _n_users(users: tuple[Any, NDArray[np.int64]]) -> int:
-    return len(users[0])
+def _n_users(users: _Weights) -> int:
+    return users.n_users
 
 
 def _tree(dask: Any, parts: list[Any], combine: Any) -> Any:
