@@ -190,7 +190,7 @@ def test_a_failure_between_staging_and_holding_the_anchor_writes_no_file(tmp_pat
                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """A failure right after the staged anchor is built, before the append holds it (an interrupt there): no new
     anchor file may exist, since nothing could discard it. The weakened version that began writing inside the
-    constructor (ae72868's parent) leaves the ``.tmp`` file behind here; the writer thread is joined first so
+    constructor (ae72868's parent) leaves the ``.tmp`` file behind here; its write is waited for first so
     that the outcome does not depend on timing."""
     import dpcloak.privacy.ledger as module
 
@@ -201,8 +201,8 @@ def test_a_failure_between_staging_and_holding_the_anchor_writes_no_file(tmp_pat
 
     def built_then_fail(self: Any, *args: Any, **kwargs: Any) -> None:
         real(self, *args, **kwargs)
-        if self._thread.ident is not None:  # a constructor that already writes: let it finish
-            self._thread.join()
+        if self._future is not None:  # a constructor that already writes: let it finish
+            self._future.result()
         raise KeyboardInterrupt
 
     monkeypatch.setattr(module._StagedAnchor, "__init__", built_then_fail)
