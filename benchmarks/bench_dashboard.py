@@ -11,7 +11,8 @@ Every full window closes (and is recovered) as it fills, so the dashboards see a
 A dashboard is emulated request for request as ``assets/app.js`` makes them: the deployment, the newest
 page of 120 window summaries, the latest window's map and the sensors, then every 2 s *after the previous
 poll ended* the windows closed since its cursor (every 30th poll with the count of closed windows) and the
-new latest map when one closed, with the sensors fetched side by side on a second connection.
+new latest map when one closed, with the sensors and then the health (the policy banner) fetched side by side
+on a second connection.
 Printed: report acknowledgement latency p50/p99/max per phase, the collector's resident memory (start
 of each phase, and its range during the dashboards' phase), each kind of dashboard request's latency
 (p50, p99, max) and size (max), each whole poll's time and size (max), and the streamed CSV and Parquet
@@ -158,12 +159,15 @@ class Dashboard(threading.Thread):
         a second connection, the sensors; its time is the wall time until both are done."""
         started = time.perf_counter()
         sensors: list[int] = []
-        beside = threading.Thread(target=lambda: sensors.append(self.get("sensors", "/api/v1/sensors",
-                                                                         self.side)[2]))
+        beside = threading.Thread(target=lambda: sensors.append(self.sensors(self.side)))
         beside.start()
         size = self._poll_windows()
         beside.join()
         return time.perf_counter() - started, size + sensors[0]
+
+    def sensors(self, client: httpx.Client | None = None) -> int:
+        """``refreshSensors`` of ``app.js``: the sensors, then the health (the policy banner); bytes read."""
+        return self.get("sensors", "/api/v1/sensors", client)[2] + self.get("health", "/api/v1/health", client)[2]
 
     def _poll_windows(self) -> int:
         size = 0
@@ -189,7 +193,7 @@ class Dashboard(threading.Thread):
         self.get("deployment", "/api/v1/deployment")
         self.page()
         self.get("window map", f"/api/v1/windows/{self.latest}")
-        self.get("sensors", "/api/v1/sensors")
+        self.sensors()
         while not self.stop.wait(POLL_SECONDS):
             self.polls.append(self.poll())
 

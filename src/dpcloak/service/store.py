@@ -24,7 +24,7 @@ from typing import Any
 from sqlalchemy import BigInteger, Engine, Float, Integer, bindparam, create_engine, event, func, select, text, tuple_
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import make_url
-from sqlalchemy.exc import ArgumentError, OperationalError
+from sqlalchemy.exc import ArgumentError, DBAPIError, OperationalError
 
 from dpcloak._files import owner_only, sqlite_owner_only
 from dpcloak.errors import InvalidParameterError
@@ -42,6 +42,25 @@ ClosingCursor = tuple[float, int]
 
 STARTUP_LOCK = 0x6470636C6F616B  # "dpcloak"
 """PostgreSQL advisory lock key held while a collector migrates or registers (:meth:`Store.migrate`)."""
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+"""The Alembic migrations; each ``versions/vNNNN_<what>.py`` holds revision ``NNNN``, revising the one before."""
+
+
+def head_revision() -> str:
+    """The newest migration's revision (the highest ``NNNN`` of ``versions/vNNNN_*.py``).
+
+    Examples
+    --------
+    >>> from alembic.config import Config
+    >>> from alembic.script import ScriptDirectory
+    >>> config = Config()
+    >>> config.set_main_option("script_location", str(MIGRATIONS))
+    >>> head_revision() == ScriptDirectory.from_config(config).get_current_head()  # Alembic's own reading
+    True
+    """
+    return max(path.name[1:5] for path in (MIGRATIONS / "versions").glob("v[0-9][0-9][0-9][0-9]_*.py"))
+
 
 READ_PAGE = 256
 """Windows read per query when iterating over all of them (:meth:`Store.windows`): memory stays constant."""
@@ -298,13 +317,19 @@ class Store:
         return self.dialect == "sqlite" and self.engine.url.database in (None, "", ":memory:")
 
     def migrate(self, revision: str = "head") -> None:
-        """Bring the schema to ``revision`` (default: the newest Alembic revision)."""
-        from alembic import command
-        from alembic.config import Config
+        """Bring the schema to ``revision`` (default: the newest Alembic revision).
 
-        cfg = Config()
-        cfg.set_main_option("script_location", str(Path(__file__).parent / "migrations"))
+        A database already at the newest revision (every start but the first after an upgrade) is recognised
+        by reading its ``alembic_version`` row, without loading Alembic (a quarter of a second of imports).
+        """
         try:
+            if revision == "head" and self._revision() == head_revision():
+                return
+            from alembic import command
+            from alembic.config import Config
+
+            cfg = Config()
+            cfg.set_main_option("script_location", str(MIGRATIONS))
             with self._startup_lock(), self.engine.begin() as conn:
                 self._advisory_lock(conn)
                 cfg.attributes["connection"] = conn
@@ -314,6 +339,15 @@ class Store:
             raise InvalidParameterError(f"cannot reach or migrate the database {self.engine.url!r}: {reason}",
                                         parameter="url", allowed="a reachable, writable database",
                                         got=repr(self.engine.url)) from None
+
+    def _revision(self) -> str | None:
+        """The database's Alembic revision; ``None`` for a database without one (new, or not dpcloak's)."""
+        with self.engine.connect() as conn:  # an unreachable database raises here (OperationalError)
+            try:
+                rows = conn.execute(text("SELECT version_num FROM alembic_version")).all()
+            except DBAPIError:  # no such table
+                return None
+        return str(rows[0][0]) if len(rows) == 1 else None
 
     @contextlib.contextmanager
     def _startup_lock(self) -> Iterator[None]:
@@ -571,6 +605,27 @@ class Store:
             arrived = {(int(s), int(w)): float(t) for s, w, t in conn.execute(
                 _ARRIVED, {"d": deployment_id, "ws": sorted({w for w, _, _ in last.values()})})} if last else {}
         return {s: (w, arrived[(s, w)], n, v) for s, (w, n, v) in sorted(last.items())}
+
+    def last_windows(self, deployment_id: str, *, first_window: int) -> dict[int, int]:
+        """Per sensor with a report from window ``first_window`` on: its last window (read from the slot index alone).
+
+        Examples
+        --------
+        >>> import tempfile
+        >>> from dpcloak.service.examples import two_sensor_store
+        >>> with tempfile.TemporaryDirectory() as directory:
+        ...     _, store = two_sensor_store(directory)
+        ...     _ = store.insert_reports([{"deployment_id": "abc123", "sensor_id": j, "window": w, "value": 1.0,
+        ...                                "report_id": f"{j}{w}", "received_at": 60.0 * w}
+        ...                               for j, w in [(0, 1), (0, 4), (1, 2)]])
+        ...     found = store.last_windows("abc123", first_window=0), store.last_windows("abc123", first_window=3)
+        ...     store.dispose()
+        >>> found
+        ({0: 4, 1: 2}, {0: 4})
+        """
+        with self.engine.connect() as conn:
+            return {int(s): int(w) for s, w in conn.execute(_ACTIVITY_OLDER, {"d": deployment_id, "low": first_window,
+                                                                               "high": _NO_WINDOW})}
 
     def windows_with_reports(self, deployment_id: str, *, first_window: int, last_window: int) -> list[int]:
         """The windows among ``first_window … last_window`` holding at least one report, ascending.

@@ -157,9 +157,8 @@ def skipped_release(deployment: Deployment, store: Store, *, now: float) -> tupl
     first = max(0, last - deployment.period_windows + 1)
     if first == last:
         return last, []
-    activity = store.sensor_activity(deployment.deployment_id, first_window=first, since_window=first,
-                                     n_sensors=deployment.n_sensors)
-    return last, [j for j, (w, _, _, _) in activity.items() if w < last]
+    seen = store.last_windows(deployment.deployment_id, first_window=first)  # the health check's: index only
+    return last, sorted(j for j, w in seen.items() if w < last)
 
 
 def policy_view(deployment: Deployment, *, now: float, store: Store | None = None) -> dict[str, Any]:
