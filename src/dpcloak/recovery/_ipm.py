@@ -38,6 +38,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg as sla
+from numba import njit
 from numpy.typing import NDArray
 
 from dpcloak.recovery import _kkt
@@ -130,29 +131,35 @@ def _barrier_point(
     ``x_μ' = −1/(μ/s² + μ/o²) = −s²o²/(μ(s² + o²))`` (``o = d − s``) is formed without the
     overflowing reciprocal squares.
     """
-    if np.all(finite):  # the common unit box: no infinite branch to mask
-        root = np.hypot(a * width, 2.0 * mu)  # √(a²d² + 4μ²) without overflowing the square
-        near = (2.0 * mu) * width / (np.abs(a) * width + 2.0 * mu + root)  # distance to the nearer bound
-        far = width - near
-        pos = a >= 0
-        x = np.where(pos, lo + near, lo + far)
-        so = near * far
-        xp = -(so * so) / (mu * (near * near + far * far))
-        psi = a * x - mu * np.log(so)
-        return x, xp, psi
-    d = np.where(finite, width, 1.0)
-    root = np.hypot(a * d, 2.0 * mu)
-    pos = a >= 0
-    near = 2.0 * mu * d / (np.abs(a) * d + 2.0 * mu + root)  # distance to the nearer bound
-    far = d - near
-    with np.errstate(divide="ignore", invalid="ignore"):
-        s = np.where(finite, np.where(pos, near, far), mu / a)
-        other = np.where(finite, np.where(pos, far, near), np.inf)
-        x = np.where(finite & ~pos, lo + d - near, lo + s)
-        so = s * np.where(finite, other, 1.0)
-        xp = np.where(finite, -(so * so) / (mu * (s * s + other * other)), -(s * s) / mu)
-        psi = a * x - mu * np.log(s) - np.where(finite, mu * np.log(other), 0.0)
+    x, xp, psi = np.empty_like(a), np.empty_like(a), np.empty_like(a)
+    _barrier_kernel(a, lo, width, finite, float(mu), x, xp, psi)
     return x, xp, psi
+
+
+@njit(cache=True, nogil=True)
+def _barrier_kernel(a: NDArray[np.float64], lo: NDArray[np.float64], width: NDArray[np.float64],
+                    finite: NDArray[np.bool_], mu: float, x: NDArray[np.float64], xp: NDArray[np.float64],
+                    psi: NDArray[np.float64]) -> None:  # pragma: no cover (compiled; run through _barrier_point)
+    """:func:`_barrier_point` in one compiled pass (no temporaries: the IPM's hot loop at 10⁵–10⁶ sources)."""
+    two_mu = 2.0 * mu
+    for i in range(a.size):
+        ai = a[i]
+        if finite[i]:
+            d = width[i]
+            ad = abs(ai) * d
+            # √(a²d² + 4μ²): sqrt where the squares cannot overflow or underflow (faster), hypot otherwise
+            root = math.sqrt(ad * ad + two_mu * two_mu) if 1e-140 < ad + two_mu < 1e140 else math.hypot(ad, two_mu)
+            near = two_mu * d / (ad + two_mu + root)  # distance to the nearer bound
+            far = d - near
+            x[i] = lo[i] + near if ai >= 0 else lo[i] + far
+            so = near * far
+            xp[i] = -(so * so) / (mu * (near * near + far * far))
+            psi[i] = ai * x[i] - mu * (math.log(so) if so > 1e-300 else math.log(near) + math.log(far))
+        else:
+            s = mu / ai
+            x[i] = lo[i] + s
+            xp[i] = -(s * s) / mu
+            psi[i] = ai * x[i] - mu * math.log(s)
 
 
 def _interior(
