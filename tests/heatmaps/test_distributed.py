@@ -76,6 +76,33 @@ def test_parquet_and_frame_front_end(client, tmp_path):
     np.testing.assert_array_equal(res.aggregate, ref.aggregate)
 
 
+def test_parquet_is_read_in_runs_of_row_groups_and_batches(client, tmp_path, monkeypatch):
+    # Small runs and batches so that one file gives several tasks and each task several batches: the sums stay those
+    # of bound_users on all the points (oracle), the runs cover every row group once, and bad files are refused.
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from dpcloak.heatmaps import distributed as dist
+
+    df = _frame(1000, seed=5)
+    (tmp_path / "pts").mkdir()
+    pq.write_table(pa.Table.from_pandas(df.iloc[:700]), tmp_path / "pts" / "a.parquet", row_group_size=100)
+    pq.write_table(pa.Table.from_pandas(df.iloc[700:]), tmp_path / "pts" / "b.parquet", row_group_size=128)
+    monkeypatch.setattr(dist, "_TASK_ROWS", 250)
+    monkeypatch.setattr(dist, "_BATCH", 64)
+    runs = dist._row_group_runs(str(tmp_path / "pts" / "a.parquet"), ("user", "x", "y"))
+    assert [groups for _, groups in runs] == [(0, 1, 2), (3, 4, 5), (6,)]
+    agg = dist.bound_users_parquet(tmp_path / "pts", resolution=32, client=client)
+    mem = bound_users(df.user.to_numpy(), df.x.to_numpy(), df.y.to_numpy(), resolution=32)
+    np.testing.assert_array_equal(agg.fixed, mem.fixed)
+    assert (agg.n_users, agg.n_points) == (mem.n_users, 1000)
+    with pytest.raises(InvalidParameterError, match="missing"):
+        dist.bound_users_parquet(tmp_path / "pts" / "a.parquet", resolution=32, user="person", client=client)
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InvalidParameterError, match=r"\*\.parquet"):
+        dist.bound_users_parquet(tmp_path / "empty", resolution=32, client=client)
+
+
 def test_bad_points_raise_on_cluster(client):
     from dpcloak.heatmaps.distributed import bound_users_dask
 

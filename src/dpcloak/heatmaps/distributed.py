@@ -72,19 +72,27 @@ def _compact(lo: int, hi: int, n_points: int) -> bool:
     return hi - lo < 4 * n_points + 1024 and hi < 1 << 63
 
 
-def _partition_counts(part: Any, user: str) -> _Counts:
-    """Pass 1 on a worker: the kind of the partition's user ids and each user's number of points."""
-    ids = part[user].to_numpy()
-    if len(ids) == 0:
+def _counts_of(ids: Any) -> _Counts:
+    """The kind of a block's user ids (a numpy array or pandas Series) and each user's number of points."""
+    import pandas as pd
+
+    arr = ids.to_numpy() if isinstance(ids, pd.Series) else np.asarray(ids)
+    if len(arr) == 0:
         return _Counts(kinds=frozenset(), n_points=0)
-    kind = check_user_ids(ids)
-    if ids.dtype.kind in "iu":
-        lo, hi = int(ids.min()), int(ids.max())
-        if _compact(lo, hi, len(ids)):
+    kind = check_user_ids(arr)
+    if arr.dtype.kind in "iu":
+        lo, hi = int(arr.min()), int(arr.max())
+        if _compact(lo, hi, len(arr)):
             counts = np.zeros(hi - lo + 1, dtype=np.int64)
-            count_ids(np.ascontiguousarray(ids, dtype=np.int64), lo, counts)
-            return _Counts(kinds=frozenset({kind}), n_points=len(ids), offset=lo, dense=counts)
-    return _Counts(kinds=frozenset({kind}), n_points=len(ids), sparse=part[user].value_counts(sort=False))
+            count_ids(np.ascontiguousarray(arr, dtype=np.int64), lo, counts)
+            return _Counts(kinds=frozenset({kind}), n_points=len(arr), offset=lo, dense=counts)
+    series = ids if isinstance(ids, pd.Series) else pd.Series(arr)
+    return _Counts(kinds=frozenset({kind}), n_points=len(arr), sparse=series.value_counts(sort=False))
+
+
+def _partition_counts(part: Any, user: str) -> _Counts:
+    """Pass 1 on a worker: one partition's :func:`_counts_of`."""
+    return _counts_of(part[user])
 
 
 def _add_counts(partials: Sequence[_Counts]) -> _Counts:
@@ -142,29 +150,33 @@ def _changed() -> InvalidParameterError:
                                  parameter="frame")
 
 
-def _partition_sums(part: Any, users: _Weights, user: str, x: str, y: str, ell: int,
-                    extent: Extent | None) -> Partial:
-    """Pass 2 on a worker: one partition's number of points and fixed-point cell sums (one compiled pass)."""
-    delta = 1 << ell
-    out = np.zeros(delta * delta, dtype=np.int64)
-    if len(part) == 0:
-        return 0, out
-    xa = part[x].to_numpy(dtype=float)
-    ya = part[y].to_numpy(dtype=float)
+def _add_sums(out: NDArray[np.int64], ids: Any, x: Any, y: Any, users: _Weights, ell: int,
+              extent: Extent | None) -> None:
+    """Pass 2 on one block of points: add their fixed-point weights to ``out`` (one compiled pass)."""
+    if len(ids) == 0:
+        return
+    xa, ya = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if extent is not None:
         xa, ya, _ = extent.to_unit(xa, ya)
     if users.index is None:
-        ids = part[user].to_numpy()
-        if ids.dtype.kind not in "iu" or ids.min() < users.offset or ids.max() >= users.offset + users.weights.size:
+        arr = np.asarray(ids)
+        if arr.dtype.kind not in "iu" or arr.min() < users.offset or arr.max() >= users.offset + users.weights.size:
             raise _changed()
-        offset = users.offset
+        where, offset = arr, users.offset
     else:
-        ids = users.index.get_indexer(part[user])
-        if np.any(ids < 0):
+        where, offset = users.index.get_indexer(ids), 0
+        if np.any(where < 0):
             raise _changed()
-        offset = 0
-    if accumulate_cells(out, xa, ya, ell, users.weights, ids, offset=offset):
+    if accumulate_cells(out, xa, ya, ell, users.weights, where, offset=offset):
         refuse_outside(xa, ya)
+
+
+def _partition_sums(part: Any, users: _Weights, user: str, x: str, y: str, ell: int,
+                    extent: Extent | None) -> Partial:
+    """Pass 2 on a worker: one partition's number of points and fixed-point cell sums."""
+    out = np.zeros(1 << (2 * ell), dtype=np.int64)
+    _add_sums(out, part[user].to_numpy(), part[x].to_numpy(dtype=float), part[y].to_numpy(dtype=float), users, ell,
+              extent)
     return len(part), out
 
 
@@ -241,12 +253,18 @@ def bound_users_dask(
         raise InvalidParameterError(f"frame must have columns {user!r}, {x!r}, {y!r}; missing {missing}",
                                     parameter="frame")
     ids = frame[[user]].to_delayed()
-    counts = _tree(dask, [dask.delayed(_partition_counts)(p, user) for p in ids], _add_counts)
-    users = dask.delayed(_user_weights)(counts)
+    pts = frame[[user, x, y]].to_delayed()
+    return _two_passes(dask, client, ell, [dask.delayed(_partition_counts)(p, user) for p in ids],
+                       lambda users: [dask.delayed(_partition_sums)(p, users, user, x, y, ell, extent) for p in pts])
+
+
+def _two_passes(dask: Any, client: Any, ell: int, counts: list[Any], sums: Any) -> UserAggregate:
+    """Pass 1 (the count tasks, merged in a tree, turned into weights kept on the cluster), then pass 2 (the sum
+    tasks ``sums(users)``, added in a tree); only the Δ × Δ sums and two numbers reach the client."""
+    users = dask.delayed(_user_weights)(_tree(dask, counts, _add_counts))
     (users,) = client.persist([users]) if client is not None else dask.persist(users)  # pass 1, kept on the cluster
     n_users = dask.delayed(_n_users)(users)
-    pts = frame[[user, x, y]].to_delayed()
-    total = _tree(dask, [dask.delayed(_partition_sums)(p, users, user, x, y, ell, extent) for p in pts], _add)
+    total = _tree(dask, sums(users), _add)
     if client is not None:
         (n_p, fixed), n_u = client.compute([total, n_users], sync=True)
     else:
@@ -258,11 +276,76 @@ def bound_users_dask(
     return _make_aggregate(np.asarray(fixed, dtype=np.int64).reshape(delta, delta), delta, int(n_u), int(n_p))
 
 
+_BATCH = 1 << 20
+"""Points per record batch read from Parquet: a task holds one batch (24 MiB for three 8-byte columns)."""
+
+_TASK_ROWS = 1 << 21
+"""Row groups of a Parquet file are given to tasks in runs of at least this many rows."""
+
+
+def _row_group_runs(path: str, columns: tuple[str, ...]) -> list[tuple[str, tuple[int, ...]]]:
+    """(file, row groups) per task: consecutive row groups until a run holds :data:`_TASK_ROWS` rows."""
+    import pyarrow.parquet as pq
+
+    meta = pq.ParquetFile(path).metadata
+    missing = [c for c in columns if c not in meta.schema.names]
+    if missing:
+        raise InvalidParameterError(f"{path} must have columns {', '.join(map(repr, columns))}; missing {missing}",
+                                    parameter="path")
+    runs, run, rows = [], [], 0
+    for i in range(meta.num_row_groups):
+        run.append(i)
+        rows += meta.row_group(i).num_rows
+        if rows >= _TASK_ROWS:
+            runs.append((path, tuple(run)))
+            run, rows = [], 0
+    if run:
+        runs.append((path, tuple(run)))
+    return runs
+
+
+def _batches(task: tuple[str, tuple[int, ...]], columns: list[str]) -> Any:
+    import pyarrow.parquet as pq
+
+    path, groups = task
+    return pq.ParquetFile(path).iter_batches(batch_size=_BATCH, row_groups=list(groups), columns=columns,
+                                             use_threads=False)
+
+
+def _column(batch: Any, i: int) -> Any:
+    return batch.column(i).to_numpy(zero_copy_only=False)
+
+
+def _task_counts(task: tuple[str, tuple[int, ...]], user: str) -> _Counts:
+    """Pass 1 on a worker: the counts of one run of row groups, batch by batch."""
+    total = _Counts(kinds=frozenset(), n_points=0)
+    for batch in _batches(task, [user]):
+        total = _add_counts([total, _counts_of(_column(batch, 0))])
+    return total
+
+
+def _task_sums(task: tuple[str, tuple[int, ...]], users: _Weights, user: str, x: str, y: str, ell: int,
+               extent: Extent | None) -> Partial:
+    """Pass 2 on a worker: one run of row groups' number of points and fixed-point cell sums, batch by batch."""
+    out = np.zeros(1 << (2 * ell), dtype=np.int64)
+    n = 0
+    for batch in _batches(task, [user, x, y]):
+        _add_sums(out, _column(batch, 0), _column(batch, 1), _column(batch, 2), users, ell, extent)
+        n += batch.num_rows
+    return n, out
+
+
 def bound_users_parquet(
     path: str | Path, *, resolution: int, user: str = "user", x: str = "x", y: str = "y", extent: Extent | None = None,
     client: Any = None,
 ) -> UserAggregate:
-    """Read a Parquet file or directory lazily with Dask and bound per user on the cluster (as bound_users_dask).
+    """Bound per user on the cluster straight from a Parquet file or a directory of ``*.parquet`` files.
+
+    The two passes of :func:`bound_users_dask`, with the workers reading the files themselves: one
+    task per run of consecutive row groups of one file (at least 2^21 rows, or the rest of the file),
+    read with PyArrow one record batch of 2^20 rows at a time (one thread per task, only the needed
+    columns, no pandas), so a task holds one batch and its Δ × Δ sums whatever the file sizes.
+    Bit-identical to :func:`~dpcloak.heatmaps.data.bound_users` on the same points.
 
     Examples
     --------
@@ -275,6 +358,13 @@ def bound_users_parquet(
     >>> agg.sums.tolist(), agg.n_users
     ([[0.5, 0.0], [0.0, 1.5]], 2)
     """
-    _, dd = _dask()
-    frame = dd.read_parquet(str(path), columns=[user, x, y])
-    return bound_users_dask(frame, resolution=resolution, user=user, x=x, y=y, extent=extent, client=client)
+    dask, _ = _dask()
+    ell = check_resolution(resolution)
+    root = Path(path)
+    files = [root] if root.is_file() else sorted(f for f in root.rglob("*.parquet") if f.is_file())
+    if not files:
+        raise InvalidParameterError(f"path must be a Parquet file or a directory holding *.parquet files, got {path}",
+                                    parameter="path", got=str(path))
+    tasks = [run for f in files for run in _row_group_runs(str(f), (user, x, y))]
+    return _two_passes(dask, client, ell, [dask.delayed(_task_counts)(t, user) for t in tasks],
+                       lambda users: [dask.delayed(_task_sums)(t, users, user, x, y, ell, extent) for t in tasks])
