@@ -90,8 +90,9 @@ def test_parquet_is_read_in_runs_of_row_groups_and_batches(client, tmp_path, mon
     pq.write_table(pa.Table.from_pandas(df.iloc[700:]), tmp_path / "pts" / "b.parquet", row_group_size=128)
     monkeypatch.setattr(dist, "_TASK_ROWS", 250)
     monkeypatch.setattr(dist, "_BATCH", 64)
-    runs = dist._row_group_runs(str(tmp_path / "pts" / "a.parquet"), ("user", "x", "y"))
-    assert [groups for _, groups in runs] == [(0, 1, 2), (3, 4, 5), (6,)]
+    files = [str(tmp_path / "pts" / "a.parquet"), str(tmp_path / "pts" / "b.parquet")]
+    assert dist._tasks(files, ("user", "x", "y")) == [((files[0], (0, 1, 2)),), ((files[0], (3, 4, 5)),),
+                                                      ((files[0], (6,)), (files[1], (0, 1))), ((files[1], (2,)),)]
     agg = dist.bound_users_parquet(tmp_path / "pts", resolution=32, client=client)
     mem = bound_users(df.user.to_numpy(), df.x.to_numpy(), df.y.to_numpy(), resolution=32)
     np.testing.assert_array_equal(agg.fixed, mem.fixed)

@@ -11,7 +11,7 @@ client. The pyramid levels are computed from it exactly as in memory (their sums
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -279,54 +279,63 @@ def _two_passes(dask: Any, client: Any, ell: int, counts: list[Any], sums: Any) 
 _BATCH = 1 << 20
 """Points per record batch read from Parquet: a task holds one batch (24 MiB for three 8-byte columns)."""
 
-_TASK_ROWS = 1 << 21
-"""Row groups of a Parquet file are given to tasks in runs of at least this many rows."""
+_TASK_ROWS = 1 << 22
+"""Each task reads consecutive row groups (of one or more files) until it holds at least this many rows."""
+
+Task = tuple[tuple[str, tuple[int, ...]], ...]
+"""One task's share of the files: (file, its row groups) segments."""
 
 
-def _row_group_runs(path: str, columns: tuple[str, ...]) -> list[tuple[str, tuple[int, ...]]]:
-    """(file, row groups) per task: consecutive row groups until a run holds :data:`_TASK_ROWS` rows."""
+def _tasks(files: Sequence[str], columns: tuple[str, ...]) -> list[Task]:
+    """The files' row groups, in order, cut into tasks of at least :data:`_TASK_ROWS` rows (the last one fewer)."""
     import pyarrow.parquet as pq
 
-    meta = pq.ParquetFile(path).metadata
-    missing = [c for c in columns if c not in meta.schema.names]
-    if missing:
-        raise InvalidParameterError(f"{path} must have columns {', '.join(map(repr, columns))}; missing {missing}",
-                                    parameter="path")
-    runs, run, rows = [], [], 0
-    for i in range(meta.num_row_groups):
-        run.append(i)
-        rows += meta.row_group(i).num_rows
-        if rows >= _TASK_ROWS:
-            runs.append((path, tuple(run)))
-            run, rows = [], 0
-    if run:
-        runs.append((path, tuple(run)))
-    return runs
+    tasks: list[Task] = []
+    segments: list[tuple[str, tuple[int, ...]]] = []
+    rows = 0
+    for path in files:
+        meta = pq.ParquetFile(path).metadata
+        missing = [c for c in columns if c not in meta.schema.names]
+        if missing:
+            raise InvalidParameterError(f"{path} must have columns {', '.join(map(repr, columns))}; missing "
+                                        f"{missing}", parameter="path")
+        groups: list[int] = []
+        for i in range(meta.num_row_groups):
+            groups.append(i)
+            rows += meta.row_group(i).num_rows
+            if rows >= _TASK_ROWS:
+                tasks.append((*segments, (path, tuple(groups))))
+                segments, groups, rows = [], [], 0
+        if groups:
+            segments.append((path, tuple(groups)))
+    if segments:
+        tasks.append(tuple(segments))
+    return tasks
 
 
-def _batches(task: tuple[str, tuple[int, ...]], columns: list[str]) -> Any:
+def _batches(task: Task, columns: list[str]) -> Iterator[Any]:
     import pyarrow.parquet as pq
 
-    path, groups = task
-    return pq.ParquetFile(path).iter_batches(batch_size=_BATCH, row_groups=list(groups), columns=columns,
-                                             use_threads=False)
+    for path, groups in task:
+        yield from pq.ParquetFile(path).iter_batches(batch_size=_BATCH, row_groups=list(groups), columns=columns,
+                                                     use_threads=False)
 
 
 def _column(batch: Any, i: int) -> Any:
     return batch.column(i).to_numpy(zero_copy_only=False)
 
 
-def _task_counts(task: tuple[str, tuple[int, ...]], user: str) -> _Counts:
-    """Pass 1 on a worker: the counts of one run of row groups, batch by batch."""
+def _task_counts(task: Task, user: str) -> _Counts:
+    """Pass 1 on a worker: the counts of one task's row groups, batch by batch."""
     total = _Counts(kinds=frozenset(), n_points=0)
     for batch in _batches(task, [user]):
         total = _add_counts([total, _counts_of(_column(batch, 0))])
     return total
 
 
-def _task_sums(task: tuple[str, tuple[int, ...]], users: _Weights, user: str, x: str, y: str, ell: int,
+def _task_sums(task: Task, users: _Weights, user: str, x: str, y: str, ell: int,
                extent: Extent | None) -> Partial:
-    """Pass 2 on a worker: one run of row groups' number of points and fixed-point cell sums, batch by batch."""
+    """Pass 2 on a worker: one task's number of points and fixed-point cell sums, batch by batch."""
     out = np.zeros(1 << (2 * ell), dtype=np.int64)
     n = 0
     for batch in _batches(task, [user, x, y]):
@@ -342,7 +351,7 @@ def bound_users_parquet(
     """Bound per user on the cluster straight from a Parquet file or a directory of ``*.parquet`` files.
 
     The two passes of :func:`bound_users_dask`, with the workers reading the files themselves: one
-    task per run of consecutive row groups of one file (at least 2^21 rows, or the rest of the file),
+    task per run of consecutive row groups (of one or more files, at least 2^22 rows but for the last),
     read with PyArrow one record batch of 2^20 rows at a time (one thread per task, only the needed
     columns, no pandas), so a task holds one batch and its Δ × Δ sums whatever the file sizes.
     Bit-identical to :func:`~dpcloak.heatmaps.data.bound_users` on the same points.
@@ -365,6 +374,6 @@ def bound_users_parquet(
     if not files:
         raise InvalidParameterError(f"path must be a Parquet file or a directory holding *.parquet files, got {path}",
                                     parameter="path", got=str(path))
-    tasks = [run for f in files for run in _row_group_runs(str(f), (user, x, y))]
+    tasks = _tasks([str(f) for f in files], (user, x, y))
     return _two_passes(dask, client, ell, [dask.delayed(_task_counts)(t, user) for t in tasks],
                        lambda users: [dask.delayed(_task_sums)(t, users, user, x, y, ell, extent) for t in tasks])
