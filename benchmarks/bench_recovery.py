@@ -21,7 +21,7 @@ relative objective gap, and the log-log slope of the cold time over ``n ≥ 2000
 The machine this runs on is shared (2 cores, several engineers): wall-clock times include waiting
 for a core; the CPU times are the steadier measure.
 
-Run: ``PYTHONPATH=src /work/venv/bin/python benchmarks/bench_recovery.py [--quick] [--repeat R]``
+Run: ``PYTHONPATH=src /work/venv/bin/python benchmarks/bench_recovery.py [--quick] [--repeat R] [--floor-ladder]``
 (``--quick``: no CVXPY, ladder up to 8000).
 """
 
@@ -187,6 +187,36 @@ def ladder(t: float, sizes: tuple[int, ...], repeat: int, references: bool, limi
                        "CVXPY + Clarabel", "sources", rows)
 
 
+def floor_ladder(sides: tuple[int, ...], repeat: int, limit: float) -> None:
+    """Issue 34: cold BPDN on the 2-D floor (side² sources, (side/4)² sensors, t = 0.1, σ = 0.05), default threads,
+    against CVXPY + Clarabel (dense matrix) up to the first size it does not finish within ``limit``."""
+    print(f"\n== 2-D floor ladder, (side/4)² sensors, t = 0.1, σ = 0.05 (s; cold wall / CPU, best of {repeat})")
+    print(f"{'sources':>9} | {'cold':>7} {'CPU':>7} {'steps':>5} | {'Clarabel s':>10} {'ratio':>8} {'gap':>9} | "
+          f"{'RSS MB':>7}")
+    rows, ref_alive = [], True
+    for side in sides:
+        spec = {"kind": "2d", "sources": side, "sensors": side // 4, "t": 0.1, "sigma": 0.05}
+        d = _spawn(["--worker", json.dumps(spec), "--repeat", str(repeat)], None, None)
+        assert d is not None
+        line = f"{f'{side}²':>9} | {d['cold']:>7.2f} {d['cold_cpu']:>7.2f} {d['steps']:>5} |"
+        ref_time = None
+        if ref_alive:
+            ref = _spawn(["--reference", json.dumps(spec)], None, limit)
+            if ref is None or ref["time"] > limit:
+                line += f" {f'> {limit:g}':>10} (skipped beyond) |"
+                ref_alive = False
+            else:
+                ref_time = ref["time"]
+                gap = (d["objective"] - ref["objective"]) / max(1.0, abs(ref["objective"]))
+                line += f" {ref['time']:>10.1f} {ref['time'] / d['cold']:>8.0f} {gap:>9.1e} |"
+        else:
+            line += f" {'not run':>10} |"
+        rows.append(_results.row(f"{side}²", side * side, d["cold"], ref_time, limit, d["rss"]))
+        print(f"{line} {d['rss']:>7.0f}", flush=True)
+    _results.write("bpdn_floor2d", "BPDN, 2-D floor, (side/4)² sensors, t = 0.1, cold, default threads",
+                   "CVXPY + Clarabel (dense)", "sources", rows)
+
+
 def floor2d(sources: int, sensors: int, t: float, sigma: float, repeat: int) -> None:
     spec = {"kind": "2d", "sources": sources, "sensors": sensors, "t": t, "sigma": sigma}
     payload = ["--worker", json.dumps(spec), "--repeat", str(repeat)]
@@ -235,6 +265,8 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=None, help="best-of repeats per timing (3; 1 with --quick)")
     parser.add_argument("--limit", type=float, default=REFERENCE_LIMIT,
                         help="CVXPY + Clarabel time limit per solve (default 180 s, the issue's; 60 keeps a run short)")
+    parser.add_argument("--floor-ladder", action="store_true",
+                        help="only the 2-D floor ladder (64² … 512² sources) against CVXPY + Clarabel")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--reference", help=argparse.SUPPRESS)
     parser.add_argument("--first-call", action="store_true", help=argparse.SUPPRESS)
@@ -251,6 +283,9 @@ def main() -> None:
         print(json.dumps(first_call()))
         return
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} (shared with other engineers)")
+    if args.floor_ladder:
+        floor_ladder((64, 128, 256, 512), args.repeat, args.limit)
+        return
     sizes = LADDER[:-1] if args.quick else LADDER
     for t in TIMES:
         ladder(t, sizes, args.repeat, references=not args.quick, limit=args.limit)
