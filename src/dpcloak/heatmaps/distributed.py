@@ -12,7 +12,7 @@ client. The pyramid levels are computed from it exactly as in memory (their sums
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -329,7 +329,14 @@ def _task_counts(task: Task, user: str) -> _Counts:
     """Pass 1 on a worker: the counts of one task's row groups, batch by batch."""
     total = _Counts(kinds=frozenset(), n_points=0)
     for batch in _batches(task, [user]):
-        total = _add_counts([total, _counts_of(_column(batch, 0))])
+        ids = _column(batch, 0)
+        table = total.dense
+        if (table is not None and total.n_points and ids.dtype.kind in "iu" and len(ids)
+                and ids.min() >= total.offset and ids.max() < total.offset + table.size):
+            count_ids(np.ascontiguousarray(ids, dtype=np.int64), total.offset, table)  # this task's own table
+            total = replace(total, n_points=total.n_points + len(ids))
+        else:
+            total = _add_counts([total, _counts_of(ids)])
     return total
 
 
