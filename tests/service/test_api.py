@@ -706,3 +706,44 @@ def test_sensor_total_sums_its_released_readings_with_an_error_bar(tmp_path: Pat
         assert h.client.get("/api/v1/sensors/99/total?since=0", headers=auth).status_code == 404
         assert h.client.get("/api/v1/sensors/2/total?since=0").status_code == 401
     h.store.dispose()
+
+
+def test_a_counts_network_is_served_with_its_laplace_acceptance_interval(tmp_path: Path) -> None:
+    """Issue 29: a counts deployment (exact discrete Laplace, scale 1 count) is served. The collector accepts the
+    integer values in [0 − T, 50 + T], T the smallest integer with P(|Y| > T) ≤ 2⁻⁶⁴ (oracle: the closed form
+    2 q^(T+1) / (1 + q) re-derived here in exact rationals against 2⁻⁶⁴, q = e^(−1) bounded by fractions), refuses
+    one count beyond and a value off the integer grid (422), and the window's recovered record is the private
+    counts projected onto ≥ 0 with status "private counts"."""
+    import time
+    from fractions import Fraction
+
+    from dpcloak.sensors import SensorNetwork
+
+    net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [100.0, 0.0], [0.0, 100.0]], measurement="counts",
+                                         epsilon=1.0, delta=0.0, budget=(100.0, 1e-5), reading_range=(0.0, 50.0))
+    write_deployment(tmp_path, Deployment.create(network=net, window_seconds=60.0, period_windows=10,
+                                                 start=time.time() - 600.0, grace_seconds=3600.0))
+    h = Harness(tmp_path)
+    # P(|Y| > T) = 2 q^(T+1) / (1 + q) with q = e^-1 ∈ (0.36787944117, 0.36787944118): T is the smallest integer
+    # whose upper bound is ≤ 2^-64, and T − 1's lower bound is above it (so the rounding cannot decide it)
+    q_lo, q_hi = Fraction(36787944117, 10**11), Fraction(36787944118, 10**11)
+    t = next(t for t in range(200) if 2 * q_hi ** (t + 1) / (1 + q_lo) <= Fraction(1, 2**64))
+    assert 2 * q_lo**t / (1 + q_hi) > Fraction(1, 2**64)
+    h.collector.warm_recovery = False  # no recovery process: the window is recovered in this one below
+    with h.client:
+        assert poisoning.acceptance_cells(h.net) == (-t, 50 + t)
+        window = h.deployment.window_at(time.time()) - 1
+        for sensor, value in ((0, 12.0), (1, float(-t)), (2, 50.0 + t)):
+            assert h.post(h.report(sensor=sensor, window=window, value=value)).status_code == 201
+        for sensor, value in ((0, 51.0 + t), (1, -1.0 - t), (2, 7.5)):
+            resp = h.post(h.report(sensor=sensor, window=window + 1, value=value))
+            assert resp.status_code == 422 and resp.json()["field"] == "value", (value, resp.text)
+    from dpcloak.service.windows import recover_window_record
+
+    out = recover_window_record(h.deployment, h.store, window)  # what closing the window runs, in this process
+    h.store.dispose()
+    assert out is not None
+    record = out[0].as_dict()
+    assert record["source_map"] == [12.0, 0.0, 50.0 + t] and record["status"] == "private counts"
+    assert record["residual"] == float(t) and record["radius"] is None  # only the negative count moved
+    assert record["uncertainty_text"].startswith("±")

@@ -1,6 +1,7 @@
-"""Poisoning bounds: the exact discrete-Gaussian tail, the collector's acceptance interval, clipping on the sensor.
+"""Poisoning bounds: the exact discrete-Gaussian and discrete-Laplace tails, the collector's acceptance interval,
+clipping on the sensor.
 
-Oracles: mpmath's 50-digit brute-force summation of the discrete Gaussian's probability mass
+Oracles: mpmath's 50-digit brute-force summation of the discrete Gaussian's and Laplace's probability mass
 (independent of the library's relative-term summation and Poisson normaliser); the sampler itself
 (the same integer randomness gives the same report for any reading above the range: clipping happens
 before the noise); and recovery on a seeded instance for the influence of one poisoned sensor.
@@ -11,6 +12,7 @@ from __future__ import annotations
 import math
 import random
 from fractions import Fraction
+from typing import Any
 
 import mpmath
 import numpy as np
@@ -20,21 +22,32 @@ from dpcloak.metrics import emd
 from dpcloak.service import _network, poisoning
 
 
-def _mp_tail(sigma2: float, cells: int) -> mpmath.mpf:
-    """P(|Y| > cells) by summing the mass function directly (50 digits)."""
+def _mp_symmetric_tail(log_weight: Any, width: int, cells: int) -> mpmath.mpf:
+    """P(|Y| > cells) for P(y) ∝ exp(log_weight(|y|)) on ℤ, summing the mass function over |y| ≤ width (50 digits)."""
     with mpmath.workdps(50):
-        s2 = mpmath.mpf(sigma2)
-        width = int(60 * math.sqrt(sigma2)) + 60
-        mass = [mpmath.exp(-mpmath.mpf(y) ** 2 / (2 * s2)) for y in range(width + 1)]
-        total = mass[0] + 2 * mpmath.fsum(mass[1:])
-        return 2 * mpmath.fsum(mass[cells + 1:]) / total
+        mass = [mpmath.exp(log_weight(mpmath.mpf(y))) for y in range(width + 1)]
+        return 2 * mpmath.fsum(mass[cells + 1:]) / (mass[0] + 2 * mpmath.fsum(mass[1:]))
 
 
-@pytest.mark.parametrize(("sigma2", "cells"), [(0.3, 1), (2.5, 3), (2.5, 12), (40.0, 30), (1000.7, 150),
-                                               (1000.7, 290), (12345.5, 1000)])
-def test_log_tail_matches_brute_force_summation(sigma2: float, cells: int) -> None:
-    exact = _mp_tail(sigma2, cells)
-    assert math.isclose(poisoning.log_tail(Fraction(sigma2), cells), float(mpmath.log(exact)), rel_tol=1e-10)
+def _mp_tail(sigma2: float, cells: int) -> mpmath.mpf:
+    """The discrete Gaussian's tail (the mass beyond 60 σ + 60 is negligible)."""
+    return _mp_symmetric_tail(lambda y: -(y**2) / (2 * mpmath.mpf(sigma2)), int(60 * math.sqrt(sigma2)) + 60, cells)
+
+
+def _mp_laplace_tail(scale: float, cells: int) -> mpmath.mpf:
+    """The discrete Laplace's tail, P(y) ∝ e^(−|y|/b) (the mass beyond 200 b + 200 is negligible)."""
+    return _mp_symmetric_tail(lambda y: -y / mpmath.mpf(scale), int(200 * scale) + 200, cells)
+
+
+@pytest.mark.parametrize(("kind", "parameter", "cells"), [
+    ("gaussian", 0.3, 1), ("gaussian", 2.5, 3), ("gaussian", 2.5, 12), ("gaussian", 40.0, 30),
+    ("gaussian", 1000.7, 150), ("gaussian", 1000.7, 290), ("gaussian", 12345.5, 1000),
+    ("laplace", 0.4, 0), ("laplace", 1.0, 2), ("laplace", 1.0, 44), ("laplace", 3.0, 10), ("laplace", 12.5, 300)])
+def test_log_tail_matches_brute_force_summation(kind: str, parameter: float, cells: int) -> None:
+    """σ² for the discrete Gaussian's tail (log_tail), the scale b for the discrete Laplace's (laplace_log_tail)."""
+    ours, exact = ((poisoning.log_tail, _mp_tail) if kind == "gaussian"
+                   else (poisoning.laplace_log_tail, _mp_laplace_tail))
+    assert math.isclose(ours(Fraction(parameter), cells), float(mpmath.log(exact(parameter, cells))), rel_tol=1e-10)
 
 
 @pytest.mark.parametrize("sigma2", [2.5, 1000.7, 12345.5])
@@ -44,11 +57,23 @@ def test_tail_cells_is_the_smallest_sufficient_bound(sigma2: float, target: floa
     assert _mp_tail(sigma2, t) <= target < _mp_tail(sigma2, t - 1)
 
 
+@pytest.mark.parametrize("epsilon", [0.08, 1.0, 2.5])
+@pytest.mark.parametrize("target", [1e-6, 2.0**-64])
+def test_laplace_tail_cells_is_the_smallest_sufficient_bound(epsilon: float, target: float) -> None:
+    from dpcloak.privacy.discrete import DiscreteLaplaceMechanism
+
+    mech = DiscreteLaplaceMechanism(epsilon=epsilon, sensitivity=1.0, integer_inputs=True)
+    t = poisoning.noise_tail_cells(mech, target)
+    assert _mp_laplace_tail(float(mech.scale), t) <= target < _mp_laplace_tail(float(mech.scale), t - 1)
+
+
 def test_tail_bounds_reject_bad_input() -> None:
     with pytest.raises(ValueError, match="sigma2"):
         poisoning.log_tail(0.0, 3)
     with pytest.raises(ValueError, match="target"):
         poisoning.tail_cells(4.0, 1.5)
+    with pytest.raises(ValueError, match="scale"):
+        poisoning.laplace_log_tail(0.0, 3)
 
 
 @pytest.fixture(scope="module")

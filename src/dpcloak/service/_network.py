@@ -19,8 +19,8 @@ def grid_step(network: SensorNetwork) -> float:
 
 def value_bounds(network: SensorNetwork) -> tuple[float, float]:
     """The interval a genuine private reading falls in except with probability ≤ 2⁻⁶⁴: the reading range
-    widened by the exact discrete-Gaussian tail bound (:mod:`dpcloak.service.poisoning`; no upper limit when
-    the readings have none)."""
+    widened by the exact tail bound of the network's discrete Gaussian (field) or discrete Laplace (counts)
+    noise (:mod:`dpcloak.service.poisoning`; no upper limit when the readings have none)."""
     from dpcloak.service.poisoning import acceptance_interval
 
     return acceptance_interval(network)

@@ -11,6 +11,9 @@ on the grid and in ``g · [n_lo − T, n_hi + T]``, with T the smallest integer 
 
 A genuine report is rejected only if its noise is beyond T, so the probability of rejecting one
 honest report is at most :math:`P(|Y| > T)` (:func:`false_rejection_probability`), whatever the reading.
+A ``counts`` network's exact discrete Laplace noise, :math:`P(Y = y) = e^{-|y|/b} (1 − q)/(1 + q)` with
+:math:`q = e^{-1/b}` (b in grid units, :attr:`DiscreteLaplaceMechanism.scale`), has the closed-form tail
+:math:`P(|Y| > T) = 2 q^{T+1} / (1 + q)` (:func:`laplace_log_tail`), and T is chosen the same way.
 
 **Influence bound.** Two accepted values differ by at most
 :math:`D = g\,(n_{hi} − n_{lo} + 2T)` (:func:`influence_bound`): a sensor whose key was stolen can
@@ -52,12 +55,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpcloak.errors import InvalidParameterError
-from dpcloak.privacy.discrete import DiscreteGaussianMechanism
+from dpcloak.privacy.discrete import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
 from dpcloak.sensors import NetworkRecovery, SensorNetwork
 
-__all__ = ["FALSE_REJECTION", "OUTLIER_Z", "OUTLIER_GATE", "OUTLIER_CANDIDATES", "log_tail",
-           "false_rejection_probability", "tail_cells", "acceptance_cells", "acceptance_interval", "influence_bound",
-           "RobustRecovery", "robust_recover"]
+__all__ = ["FALSE_REJECTION", "OUTLIER_Z", "OUTLIER_GATE", "OUTLIER_CANDIDATES", "log_tail", "laplace_log_tail",
+           "noise_tail_cells", "false_rejection_probability", "tail_cells", "acceptance_cells", "acceptance_interval",
+           "influence_bound", "RobustRecovery", "robust_recover"]
 
 FALSE_REJECTION = 2.0**-64
 """Largest probability that the collector rejects one genuine report (about 5.4e-20)."""
@@ -143,6 +146,58 @@ def tail_cells(sigma2: Fraction | float, target: float = FALSE_REJECTION) -> int
     return hi
 
 
+def laplace_log_tail(scale: Fraction | float, cells: int) -> float:
+    """Natural log of :math:`P(|Y| > \\text{cells})` for the discrete Laplace with scale b = ``scale`` (grid units).
+
+    :math:`\\ln 2 − (T + 1)/b − \\ln(1 + e^{-1/b})` for T ≥ 0 (module docstring), 0 below.
+
+    Examples
+    --------
+    >>> round(math.exp(laplace_log_tail(1.0, 2)), 6), round(2 * math.exp(-3) / (1 + math.exp(-1)), 6)
+    (0.072795, 0.072795)
+    >>> laplace_log_tail(1.0, 43) > math.log(2.0**-64) >= laplace_log_tail(1.0, 44)  # b = 1: T = 44 for 2⁻⁶⁴
+    True
+    >>> laplace_log_tail(1.0, -1)  # P(|Y| > −1) = 1
+    0.0
+    """
+    b = float(scale)
+    if math.isfinite(b) and b > 0:
+        return 0.0 if int(cells) < 0 else math.log(2.0) - (int(cells) + 1) / b - math.log1p(math.exp(-1.0 / b))
+    raise InvalidParameterError(f"scale must be a finite number > 0, got {scale!r}", parameter="scale")
+
+
+def _noise_log_tail(mech: DiscreteGaussianMechanism | DiscreteLaplaceMechanism, cells: int) -> float:
+    if isinstance(mech, DiscreteLaplaceMechanism):
+        return laplace_log_tail(mech.scale, cells)
+    return log_tail(mech.sigma2, cells)
+
+
+def noise_tail_cells(mech: DiscreteGaussianMechanism | DiscreteLaplaceMechanism,
+                     target: float = FALSE_REJECTION) -> int:
+    """The smallest integer T ≥ 0 with :math:`P(|Y| > T) ≤` ``target`` for the mechanism's noise.
+
+    Examples
+    --------
+    >>> laplace = DiscreteLaplaceMechanism(epsilon=1.0, sensitivity=1.0, integer_inputs=True)  # b = 1
+    >>> t = noise_tail_cells(laplace, 0.05)
+    >>> t, math.exp(laplace_log_tail(1, t)) <= 0.05 < math.exp(laplace_log_tail(1, t - 1))
+    (3, True)
+    >>> noise_tail_cells(laplace)  # 2⁻⁶⁴: T grows like b · 64 ln 2
+    44
+    """
+    if not isinstance(mech, DiscreteLaplaceMechanism):
+        return tail_cells(mech.sigma2, target)
+    if not 0.0 < target < 1.0:
+        raise InvalidParameterError(f"target must be in (0, 1), got {target!r}", parameter="target")
+    b, log_target = float(mech.scale), math.log(target)
+    t = max(0, math.ceil(b * (math.log(2.0) - math.log1p(math.exp(-1.0 / b)) - log_target)) - 1)
+    while t > 0 and laplace_log_tail(b, t - 1) <= log_target:  # the closed form's rounding, either way
+        t -= 1
+    while laplace_log_tail(b, t) > log_target:
+        t += 1
+    return t
+
+
 def acceptance_cells(network: SensorNetwork, target: float = FALSE_REJECTION) -> tuple[int | None, int | None]:
     """The grid indices ``(n_lo − T, n_hi + T)`` the collector accepts (``None``: no upper end).
 
@@ -158,8 +213,8 @@ def acceptance_cells(network: SensorNetwork, target: float = FALSE_REJECTION) ->
     >>> t, acceptance_cells(net)
     (131, (-131, 231))
     """
-    mech = _gaussian_of(network)
-    t = tail_cells(mech.sigma2, target)
+    mech = _noise_of(network)
+    t = noise_tail_cells(mech, target)
     lo, hi = network.reading_range
     n_lo = int(mech.to_grid(np.array([float(lo)]))[0])
     n_hi = None if hi is None else int(mech.to_grid(np.array([float(hi)]))[0])
@@ -203,16 +258,16 @@ def false_rejection_probability(network: SensorNetwork, target: float = FALSE_RE
     >>> false_rejection_probability(net, target=1e-6) <= 1e-6
     True
     """
-    sigma2 = _gaussian_of(network).sigma2
-    return math.exp(log_tail(sigma2, tail_cells(sigma2, target)))
+    mech = _noise_of(network)
+    return math.exp(_noise_log_tail(mech, noise_tail_cells(mech, target)))
 
 
-def _gaussian_of(network: SensorNetwork) -> DiscreteGaussianMechanism:
-    """The network's discrete Gaussian; the collector's acceptance bounds are derived for it (field networks)."""
+def _noise_of(network: SensorNetwork) -> DiscreteGaussianMechanism | DiscreteLaplaceMechanism:
+    """The network's exact discrete noise; the collector's acceptance bounds are derived for these two."""
     mech = network.mechanism
-    if not isinstance(mech, DiscreteGaussianMechanism):
-        raise InvalidParameterError(f"the collector's report checks are derived for the discrete Gaussian of a field "
-                                    f"network; this {network.measurement} network adds {network.noise} noise",
+    if not isinstance(mech, DiscreteGaussianMechanism | DiscreteLaplaceMechanism):
+        raise InvalidParameterError(f"the collector's report checks are derived for exact discrete Gaussian or "
+                                    f"Laplace noise; this {network.measurement} network adds {network.noise}",
                                     parameter="network")
     return mech
 
