@@ -173,7 +173,8 @@ class WindowPage(BaseModel):
 _WHY = {401: "No valid credential (a report's MAC, or the analyst token)", 403: "The credential may not do this",
         404: "Another deployment, or no such window", 409: "Conflicts with what is stored (see error)",
         413: "Body larger than the collector accepts", 415: "Not sent as Content-Type: application/json",
-        422: "Malformed or out of range (see field)", 429: "This sensor's flood limit: retry after Retry-After",
+        422: "Malformed or out of range (see field)",
+        429: "This sensor's flood limit, or too many failed authentications from this address: retry after Retry-After",
         503: "Overloaded or the database cannot write: retry after Retry-After (nothing stored)"}
 _RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before resending", "schema": {"type": "integer"}}}
 
@@ -362,7 +363,7 @@ def create_app(collector: Collector, *, analyst_token: str) -> CollectorApp:
         return JSONResponse(body, status_code=status, headers=retry_after_header(body))
 
     @app.post(BATCH_PATH, tags=["sensors"], dependencies=[Depends(json_body)],
-              responses=documented(413, 415, 422, 503))
+              responses=documented(413, 415, 422, 429, 503))
     async def post_batch(batch: BatchIn) -> JSONResponse:
         """Store up to 1000 signed reports forwarded by a gateway; one outcome per report, in order."""
         body = (await endpoints.batch(batch))[1]

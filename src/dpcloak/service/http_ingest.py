@@ -22,6 +22,7 @@ from pydantic import BaseModel, ValidationError
 
 from dpcloak.service.collector import Collector, Overloaded
 from dpcloak.service.ingest import BatchIn, ReportError, ReportIn
+from dpcloak.service.limits import ClientFailureLimit, SensorRateLimit
 
 __all__ = ["REPORT_PATH", "BATCH_PATH", "MAX_BODY_BYTES", "IngestEndpoints", "error_field", "malformed",
            "retry_after_header", "is_json", "NOT_JSON"]
@@ -125,6 +126,7 @@ class IngestEndpoints:
 
     def __init__(self, collector: Collector) -> None:
         self.collector = collector
+        self.failures = ClientFailureLimit()  # failed authentications per client address (limits module)
         self._routes: dict[str, tuple[type[BaseModel], Callable[[Any], Awaitable[tuple[int, dict[str, Any]]]]]] = {
             REPORT_PATH: (ReportIn, self.report), BATCH_PATH: (BatchIn, self.batch)}
 
@@ -158,23 +160,42 @@ class IngestEndpoints:
         return status, out, retry_after_header(out)
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        body = NOT_JSON if not is_json(scope) else await _read_body(scope, receive)
-        if body is None:  # the client went away
-            return
-        if isinstance(body, ReportError):
-            status, out, headers = body.status, body.body(), None
+        client = str((scope.get("client") or ("",))[0] or "")
+        wait = self.failures.wait(client)
+        status: int
+        out: dict[str, Any]
+        headers: dict[str, str] | None
+        if wait > 0:  # this address failed authentication too often: refused before its body is read
+            after = SensorRateLimit.retry_after(wait)
+            status, out, headers = 429, {**ReportError(
+                429, "rate_limited", f"too many reports from this address failed authentication; retry after {after} "
+                "s", "mac").body(), "retry_after": after}, {"Retry-After": str(after)}
         else:
-            try:
-                status, out, headers = await self.answer(scope["path"], body)
-            except Exception as exc:  # never a traceback in a response; nothing was acknowledged
-                log.error("internal error: %s: %s", type(exc).__name__, exc)
-                status, out, headers = 500, ReportError(500, "internal", "internal error (logged on the collector)"
-                                                        ).body(), None
+            body = NOT_JSON if not is_json(scope) else await _read_body(scope, receive)
+            if body is None:  # the client went away
+                return
+            status, out, headers = await self._answer(scope["path"], body)
+            results: list[dict[str, Any]] = out.get("results", [])
+            failed = int(status == 401) + sum(r.get("http_status") == 401 for r in results)
+            if self.failures.charge(client, failed):
+                log.warning("client %s: too many reports failed authentication (wrong keys, forged MACs); its "
+                            "requests get 429 for %d s", client or "?", SensorRateLimit.retry_after(
+                                self.failures.wait(client)))
         data = encode(out)
         raw = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
         raw += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
         await send({"type": "http.response.start", "status": status, "headers": raw})
         await send({"type": "http.response.body", "body": data})
+
+
+    async def _answer(self, path: str, body: bytes | ReportError) -> Answer:
+        if isinstance(body, ReportError):
+            return body.status, body.body(), None
+        try:
+            return await self.answer(path, body)
+        except Exception as exc:  # never a traceback in a response; nothing was acknowledged
+            log.error("internal error: %s: %s", type(exc).__name__, exc)
+            return 500, ReportError(500, "internal", "internal error (logged on the collector)").body(), None
 
 
 NOT_JSON = ReportError(415, "unsupported_media_type",
