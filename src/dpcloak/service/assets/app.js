@@ -228,12 +228,13 @@
     info.replaceChildren(span("window " + r.window + " (from " + when.toLocaleString() + "): "));
     if (r.status !== null) {
       let fit = STATUS_WORDS[r.status] || r.status;
-      if (r.misfit !== null) fit += " (misfit " + fmt(100 * r.misfit) + " % of the readings' energy";
-      if (r.residual !== null && r.radius !== null) {
+      const model = r.status !== "private counts";  // a counts map has no model: nothing to misfit
+      if (model && r.misfit !== null) fit += " (misfit " + fmt(100 * r.misfit) + " % of the readings' energy";
+      if (model && r.residual !== null && r.radius !== null) {
         fit += (r.misfit !== null ? "; " : " (") + "residual " + fmt(r.residual) + " " + unit + " against " +
           fmt(r.radius) + " " + unit + " the noise allows";
       }
-      if (r.misfit !== null || (r.residual !== null && r.radius !== null)) fit += ")";
+      if (model && (r.misfit !== null || (r.residual !== null && r.radius !== null))) fit += ")";
       info.append(span(fit, r.status === "least-residual" ? "flagged misfit" : "fit"), span("; "));
     }
     info.append(r.missing > 0 ? span(r.missing + " sensor(s) missing: recovered from the " + r.reporting.length +
