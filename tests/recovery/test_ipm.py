@@ -1,4 +1,4 @@
-"""The interior-point method's barrier point (dpcloak.recovery._ipm._barrier_point, compiled).
+"""The interior-point method's barrier point (dpcloak.recovery._ipm._barrier_point).
 
 Oracle: 60-digit mpmath — the root s = x − l in (0, d) of a s² − (a d + 2μ) s + μ d = 0 found by bisection
 (of the distance to the nearer bound) on the barrier's stationarity a − μ/s + μ/(d − s) (μ/a with d = ∞),

@@ -38,7 +38,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.linalg as sla
-from numba import njit
 from numpy.typing import NDArray
 
 from dpcloak.recovery import _kkt
@@ -118,6 +117,9 @@ def _separates(
     return low - float(w @ z) - rho * float(np.linalg.norm(w)) > 1e-9 * max(1.0, abs(low))
 
 
+_CHUNK = 1 << 14  # coordinates per chunk of the barrier point
+
+
 def _barrier_point(
     a: NDArray[np.float64], lo: NDArray[np.float64], width: NDArray[np.float64], finite: NDArray[np.bool_], mu: float
 ) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
@@ -132,34 +134,47 @@ def _barrier_point(
     overflowing reciprocal squares.
     """
     x, xp, psi = np.empty_like(a), np.empty_like(a), np.empty_like(a)
-    _barrier_kernel(a, lo, width, finite, float(mu), x, xp, psi)
+    for start in range(0, a.size, _CHUNK):  # chunks keep the temporaries in cache (2x at 10^5-10^6 sources)
+        part = slice(start, start + _CHUNK)
+        x[part], xp[part], psi[part] = _barrier_chunk(a[part], lo[part], width[part], finite[part], mu)
     return x, xp, psi
 
 
-@njit(cache=True, nogil=True)
-def _barrier_kernel(a: NDArray[np.float64], lo: NDArray[np.float64], width: NDArray[np.float64],
-                    finite: NDArray[np.bool_], mu: float, x: NDArray[np.float64], xp: NDArray[np.float64],
-                    psi: NDArray[np.float64]) -> None:  # pragma: no cover (compiled; run through _barrier_point)
-    """:func:`_barrier_point` in one compiled pass (no temporaries: the IPM's hot loop at 10⁵–10⁶ sources)."""
+def _barrier_chunk(
+    a: NDArray[np.float64], lo: NDArray[np.float64], width: NDArray[np.float64], finite: NDArray[np.bool_], mu: float
+) -> tuple[NDArray[np.float64], NDArray[np.float64], NDArray[np.float64]]:
+    """:func:`_barrier_point` on one chunk."""
+    all_finite = bool(np.all(finite))  # the common unit box: no infinite branch to mask
+    d = width if all_finite else np.where(finite, width, 1.0)
     two_mu = 2.0 * mu
-    for i in range(a.size):
-        ai = a[i]
-        if finite[i]:
-            d = width[i]
-            ad = abs(ai) * d
-            # √(a²d² + 4μ²): sqrt where the squares cannot overflow or underflow (faster), hypot otherwise
-            root = math.sqrt(ad * ad + two_mu * two_mu) if 1e-140 < ad + two_mu < 1e140 else math.hypot(ad, two_mu)
-            near = two_mu * d / (ad + two_mu + root)  # distance to the nearer bound
-            far = d - near
-            x[i] = lo[i] + near if ai >= 0 else lo[i] + far
-            so = near * far
-            xp[i] = -(so * so) / (mu * (near * near + far * far))
-            psi[i] = ai * x[i] - mu * (math.log(so) if so > 1e-300 else math.log(near) + math.log(far))
-        else:
-            s = mu / ai
-            x[i] = lo[i] + s
-            xp[i] = -(s * s) / mu
-            psi[i] = ai * x[i] - mu * math.log(s)
+    ad = np.abs(a) * d
+    if ad.max() < 1e150 and two_mu < 1e150 and ad.min() + two_mu > 1e-150:  # squares neither overflow nor vanish
+        root = ad * ad
+        root += two_mu * two_mu
+        np.sqrt(root, out=root)  # √(a²d² + 4μ²), faster than hypot
+    else:
+        root = np.hypot(ad, two_mu)  # without overflowing the square
+    root += ad
+    root += two_mu
+    near = np.multiply(d, two_mu)
+    near /= root  # distance to the nearer bound
+    far = d - near
+    pos = a >= 0
+    if all_finite:
+        x = np.where(pos, near, far)
+        x += lo
+        so = near * far
+        xp = -(so * so) / (mu * (near * near + far * far))
+        psi = a * x - mu * np.log(so)
+        return x, xp, psi
+    with np.errstate(divide="ignore", invalid="ignore"):
+        s = np.where(finite, np.where(pos, near, far), mu / a)
+        other = np.where(finite, np.where(pos, far, near), np.inf)
+        x = np.where(finite & ~pos, lo + d - near, lo + s)
+        so = s * np.where(finite, other, 1.0)
+        xp = np.where(finite, -(so * so) / (mu * (s * s + other * other)), -(s * s) / mu)
+        psi = a * x - mu * np.log(s) - np.where(finite, mu * np.log(other), 0.0)
+    return x, xp, psi
 
 
 def _interior(
