@@ -316,7 +316,7 @@ def test_serve_demo_two_simulated_hours_in_chromium(tmp_path: Path, browser: Any
     the policy in words; the banner saying the schedule skips windows (health ``ok``), then, while the demo's
     sensor 0 is switched off (minutes 20–40, ``switched_off``), ``degraded`` naming it (health too, and the
     database: it released nothing in the windows named), then ``ok`` again once it reports; the budget's renewal
-    moving after the first hour; the map advancing throughout (never the same window for 10 simulated minutes);
+    moving after the first hour; the map advancing throughout (never the same window for 20 simulated minutes);
     the running totals' error bars ±1.96 σ√n for the n readings shown (σ of the deployment's mechanism)."""
     import os
     import re
@@ -348,8 +348,8 @@ def test_serve_demo_two_simulated_hours_in_chromium(tmp_path: Path, browser: Any
         url = f"http://127.0.0.1:{port}"
         cmd = [sys.executable, "-m", "dpcloak", "serve", "--demo", "--port", str(port), "--time-scale", "120",
                "--windows", "3600"]
-        proc = subprocess.Popen(cmd, cwd=base, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                env=dict(os.environ))
+        log = (base / "serve.log").open("w")  # not a pipe: nobody reads it while the demo runs
+        proc = subprocess.Popen(cmd, cwd=base, stdout=subprocess.DEVNULL, stderr=log, text=True, env=dict(os.environ))
         deadline = time.monotonic() + 600
         while proc.poll() is None and not pages:  # the collector is up: open the dashboard at both sizes
             assert time.monotonic() < deadline
@@ -372,13 +372,15 @@ def test_serve_demo_two_simulated_hours_in_chromium(tmp_path: Path, browser: Any
             seen.append({"health": health, "page": snap, "t": time.monotonic(), "messages": len(messages)})
             first_seen = first_seen or dep.window_start(health["window"])
             since = dep.window_start(health["window"]) - first_seen  # about the sensors' time (they start first)
-            state = ("degraded" if snap["status"] == "degraded" and off + 400 < since < on else
-                     "ok" if snap["status"] == "ok" and since > on + 300 else None)
+            state = ("degraded" if snap["status"] == "degraded" and re.search(r"sensor\(s\) 0\b", snap["banner"])
+                     else "ok" if snap["status"] == "ok" and since > on + 300 else None)
             if state and state not in shots:  # while sensor 0 is off, and once it is back
                 for name, page in pages.items():
                     shots[f"{state}-{name}"] = tmp_path / f"demo-{state}-{name}.png"
                     page.screenshot(path=str(shots[f"{state}-{name}"]), full_page=True)
-        _out, err = proc.communicate(timeout=60)
+        proc.wait(timeout=60)
+        log.close()
+        err = (base / "serve.log").read_text()
         assert proc.returncode == 0 and "Traceback" not in err, err[-3000:]
         with sqlite3.connect(base / "dpcloak-demo" / "collector.db") as db:
             values = db.execute("SELECT window, sensor_id, value FROM reports ORDER BY window").fetchall()
@@ -403,13 +405,13 @@ def test_serve_demo_two_simulated_hours_in_chromium(tmp_path: Path, browser: Any
     assert on - off <= outage_to - outage_from <= on - off + 60, (gap_from, gap_to, first)
     assert off - 300 <= outage_from - began <= off, (gap_from, gap_to, first)
     pages_seen = [s["page"] for s in seen if s["page"]["window"] is not None]
-    # the map advances: it shows ever newer windows, never the same one for 10 simulated minutes (5 real seconds)
+    # the map advances: it shows ever newer windows, never the same one for 20 simulated minutes (10 real seconds)
     # while the sensors run (the last polls come after their last window, while the collector stops)
     shown = [(s["t"], s["page"]["window"]) for s in seen if s["page"]["window"] is not None]
     assert [w for _, w in shown] == sorted(w for _, w in shown) and len({w for _, w in shown}) >= 20
     running = [(s["t"], s["page"]["window"]) for s in seen
                if s["page"]["window"] is not None and s["health"]["window"] < first + 3590]
-    assert all(w1 > w0 for (t0, w0), (t1, w1) in itertools.combinations(running, 2) if t1 - t0 >= 5.0), shown
+    assert all(w1 > w0 for (t0, w0), (t1, w1) in itertools.combinations(running, 2) if t1 - t0 >= 10.0), shown
     assert all(p["policy"] == views.policy_words(dep) for p in pages_seen) and "1800 consecutive" in pages_seen[0][
         "policy"]
     # the banner: skips by schedule while ok; degraded naming sensor 0 while it is off (the API: every poll once
