@@ -15,6 +15,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -96,3 +97,62 @@ def test_plain_uvicorn_is_starved_by_the_same_idle_connections(tmp_path: Path) -
             assert _honest_answers(weak.url, tries=3) == 0
     finally:
         weak.stop()
+
+
+def _ok_app() -> Any:
+    async def app(scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            return
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-length", b"2")]})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+    return app
+
+
+def _get(sock: socket.socket) -> bytes:
+    sock.sendall(b"GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+    data = b""
+    while not data.endswith(b"ok"):
+        chunk = sock.recv(4096)
+        assert chunk, "closed while a request was answered"
+        data += chunk
+    return data
+
+
+def test_the_idle_timer_counts_from_the_last_response(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The idle timer is re-armed when it fires, not at every response: a connection that keeps sending
+    requests more often than the idle limit stays open past it, one that falls silent after a response is
+    closed about the idle limit later (oracle: the socket's own view, with the limit lowered to 0.6 s)."""
+    import threading
+
+    import uvicorn
+
+    import dpcloak.service.connections as connections
+
+    idle = 0.6
+    monkeypatch.setattr(connections, "IDLE_SECONDS", idle)
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(_ok_app(), host="127.0.0.1", port=port, log_level="warning",
+                                           http=connections.BoundedHttpProtocol, lifespan="off"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 20
+        while not server.started and time.monotonic() < deadline:
+            time.sleep(0.02)
+        assert server.started
+        busy = socket.create_connection(("127.0.0.1", port), timeout=5)
+        quiet = socket.create_connection(("127.0.0.1", port), timeout=5)
+        with busy, quiet:
+            _get(quiet)
+            silent_from = time.monotonic()
+            for _ in range(6):  # 1.5 s of requests every 0.25 s: 2.5 idle limits, never idle for one
+                assert b" 200 " in _get(busy)
+                time.sleep(0.25)
+            quiet.settimeout(idle + 5)
+            assert quiet.recv(1) == b""  # closed by the server ...
+            assert time.monotonic() - silent_from >= idle  # ... not before the limit
+            assert b" 200 " in _get(busy)  # the busy one is still served
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
