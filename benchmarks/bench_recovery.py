@@ -151,7 +151,7 @@ def _slope(ns: list[int], ts: list[float]) -> float:
 def ladder(t: float, sizes: tuple[int, ...], repeat: int, references: bool, limit: float = REFERENCE_LIMIT) -> None:
     print(f"\n== 1-D heat kernel, m = n/2, t = {t:g}, σ = 0.1  (ms; wall / CPU, best of {repeat})")
     print(f"{'n':>6} | {'cold default':>15} {'cold pinned':>15} | {'warm default':>13} {'warm pinned':>13} | "
-          f"{'steps':>5} | {'Clarabel s':>10} {'ratio':>7} {'gap':>9}")
+          f"{'steps':>5} {'RSS MB':>7} | {'Clarabel s':>10} {'ratio':>7} {'gap':>9}")
     cold_default = []
     rows = []
     ref_alive = references
@@ -164,7 +164,7 @@ def ladder(t: float, sizes: tuple[int, ...], repeat: int, references: bool, limi
         cold_default.append(d["cold"])
         line = (f"{n:>6} | {d['cold'] * 1e3:>7.0f} /{d['cold_cpu'] * 1e3:>6.0f} {p['cold'] * 1e3:>7.0f} /"
                 f"{p['cold_cpu'] * 1e3:>6.0f} | {d['warm'] * 1e3:>5.0f} /{d['warm_cpu'] * 1e3:>5.0f} "
-                f"{p['warm'] * 1e3:>5.0f} /{p['warm_cpu'] * 1e3:>5.0f} | {d['steps']:>5}")
+                f"{p['warm'] * 1e3:>5.0f} /{p['warm_cpu'] * 1e3:>5.0f} | {d['steps']:>5} {d['rss']:>7.0f}")
         if not d["converged"]:
             line += " (not converged)"
         ref_time = None
