@@ -22,12 +22,15 @@ The machine this runs on is shared (2 cores, several engineers): wall-clock time
 for a core; the CPU times are the steadier measure.
 
 Run: ``PYTHONPATH=src /work/venv/bin/python benchmarks/bench_recovery.py [--quick] [--repeat R] [--floor-ladder]``
-(``--quick``: no CVXPY, ladder up to 8000).
+(``--quick``: no CVXPY, ladder up to 8000). ``--robust-window [W]`` times instead one 1,000-sensor collector
+window with the outlier test (:func:`dpcloak.service.poisoning.robust_recover`) against its old fixed 3 σ trigger
+and the plain recovery, interleaved (about 20 s).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import os
@@ -148,6 +151,17 @@ def _slope(ns: list[int], ts: list[float]) -> float:
     return float(np.polyfit(x, y, 1)[0])
 
 
+def peer_step(spec: dict, ours: dict, limit: float, *, ratio_width: int) -> tuple[str, float | None, bool]:
+    """Run CVXPY + Clarabel on ``spec`` in its own process (killed after ``limit`` s) against our cold result
+    ``ours``: the table cell (time, ratio to our cold wall time, relative objective gap), the peer's time (``None``
+    beyond the limit) and whether the ladder's larger sizes still run the peer."""
+    ref = _spawn(["--reference", json.dumps(spec)], None, limit)
+    if ref is None or ref["time"] > limit:
+        return f" {f'> {limit:g}':>10} (skipped beyond)", None, False
+    gap = (ours["objective"] - ref["objective"]) / max(1.0, abs(ref["objective"]))
+    return f" {ref['time']:>10.1f} {ref['time'] / ours['cold']:>{ratio_width}.0f} {gap:>9.1e}", ref["time"], True
+
+
 def ladder(t: float, sizes: tuple[int, ...], repeat: int, references: bool, limit: float = REFERENCE_LIMIT) -> None:
     print(f"\n== 1-D heat kernel, m = n/2, t = {t:g}, σ = 0.1  (ms; wall / CPU, best of {repeat})")
     print(f"{'n':>6} | {'cold default':>15} {'cold pinned':>15} | {'warm default':>13} {'warm pinned':>13} | "
@@ -169,14 +183,8 @@ def ladder(t: float, sizes: tuple[int, ...], repeat: int, references: bool, limi
             line += " (not converged)"
         ref_time = None
         if ref_alive:
-            ref = _spawn(["--reference", json.dumps(spec)], None, limit)
-            if ref is None or ref["time"] > limit:
-                line += f" | {f'> {limit:g}':>10} (skipped beyond)"
-                ref_alive = False
-            else:
-                ref_time = ref["time"]
-                gap = (d["objective"] - ref["objective"]) / max(1.0, abs(ref["objective"]))
-                line += f" | {ref['time']:>10.1f} {ref['time'] / d['cold']:>7.0f} {gap:>9.1e}"
+            text, ref_time, ref_alive = peer_step(spec, d, limit, ratio_width=7)
+            line += f" |{text}"
         if references:  # a row per size; without references (--quick) the results file is left alone
             rows.append(_results.row(str(n), n, d["cold"], ref_time, limit, d["rss"]))
         print(line, flush=True)
@@ -200,17 +208,10 @@ def floor_ladder(sides: tuple[int, ...], repeat: int, limit: float) -> None:
         assert d is not None
         line = f"{f'{side}²':>9} | {d['cold']:>7.2f} {d['cold_cpu']:>7.2f} {d['steps']:>5} |"
         ref_time = None
+        text = f" {'not run':>10}"
         if ref_alive:
-            ref = _spawn(["--reference", json.dumps(spec)], None, limit)
-            if ref is None or ref["time"] > limit:
-                line += f" {f'> {limit:g}':>10} (skipped beyond) |"
-                ref_alive = False
-            else:
-                ref_time = ref["time"]
-                gap = (d["objective"] - ref["objective"]) / max(1.0, abs(ref["objective"]))
-                line += f" {ref['time']:>10.1f} {ref['time'] / d['cold']:>8.0f} {gap:>9.1e} |"
-        else:
-            line += f" {'not run':>10} |"
+            text, ref_time, ref_alive = peer_step(spec, d, limit, ratio_width=8)
+        line += f"{text} |"
         rows.append(_results.row(f"{side}²", side * side, d["cold"], ref_time, limit, d["rss"]))
         print(f"{line} {d['rss']:>7.0f}", flush=True)
     _results.write("bpdn_floor2d", "BPDN, 2-D floor, (side/4)² sensors, t = 0.1, cold, default threads",
@@ -259,6 +260,58 @@ def sweep(points: int = 11) -> None:
           f"largest objective difference {worst:.1e}")
 
 
+def robust_window(windows: int) -> None:
+    """Issue 34: one 1,000-sensor collector window (the collector benchmarks' floor, 1,000 x 130, exact discrete
+    Gaussian noise, 8-draw bootstrap, warm-started, one BLAS thread) recovered with the outlier test's gate at the
+    largest of m noise draws (``poisoning.gate_cells``), against the same test with the fixed 3 σ trigger it had
+    and against the plain recovery without the test, interleaved window by window."""
+    import statistics
+    from unittest import mock
+
+    import numpy as np
+    from threadpoolctl import threadpool_limits
+
+    import _collector_load as shared
+    from dpcloak.privacy.discrete import discrete_gaussian_noise
+    from dpcloak.service import poisoning
+
+    net = shared.floor_network()
+    g, sigma = float(net.resolution), float(net.sigma)
+    cells = np.round(shared.crowd_readings(net) / g)
+    noise = discrete_gaussian_noise(net.mechanism.sigma2, windows * net.n_sensors, rng=34).reshape(windows, -1)
+    everyone = np.ones(net.n_sensors, dtype=bool)
+    fixed_3_sigma = mock.patch.object(poisoning, "gate_cells", lambda mech, m: math.floor(3 * sigma / g))
+    kinds = ("gate at max of m draws", "fixed 3 σ gate", "plain recovery")
+    cpu: dict[str, list[float]] = {k: [] for k in kinds}
+    wall: dict[str, list[float]] = {k: [] for k in kinds}
+    tested = {k: 0 for k in kinds}
+    previous: dict[str, object] = {k: None for k in kinds}
+    load0 = os.getloadavg()
+    with threadpool_limits(limits=1, user_api="blas"):
+        for w, y in enumerate(noise):
+            values = g * (cells + y)
+            for kind in kinds[::1 if w % 2 == 0 else -1]:
+                w0, c0 = time.perf_counter(), time.thread_time()
+                if kind == "plain recovery":
+                    previous[kind] = net.recover(values, warm_start=previous[kind], uncertainty_draws=8)
+                else:
+                    with fixed_3_sigma if kind == "fixed 3 σ gate" else contextlib.nullcontext():
+                        robust = poisoning.robust_recover(net, values, everyone, warm_start=previous[kind])
+                    previous[kind], tested[kind] = robust.recovery, tested[kind] + (robust.tested > 0)
+                if w:  # the first window is cold for all three
+                    wall[kind].append(time.perf_counter() - w0)
+                    cpu[kind].append(time.thread_time() - c0)
+    print(f"\n== one {net.n_sensors}-sensor x {net.n_sources}-source collector window, 8-draw bootstrap, warm-started, "
+          f"one BLAS thread ({windows} windows, median after the first; load average {load0[0]:.2f} at the start, "
+          f"{os.getloadavg()[0]:.2f} at the end)")
+    ours = statistics.median(cpu[kinds[0]])
+    for kind in kinds:
+        c, wl = statistics.median(cpu[kind]), statistics.median(wall[kind])
+        runs = "" if kind == "plain recovery" else f", leave-one-out test run in {tested[kind]} of {windows} windows"
+        print(f"   {kind:>22}: {c * 1e3:7.1f} ms CPU, {wl * 1e3:7.1f} ms wall{runs}; CPU ratio to the new gate "
+              f"{c / ours:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="no CVXPY; ladder up to n = 8000")
@@ -267,6 +320,8 @@ def main() -> None:
                         help="CVXPY + Clarabel time limit per solve (default 180 s, the issue's; 60 keeps a run short)")
     parser.add_argument("--floor-ladder", action="store_true",
                         help="only the 2-D floor ladder (64² … 512² sources) against CVXPY + Clarabel")
+    parser.add_argument("--robust-window", type=int, nargs="?", const=40, default=None, metavar="WINDOWS",
+                        help="only the collector's 1,000-sensor window with the outlier test's gate (40 windows)")
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     parser.add_argument("--reference", help=argparse.SUPPRESS)
     parser.add_argument("--first-call", action="store_true", help=argparse.SUPPRESS)
@@ -283,6 +338,9 @@ def main() -> None:
         print(json.dumps(first_call()))
         return
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.1f} (shared with other engineers)")
+    if args.robust_window:
+        robust_window(args.robust_window)
+        return
     if args.floor_ladder:
         floor_ladder((64, 128, 256, 512), args.repeat, args.limit)
         return
