@@ -168,3 +168,21 @@ def test_accumulate_cells_matches_an_add_at_oracle_and_counts_the_points_outside
               weights[ids[inside] - 10**12])
     np.testing.assert_array_equal(out, oracle)
     assert int(out.sum()) == sum(int(weights[c - 10**12]) for c in ids[inside].tolist())
+
+
+def test_compact_integer_ids_use_a_one_pass_range_and_count_like_numpy_unique():
+    # Oracle: numpy's min/max and np.unique's counts. Negative, huge and strided int64 ids; a weakened range
+    # (ids[1:]) misses the minimum at position 0 and is told apart.
+    from dpcloak.heatmaps._binning import id_range
+    from dpcloak.heatmaps.data import user_codes
+
+    rng = np.random.default_rng(4)
+    for ids in (rng.integers(-500, 500, 5001), rng.integers(2**62, 2**62 + 300, 4000)[::3], np.array([7])):
+        ids[0] = ids.min() - 1
+        assert tuple(int(v) for v in id_range(ids)) == (int(ids.min()), int(ids.max()))
+        if ids.size > 1:
+            assert int(id_range(ids[1:])[0]) != int(ids.min())
+        codes, counts = user_codes(ids, ids.size)
+        _, expected = np.unique(ids, return_counts=True)
+        np.testing.assert_array_equal(counts[counts > 0], expected)
+        np.testing.assert_array_equal(codes + int(ids.min()), ids)

@@ -261,7 +261,7 @@ def _user_table(users: ArrayLike, n: int) -> tuple[NDArray[np.int64], int, NDArr
                                     parameter="users")
     kind = check_user_ids(arr)
     if arr.dtype.kind in "iu" and n:
-        lo, hi = int(arr.min()), int(arr.max())
+        lo, hi = (int(v) for v in _binning.id_range(arr)) if arr.dtype == np.int64 else (int(arr.min()), int(arr.max()))
         if hi - lo < 4 * n + 1024 and hi < 1 << 63:
             ids = np.ascontiguousarray(arr, dtype=np.int64)
             counts = np.zeros(hi - lo + 1, dtype=np.int64)
