@@ -608,8 +608,9 @@ class SensorNetwork:
                     for d in spec.diffusion_range)
         return self._range_dense
 
-    def rows_model(self, present: NDArray[np.bool_]) -> DenseModel:
-        """The model on the rows of the ``present`` sensors (the last one asked for is kept).
+    def rows_model(self, present: NDArray[np.bool_]) -> LinearModel:
+        """The model on the rows of the ``present`` sensors (the model itself when all are; the last subset asked for
+        is kept).
 
         Consecutive windows in which the same sensors reported get the same object, so the solver's
         compression of it is found by object, not re-hashed from its content (about 1 ms a window at
@@ -625,6 +626,8 @@ class SensorNetwork:
         >>> rows = net.rows_model(np.array([True, False, True]))
         >>> rows.shape[0], rows is net.rows_model(np.array([True, False, True]))
         (2, True)
+        >>> net.rows_model(np.array([True, True, True])) is net.model
+        True
         >>> net.rows_model(np.array([1, 0, 1]))
         Traceback (most recent call last):
             ...
@@ -634,6 +637,8 @@ class SensorNetwork:
         if mask.dtype != bool or mask.shape != (self.n_sensors,) or not mask.any():
             raise InvalidParameterError(f"present must be a boolean array of shape ({self.n_sensors},) with at "
                                         f"least one True, got {mask.dtype} of shape {mask.shape}", parameter="present")
+        if mask.all():  # every sensor: the model itself (matrix-free when it is, e.g. the separable 2-D floor)
+            return self.model
         key = np.packbits(mask).tobytes()
         if self._rows is None or self._rows[0] != key:
             self._rows = (key, DenseModel(self.dense_model()[mask], domain=self.model.domain))

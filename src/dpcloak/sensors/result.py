@@ -57,7 +57,7 @@ from dpcloak._rng import RngLike, as_generator
 from dpcloak._validation import check_int
 from dpcloak.errors import ConvergenceError, InvalidParameterError
 from dpcloak.metrics import as_distribution, emd
-from dpcloak.models.base import DenseModel
+from dpcloak.models.base import LinearModel
 from dpcloak.recovery import Recovery, bpdn, choose_radius
 
 if TYPE_CHECKING:
@@ -257,7 +257,7 @@ def _present(y: NDArray[np.float64], present: ArrayLike | None, m: int) -> NDArr
     return mask
 
 
-def _solve(model: DenseModel, y: NDArray[np.float64], radius: float, warm: Recovery | None) -> Recovery:
+def _solve(model: LinearModel, y: NDArray[np.float64], radius: float, warm: Recovery | None) -> Recovery:
     """BPDN with counts' bounds (0, ∞); an answer outside them is an error, never a map of negative people."""
     rec = bpdn(model, y, radius=radius, bounds=(0.0, None), warm_start=warm)
     if rec.x.size and float(rec.x.min()) < -1e-9 * max(1.0, float(np.abs(rec.x).max())):

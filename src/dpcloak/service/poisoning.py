@@ -434,17 +434,17 @@ def robust_recover(network: SensorNetwork, values: NDArray[np.float64], present:
     m = int(present.sum())
     if network.measurement == "counts" or m < 3:
         return RobustRecovery(full, None, None)
-    model = network.dense_model()
+    model = network.model  # its matvec: matrix-free for a model that is (no dense m x n at city scale)
     sigma = float(network.sigma)
     gate = gate_cells(_noise_of(network), m) * float(network.resolution)
-    residual = np.where(present, np.abs(values - model @ full.sources), 0.0)
+    residual = np.where(present, np.abs(values - model.matvec(full.sources)), 0.0)
     candidates = [int(j) for j in np.argsort(residual)[::-1][:OUTLIER_CANDIDATES] if residual[j] > gate]
     best: tuple[float, int, NetworkRecovery] | None = None
     for j in candidates:
         others = present.copy()
         others[j] = False
         loo = network.recover(values, present=others, warm_start=full, uncertainty_draws=0)
-        predicted = model @ loo.sources
+        predicted = model.matvec(loo.sources)
         spread = math.sqrt(float(np.mean((values[others] - predicted[others]) ** 2)))
         z = abs(float(values[j] - predicted[j])) / max(sigma, spread)
         if z > OUTLIER_Z and (best is None or z > best[0]):
