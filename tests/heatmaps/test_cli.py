@@ -200,3 +200,25 @@ def test_web_mercator_points_with_tiles_h3_and_geotiff_outputs(csv_path, tmp_pat
     assert unit.exit_code == 2 and "--geotiff needs an extent" in unit.output
     lone = CliRunner().invoke(app, ["heatmap", str(merc), "--epsilon", "1", "--crs", "EPSG:3857", *BOX])
     assert lone.exit_code == 2 and "--crs" in lone.output
+
+
+def test_error_bars_are_printed_and_in_the_json_geojson_and_png(csv_path, tmp_path):
+    # The bar (post-processing of the release) is in the text, --json, the GeoJSON properties and the PNG's
+    # tEXt metadata (read back with Pillow); refused for other methods and below 9 draws.
+    from PIL import Image
+
+    out, geo = tmp_path / "m.png", tmp_path / "m.geojson"
+    base = ["heatmap", str(csv_path), "--epsilon", "2", "--resolution", "8", *BOX, "--error-bars", "9"]
+    res = CliRunner().invoke(app, [*base, "--out", str(out), "--geojson", str(geo), "--json"])
+    assert res.exit_code == 0, res.output
+    summary = json.loads(res.stdout)
+    bound = summary["emd_90_unit_square"]
+    assert 0 < bound < 2 and summary["emd_90_draws"] == 9 and summary["emd_90_m"] == pytest.approx(
+        bound * summary["size_m"])
+    assert json.loads(geo.read_text())["properties"]["emd_90_unit_square"] == bound
+    assert "nominal 90 %" in Image.open(out).info["Description"]
+    text = CliRunner().invoke(app, base)
+    assert text.exit_code == 0 and "error bar: EMD ≤" in text.output and "no privacy budget" in text.output
+    for bad in (["--error-bars", "5"], ["--error-bars", "9", "--method", "laplace"]):
+        res = CliRunner().invoke(app, ["heatmap", str(csv_path), "--epsilon", "1", *BOX, *bad])
+        assert res.exit_code == 2 and "--error-bars" in res.output

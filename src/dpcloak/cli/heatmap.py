@@ -151,6 +151,9 @@ def heatmap(
     geotiff: str | None = typer.Option(None, help="Write a cloud-optimised GeoTIFF of the shares (.tif; geotiff "
                                        "extra): CRS and transform of the extent, overviews the exact sums of their "
                                        "children."),
+    error_bars: int = typer.Option(0, help="pyramid: B > 0 adds the calibrated 90% EMD error bar from B re-releases "
+                                   "of the released map (19 is usual, >= 9; post-processing, no epsilon spent): "
+                                   "printed, in --json, the GeoJSON/GeoTIFF metadata and the PNG."),
     noise: str = typer.Option("secure", help="secure (exact discrete Laplace from the OS CSPRNG, the default) or "
                               "float (numpy Laplace: simulation only, leaks through low-order bits)."),
     seed: int | None = typer.Option(None, help="Random seed: only with --noise float or --simulation."),
@@ -172,6 +175,9 @@ def heatmap(
         if method not in METHODS:
             raise InvalidParameterError(f"--method must be one of {', '.join(METHODS)}, got {method!r}",
                                         parameter="--method")
+        if error_bars and (method != "pyramid" or error_bars < 9):
+            raise InvalidParameterError(f"--error-bars must be 0 or at least 9, with --method pyramid; got "
+                                        f"{error_bars} with {method}", parameter="--error-bars")
         ext, cols = _check(points, epsilon=epsilon, resolution=resolution, bbox=bbox, centre=centre, size=size,
                            metres_box=metres_box, xy=xy, method=method, w=w, gamma=gamma, top_percent=top_percent,
                            out=out, units=units, sigma=sigma, csv=csv, geojson=geojson, npy=npy, noise=noise,
@@ -180,7 +186,7 @@ def heatmap(
         res, agg = _release(update, points, user=user, cols=cols, ext=ext, drop_outside=drop_outside,
                             resolution=resolution, method=method, epsilon=epsilon, w=w, gamma=gamma,
                             top_percent=top_percent, population=population, seed=seed, noise=noise,
-                            simulation=simulation)
+                            simulation=simulation, error_bars=error_bars)
         update(4, STEPS, "writing")
         written = _write(res, agg, evaluate=evaluate, npy=npy, out=out, csv=csv, geojson=geojson, ext=ext,
                          method=method, epsilon=epsilon, sigma=sigma, units=units, tiles=tiles, h3=h3,
@@ -241,7 +247,8 @@ def _check(points: str, *, epsilon: float, resolution: int, bbox: str | None, ce
 
 def _release(update: Any, points: str, *, user: str, cols: tuple[str, str], ext: Extent | None, drop_outside: bool,
              resolution: int, method: str, epsilon: float, w: int | None, gamma: float, top_percent: float | None,
-             population: float | None, seed: int | None, noise: str, simulation: bool) -> tuple[Any, Any]:
+             population: float | None, seed: int | None, noise: str, simulation: bool,
+             error_bars: int = 0) -> tuple[Any, Any]:
     """Load the points, bound each user's contribution and release the map."""
     from dpcloak.heatmaps.api import heatmap_from_aggregate
     from dpcloak.heatmaps.data import bound_users
@@ -264,7 +271,8 @@ def _release(update: Any, points: str, *, user: str, cols: tuple[str, str], ext:
     agg = bound_users(data.users, data.x, data.y, resolution=resolution)
     update(3, STEPS, f"releasing ({method})")
     res = heatmap_from_aggregate(agg, method=method, epsilon=epsilon, w=w, gamma=gamma, top_percent=top_percent,
-                                 population=population, extent=ext, rng=seed, noise=noise, simulation=simulation)
+                                 population=population, extent=ext, rng=seed, noise=noise, simulation=simulation,
+                                 error_bar_draws=error_bars)
     return res, agg
 
 
@@ -295,7 +303,13 @@ def _write(res: Any, agg: Any, *, evaluate: bool, npy: str | None, out: str | No
         panels = {f"private ({method}, ε={epsilon:g})": res.render(sigma=sigma)}
         if truth is not None:
             panels["true map (NOT private)"] = render(truth, sigma=sigma)
-        plot_heatmaps(panels, extent=ext, units=units).savefig(Path(out), dpi=150)
+        figure = plot_heatmaps(panels, extent=ext, units=units)
+        if res.error_bar is not None:
+            figure.text(0.5, 0.005, res.error_bar.describe(), ha="center", va="bottom", fontsize=7)
+        if res.error_bar is not None and Path(out).suffix.lower() == ".png":  # also in the PNG's tEXt metadata
+            figure.savefig(Path(out), dpi=150, metadata={"Description": res.error_bar.describe()})
+        else:
+            figure.savefig(Path(out), dpi=150)
     if csv is not None:
         write_cells_csv(csv, res.aggregate, extent=ext)
     if geojson is not None and ext is not None:
@@ -340,6 +354,8 @@ def _print(res: Any, summary: dict[str, Any], curator: dict[str, Any]) -> None:
         spent = (f"; {summary['count_share']} of ε (ε={summary['count_epsilon']:.6g}) spent on the noisy user count"
                  if summary["count_share"] else "; no ε spent on choosing them")
         console.print(f"parameters: {summary['w_rule']}{spent}", highlight=False)
+    if res.error_bar is not None:
+        console.print(f"error bar: {res.error_bar.describe()}", highlight=False)
     if "size_m" in summary:
         console.print(f"extent: {summary['extent']}; square side {summary['size_m']:.6g} m, "
                       f"cells {summary['cell_size_m']:.6g} m")

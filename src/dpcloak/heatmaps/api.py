@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -39,6 +39,7 @@ from dpcloak.heatmaps.aggregate import (
 )
 from dpcloak.heatmaps.baselines import laplace_cells
 from dpcloak.heatmaps.data import UserAggregate, bound_users, check_resolution
+from dpcloak.heatmaps.errorbars import EmdErrorBar, emd_error_bar
 from dpcloak.heatmaps.extent import Extent
 from dpcloak.heatmaps.parameters import COUNT_SHARE, pyramid_parameters
 from dpcloak.heatmaps.reconstruct import reconstruct
@@ -93,6 +94,9 @@ class HeatmapResult:
     layers : tuple of (int, ndarray)
         ``aggregate`` split by the block size it was estimated at: (block side in cells, masses spread
         uniformly over those blocks); the layers sum to ``aggregate``. Used by :meth:`render`.
+    error_bar : EmdErrorBar or None
+        The release's calibrated EMD error bar (:mod:`~dpcloak.heatmaps.errorbars`; post-processing, no
+        privacy budget), when asked for with ``error_bar_draws``; in :meth:`public_summary`.
 
     Examples
     --------
@@ -119,6 +123,7 @@ class HeatmapResult:
     details: Mapping[str, Any] = field(default_factory=dict)
     extent: Extent | None = None
     layers: tuple[tuple[int, NDArray[np.float64]], ...] = ()
+    error_bar: EmdErrorBar | None = None
 
     def guarantee(self) -> PrivacyGuarantee:
         """ε-DP under add/remove-one-user (see the method's docstring)."""
@@ -133,6 +138,7 @@ class HeatmapResult:
             **{k: (list(v) if isinstance(v, tuple) else v) for k, v in self.parameters.items()},
             **({} if self.extent is None else
                {**self.extent.summary(), "cell_size_m": self.extent.cell_size(self.resolution)}),
+            **({} if self.error_bar is None else self.error_bar.summary()),
         }
 
     def render(self, *, sigma: float) -> NDArray[np.float64]:
@@ -183,6 +189,7 @@ def heatmap_from_aggregate(
     timings: Mapping[str, float] | None = None,
     noise: str = "secure",
     simulation: bool = False,
+    error_bar_draws: int = 0,
 ) -> HeatmapResult:
     """Release a heatmap from an already bounded aggregate (used by every front end and the experiments).
 
@@ -217,6 +224,9 @@ def heatmap_from_aggregate(
         simulation; its guarantee holds for idealised real-valued noise only.
     simulation : bool
         Allow a seed or Generator with ``noise="secure"`` (reproducible, hence not a private release).
+    error_bar_draws : int
+        pyramid only: B > 0 adds the calibrated 90 % EMD error bar from B re-releases of the released map
+        (:func:`~dpcloak.heatmaps.errorbars.emd_error_bar`; B ≥ 9, 19 is usual); 0 (default): none.
 
     Privacy guarantee
     -----------------
@@ -242,6 +252,10 @@ def heatmap_from_aggregate(
         raise InvalidParameterError(f"extent must be an Extent (dpcloak.heatmaps.extent), got {type(extent).__name__}",
                                     parameter="extent")
     check_real("epsilon", epsilon, low=0.0)
+    draws = check_int("error_bar_draws", error_bar_draws, minimum=0)
+    if draws and meth != "pyramid":
+        raise InvalidParameterError(f"error_bar_draws: error bars are implemented for the pyramid method, not {meth}",
+                                    parameter="error_bar_draws", allowed="0 unless method='pyramid'", got=draws)
     if population is not None:  # a stated public user count must be one: a positive finite number
         population = check_real("population", population, low=0.0)
     gen = release_randomness(rng, noise, simulation=simulation)
@@ -253,7 +267,8 @@ def heatmap_from_aggregate(
                        source=noise_randomness(gen, noise, simulation=simulation), simulation=simulation)
         t1 = time.perf_counter()
         estimate, privacy, layers, params = pyr.estimate, pyr.privacy, pyr.layers, pyr.parameters
-        details.update(lp_variables=pyr.lp_variables, lp_objective=pyr.lp_objective)
+        details.update(lp_variables=pyr.lp_variables, lp_objective=pyr.lp_objective,
+                       estimated_users=float(np.maximum(estimate, 0.0).sum()))
     elif meth == "laplace":
         rel = laplace_cells(agg, epsilon=epsilon, top_percent=top_percent, rng=gen, noise=noise, simulation=simulation)
         t1 = time.perf_counter()
@@ -279,13 +294,19 @@ def heatmap_from_aggregate(
     shares = ((1, normalized),) if degenerate else tuple((b, np.maximum(a, 0.0) / total) for b, a in layers)
     t3 = time.perf_counter()
     times.update(noise=t1 - t0, reconstruct=t2 - t1, normalize=t3 - t2)
-    times["total"] = sum(v for k, v in times.items() if k != "total")
-    return HeatmapResult(
+    result = HeatmapResult(
         aggregate=normalized, method=meth, epsilon=float(epsilon), resolution=agg.resolution, noise=noise,
         privacy=privacy, parameters=params, degenerate=degenerate, details=details,
         curator=CuratorDiagnostics(n_users=agg.n_users, n_points=agg.n_points, timings=times), extent=extent,
         layers=shares,
     )
+    if draws:  # post-processing of the release; its randomness is public (a seed only in simulation)
+        public = gen if gen is None or isinstance(gen, np.random.Generator) else np.random.default_rng([int(gen), 1])
+        bar = emd_error_bar(result, draws=draws, rng=public)
+        times["error_bar"] = time.perf_counter() - t3
+        result = replace(result, error_bar=bar)
+    times["total"] = sum(v for k, v in times.items() if k != "total")
+    return result
 
 
 @dataclass(frozen=True)
@@ -364,6 +385,7 @@ def private_heatmap(
     rng: RngLike = None,
     noise: str = "secure",
     simulation: bool = False,
+    error_bar_draws: int = 0,
 ) -> HeatmapResult:
     """ε-DP heatmap aggregate by Algorithms 1 and 2 of Ghazi et al. ("Differentially Private Heatmaps").
 
@@ -399,6 +421,10 @@ def private_heatmap(
         simulation; its guarantee holds for idealised real-valued noise only.
     simulation : bool
         Allow a seed or Generator with ``noise="secure"`` (reproducible, hence not a private release).
+    error_bar_draws : int
+        B > 0: also compute the calibrated 90 % EMD error bar from B re-releases of the released map
+        (``result.error_bar``, :mod:`~dpcloak.heatmaps.errorbars`; post-processing, no privacy budget;
+        B ≥ 9, 19 is usual); 0 (default): none.
 
     Returns
     -------
@@ -452,7 +478,8 @@ def private_heatmap(
     release_randomness(rng, noise, simulation=simulation)
     agg, times = _bounded(users, x, y, resolution, extent)
     return heatmap_from_aggregate(agg, method="pyramid", epsilon=epsilon, w=w, gamma=gamma, population=population,
-                                  extent=extent, rng=rng, timings=times, noise=noise, simulation=simulation)
+                                  extent=extent, rng=rng, timings=times, noise=noise, simulation=simulation,
+                                  error_bar_draws=error_bar_draws)
 
 
 def laplace_baseline(
@@ -510,12 +537,13 @@ def heatmap_from_frame(
     rng: RngLike = None,
     noise: str = "secure",
     simulation: bool = False,
+    error_bar_draws: int = 0,
 ) -> HeatmapResult:
     """DataFrame front end: columns ``user``, ``x``, ``y`` (as in :func:`private_heatmap`, ``extent`` included).
 
     A pandas DataFrame is aggregated in memory; a Dask DataFrame is aggregated on its cluster
     (:func:`~dpcloak.heatmaps.distributed.bound_users_dask`) and only the Δ × Δ aggregate leaves it.
-    ``noise``, ``simulation`` and ``population`` are as in :func:`heatmap_from_aggregate`. With an
+    ``noise``, ``simulation``, ``population`` and ``error_bar_draws`` are as in :func:`heatmap_from_aggregate`. With an
     ``extent``, the coordinate columns are mapped to [0, 1)² on each partition.
 
     Privacy guarantee
@@ -548,4 +576,4 @@ def heatmap_from_frame(
     times = {"bound": time.perf_counter() - t0}
     return heatmap_from_aggregate(agg, method=method, epsilon=epsilon, w=w, gamma=gamma, top_percent=top_percent,
                                   population=population, extent=extent, rng=rng, timings=times, noise=noise,
-                                  simulation=simulation)
+                                  simulation=simulation, error_bar_draws=error_bar_draws)
