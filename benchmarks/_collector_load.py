@@ -1,16 +1,20 @@
-"""Shared pieces of the collector benchmarks (``bench_collector.py``, ``bench_soak.py``).
+"""Shared pieces of the collector benchmarks (``bench_collector.py``, ``bench_soak.py``, ``bench_startup.py``,
+``bench_dashboard.py``).
 
-The 1,000-sensor floor both load (50 m x 40 m, 40 x 25 people counters), its readings (two crowds
-of 30 people), the sensors' keys and signed report bodies, raw HTTP/1.1 request bytes, a free
-loopback port, and CPU accounting of the collector's processes from Linux ``/proc``.
+The 1,000-sensor floor the load benchmarks use (50 m x 40 m, 40 x 25 people counters), its readings (two
+crowds of 30 people), the 40-sensor floor of the long-history benchmarks and the one builder of their
+synthetic history (:func:`write_history`), the sensors' keys and signed report bodies, raw HTTP/1.1
+request bytes, a free loopback port, and CPU accounting of the collector's processes from Linux ``/proc``.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import secrets
 import socket
+import sqlite3
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -33,6 +37,63 @@ def floor_network() -> Any:
 
     return _network.floor_plan_network(width=50.0, height=40.0, sensor_cols=40, sensor_rows=25, epsilon=1.0,
                                        delta=1e-6, budget=(1e4, 1e-5), spacing=4.0, diffusion=8.0, move=4.0)
+
+
+def forty_sensor_network() -> Any:
+    """The long-history benchmarks' network: 40 people counters (8 x 5) on a 16 m x 10 m floor, 40 source cells."""
+    from dpcloak.service import _network
+
+    return _network.floor_plan_network(width=16.0, height=10.0, sensor_cols=8, sensor_rows=5, epsilon=1.0,
+                                       delta=1e-6, budget=(1e4, 1e-5), spacing=2.0, diffusion=4.0, move=2.0,
+                                       reading_high=200.0)
+
+
+def write_history(directory: Path, deployment: Any, *, windows: range, open_windows: int = 0,
+                  block: int = 5000, seed: int = 1) -> Path:
+    """Write ``deployment`` to ``directory`` and a synthetic history into its ``collector.db``; returns the database.
+
+    Every window of ``windows`` gets every sensor's report (uniform values in [0, 20), received a second
+    before the window's end), and every one but the last ``open_windows`` a closed-window record (a
+    synthetic map, closed half a second after its end), as a collector that stopped before closing those
+    would have left them. The collector's own schema (migrated), bulk sqlite3 ``executemany`` inserts with
+    ``synchronous=OFF``, one transaction per ``block`` windows, the WAL checkpointed at the end.
+    """
+    from dpcloak.service.config import write_deployment
+    from dpcloak.service.store import Store, sqlite_url
+
+    write_deployment(directory, deployment)
+    db = directory / "collector.db"
+    store = Store(sqlite_url(db))
+    store.migrate()
+    store.register(deployment)
+    store.dispose()
+    rng = np.random.default_rng(seed)
+    did, m, n_src = deployment.deployment_id, deployment.n_sensors, deployment.sensor_network.n_sources
+    last_closed = windows[-1] - open_windows if len(windows) else -1
+    with contextlib.closing(sqlite3.connect(db)) as conn:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=OFF")
+        conn.execute("PRAGMA cache_size=-400000")
+        for start in range(0, len(windows), block):
+            ws = windows[start:start + block]
+            values = rng.uniform(0, 20, (len(ws), m))
+            conn.executemany(
+                "INSERT INTO reports (deployment_id, sensor_id, window, report_id, value, received_at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                ((did, j, w, f"{w:x}-{j}", float(values[i, j]), deployment.window_end(w) - 1.0)
+                 for i, w in enumerate(ws) for j in range(m)))
+            closed = [w for w in ws if w <= last_closed]
+            maps = rng.gamma(0.3, 4.0, (len(closed), n_src))
+            conn.executemany(
+                "INSERT INTO windows (deployment_id, window, closed_at, source_map, uncertainty, uncertainty_90, "
+                "reporting, missing, sigma, epsilon_window, delta_window, epsilon_period, delta_period, "
+                "releases_in_period, converged, message) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                ((did, w, deployment.window_end(w) + 0.5, json.dumps([round(float(x), 6) for x in row]), 1.2, 2.3,
+                  json.dumps(list(range(m))), 0, 4.7, 1.0, 1e-6, 5.0, 1e-5, (w % 60) + 1, 1, "converged")
+                 for w, row in zip(closed, maps, strict=True)))
+            conn.commit()
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return db
 
 
 def crowd_readings(network: Any) -> np.ndarray:

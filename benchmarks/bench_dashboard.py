@@ -30,7 +30,6 @@ import contextlib
 import datetime
 import json
 import os
-import sqlite3
 import statistics
 import subprocess
 import sys
@@ -58,52 +57,15 @@ COUNT_EVERY = 30  # as app.js: every 30th poll also counts the closed windows (a
 RESULTS = Path(__file__).resolve().parent / "results" / "bench_dashboard.json"
 
 
-def network() -> Any:
-    from dpcloak.service import _network
-
-    return _network.floor_plan_network(width=16.0, height=10.0, sensor_cols=8, sensor_rows=5, epsilon=1.0,
-                                       delta=1e-6, budget=(1e4, 1e-5), spacing=2.0, diffusion=4.0, move=2.0,
-                                       reading_high=200.0)
-
-
 def write_history(directory: Path) -> tuple[Any, Path]:
-    """The deployment and its 30 days of closed windows and reports, written with sqlite3 in one transaction."""
-    from dpcloak.service.config import Deployment, write_deployment
-    from dpcloak.service.store import Store, sqlite_url
+    """The deployment and its 30 days of closed windows and reports (:func:`_collector_load.write_history`)."""
+    from dpcloak.service.config import Deployment
 
     now = time.time()
     total = HISTORY + OPEN
-    dep = Deployment.create(network=network(), window_seconds=WINDOW_SECONDS, period_windows=60,
+    dep = Deployment.create(network=shared.forty_sensor_network(), window_seconds=WINDOW_SECONDS, period_windows=60,
                             start=now - total * WINDOW_SECONDS - 5.0, grace_seconds=7200.0)
-    write_deployment(directory, dep)
-    db = directory / "collector.db"
-    store = Store(sqlite_url(db))
-    store.migrate()
-    store.register(dep)
-    store.dispose()
-    rng = np.random.default_rng(1)
-    did, m, n_src = dep.deployment_id, dep.n_sensors, dep.sensor_network.n_sources
-    with contextlib.closing(sqlite3.connect(db)) as conn:
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=OFF")
-        for first in range(0, HISTORY, 2000):
-            ws = range(first, min(first + 2000, HISTORY))
-            conn.executemany(
-                "INSERT INTO reports (deployment_id, sensor_id, window, report_id, value, received_at) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                ((did, j, w, f"{w:x}-{j}", float(v), dep.window_end(w) - 1.0)
-                 for w in ws for j, v in zip(range(m), rng.uniform(0, 20, m), strict=True)))
-            maps = rng.gamma(0.3, 4.0, (len(ws), n_src))
-            conn.executemany(
-                "INSERT INTO windows (deployment_id, window, closed_at, source_map, uncertainty, uncertainty_90, "
-                "reporting, missing, sigma, epsilon_window, delta_window, epsilon_period, delta_period, "
-                "releases_in_period, converged, message) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                ((did, w, dep.window_end(w) + 0.5, json.dumps([round(float(x), 6) for x in row]), 1.2, 2.3,
-                  json.dumps(list(range(m))), 0, 4.7, 1.0, 1e-6, 5.0, 1e-5, (w % 60) + 1, 1, "converged")
-                 for w, row in zip(ws, maps, strict=True)))
-        conn.commit()
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-    return dep, db
+    return dep, shared.write_history(directory, dep, windows=range(HISTORY), block=2000)
 
 
 def rss_mb(pid: int) -> float:

@@ -50,59 +50,20 @@ CACHE = Path(tempfile.gettempdir()) / "dpcloak-bench-startup-10m"
 RESULTS = Path(__file__).resolve().parent / "results" / "bench_startup.json"
 
 
-def network() -> Any:
-    from dpcloak.service import _network
-
-    return _network.floor_plan_network(width=16.0, height=10.0, sensor_cols=8, sensor_rows=5, epsilon=1.0,
-                                       delta=1e-6, budget=(1e4, 1e-5), spacing=2.0, diffusion=4.0, move=2.0,
-                                       reading_high=200.0)
-
-
 def build(directory: Path) -> None:
-    """The deployment and its history, written with sqlite3's ``executemany`` (no fsync, one transaction a block)."""
-    from dpcloak.service.config import Deployment, write_deployment
-    from dpcloak.service.store import Store, sqlite_url
+    """The deployment and its history (:func:`_collector_load.write_history`): ``WINDOWS`` windows, the last
+    ``OPEN`` not closed."""
+    from dpcloak.service.config import Deployment
 
     directory.mkdir(parents=True, exist_ok=True)
     for leftover in directory.iterdir():
         leftover.unlink()
     now = time.time()
     # the open windows' grace period (two hours) is not over: they are closed as full, not as late
-    dep = Deployment.create(network=network(), window_seconds=60.0, period_windows=60,
+    dep = Deployment.create(network=shared.forty_sensor_network(), window_seconds=60.0, period_windows=60,
                             start=now - (WINDOWS + 10) * 60.0, grace_seconds=7200.0)
-    write_deployment(directory, dep)
-    db = directory / "collector.db"
-    store = Store(sqlite_url(db))
-    store.migrate()
-    store.register(dep)
-    store.dispose()
-    rng = np.random.default_rng(1)
-    did, n_src = dep.deployment_id, dep.sensor_network.n_sources
     last = dep.window_at(now) - 1  # the newest window holding reports
-    first = last - WINDOWS + 1
-    with contextlib.closing(sqlite3.connect(db)) as conn:
-        conn.execute("PRAGMA journal_mode=WAL")
-        conn.execute("PRAGMA synchronous=OFF")
-        conn.execute("PRAGMA cache_size=-400000")
-        for block in range(first, last + 1, 5000):
-            ws = range(block, min(block + 5000, last + 1))
-            values = rng.uniform(0, 20, (len(ws), SENSORS))
-            conn.executemany(
-                "INSERT INTO reports (deployment_id, sensor_id, window, report_id, value, received_at) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                ((did, j, w, f"{w:x}-{j}", float(values[i, j]), dep.window_end(w) - 1.0)
-                 for i, w in enumerate(ws) for j in range(SENSORS)))
-            closed = [w for w in ws if w <= last - OPEN]
-            maps = rng.gamma(0.3, 4.0, (len(closed), n_src))
-            conn.executemany(
-                "INSERT INTO windows (deployment_id, window, closed_at, source_map, uncertainty, uncertainty_90, "
-                "reporting, missing, sigma, epsilon_window, delta_window, epsilon_period, delta_period, "
-                "releases_in_period, converged, message) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                ((did, w, dep.window_end(w) + 0.5, json.dumps([round(float(x), 6) for x in row]), 1.2, 2.3,
-                  json.dumps(list(range(SENSORS))), 0, 4.7, 1.0, 1e-6, 5.0, 1e-5, (w % 60) + 1, 1, "converged")
-                 for w, row in zip(closed, maps, strict=True)))
-            conn.commit()
-        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    shared.write_history(directory, dep, windows=range(last - WINDOWS + 1, last + 1), open_windows=OPEN)
     (directory / "built").write_text(json.dumps({"reports": WINDOWS * SENSORS, "windows": WINDOWS,
                                                  "open": list(range(last - OPEN + 1, last + 1))}))
 
