@@ -377,58 +377,86 @@ def test_saturated_collector_answers_503_with_retry_after(tmp_path: Path) -> Non
     h.store.dispose()
 
 
-def test_fast_ingest_path_answers_like_the_documented_routes(api: Harness) -> None:
-    """The ASGI-level ingest (``http_ingest``) against FastAPI's own routes for the same paths: same status,
-    error code and field for good, rejected and malformed reports (each path gets its own window)."""
+def test_ingest_is_documented_from_its_one_implementation(api: Harness) -> None:
+    """Issue 33 item 8: the two ingest operations of /openapi.json are derived from the endpoints that serve them
+    (their request body is the model the endpoint parses, their statuses are the endpoint's), and every status
+    answered for good, rejected and malformed requests is one the operation documents."""
+    from http import HTTPStatus
+
+    from dpcloak.service.http_ingest import STATUSES
+
     app = api.client.app
+    served = {r.path: r for r in app.routes if getattr(r, "path", None) in STATUSES}
+    assert set(served) == set(STATUSES)
+    assert all(route.app is app.ingest for route in served.values())  # no second (framework) implementation
+    spec = api.client.get("/openapi.json").json()
+    for path, model in (("/api/v1/reports", "ReportIn"), ("/api/v1/reports/batch", "BatchIn")):
+        op = spec["paths"][path]["post"]
+        assert op["requestBody"]["content"]["application/json"]["schema"] == {"$ref": f"#/components/schemas/{model}"}
+        assert sorted(int(s) for s in op["responses"]) == sorted(STATUSES[path])
+        for status in (s for s in STATUSES[path] if s >= 400):
+            assert set(op["responses"][str(status)]["content"]) == {"application/json", "application/problem+json"}
+            assert HTTPStatus(status).phrase  # a real status (the problem's title is its phrase)
     windows = iter(range(1, 40))
-
-    def both(path: str, make: Any) -> list[tuple[int, Any, Any]]:
-        out = []
-        for fast in (True, False):
-            endpoints = app.ingest
-            app.ingest = endpoints if fast else None
-            try:
-                body = make(next(windows))
-                resp = api.client.post(path, content=body if isinstance(body, bytes) else None,
-                                       json=None if isinstance(body, bytes) else body,
-                                       headers={"Content-Type": "application/json"})
-            finally:
-                app.ingest = endpoints
-            assert resp.status_code != 500 and resp.headers["content-type"].startswith("application/json")
-            data = resp.json()
-            out.append((resp.status_code, data.get("error"), data.get("field")))
-        return out
-
     cases: list[tuple[str, Any]] = [
         ("/api/v1/reports", lambda w: api.report(window=w)),
         ("/api/v1/reports", lambda w: api.report(window=w, key_of=3)),
+        ("/api/v1/reports", lambda w: {**api.report(window=w), "mac": "0" * 64}),
         ("/api/v1/reports", lambda w: {**api.report(window=w), "sensor": -1}),
         ("/api/v1/reports", lambda w: {**api.report(window=w), "extra": 1}),
-        ("/api/v1/reports", lambda w: {k: v for k, v in api.report(window=w).items() if k != "mac"}),
         ("/api/v1/reports", lambda w: b"[]"),
+        ("/api/v1/reports", lambda w: b"{not json"),
         ("/api/v1/reports/batch", lambda w: {"reports": [api.report(sensor=0, window=w),
                                                          api.report(sensor=1, window=w, key_of=2)]}),
         ("/api/v1/reports/batch", lambda w: {"reports": []}),
-        ("/api/v1/reports/batch", lambda w: {"reports": [api.report(window=w), {"sensor": 1}]}),
     ]
+    answered = set()
     for path, make in cases:
-        fast, framework = both(path, make)
-        assert fast == framework, (path, fast, framework)
-    fast, framework = both("/api/v1/reports", lambda w: b"{not json")
-    assert fast[:2] == framework[:2] == (422, "malformed") and fast[2] == "body"
-    for path in ("/api/v1/reports", "/api/v1/reports/batch"):  # not JSON: the same 415 on both paths
-        answers = []
-        for fast_path in (True, False):
-            endpoints = app.ingest
-            app.ingest = endpoints if fast_path else None
-            try:
-                resp = api.client.post(path, content=b"{}", headers={"Content-Type": "text/plain"})
-            finally:
-                app.ingest = endpoints
-            answers.append((resp.status_code, resp.json()["error"], resp.json()["field"]))
-        assert answers[0] == answers[1] == (415, "unsupported_media_type", "content-type"), answers
-    assert api.stored() == 2 + 2  # the two good single reports and one good report of each batch
+        body = make(next(windows))
+        resp = api.client.post(path, content=body if isinstance(body, bytes) else None,
+                               json=None if isinstance(body, bytes) else body)
+        answered.add((path, resp.status_code))
+        assert str(resp.status_code) in spec["paths"][path]["post"]["responses"], (path, resp.status_code)
+    for path in STATUSES:
+        resp = api.client.post(path, content=b"{}", headers={"Content-Type": "text/plain"})
+        assert (resp.status_code, resp.json()["error"]) == (415, "unsupported_media_type")
+    assert answered >= {("/api/v1/reports", 201), ("/api/v1/reports", 401), ("/api/v1/reports", 403),
+                        ("/api/v1/reports", 422),
+                        ("/api/v1/reports/batch", 200), ("/api/v1/reports/batch", 422)}
+    assert api.stored() == 1 + 1  # the good single report and the good report of the batch
+
+
+def test_every_error_is_a_problem_in_the_media_type_asked_for(api: Harness) -> None:
+    """Issue 33 item 8: ingest, analyst, routing and body-size errors are RFC 9457 problems built in one place
+    (type, title = the status's phrase from the standard library, status, detail) keeping the short form's
+    members; application/problem+json only when Accept asks for it (with q > 0), else application/json."""
+    from http import HTTPStatus
+
+    bad_mac = {**api.report(window=1), "value": 1.0}
+    auth = {"Authorization": f"Bearer {api.token}"}
+    requests: list[tuple[str, str, dict[str, str], Any, int, str]] = [
+        ("POST", "/api/v1/reports", {}, bad_mac, 401, "unauthenticated"),
+        ("POST", "/api/v1/reports", {}, {"sensor": 0}, 422, "malformed"),
+        ("GET", "/api/v1/windows/7", {}, None, 401, "unauthenticated"),
+        ("GET", "/api/v1/windows/7", auth, None, 404, "not_found"),
+        ("GET", "/api/v1/windows?since=x", auth, None, 422, "invalid"),
+        ("GET", "/api/v1/windows?limit=0", auth, None, 422, "malformed"),
+        ("DELETE", "/api/v1/health", {}, None, 405, "method_not_allowed"),
+        ("GET", "/api/v1/health", {"Content-Length": str(2 << 20)}, None, 413, "too_large"),
+    ]
+    for accept, media in (("application/problem+json", "application/problem+json"), (None, "application/json"),
+                          ("application/problem+json;q=0, application/json", "application/json")):
+        for method, path, headers, body, status, code in requests:
+            extra = {**headers, **({"Accept": accept} if accept else {})}
+            resp = api.client.request(method, path, json=body, headers=extra)
+            assert resp.status_code == status, (method, path, resp.status_code, resp.text)
+            assert resp.headers["content-type"].split(";")[0] == media, (path, accept, resp.headers["content-type"])
+            problem = resp.json()
+            assert problem["type"] == f"urn:dpcloak:error:{code}" and problem["error"] == code
+            assert (problem["title"], problem["status"]) == (HTTPStatus(status).phrase, status)
+            assert problem["detail"] == problem["message"] and problem["detail"]
+    unauthorized = api.client.get("/api/v1/windows/7")
+    assert unauthorized.headers["www-authenticate"] == "Bearer"
 
 
 def _synthetic_window(window: int, closed_at: float, n_sources: int) -> Any:

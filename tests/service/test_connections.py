@@ -88,7 +88,9 @@ def test_plain_uvicorn_is_starved_by_the_same_idle_connections(tmp_path: Path) -
     make_deployment(tmp_path, sensor_rows=1, sensor_cols=3, window_seconds=5.0)
     port = free_port()
     script = ("import sys, uvicorn; from pathlib import Path; from dpcloak.service.server import build_app; "
-              f"uvicorn.run(build_app(Path({str(tmp_path)!r}), db_url={sqlite_url(tmp_path / 'w.db')!r}), "
+              "from dpcloak.service.settings import Settings; "
+              f"uvicorn.run(build_app(Settings(directory=Path({str(tmp_path)!r}), "
+              f"db_url={sqlite_url(tmp_path / 'w.db')!r})), "
               f"host='127.0.0.1', port={port}, http='h11', log_level='warning')")
     weak = CollectorProcess(tmp_path, "", tmp_path / "weak.log", port=port, file_limit=FILE_LIMIT,
                             cmd=[sys.executable, "-c", script])

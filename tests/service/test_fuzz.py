@@ -55,8 +55,11 @@ def _send(case, fuzzed: CollectorProcess) -> None:  # type: ignore[no-untyped-de
     assert b"Traceback" not in response.content
     if response.status_code >= 400:
         content_type = response.headers.get("content-type") or [""]  # schemathesis: header -> list of values
-        assert content_type[0].startswith("application/json")
-        assert set(response.json()) <= {"error", "message", "field", "retry_after"}
+        assert content_type[0].startswith("application/json")  # no Accept: application/problem+json asked
+        problem = response.json()  # an RFC 9457 problem with the short form's members (dpcloak.service.problems)
+        assert {"type", "title", "status", "detail", "error", "message"} <= set(problem) <= {
+            "type", "title", "status", "detail", "error", "message", "field", "retry_after"}
+        assert problem["status"] == response.status_code and problem["detail"] == problem["message"]
 
 
 def test_every_operation_without_server_error_nor_traceback(fuzzed: CollectorProcess) -> None:

@@ -85,12 +85,14 @@ def test_backup_after_a_clean_stop_holds_everything_and_an_empty_database_is_ref
 def test_new_history_starts_a_new_one_on_purpose(tmp_path: Path) -> None:
     from dpcloak.errors import InvalidParameterError
     from dpcloak.service.server import build_app
+    from dpcloak.service.settings import Settings
 
     make_deployment(tmp_path, sensor_rows=1, sensor_cols=2)
-    build_app(tmp_path, check_database=True)
+    other = sqlite_url(tmp_path / "other.db")
+    build_app(Settings(directory=tmp_path, check_database=True))
     first = (tmp_path / HISTORY_FILE).read_text()
     with pytest.raises(InvalidParameterError, match="holds no history"):
-        build_app(tmp_path, db_url=sqlite_url(tmp_path / "other.db"), check_database=True)
-    build_app(tmp_path, db_url=sqlite_url(tmp_path / "other.db"), check_database=True, new_history=True)
+        build_app(Settings(directory=tmp_path, db_url=other, check_database=True))
+    build_app(Settings(directory=tmp_path, db_url=other, check_database=True, new_history=True))
     assert (tmp_path / HISTORY_FILE).read_text() != first and "other.db" in (tmp_path / HISTORY_FILE).read_text()
-    build_app(tmp_path, db_url=sqlite_url(tmp_path / "other.db"), check_database=True)  # its history now
+    build_app(Settings(directory=tmp_path, db_url=other, check_database=True))  # its history now

@@ -23,7 +23,7 @@ def backup(
 
     require_service_extra()
     from dpcloak.service.config import load_deployment
-    from dpcloak.service.server import DEFAULT_DB
+    from dpcloak.service.settings import DEFAULT_DB
     from dpcloak.service.store import Store, sqlite_url
 
     dep = load_deployment(Path(deployment))

@@ -42,8 +42,6 @@ def serve(
         raise InvalidParameterError(f"--windows must be a positive integer, got {windows}", parameter="--windows")
     if not 0 < port < 65536:
         raise InvalidParameterError(f"--port must be in [1, 65535], got {port}", parameter="--port")
-    if max_pending < 1:
-        raise InvalidParameterError(f"--max-pending must be >= 1, got {max_pending}", parameter="--max-pending")
     if time_scale != 1.0 and not demo:
         raise InvalidParameterError("--time-scale is for --demo (a deployment follows the wall clock)",
                                     parameter="--time-scale")
@@ -55,21 +53,30 @@ def serve(
     import uvicorn
 
     from dpcloak.service.server import build_app, dashboard_url, listening_socket, token_path, uvicorn_config
+    from dpcloak.service.settings import Settings
 
     directory = Path.cwd() / "dpcloak-demo" if demo else Path(deployment)  # type: ignore[arg-type]
+    clock: Any = None
+    if demo and time_scale != 1.0:
+        from dpcloak.service.demo import DemoClock
+
+        clock = DemoClock(time_scale)
+    flags = {"url": "--db", "max_pending": "--max-pending"}
+    try:
+        settings = Settings(directory=directory, db_url=db, max_pending=max_pending, check_database=True,
+                            new_history=new_history or demo, **({} if clock is None else {"clock": clock}))
+    except InvalidParameterError as exc:
+        raise readdressed(exc, flags) from None
     sock = listening_socket(host, port)  # an invalid host or a busy port is refused before anything starts
     try:
-        clock: Any = None
         if demo:
-            from dpcloak.service.demo import DemoClock, demo_deployment
+            from dpcloak.service.demo import demo_deployment
 
             demo_deployment(directory)
-            clock = DemoClock(time_scale) if time_scale != 1.0 else None
         try:
-            app = build_app(directory, db_url=db, max_pending=max_pending, check_database=True,
-                            new_history=new_history or demo, **({} if clock is None else {"clock": clock}))
+            app = build_app(settings)
         except InvalidParameterError as exc:
-            raise readdressed(exc, {"url": "--db"}) from None
+            raise readdressed(exc, flags) from None
         stop = threading.Event()
 
         class Server(uvicorn.Server):
@@ -85,7 +92,7 @@ def serve(
         console.print(f"dashboard: {dashboard_url(directory, host=host, port=port)} (it asks for the analyst token, "
                       f"in {token_path(directory)})", highlight=False, soft_wrap=True)
         _run(server, sock, directory, stop, url=f"http://{host}:{port}" if ":" not in host else
-             f"http://[{host}]:{port}", demo=demo, windows=windows, collector=app.ingest.collector, clock=clock)
+             f"http://[{host}]:{port}", demo=demo, windows=windows, collector=app.state.collector, clock=clock)
     finally:
         sock.close()
 

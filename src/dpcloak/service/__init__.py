@@ -2,8 +2,9 @@
 
 Modules: :mod:`~dpcloak.service.config` (the deployment and its keys), :mod:`~dpcloak.service.auth`
 (report MACs), :mod:`~dpcloak.service.node` and :mod:`~dpcloak.service.ledger` (the sensor side),
-:mod:`~dpcloak.service.collector`, :mod:`~dpcloak.service.app`, :mod:`~dpcloak.service.http_ingest`
-(the ingest hot path), :mod:`~dpcloak.service.store`, :mod:`~dpcloak.service.windows` (the collector
+:mod:`~dpcloak.service.collector`, :mod:`~dpcloak.service.app` (routers and dependencies),
+:mod:`~dpcloak.service.http_ingest` (the ingest hot path), :mod:`~dpcloak.service.problems` (error answers),
+:mod:`~dpcloak.service.settings`, :mod:`~dpcloak.service.store`, :mod:`~dpcloak.service.windows` (the collector
 side), :mod:`~dpcloak.service.demo`. The web stack comes with the ``service`` extra: ``pip install "dpcloak[service]"``.
 """
 

@@ -1,16 +1,18 @@
 """The collector's ASGI application (FastAPI): sensor ingest, analyst API, export and the dashboard.
 
-Sensor endpoints take signed reports (:mod:`dpcloak.service.ingest`). Everything an analyst reads
-— the dashboard's data, the windows, the export — needs the analyst token as a bearer token; the
-dashboard page itself is static and reads the token from the URL fragment (never sent to the
-server in the URL). Every error is a small JSON object ``{"error", "message", "field"?}``; no
-request can produce a traceback in a response.
+Sensor endpoints take signed reports (:mod:`dpcloak.service.http_ingest`, one implementation served
+before the framework's layers and documented as the ``sensors`` operations). Everything an analyst
+reads — the dashboard's data, the windows, the export — needs the analyst token as a bearer token
+(the :func:`require_analyst` dependency of the :data:`analyst` and :data:`exports` routers); the
+dashboard page itself is static and reads the token from the URL fragment (never sent to the server
+in the URL). The routers' operations get the collector through the :func:`collector_of` dependency
+(``app.state``). Every error is an RFC 9457 problem built in one place (:mod:`dpcloak.service.problems`);
+no request can produce a traceback in a response.
 """
 
 from __future__ import annotations
 
 import hmac
-import logging
 import math
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -18,7 +20,7 @@ from functools import partial
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
-from fastapi import Depends, FastAPI, Query, Request
+from fastapi import APIRouter, Depends, FastAPI, Query, Request
 from fastapi import Path as PathParam
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, RedirectResponse, Response, StreamingResponse
@@ -30,24 +32,16 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from dpcloak import __version__
 from dpcloak.service import views
 from dpcloak.service.collector import STORAGE_RETRY_AFTER, Collector, Overloaded
-from dpcloak.service.http_ingest import (
-    BATCH_PATH,
-    MAX_BODY_BYTES,
-    NOT_JSON,
-    REPORT_PATH,
-    IngestEndpoints,
-    is_json,
-    malformed,
-    retry_after_header,
-)
-from dpcloak.service.ingest import BatchIn, ReportError, ReportIn
+from dpcloak.service.http_ingest import MAX_BODY_BYTES, TOO_LARGE, IngestEndpoints
+from dpcloak.service.ingest import ReportError
+from dpcloak.service.problems import as_report_error, documented, problem_response
+from dpcloak.service.settings import Settings
 from dpcloak.service.store import ClosingCursor, Store, WindowRecord, storage_full
 
-__all__ = ["create_app", "CollectorApp", "SECURITY_HEADERS"]
+__all__ = ["create_app", "CollectorApp", "SECURITY_HEADERS", "collector_of", "require_analyst", "public", "analyst",
+           "exports"]
 
-log = logging.getLogger("dpcloak.service")
 ASSETS = Path(__file__).parent / "assets"
-_BEARER = HTTPBearer(auto_error=False)
 WindowIndex = Annotated[int, PathParam(ge=0, le=2**62, description="Window index (as in reports).")]
 """A window in a URL: the range of ``ReportIn.window`` (a larger integer would not fit the database's BIGINT)."""
 
@@ -97,20 +91,6 @@ def _window_page(records: list[WindowRecord], *, total: int | None, more: bool,
                  cursor: ClosingCursor | None) -> JSONResponse:
     return JSONResponse({"windows": [r.as_dict(with_map=False) for r in records], "total": total, "more": more,
                          "cursor": format_cursor(cursor)})
-
-
-def _error(status: int, code: str, message: str, field: str | None = None,
-           headers: dict[str, str] | None = None) -> JSONResponse:
-    return JSONResponse(ReportError(status, code, message, field).body(), status_code=status, headers=headers)
-
-
-class ErrorBody(BaseModel):
-    """Every error answer: a machine-readable ``error`` code, a sentence, the field at fault and, for 429, the wait."""
-
-    error: str
-    message: str
-    field: str | None = None
-    retry_after: int | None = None
 
 
 class Outlier(BaseModel):
@@ -170,27 +150,6 @@ class WindowPage(BaseModel):
     cursor: str | None
 
 
-_WHY = {401: "No valid credential (a report's MAC, or the analyst token)", 403: "The credential may not do this",
-        404: "Another deployment, or no such window", 409: "Conflicts with what is stored (see error)",
-        413: "Body larger than the collector accepts", 415: "Not sent as Content-Type: application/json",
-        422: "Malformed or out of range (see field)",
-        429: "This sensor's flood limit, or too many failed authentications from this address: retry after Retry-After",
-        503: "Overloaded or the database cannot write: retry after Retry-After (nothing stored)"}
-_RETRY_AFTER = {"Retry-After": {"description": "Seconds to wait before resending", "schema": {"type": "integer"}}}
-
-
-def documented(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI ``responses`` for the error statuses a route answers (each an :class:`ErrorBody`).
-
-    Examples
-    --------
-    >>> sorted(documented(401, 503)), "headers" in documented(503)[503]
-    ([401, 503], True)
-    """
-    return {s: {"model": ErrorBody, "description": _WHY[s], **({"headers": _RETRY_AFTER} if s in (429, 503) else {})}
-            for s in statuses}
-
-
 class BodyLimit:
     """ASGI middleware: 413 for a body over ``MAX_BODY_BYTES`` (declared or streamed), before it is parsed."""
 
@@ -203,8 +162,7 @@ class BodyLimit:
             return
         declared = dict(scope.get("headers") or []).get(b"content-length", b"0")
         if not declared.isdigit() or int(declared) > MAX_BODY_BYTES:
-            await _error(413, "too_large", f"request body must be at most {MAX_BODY_BYTES} bytes",
-                         "body")(scope, receive, send)
+            await problem_response(TOO_LARGE, scope.get("headers") or ())(scope, receive, send)
             return
         seen = 0
 
@@ -242,20 +200,221 @@ def _with_security_headers(send: Any) -> Any:
     return with_headers
 
 
+async def collector_of(request: Request) -> Collector:
+    """Dependency: the collector the app serves (``app.state.collector``).
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> request = SimpleNamespace(app=SimpleNamespace(state=SimpleNamespace(collector="the collector")))
+    >>> import asyncio
+    >>> asyncio.run(collector_of(request))  # type: ignore[arg-type]
+    'the collector'
+    """
+    collector: Collector = request.app.state.collector
+    return collector
+
+
+CollectorDep = Annotated[Collector, Depends(collector_of)]
+_BEARER = HTTPBearer(auto_error=False)
+
+
+async def require_analyst(request: Request,
+                          creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)]) -> None:
+    """Dependency: the request carries the analyst token (``app.state.analyst_token``) as a bearer token, else 401.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> request = SimpleNamespace(app=SimpleNamespace(state=SimpleNamespace(analyst_token="t0ken")))
+    >>> import asyncio
+    >>> asyncio.run(require_analyst(request, HTTPAuthorizationCredentials(scheme="Bearer", credentials="t0ken")))
+    >>> try:
+    ...     asyncio.run(require_analyst(request, HTTPAuthorizationCredentials(scheme="Bearer", credentials="guess")))
+    ... except ReportError as err:
+    ...     print(err.status, err.code, err.challenge)
+    401 unauthenticated Bearer error="invalid_token"
+    """
+    if creds is None:
+        raise ReportError(401, "unauthenticated", "the analyst token is required (Authorization: Bearer <token>)",
+                          challenge="Bearer")
+    if not hmac.compare_digest(creds.credentials.encode(), str(request.app.state.analyst_token).encode()):
+        raise ReportError(401, "unauthenticated", "this token is not valid for this deployment",
+                          challenge='Bearer error="invalid_token"')
+
+
+public = APIRouter(tags=["public"])
+"""Operations anyone may call (health)."""
+
+analyst = APIRouter(tags=["analyst"], dependencies=[Depends(require_analyst)], responses=documented(401))
+"""The analyst's operations: the deployment, the sensors, the windows and their maps (analyst token)."""
+
+exports = APIRouter(tags=["analyst"], dependencies=[Depends(require_analyst)], responses=documented(401))
+"""Every closed window's map as one table, streamed (analyst token)."""
+
+
+@public.get("/api/v1/health")
+async def health(collector: CollectorDep) -> dict[str, Any]:
+    """Liveness, the deployment served and whether its sensors release now (public).
+
+    ``status`` is ``"degraded"`` while sensors skip where the policy lets them release (the last due
+    release window, ``policy.skipping``) or once the lifetime cap is reached; windows that the
+    policy's schedule skips are normal operation (``"ok"``). ``policy`` says why and when the next
+    release window starts, and states the policy in words.
+    """
+    dep = collector.deployment
+    policy = await collector.run_in_reader(partial(views.policy_view, dep, now=collector.clock(),
+                                                   store=collector.store))
+    return {"status": policy["status"], "deployment": dep.deployment_id, "fingerprint": dep.fingerprint,
+            "window": policy["window"], "policy": policy}
+
+
+@analyst.get("/api/v1/deployment")
+async def deployment(collector: CollectorDep) -> dict[str, Any]:
+    """The deployment, its sensor and source positions and its guarantee in numbers and words."""
+    return views.deployment_view(collector.deployment, now=collector.clock())
+
+
+@analyst.get("/api/v1/sensors")
+async def sensors(collector: CollectorDep) -> dict[str, Any]:
+    """Per sensor: last window and time seen, readings and privacy spent in the current period."""
+    return await collector.run_in_reader(views.sensors_view, collector.deployment, collector.store, collector.clock())
+
+
+@analyst.get("/api/v1/sensors/{sensor}/total", responses=documented(404, 422))
+async def sensor_total(
+        collector: CollectorDep,
+        sensor: Annotated[int, PathParam(ge=0, le=2**31, description="The sensor's index.")],
+        since: Annotated[float, Query(ge=0, le=2**40, description="Unix time: windows starting from then.")],
+        until: Annotated[float | None, Query(ge=0, le=2**40, description=(
+            "Unix time: windows ending by then (default: now)."))] = None,
+) -> JSONResponse:
+    """One sensor's released readings summed over a time range, with an error bar (e.g. since Monday)."""
+    dep = collector.deployment
+    if sensor >= dep.n_sensors:
+        raise ReportError(404, "not_found", f"sensor must be in [0, {dep.n_sensors - 1}]", "path.sensor")
+    end = collector.clock() if until is None else until
+    return JSONResponse(await collector.run_in_reader(partial(views.total_view, dep, collector.store,
+                                                              sensor=sensor, since=since, until=end)))
+
+
+@analyst.get("/api/v1/security-events", responses=documented(422))
+async def security_events(collector: CollectorDep) -> dict[str, Any]:
+    """Sensors that sent two different reports for one window: both reports, and the flagged credentials."""
+    events = await collector.run_in_reader(collector.store.security_events, collector.deployment.deployment_id)
+    flagged = sorted(collector.verifier.flagged)
+    return {"events": events, "flagged": [{"sensor": s, "generation": g} for s, g in flagged]}
+
+
+@analyst.get("/api/v1/windows", responses={200: {"model": WindowPage, "description": "A page of windows"},
+                                           **documented(422)})
+async def list_windows(
+        collector: CollectorDep,
+        limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="Windows per page (at most 1000).")] = MAX_PAGE,
+        after: Annotated[int | None, Query(ge=-1, le=2**62, description=(
+            "Only windows after this one (-1: from the first), the first page of them."))] = None,
+        before: Annotated[int | None, Query(ge=0, le=2**62, description="Only windows before this one.")] = None,
+        since: Annotated[str | None, Query(max_length=64, description=(
+            "A cursor from an earlier answer: only the windows closed since, in closing order."))] = None,
+        count: Annotated[bool, Query(description=(
+            "With since: also count the closed windows (total); the other answers always do."))] = False,
+) -> JSONResponse:
+    """Closed windows without their maps, a page at a time.
+
+    Without ``since``: windows in index order, the last ``limit`` of those before ``before`` (the
+    newest page by default), or the first ``limit`` after ``after`` (``-1``: the oldest page). With
+    ``since`` (the ``cursor`` of an earlier answer): the windows closed since then, in the order they
+    were closed, whatever their index (a dashboard's poll). Every answer carries ``total`` (closed
+    windows in all; with ``since`` only when ``count`` is asked, else ``null``: counting reads an index
+    entry per window of the history), ``more`` (whether the range holds more than this page) and the
+    ``cursor`` to poll from next.
+    """
+    store, deployment_id = collector.store, collector.deployment.deployment_id
+    if since is not None:
+        cursor = parse_cursor(since)
+        if cursor is None:
+            raise ReportError(422, "invalid", "since must be a cursor returned by this endpoint", "query.since")
+        position = cursor
+        records = await collector.run_in_reader(lambda: store.windows_closed_after(
+            deployment_id, position, limit=limit + 1))
+        total = await collector.run_in_reader(store.window_count, deployment_id) if count else None
+        more, records = len(records) > limit, records[:limit]
+        if records:
+            cursor = (records[-1].closed_at, records[-1].window)
+        return _window_page(records, total=total, more=more, cursor=cursor)
+    total, cursor = await collector.run_in_reader(_closing_state, store, deployment_id)
+    newest = after is None
+    records = await collector.run_in_reader(lambda: store.windows_page(
+        deployment_id, after=after, before=before, limit=limit + 1, newest=newest))
+    more = len(records) > limit
+    records = records[-limit:] if newest else records[:limit]
+    return _window_page(records, total=total, more=more, cursor=cursor)
+
+
+@analyst.get("/api/v1/windows/{window}", responses={200: {"model": Window, "description": "The window"},
+                                                    **documented(404, 422)})
+async def get_window(collector: CollectorDep, window: WindowIndex) -> JSONResponse:
+    """One closed window with its recovered map."""
+    records = await collector.run_in_reader(lambda: list(collector.store.windows(
+        collector.deployment.deployment_id, window=window)))
+    if not records:
+        raise ReportError(404, "not_found", f"window {window} is not closed (or does not exist)", "window")
+    return JSONResponse(records[0].as_dict())
+
+
+@analyst.post("/api/v1/windows/{window}/close", responses={200: {"model": Window, "description": "The window, closed"},
+                                                           **documented(404, 422, 503)})
+async def close(collector: CollectorDep, window: WindowIndex) -> JSONResponse:
+    """Close a window now and recover it from the reports that arrived."""
+    record = await collector.close_window(window)
+    if record is None:
+        raise ReportError(404, "not_found", f"no sensor reported for window {window}", "window")
+    return JSONResponse(record.as_dict())
+
+
+def _attachment(collector: Collector, suffix: str) -> dict[str, str]:
+    return {"Content-Disposition": f'attachment; filename="{collector.deployment.deployment_id}.{suffix}"'}
+
+
+@exports.get("/api/v1/export.csv", response_class=StreamingResponse, responses={200: {"content": {"text/csv": {}}}})
+async def export_csv(collector: CollectorDep) -> StreamingResponse:
+    """Every closed window's map in long format, streamed: window, its start and end (ISO 8601 UTC), source,
+    its coordinates (x_m[, y_m]), value, window metadata."""
+    return StreamingResponse(views.export_csv_chunks(collector.deployment, collector.store), media_type="text/csv",
+                             headers=_attachment(collector, "csv"))
+
+
+@exports.get("/api/v1/export.json", response_class=StreamingResponse,
+             responses={200: {"content": {"application/json": {}}}})
+async def export_json(collector: CollectorDep) -> StreamingResponse:
+    """The same table as a JSON array of rows (coordinates an array, window times ISO 8601 UTC), streamed."""
+    return StreamingResponse(views.export_json_chunks(collector.deployment, collector.store),
+                             media_type="application/json", headers=_attachment(collector, "json"))
+
+
+@exports.get("/api/v1/export.parquet", response_class=StreamingResponse,
+             responses={200: {"content": {"application/vnd.apache.parquet": {}}}})
+async def export_parquet(collector: CollectorDep) -> Response:
+    """The same table as Parquet (needs pyarrow), streamed a row group at a time."""
+    pieces = views.export_parquet_chunks(collector.deployment, collector.store)
+    if pieces is None:
+        raise ReportError(501, "not_available", "Parquet export needs pyarrow: pip install pyarrow")
+    return StreamingResponse(pieces, media_type="application/vnd.apache.parquet",
+                             headers=_attachment(collector, "parquet"))
+
+
 class CollectorApp(FastAPI):
     """FastAPI application whose two sensor ingest endpoints are answered before the framework's layers.
 
-    ``POST /api/v1/reports`` and ``/api/v1/reports/batch`` go straight to :class:`IngestEndpoints`
-    (same models, same checks, same answers as the documented routes; :mod:`dpcloak.service.http_ingest`);
-    every other request goes through FastAPI as usual, and its answer carries :data:`SECURITY_HEADERS`.
+    ``POST /api/v1/reports`` and ``/api/v1/reports/batch`` go straight to :class:`IngestEndpoints`, which
+    also serves the routes documenting them (:mod:`dpcloak.service.http_ingest`); every other request
+    goes through FastAPI as usual, and its answer carries :data:`SECURITY_HEADERS`.
 
     Examples
     --------
     :func:`create_app` builds one and attaches the collector's ingest endpoints:
 
     >>> from dpcloak.service.store import Store, sqlite_url
-    >>> from dpcloak.service.collector import Collector
-    >>> from dpcloak.service.http_ingest import IngestEndpoints
     >>> from dpcloak.service.examples import two_sensor_deployment
     >>> deployment = two_sensor_deployment()
     >>> import tempfile
@@ -281,237 +440,59 @@ class CollectorApp(FastAPI):
         await super().__call__(scope, receive, _with_security_headers(send) if scope["type"] == "http" else send)
 
 
-def create_app(collector: Collector, *, analyst_token: str) -> CollectorApp:
-    """The FastAPI application serving ``collector``.
+@asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    collector: Collector = app.state.collector
+    await collector.start()
+    try:
+        yield
+    finally:
+        await collector.stop()
+
+
+async def _problem(request: Request, exc: Exception) -> Response:
+    """Every exception of a request, answered as its problem (:func:`~dpcloak.service.problems.as_report_error`)."""
+    full = None
+    if storage_full(exc):  # e.g. an analyst's close while the disk is full: 503, one bounded account
+        request.app.state.collector.storage.refused(str(getattr(exc, "orig", exc))[:200])
+        full = ReportError(503, "storage_full", "the collector's database cannot write (disk full); retry after "
+                           f"{STORAGE_RETRY_AFTER} s", retry_after=STORAGE_RETRY_AFTER)
+    return problem_response(as_report_error(exc, storage_full=full), request.scope.get("headers") or ())
+
+
+def create_app(collector: Collector, *, analyst_token: str, settings: Settings | None = None) -> CollectorApp:
+    """The FastAPI application serving ``collector``: the ingest endpoints, the :data:`public`, :data:`analyst` and
+    :data:`exports` routers, the dashboard; ``settings`` (kept as ``app.state.settings``) when built from them.
 
     Examples
     --------
-    >>> from dpcloak.service.collector import Collector
     >>> import tempfile
     >>> from dpcloak.service.examples import two_sensor_store
     >>> tmp = tempfile.TemporaryDirectory()
     >>> deployment, store = two_sensor_store(tmp.name)
     >>> app = create_app(Collector(deployment, store, master_key=bytes(32)), analyst_token="t0ken")
-    >>> for path in sorted(r.path for r in app.routes if r.path.startswith("/api/v1/reports")):
+    >>> for path in sorted(p for p in app.openapi()["paths"] if p.startswith("/api/v1/reports")):
     ...     print(path)
     /api/v1/reports
     /api/v1/reports/batch
     >>> store.dispose()
     >>> tmp.cleanup()
     """
-
-    @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
-        await collector.start()
-        try:
-            yield
-        finally:
-            await collector.stop()
-
-    app = CollectorApp(title="dpcloak collector", version=__version__, lifespan=lifespan, docs_url=None,
+    app = CollectorApp(title="dpcloak collector", version=__version__, lifespan=_lifespan, docs_url=None,
                        redoc_url=None,  # no interactive pages (they load scripts from a CDN): /openapi.json only
                        description="Collects differentially private sensor reports, recovers maps per window.")
-    dep, store = collector.deployment, collector.store
-    endpoints = IngestEndpoints(collector)
-
-    @app.exception_handler(RequestValidationError)
-    async def _malformed(_: Request, exc: RequestValidationError) -> JSONResponse:
-        err = malformed(exc.errors())
-        return _error(err.status, err.code, err.message, err.field)
-
-    @app.exception_handler(StarletteHTTPException)
-    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        code = {401: "unauthenticated", 404: "not_found", 405: "method_not_allowed", 413: "too_large"}.get(
-            exc.status_code, "error")
-        return _error(exc.status_code, code, str(exc.detail), headers=getattr(exc, "headers", None))
-
-    @app.exception_handler(ReportError)
-    async def _refused(_: Request, exc: ReportError) -> JSONResponse:
-        return JSONResponse(exc.body(), status_code=exc.status)
-
-    @app.exception_handler(Overloaded)
-    async def _overloaded(_: Request, exc: Overloaded) -> JSONResponse:
-        return _error(503, exc.code, exc.message, headers={"Retry-After": str(exc.retry_after)})
-
-    @app.exception_handler(Exception)
-    async def _internal(_: Request, exc: Exception) -> JSONResponse:
-        if storage_full(exc):  # e.g. an analyst's close while the disk is full: 503, one bounded account
-            collector.storage.refused(str(getattr(exc, "orig", exc))[:200])
-            return _error(503, "storage_full", "the collector's database cannot write (disk full); retry after "
-                          f"{STORAGE_RETRY_AFTER} s", headers={"Retry-After": str(STORAGE_RETRY_AFTER)})
-        log.error("internal error: %s: %s", type(exc).__name__, exc)
-        return _error(500, "internal", "internal error (logged on the collector)")
-
-    def analyst(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(_BEARER)]) -> None:
-        if creds is None:
-            raise StarletteHTTPException(401, "the analyst token is required (Authorization: Bearer <token>)",
-                                         headers={"WWW-Authenticate": "Bearer"})
-        if not hmac.compare_digest(creds.credentials.encode(), analyst_token.encode()):
-            raise StarletteHTTPException(401, "this token is not valid for this deployment",
-                                         headers={"WWW-Authenticate": 'Bearer error="invalid_token"'})
-
-    def json_body(request: Request) -> None:
-        if not is_json(request.scope):
-            raise NOT_JSON
-
-    @app.post(REPORT_PATH, status_code=201, tags=["sensors"], dependencies=[Depends(json_body)],
-              responses={200: {"description": "Duplicate of a stored report: acknowledged, nothing stored"},
-                         **documented(401, 403, 404, 409, 413, 415, 422, 429, 503)})
-    async def post_report(report: ReportIn) -> JSONResponse:
-        """Store one signed report (201), or acknowledge a retry of a stored one (200)."""
-        status, body = await endpoints.report(report)
-        return JSONResponse(body, status_code=status, headers=retry_after_header(body))
-
-    @app.post(BATCH_PATH, tags=["sensors"], dependencies=[Depends(json_body)],
-              responses=documented(413, 415, 422, 429, 503))
-    async def post_batch(batch: BatchIn) -> JSONResponse:
-        """Store up to 1000 signed reports forwarded by a gateway; one outcome per report, in order."""
-        body = (await endpoints.batch(batch))[1]
-        return JSONResponse(body, headers=retry_after_header(body))
-
-    @app.get("/api/v1/health", tags=["public"])
-    async def health() -> dict[str, Any]:
-        """Liveness, the deployment served and whether its sensors release now (public).
-
-        ``status`` is ``"degraded"`` while sensors skip where the policy lets them release (the last due
-        release window, ``policy.skipping``) or once the lifetime cap is reached; windows that the
-        policy's schedule skips are normal operation (``"ok"``). ``policy`` says why and when the next
-        release window starts, and states the policy in words.
-        """
-        policy = await collector.run_in_reader(partial(views.policy_view, dep, now=collector.clock(),
-                                                       store=collector.store))
-        return {"status": policy["status"], "deployment": dep.deployment_id, "fingerprint": dep.fingerprint,
-                "window": policy["window"], "policy": policy}
-
-    @app.get("/api/v1/deployment", tags=["analyst"], dependencies=[Depends(analyst)],
-              responses=documented(401))
-    async def deployment() -> dict[str, Any]:
-        """The deployment, its sensor and source positions and its guarantee in numbers and words."""
-        return views.deployment_view(dep, now=collector.clock())
-
-    @app.get("/api/v1/sensors", tags=["analyst"], dependencies=[Depends(analyst)],
-              responses=documented(401))
-    async def sensors() -> dict[str, Any]:
-        """Per sensor: last window and time seen, readings and privacy spent in the current period."""
-        return await collector.run_in_reader(views.sensors_view, dep, collector.store, collector.clock())
-
-    @app.get("/api/v1/sensors/{sensor}/total", tags=["analyst"], dependencies=[Depends(analyst)],
-             responses=documented(401, 404, 422))
-    async def sensor_total(
-            sensor: Annotated[int, PathParam(ge=0, le=2**31, description="The sensor's index.")],
-            since: Annotated[float, Query(ge=0, le=2**40, description="Unix time: windows starting from then.")],
-            until: Annotated[float | None, Query(ge=0, le=2**40, description=(
-                "Unix time: windows ending by then (default: now)."))] = None,
-    ) -> JSONResponse:
-        """One sensor's released readings summed over a time range, with an error bar (e.g. since Monday)."""
-        if sensor >= dep.n_sensors:
-            return _error(404, "not_found", f"sensor must be in [0, {dep.n_sensors - 1}]", "path.sensor")
-        end = collector.clock() if until is None else until
-        return JSONResponse(await collector.run_in_reader(partial(views.total_view, dep, collector.store,
-                                                                  sensor=sensor, since=since, until=end)))
-
-    @app.get("/api/v1/security-events", tags=["analyst"], dependencies=[Depends(analyst)],
-              responses=documented(401, 422))
-    async def security_events() -> dict[str, Any]:
-        """Sensors that sent two different reports for one window: both reports, and the flagged credentials."""
-        events = await collector.run_in_reader(collector.store.security_events, dep.deployment_id)
-        flagged = sorted(collector.verifier.flagged)
-        return {"events": events, "flagged": [{"sensor": s, "generation": g} for s, g in flagged]}
-
-    @app.get("/api/v1/windows", tags=["analyst"], dependencies=[Depends(analyst)],
-              responses={200: {"model": WindowPage, "description": "A page of windows"}, **documented(401, 422)})
-    async def list_windows(
-            limit: Annotated[int, Query(ge=1, le=MAX_PAGE, description="Windows per page (at most 1000).")] = MAX_PAGE,
-            after: Annotated[int | None, Query(ge=-1, le=2**62, description=(
-                "Only windows after this one (-1: from the first), the first page of them."))] = None,
-            before: Annotated[int | None, Query(ge=0, le=2**62, description="Only windows before this one.")] = None,
-            since: Annotated[str | None, Query(max_length=64, description=(
-                "A cursor from an earlier answer: only the windows closed since, in closing order."))] = None,
-            count: Annotated[bool, Query(description=(
-                "With since: also count the closed windows (total); the other answers always do."))] = False,
-    ) -> JSONResponse:
-        """Closed windows without their maps, a page at a time.
-
-        Without ``since``: windows in index order, the last ``limit`` of those before ``before`` (the
-        newest page by default), or the first ``limit`` after ``after`` (``-1``: the oldest page). With
-        ``since`` (the ``cursor`` of an earlier answer): the windows closed since then, in the order they
-        were closed, whatever their index (a dashboard's poll). Every answer carries ``total`` (closed
-        windows in all; with ``since`` only when ``count`` is asked, else ``null``: counting reads an index
-        entry per window of the history), ``more`` (whether the range holds more than this page) and the
-        ``cursor`` to poll from next.
-        """
-        if since is not None:
-            cursor = parse_cursor(since)
-            if cursor is None:
-                return _error(422, "invalid", "since must be a cursor returned by this endpoint", "query.since")
-            position = cursor
-            records = await collector.run_in_reader(lambda: store.windows_closed_after(
-                dep.deployment_id, position, limit=limit + 1))
-            total = await collector.run_in_reader(store.window_count, dep.deployment_id) if count else None
-            more, records = len(records) > limit, records[:limit]
-            if records:
-                cursor = (records[-1].closed_at, records[-1].window)
-            return _window_page(records, total=total, more=more, cursor=cursor)
-        total, cursor = await collector.run_in_reader(_closing_state, store, dep.deployment_id)
-        newest = after is None
-        records = await collector.run_in_reader(lambda: store.windows_page(
-            dep.deployment_id, after=after, before=before, limit=limit + 1, newest=newest))
-        more = len(records) > limit
-        records = records[-limit:] if newest else records[:limit]
-        return _window_page(records, total=total, more=more, cursor=cursor)
-
-    @app.get("/api/v1/windows/{window}", tags=["analyst"], dependencies=[Depends(analyst)],
-              responses={200: {"model": Window, "description": "The window"}, **documented(401, 404, 422)})
-    async def get_window(window: WindowIndex) -> JSONResponse:
-        """One closed window with its recovered map."""
-        records = await collector.run_in_reader(lambda: list(store.windows(dep.deployment_id, window=window)))
-        if not records:
-            return _error(404, "not_found", f"window {window} is not closed (or does not exist)", "window")
-        return JSONResponse(records[0].as_dict())
-
-    @app.post("/api/v1/windows/{window}/close", tags=["analyst"], dependencies=[Depends(analyst)],
-              responses={200: {"model": Window, "description": "The window, closed"},
-                         **documented(401, 404, 422, 503)})
-    async def close(window: WindowIndex) -> JSONResponse:
-        """Close a window now and recover it from the reports that arrived."""
-        record = await collector.close_window(window)
-        if record is None:
-            return _error(404, "not_found", f"no sensor reported for window {window}", "window")
-        return JSONResponse(record.as_dict())
-
-    @app.get("/api/v1/export.csv", tags=["analyst"], dependencies=[Depends(analyst)],
-             response_class=StreamingResponse,
-             responses={200: {"content": {"text/csv": {}}}, **documented(401)})
-    async def export_csv() -> StreamingResponse:
-        """Every closed window's map in long format, streamed: window, its start and end (ISO 8601 UTC), source,
-        its coordinates (x_m[, y_m]), value, window metadata."""
-        return StreamingResponse(views.export_csv_chunks(dep, store), media_type="text/csv",
-                                 headers={"Content-Disposition": f'attachment; filename="{dep.deployment_id}.csv"'})
-
-    @app.get("/api/v1/export.json", tags=["analyst"], dependencies=[Depends(analyst)],
-             response_class=StreamingResponse,
-             responses={200: {"content": {"application/json": {}}}, **documented(401)})
-    async def export_json() -> StreamingResponse:
-        """The same table as a JSON array of rows (coordinates an array, window times ISO 8601 UTC), streamed."""
-        return StreamingResponse(views.export_json_chunks(dep, store), media_type="application/json",
-                                 headers={"Content-Disposition": f'attachment; filename="{dep.deployment_id}.json"'})
-
-    @app.get("/api/v1/export.parquet", tags=["analyst"], dependencies=[Depends(analyst)],
-             response_class=StreamingResponse,
-             responses={200: {"content": {"application/vnd.apache.parquet": {}}}, **documented(401)})
-    async def export_parquet() -> Response:
-        """The same table as Parquet (needs pyarrow), streamed a row group at a time."""
-        pieces = views.export_parquet_chunks(dep, store)
-        if pieces is None:
-            return _error(501, "not_available", "Parquet export needs pyarrow: pip install pyarrow")
-        return StreamingResponse(pieces, media_type="application/vnd.apache.parquet",
-                                 headers={"Content-Disposition": f'attachment; filename="{dep.deployment_id}.parquet"'})
-
-    @app.get("/", include_in_schema=False)
-    async def root() -> RedirectResponse:
-        return RedirectResponse("/dashboard/")
-
+    app.state.collector, app.state.analyst_token, app.state.settings = collector, analyst_token, settings
+    app.ingest = IngestEndpoints(collector)
+    app.router.routes.extend(app.ingest.routes())
+    for router in (public, analyst, exports):
+        app.include_router(router)
+    for kind in (RequestValidationError, StarletteHTTPException, ReportError, Overloaded, Exception):
+        app.add_exception_handler(kind, _problem)
+    app.add_api_route("/", _dashboard, include_in_schema=False)
     app.mount("/dashboard", StaticFiles(directory=ASSETS, html=True), name="dashboard")
     app.add_middleware(BodyLimit)
-    app.ingest = endpoints
     return app
+
+
+async def _dashboard() -> RedirectResponse:
+    return RedirectResponse("/dashboard/")

@@ -54,6 +54,8 @@ class Overloaded(Exception):
     >>> exc = Overloaded(retry_after=2)
     >>> exc.retry_after, exc.code, exc.message
     (2, 'overloaded', 'the collector is saturated; retry after 2 s')
+    >>> exc.error.status, exc.error.headers()
+    (503, {'Retry-After': '2'})
     """
 
     def __init__(self, *, retry_after: int, code: str = "overloaded", message: str | None = None) -> None:
@@ -61,6 +63,11 @@ class Overloaded(Exception):
         self.code = code
         self.message = message or f"the collector is saturated; retry after {retry_after} s"
         super().__init__(self.message)
+
+    @property
+    def error(self) -> ReportError:
+        """The 503 answered for it."""
+        return ReportError(503, self.code, self.message, retry_after=self.retry_after)
 
 
 STORAGE_RETRY_AFTER = 30
@@ -306,8 +313,8 @@ class Collector:
             wait = self.limiter.take(r.sensor)  # authenticated: charge this sensor's flood allowance
             if wait:
                 after = self.limiter.retry_after(wait)
-                outcomes[i] = (429, {**ReportError(429, "rate_limited", f"sensor {r.sensor} sends too fast; "
-                                                   f"retry after {after} s", "sensor").body(), "retry_after": after})
+                outcomes[i] = (429, ReportError(429, "rate_limited", f"sensor {r.sensor} sends too fast; retry "
+                                                f"after {after} s", "sensor", retry_after=after).body())
                 continue
             accepted.append(i)
             rows.append({"deployment_id": r.deployment, "sensor_id": r.sensor, "window": r.window,

@@ -1,31 +1,37 @@
-"""The sensor ingest endpoints at the ASGI level: one body read, one JSON parse, the collector, one answer.
+"""The sensor ingest endpoints: one implementation, served at the ASGI level and documented from it.
 
 ``POST /api/v1/reports`` and ``POST /api/v1/reports/batch`` are the collector's hot path (every
 reading of every sensor). :class:`IngestEndpoints` answers them directly from the ASGI scope: it
-reads the body under the size limit (413), parses and validates it in one step with the same
-pydantic models the OpenAPI schema is generated from (``model_validate_json``: 422 naming the
-field), runs :meth:`Collector.ingest` (authentication, replay, window and range checks, group
-commit; acknowledged only after the commit) and sends the JSON answer. The FastAPI routes of the
-same paths (:mod:`dpcloak.service.app`) document the endpoints and share :meth:`IngestEndpoints.report`
-and :meth:`IngestEndpoints.batch`; what is skipped is only the framework's per-request machinery
-(routing, dependency resolution, telemetry and middleware layers), which cost more than the checks.
+reads the body under the size limit (413), parses and validates it in one step with the pydantic
+model of the endpoint (``model_validate_json``: 422 naming the field), runs :meth:`Collector.ingest`
+(authentication, replay, window and range checks, group commit; acknowledged only after the commit)
+and sends the JSON answer (an error as an RFC 9457 problem, :mod:`dpcloak.service.problems`).
+
+The same endpoints are the OpenAPI document's ingest operations: :meth:`IngestEndpoints.routes` makes
+one :class:`IngestRoute` per endpoint, which FastAPI describes from the coroutine that ingests (its
+body model, the statuses in :data:`STATUSES`) and which is served by the :class:`IngestEndpoints`
+itself, never by the framework's request machinery (routing, dependency resolution and middleware
+layers cost more than the checks; :class:`~dpcloak.service.app.CollectorApp` hands these two requests
+to it first).
 """
 
 from __future__ import annotations
 
-import json
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from fastapi.routing import APIRoute
 from pydantic import BaseModel, ValidationError
+from starlette.types import Receive, Scope, Send
 
 from dpcloak.service.collector import Collector, Overloaded
-from dpcloak.service.ingest import BatchIn, ReportError, ReportIn
+from dpcloak.service.ingest import BatchIn, ReportError, ReportIn, problem_details
 from dpcloak.service.limits import ClientFailureLimit, SensorRateLimit
+from dpcloak.service.problems import as_report_error, documented, encode, malformed, problem_media_type
 
-__all__ = ["REPORT_PATH", "BATCH_PATH", "MAX_BODY_BYTES", "IngestEndpoints", "error_field", "malformed",
-           "retry_after_header", "is_json", "NOT_JSON"]
+__all__ = ["REPORT_PATH", "BATCH_PATH", "MAX_BODY_BYTES", "STATUSES", "IngestEndpoints", "IngestRoute",
+           "retry_after_header", "is_json", "NOT_JSON", "TOO_LARGE"]
 
 log = logging.getLogger("dpcloak.service")
 
@@ -34,39 +40,12 @@ BATCH_PATH = "/api/v1/reports/batch"
 MAX_BODY_BYTES = 1 << 20
 """Largest request body accepted (a batch of 1,000 reports is about 400 kB)."""
 
+STATUSES = {REPORT_PATH: (201, 200, 401, 403, 404, 409, 413, 415, 422, 429, 503),
+            BATCH_PATH: (200, 413, 415, 422, 429, 503)}
+"""The statuses each endpoint answers (a batch states each report's outcome in its 200 body)."""
+
 Answer = tuple[int, dict[str, Any], dict[str, str] | None]
-"""HTTP status, JSON body and extra headers."""
-
-
-def error_field(loc: Sequence[Any]) -> str:
-    """``("body", "reports", 3, "mac")`` → ``reports[3].mac``; the body itself → ``body``.
-
-    Examples
-    --------
-    >>> error_field(("body", "reports", 3, "mac")), error_field(("body",)), error_field(("body", "value"))
-    ('reports[3].mac', 'body', 'value')
-    """
-    out = ""
-    for part in loc[1:] if loc and loc[0] == "body" else loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "body"
-
-
-def malformed(errors: Sequence[Any]) -> ReportError:
-    """The 422 of a body that does not validate: the first error, naming its field.
-
-    Examples
-    --------
-    >>> err = malformed([{"loc": ("body", "reports", 0, "value"), "msg": "Input should be a valid number"},
-    ...                  {"loc": ("body", "reports", 1, "mac"), "msg": "Field required"}])
-    >>> err.status, err.field, err.message
-    (422, 'reports[0].value', 'reports[0].value: Input should be a valid number')
-    >>> malformed([]).message
-    'body: malformed body'
-    """
-    first = errors[0] if errors else {"loc": ("body",), "msg": "malformed body"}
-    field = error_field(tuple(first.get("loc", ("body",))))
-    return ReportError(422, "malformed", f"{field}: {first.get('msg', 'invalid')}", field)
+"""HTTP status, JSON body (an error's short form, :meth:`ReportError.body`) and extra headers."""
 
 
 def retry_after_header(body: dict[str, Any]) -> dict[str, str] | None:
@@ -86,13 +65,8 @@ def retry_after_header(body: dict[str, Any]) -> dict[str, str] | None:
     return {"Retry-After": str(max(waits))} if waits else None
 
 
-def encode(body: dict[str, Any]) -> bytes:
-    """JSON bytes as Starlette's ``JSONResponse`` renders them."""
-    return json.dumps(body, ensure_ascii=False, allow_nan=False, indent=None, separators=(",", ":")).encode()
-
-
 class IngestEndpoints:
-    """The two sensor endpoints of one collector, as an ASGI handler and as plain coroutines.
+    """The two sensor endpoints of one collector: an ASGI handler, the coroutines it runs, the routes documenting them.
 
     Examples
     --------
@@ -121,6 +95,9 @@ class IngestEndpoints:
     (201, 200, 422, 'malformed')
     >>> store.report_counts("abc123")
     {0: 1}
+    >>> [(r.path, r.app is endpoints, r.body_field.field_info.annotation.__name__)
+    ...  for r in endpoints.routes()]
+    [('/api/v1/reports', True, 'ReportIn'), ('/api/v1/reports/batch', True, 'BatchIn')]
     >>> node.close(); store.dispose(); tmp.cleanup()
     """
 
@@ -139,11 +116,19 @@ class IngestEndpoints:
         return (await self.collector.ingest([report]))[0]
 
     async def batch(self, batch: BatchIn) -> tuple[int, dict[str, Any]]:
-        """One outcome per report, in order, with the totals."""
+        """Store up to 1000 signed reports forwarded by a gateway; one outcome per report, in order, with the totals."""
         outcomes = await self.collector.ingest(batch.reports)
         return 200, {"results": [{"http_status": s, **b} for s, b in outcomes],
                      "stored": sum(s == 201 for s, _ in outcomes), "duplicates": sum(s == 200 for s, _ in outcomes),
                      "rejected": sum(s >= 400 for s, _ in outcomes)}
+
+    def routes(self) -> list[IngestRoute]:
+        """The documented operations of the two endpoints (``POST``; described by :meth:`report` and :meth:`batch`)."""
+        duplicate = {200: {"description": "Duplicate of a stored report: acknowledged, nothing stored"}}
+        return [IngestRoute(path, endpoint, methods=["POST"], status_code=STATUSES[path][0], tags=["sensors"],
+                            response_model=None, responses={**(duplicate if path == REPORT_PATH else {}),
+                                                            **documented(*(s for s in STATUSES[path] if s >= 400))})
+                for path, (_, endpoint) in self._routes.items()]
 
     async def answer(self, path: str, body: bytes) -> Answer:
         """Parse, validate and ingest one request body."""
@@ -156,10 +141,10 @@ class IngestEndpoints:
         try:
             status, out = await endpoint(parsed)
         except Overloaded as exc:
-            return 503, ReportError(503, exc.code, exc.message).body(), {"Retry-After": str(exc.retry_after)}
+            return 503, exc.error.body(), exc.error.headers()
         return status, out, retry_after_header(out)
 
-    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         client = str((scope.get("client") or ("",))[0] or "")
         wait = self.failures.wait(client)
         status: int
@@ -167,9 +152,9 @@ class IngestEndpoints:
         headers: dict[str, str] | None
         if wait > 0:  # this address failed authentication too often: refused before its body is read
             after = SensorRateLimit.retry_after(wait)
-            status, out, headers = 429, {**ReportError(
-                429, "rate_limited", f"too many reports from this address failed authentication; retry after {after} "
-                "s", "mac").body(), "retry_after": after}, {"Retry-After": str(after)}
+            err = ReportError(429, "rate_limited", f"too many reports from this address failed authentication; "
+                              f"retry after {after} s", "mac", retry_after=after)
+            status, out, headers = err.status, err.body(), err.headers()
         else:
             body = NOT_JSON if not is_json(scope) else await _read_body(scope, receive)
             if body is None:  # the client went away
@@ -181,12 +166,14 @@ class IngestEndpoints:
                 log.warning("client %s: too many reports failed authentication (wrong keys, forged MACs); its "
                             "requests get 429 for %d s", client or "?", SensorRateLimit.retry_after(
                                 self.failures.wait(client)))
-        data = encode(out)
-        raw = [(b"content-type", b"application/json"), (b"content-length", str(len(data)).encode())]
+        if status >= 400:
+            data, media = encode(problem_details(status, out)), problem_media_type(scope.get("headers") or ())
+        else:
+            data, media = encode(out), "application/json"
+        raw = [(b"content-type", media.encode()), (b"content-length", str(len(data)).encode())]
         raw += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
         await send({"type": "http.response.start", "status": status, "headers": raw})
         await send({"type": "http.response.body", "body": data})
-
 
     async def _answer(self, path: str, body: bytes | ReportError) -> Answer:
         if isinstance(body, ReportError):
@@ -194,8 +181,33 @@ class IngestEndpoints:
         try:
             return await self.answer(path, body)
         except Exception as exc:  # never a traceback in a response; nothing was acknowledged
-            log.error("internal error: %s: %s", type(exc).__name__, exc)
-            return 500, ReportError(500, "internal", "internal error (logged on the collector)").body(), None
+            err = as_report_error(exc)
+            return err.status, err.body(), err.headers()
+
+
+class IngestRoute(APIRoute):
+    """An ingest operation: documented by FastAPI from ``endpoint`` (a coroutine of :class:`IngestEndpoints`:
+    its body model, its responses), served by the :class:`IngestEndpoints` it belongs to.
+
+    Examples
+    --------
+    :meth:`IngestEndpoints.routes` makes them; any other endpoint is refused:
+
+    >>> async def stand_alone(report: ReportIn) -> None:
+    ...     pass
+    >>> try:
+    ...     IngestRoute(REPORT_PATH, stand_alone, methods=["POST"])
+    ... except TypeError as exc:
+    ...     print(exc)
+    an ingest route's endpoint is a coroutine of IngestEndpoints, got stand_alone
+    """
+
+    def __init__(self, path: str, endpoint: Callable[..., Any], **kwargs: Any) -> None:
+        owner = getattr(endpoint, "__self__", None)
+        if not isinstance(owner, IngestEndpoints):
+            raise TypeError(f"an ingest route's endpoint is a coroutine of IngestEndpoints, got {endpoint.__name__}")
+        super().__init__(path, endpoint, **kwargs)
+        self.app = owner
 
 
 NOT_JSON = ReportError(415, "unsupported_media_type",
@@ -221,17 +233,17 @@ def is_json(scope: Mapping[str, Any]) -> bool:
     return False
 
 
-_TOO_LARGE = ReportError(413, "too_large", f"request body must be at most {MAX_BODY_BYTES} bytes", "body")
+TOO_LARGE = ReportError(413, "too_large", f"request body must be at most {MAX_BODY_BYTES} bytes", "body")
 
 
-async def _read_body(scope: dict[str, Any], receive: Any) -> bytes | ReportError | None:
+async def _read_body(scope: Scope, receive: Receive) -> bytes | ReportError | None:
     """The request body, or the 413 error (declared or streamed size over the limit), or ``None`` on disconnect."""
     declared = b"0"
     for name, value in scope.get("headers") or ():
         if name == b"content-length":
             declared = value
     if not declared.isdigit() or int(declared) > MAX_BODY_BYTES:
-        return _TOO_LARGE
+        return TOO_LARGE
     chunks: list[bytes] = []
     seen = 0
     while True:
@@ -241,7 +253,7 @@ async def _read_body(scope: dict[str, Any], receive: Any) -> bytes | ReportError
         chunk = message.get("body", b"")
         seen += len(chunk)
         if seen > MAX_BODY_BYTES:
-            return _TOO_LARGE
+            return TOO_LARGE
         chunks.append(chunk)
         if not message.get("more_body", False):
             return chunks[0] if len(chunks) == 1 else b"".join(chunks)

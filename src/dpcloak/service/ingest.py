@@ -30,8 +30,9 @@ generation, whose first valid report retires the older ones).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from http import HTTPStatus
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -40,7 +41,7 @@ from dpcloak.service.auth import KeyedVerifier, verify_report
 from dpcloak.service.config import Deployment
 from dpcloak.service.views import every_window
 
-__all__ = ["ReportIn", "BatchIn", "ReportError", "Verifier"]
+__all__ = ["ReportIn", "BatchIn", "ReportError", "Verifier", "PROBLEM_JSON", "problem_details"]
 
 MAX_BATCH = 1000
 _HEX64 = r"^[0-9a-f]{64}$"
@@ -108,27 +109,77 @@ class BatchIn(BaseModel):
     reports: list[ReportIn] = Field(min_length=1, max_length=MAX_BATCH)
 
 
-@dataclass(frozen=True)
+PROBLEM_JSON = "application/problem+json"
+"""The media type of an error answer (RFC 9457) for a client that asks for it (``Accept``)."""
+
+
+@dataclass(eq=False)
 class ReportError(Exception):
-    """A rejected report: HTTP status, error code, message and the field at fault.
+    """A refused request: HTTP status, error code, message, the field at fault and, for 429/503, the wait.
+
+    Not frozen: raising an exception sets its ``__traceback__`` (a frozen dataclass refuses that when the
+    exception crosses a thread, e.g. from a dependency FastAPI runs in its thread pool).
+
+    :meth:`body` is the short form inside a batch's per-report outcomes; :meth:`problem` is every error
+    answer's body, an RFC 9457 problem (``type``, ``title``, ``status``, ``detail``) that keeps the short
+    form's members (``error``, ``message``, ``field``, ``retry_after``) for clients that read those.
 
     Examples
     --------
     >>> err = ReportError(401, "unauthenticated", "the MAC does not verify", "mac")
     >>> err.status, err.body()
     (401, {'error': 'unauthenticated', 'message': 'the MAC does not verify', 'field': 'mac'})
+    >>> err.problem()["type"], err.problem()["title"], err.problem()["detail"] == err.message
+    ('urn:dpcloak:error:unauthenticated', 'Unauthorized', True)
+    >>> ReportError(503, "overloaded", "retry after 2 s", retry_after=2).headers()
+    {'Retry-After': '2'}
     """
 
     status: int
     code: str
     message: str
     field: str | None = None
+    retry_after: int | None = None
+    challenge: str | None = None
+    """A ``WWW-Authenticate`` challenge to send with a 401."""
 
     def body(self) -> dict[str, object]:
         out: dict[str, object] = {"error": self.code, "message": self.message}
         if self.field is not None:
             out["field"] = self.field
+        if self.retry_after is not None:
+            out["retry_after"] = self.retry_after
         return out
+
+    def problem(self) -> dict[str, object]:
+        """The error answer's body: :func:`problem_details` of :meth:`body`."""
+        return problem_details(self.status, self.body())
+
+    def headers(self) -> dict[str, str] | None:
+        """``Retry-After`` and ``WWW-Authenticate`` when this error has them."""
+        out = {} if self.retry_after is None else {"Retry-After": str(self.retry_after)}
+        if self.challenge is not None:
+            out["WWW-Authenticate"] = self.challenge
+        return out or None
+
+
+def problem_details(status: int, body: Mapping[str, object]) -> dict[str, object]:
+    """The one place an error answer's body is built: an RFC 9457 problem from a short error body.
+
+    ``type`` names the error code (``urn:dpcloak:error:<code>``), ``title`` is the status's phrase,
+    ``detail`` the message; the short body's members (``error``, ``message``, ``field``, ``retry_after``)
+    are kept as the problem's extension members.
+
+    Examples
+    --------
+    >>> problem_details(429, {"error": "rate_limited", "message": "retry after 3 s", "field": "sensor",
+    ...                       "retry_after": 3})  # doctest: +NORMALIZE_WHITESPACE
+    {'type': 'urn:dpcloak:error:rate_limited', 'title': 'Too Many Requests', 'status': 429,
+     'detail': 'retry after 3 s', 'error': 'rate_limited', 'message': 'retry after 3 s', 'field': 'sensor',
+     'retry_after': 3}
+    """
+    return {"type": f"urn:dpcloak:error:{body['error']}", "title": HTTPStatus(status).phrase, "status": status,
+            "detail": body["message"], **body}
 
 
 class Verifier:

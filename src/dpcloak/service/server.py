@@ -6,7 +6,6 @@ import errno
 import math
 import socket
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -23,25 +22,19 @@ from dpcloak.service.config import (
     load_generations,
     load_master_key,
 )
-from dpcloak.service.store import Store, sqlite_url
+from dpcloak.service.settings import Settings
+from dpcloak.service.store import Store
 
 __all__ = ["uvicorn_config", "check_history", "HISTORY_FILE", "build_app", "serve", "dashboard_url", "token_path",
            "listening_socket", "freeze_start_up_objects"]
 
-DEFAULT_DB = "collector.db"
+def build_app(settings: Settings) -> Any:
+    """The ASGI app of the deployment in ``settings.directory``, served from ``settings.database_url``.
 
-
-def build_app(directory: Path, *, db_url: str | None = None, close_interval: float = 0.25,
-              max_pending: int = 20_000, check_database: bool = False, new_history: bool = False,
-              clock: Callable[[], float] = time.time) -> Any:
-    """The ASGI app of the deployment in ``directory`` (SQLite ``collector.db`` there unless ``db_url``;
-    ``max_pending``: back-pressure limit of :class:`~dpcloak.service.collector.Collector`; ``clock``: the
-    collector's time, the wall clock unless a demo runs faster).
-
-    With ``check_database`` the database is reached and migrated now, so that an unreachable or
+    With ``settings.check_database`` the database is reached and migrated now, so that an unreachable or
     unwritable one is an :class:`~dpcloak.errors.InvalidParameterError` (``parameter="url"``) before
     anything is served, not an error of the server's start-up; and a database without the history
-    this deployment's collector already has is refused (:func:`check_history`; ``new_history``
+    this deployment's collector already has is refused (:func:`check_history`; ``settings.new_history``
     starts a new one).
 
     Examples
@@ -54,27 +47,30 @@ def build_app(directory: Path, *, db_url: str | None = None, close_interval: flo
     >>> tmp = tempfile.TemporaryDirectory()
     >>> directory = Path(tmp.name)
     >>> _ = write_deployment(directory, deployment)
-    >>> app = build_app(directory, max_pending=500)
-    >>> "/api/v1/reports" in {r.path for r in app.routes}
+    >>> app = build_app(Settings(directory=directory, max_pending=500))
+    >>> "/api/v1/reports" in app.openapi()["paths"]
     True
-    >>> app.ingest.collector.max_pending, app.ingest.collector.warm_recovery
-    (500, True)
+    >>> app.state.collector.max_pending, app.state.collector.warm_recovery, app.state.settings.max_pending
+    (500, True, 500)
     >>> tmp.cleanup()
     """
+    directory = settings.directory
     deployment = load_deployment(directory)
     key = load_master_key(directory)
-    store = Store(db_url or sqlite_url(Path(directory) / DEFAULT_DB))
+    store = Store(settings.database_url)
     if store.in_memory:  # each pooled connection would see its own empty database, and every report is lost at exit
-        raise InvalidParameterError(f"the database {db_url} is SQLite in memory, which the collector cannot serve from "
-                                    "(each connection sees its own empty database, and all is lost at exit); give a "
-                                    "file, e.g. sqlite:///collector.db, or PostgreSQL", parameter="url",
-                                    allowed="a SQLite file or PostgreSQL", got=db_url)
-    if check_database:
+        raise InvalidParameterError(f"the database {settings.db_url} is SQLite in memory, which the collector cannot "
+                                    "serve from (each connection sees its own empty database, and all is lost at "
+                                    "exit); give a file, e.g. sqlite:///collector.db, or PostgreSQL", parameter="url",
+                                    allowed="a SQLite file or PostgreSQL", got=settings.db_url)
+    if settings.check_database:
         store.migrate()
-        check_history(directory, store, deployment, new_history=new_history)
-    collector = Collector(deployment, store, master_key=key, close_interval=close_interval, warm_recovery=True,
-                          max_pending=max_pending, generations=load_generations(directory), clock=clock)
-    return create_app(collector, analyst_token=analyst_token(key, deployment_id=deployment.deployment_id))
+        check_history(directory, store, deployment, new_history=settings.new_history)
+    collector = Collector(deployment, store, master_key=key, close_interval=settings.close_interval,
+                          warm_recovery=True, max_pending=settings.max_pending,
+                          generations=load_generations(directory), clock=settings.clock)
+    return create_app(collector, analyst_token=analyst_token(key, deployment_id=deployment.deployment_id),
+                      settings=settings)
 
 
 HISTORY_FILE = "collector.history"
@@ -101,6 +97,7 @@ def check_history(directory: Path, store: Store, deployment: Deployment, *, new_
     >>> directory = Path(tmp.name)
     >>> deployment = two_sensor_deployment()
     >>> _ = write_deployment(directory, deployment)
+    >>> from dpcloak.service.store import sqlite_url
     >>> first = Store(sqlite_url(directory / "collector.db"))
     >>> first.migrate()
     >>> check_history(directory, first, deployment)  # the first start: the history begins here
@@ -193,7 +190,7 @@ def serve(app: Any, *, host: str, port: int, log_level: str = "warning") -> None
     >>> tmp = tempfile.TemporaryDirectory()
     >>> directory = Path(tmp.name)
     >>> _ = write_deployment(directory, deployment)
-    >>> app = build_app(directory)
+    >>> app = build_app(Settings(directory=directory))
     >>> list(inspect.signature(serve).parameters)
     ['app', 'host', 'port', 'log_level']
     >>> tmp.cleanup()
