@@ -219,8 +219,9 @@ def test_policy_holds_on_random_presence_schedules(networks: list[tuple[SensorNe
         span = int(rng.integers(2, 13))
         k = int(rng.integers(1, min(span, net.max_releases()) + 1))
         lifetime = None if rng.random() < 0.6 else int(rng.integers(1, 3 * k + 2))
+        stride = None if rng.random() < 0.5 else int(rng.integers(1, -(-span // k) + 1))  # a burst schedule or not
         dep = _variant(bases[n % len(networks)], deployment_id=f"s{n}", period_windows=span, policy_releases=k,
-                       lifetime_releases=lifetime)
+                       lifetime_releases=lifetime, stride=stride)
         horizon = 3 * span + int(rng.integers(0, 8))
         tries = _schedule(rng, net.n_sensors, horizon)
         released = [s if dep.is_release_window(w) else frozenset() for w, s in enumerate(tries)]  # what nodes let out
@@ -361,6 +362,66 @@ def test_release_windows_are_a_public_function_of_the_index() -> None:
     assert dep.next_release_window(7) is None
 
 
+def _greedy(span: int, k: int, stride: int, lifetime: int | None, horizon: int) -> list[bool]:
+    """The sliding-window node, simulated: at each multiple of the stride it releases iff fewer than k windows of
+    the W − 1 before it released (and fewer than the lifetime cap in all)."""
+    flags: list[bool] = []
+    for w in range(horizon):
+        ok = (w % stride == 0 and sum(flags[max(0, w - span + 1):w]) < k
+              and (lifetime is None or sum(flags) < lifetime))
+        flags.append(ok)
+    return flags
+
+
+def test_burst_schedule_is_the_sliding_window_filling_then_renewing() -> None:
+    """With a declared stride below ⌈W/k⌉, the release windows are exactly those a node admitting a release while
+    its sliding window has room admits (simulated here), for every W ≤ 20, k ≤ W, stride and lifetime cap: the
+    window fills, the sensors skip for budget (``budget_skip``, gaps longer than the stride) until the oldest
+    release leaves it; any W consecutive windows hold at most k (brute force, all starts), ``releases_per_period``
+    and ``max_release_windows`` are the brute-force maxima, next/previous release windows match the flags. Both
+    sides: a cycle of W − 1 instead of s·⌈W/s⌉ puts k + 1 in some W windows."""
+    net = _small_networks()[1]
+    base = _deployment(net, span=1, k=1, lifetime=None)
+    checked = skips = weak = 0
+    assert net.max_releases() >= 20
+    for span in range(1, 21):
+        for k in range(1, span + 1):
+            for stride in range(1, -(-span // k) + 1):
+                for lifetime in (None, 2 * k + 1):
+                    dep = copy.copy(base)  # as _variant, without re-checking k against the budget 1,600 times
+                    for name, value in (("period_windows", span), ("policy_releases", k), ("stride", stride),
+                                        ("lifetime_releases", lifetime)):
+                        object.__setattr__(dep, name, value)
+                    horizon = 4 * span + 3
+                    flags = [dep.is_release_window(w) for w in range(horizon)]
+                    assert flags == _greedy(span, k, stride, lifetime, horizon), (span, k, stride, lifetime)
+                    prefix = list(itertools.accumulate(flags, initial=0))
+                    for n in (1, span // 2 + 1, span, 2 * span):
+                        busiest = max(prefix[lo + n] - prefix[lo] for lo in range(horizon - n + 1))
+                        assert dep.max_release_windows(n) == busiest, (span, k, stride, lifetime, n)
+                    assert dep.releases_per_period <= k
+                    nxt: list[int | None] = [None] * horizon
+                    prv: list[int | None] = [None] * horizon
+                    for w in range(horizon):
+                        prv[w] = w if flags[w] else (prv[w - 1] if w else None)
+                        back = horizon - 1 - w
+                        nxt[back] = back if flags[back] else (nxt[back + 1] if w else None)
+                    for w in range(horizon - span - stride):
+                        assert dep.next_release_window(w) == nxt[w] and dep.previous_release_window(w) == prv[w]
+                        gap = nxt[w] is not None and prv[w] is not None and nxt[w] - prv[w] > stride  # type: ignore[operator]
+                        assert dep.budget_skip(w) == gap
+                        skips += gap
+                    checked += 1
+                    if lifetime is None and k * stride < span and span > 1:  # weakened: the cycle W − 1
+                        cycle = span - 1
+                        loose = [w % stride == 0 and w % cycle < k * stride for w in range(horizon)]
+                        sums = list(itertools.accumulate(loose, initial=0))
+                        weak += max(sums[lo + span] - sums[lo] for lo in range(horizon - span + 1)) > k
+    assert checked > 1000 and skips > 1000 and weak > 100, (checked, skips, weak)
+    demo_like = _variant(base, period_windows=40, policy_releases=24, stride=1)
+    assert [w for w in range(100) if demo_like.budget_skip(w)] == [*range(24, 40), *range(64, 80)]
+
+
 def test_policy_is_validated_and_bound_into_the_fingerprint(tmp_path: Path) -> None:
     net = _small_networks()[1]
     most = min(12, net.max_releases())
@@ -369,7 +430,7 @@ def test_policy_is_validated_and_bound_into_the_fingerprint(tmp_path: Path) -> N
     with pytest.raises(InvalidParameterError, match="lifetime_releases must"):
         _deployment(net, span=12, k=2, lifetime=0)
     base = _deployment(net, span=12, k=4, lifetime=None)
-    for change in ({"policy_releases": 3}, {"lifetime_releases": 50}, {"clock_skew_seconds": 1.0}):
+    for change in ({"policy_releases": 3}, {"lifetime_releases": 50}, {"clock_skew_seconds": 1.0}, {"stride": 2}):
         other = Deployment(**{**{f: getattr(base, f) for f in base.__dataclass_fields__}, **change})
         assert other.fingerprint != base.fingerprint, change
     write_deployment(tmp_path, base)
@@ -381,3 +442,10 @@ def test_policy_is_validated_and_bound_into_the_fingerprint(tmp_path: Path) -> N
         with pytest.raises(InvalidParameterError, match=f"version {old} is not supported.*version 1 counted releases "
                                                         "per sensor.*version 2's fingerprint did not cover"):
             load_deployment(tmp_path)
+    assert "stride" not in base.public_dict()  # a deployment without a declared stride keeps its fingerprint
+    with pytest.raises(InvalidParameterError, match="stride must"):
+        Deployment(**{**{f: getattr(base, f) for f in base.__dataclass_fields__}, "stride": 0})
+    burst = Deployment(**{**{f: getattr(base, f) for f in base.__dataclass_fields__}, "stride": 1,
+                          "deployment_id": "burst"})
+    write_deployment(tmp_path / "burst", burst)
+    assert load_deployment(tmp_path / "burst") == burst and load_deployment(tmp_path / "burst").stride == 1

@@ -55,6 +55,8 @@ __all__ = [
     "load_master_key",
     "load_generations",
     "reprovision",
+    "every_window",
+    "schedule_words",
 ]
 
 KEY_BYTES = 32
@@ -128,6 +130,40 @@ def analyst_token(master_key: bytes, *, deployment_id: str) -> str:
     return hmac.digest(_check_master(master_key), _ANALYST_LABEL + b"\0" + deployment_id.encode(), "sha256").hex()
 
 
+def schedule_words(deployment: Deployment) -> str:
+    """The public release schedule in words: ``"every 3rd window"``, or for a burst schedule (a declared stride that
+    fills the sliding window) ``"every window until 4 fill the sliding window, then none (skipped for budget) until it
+    renews"``.
+
+    Examples
+    --------
+    >>> from dpcloak.service.examples import two_sensor_deployment
+    >>> schedule_words(two_sensor_deployment(policy_releases=4)), schedule_words(two_sensor_deployment())
+    ('every 3rd window', 'every window')
+    """
+    stride = deployment.release_stride
+    if not deployment.fills_up:
+        return every_window(stride)
+    return (f"{every_window(stride)} until {deployment.releases_per_period} fill the sliding window, then none "
+            "(skipped for budget) until it renews")
+
+
+def every_window(stride: int) -> str:
+    """``"every window"``, ``"every 2nd window"``, ``"every 12th window"``: the release schedule in words.
+
+    Examples
+    --------
+    >>> every_window(1), every_window(2), every_window(12), every_window(23)
+    ('every window', 'every 2nd window', 'every 12th window', 'every 23rd window')
+    """
+    return "every window" if stride == 1 else f"every {_ordinal(stride)} window"
+
+
+def _ordinal(n: int) -> str:
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"{n}{suffix}"
+
+
 @dataclass(frozen=True)
 class PolicyStatement:
     """What a deployment's release policy guarantees, level by level (:meth:`Deployment.policy_statement`).
@@ -187,6 +223,10 @@ class Deployment:
         (the network's budget bounds the composition of k releases). Default: that largest k.
     lifetime_releases : int, optional
         L ≥ 1: release windows since the start, in all (default: no lifetime cap).
+    stride : int, optional
+        s ≥ 1: release windows are multiples of s (default ⌈W/k⌉: the k release windows spread evenly, so
+        the sliding window never fills). A smaller s releases more often: the sliding window fills after
+        k release windows, and then every sensor **skips for budget** until it renews (class docstring).
     clock_skew_seconds : float, optional
         How far ahead of real time (the collector's clock) a node's clock may run: no window is
         released, nor accepted by the collector, before ``window_start − clock_skew_seconds``
@@ -204,10 +244,18 @@ class Deployment:
     is over count histories, so the adversary may pick a different worst pair in every window: the
     composition is charged per **release window** (one vector release at full Δ2 for every window in
     which anyone releases), never per sensor. Nodes cannot see each other, so the release windows
-    are public: window ``w`` is a release window iff ``w ≥ 0``, ``w mod s = 0`` with the stride
-    ``s = ⌈W/k⌉``, and ``w // s < L``. Any W consecutive windows hold at most ⌈W/s⌉ ≤ k multiples
-    of s, so they compose to at most k releases: ``guarantee(k)`` (k·ρ-zCDP, within the network's
-    budget); the whole lifetime to ``guarantee(L)``. Each node releases at most once per window, in
+    are public. With the stride s (default ``⌈W/k⌉``), the cycle ``C = s·⌈W/s⌉`` (the smallest multiple
+    of s that is at least W) and ``k' = min(k, C/s)`` release windows per cycle, window ``w`` is a release
+    window iff ``w ≥ 0``, ``w mod s = 0``, ``w mod C < k'·s`` and fewer than L release windows come
+    before it: a burst of k' release windows s apart at the start of every cycle. With the default
+    stride ``k'·s ≥ C``, so every multiple of s releases (the even schedule). With a smaller stride the
+    sliding window fills after k' release windows and the sensors skip for budget until the next cycle,
+    when the burst's first window has left it (the sliding window renews). Any W consecutive windows hold
+    at most k' ≤ k release windows: windows from two bursts c and c + 1 (the tail of burst c from its
+    i-th, the head of burst c + 1 to its j-th) span ``C + (j − i)·s + 1 ≤ W`` windows, so j < i and
+    they hold (k' − i) + (j + 1) ≤ k'; three bursts span more than C ≥ W. So they compose to at most k
+    releases: ``guarantee(k)`` (k·ρ-zCDP, within the network's budget); the whole lifetime to
+    ``guarantee(L)``. Each node releases at most once per window, in
     release windows only, in increasing windows no later than its clock (plus the skew); the
     collector refuses reports outside the schedule or from the future, and states the composition
     of the release windows in which reports actually arrived (:meth:`policy_statement`).
@@ -231,6 +279,15 @@ class Deployment:
     (3, [0, 3, 6, 9, 12])
     >>> sparse.next_release_window(13) is None, sparse.next_release_window(4)  # lifetime cap: 5 in all
     (True, 6)
+
+    The same policy with stride 1: the sliding window fills in 4 windows, then the sensors skip for budget
+    until it renews (6 windows later):
+
+    >>> burst = two_sensor_deployment(policy_releases=4, stride=1)
+    >>> [w for w in range(20) if burst.is_release_window(w)], burst.releases_per_period
+    ([0, 1, 2, 3, 10, 11, 12, 13], 4)
+    >>> burst.budget_skip(5), burst.budget_skip(1), burst.next_release_window(5), burst.previous_release_window(9)
+    (True, False, 10, 3)
     """
 
     deployment_id: str
@@ -242,6 +299,7 @@ class Deployment:
     policy_releases: int | None = None
     lifetime_releases: int | None = None
     clock_skew_seconds: float | None = None
+    stride: int | None = None
     version: int = field(default=DEPLOYMENT_VERSION)
 
     def __post_init__(self) -> None:
@@ -275,6 +333,8 @@ class Deployment:
         if self.lifetime_releases is not None:
             object.__setattr__(self, "lifetime_releases",
                                check_int("lifetime_releases", self.lifetime_releases, minimum=1))
+        if self.stride is not None:
+            object.__setattr__(self, "stride", check_int("stride", self.stride, minimum=1))
         skew = self.window_seconds if self.clock_skew_seconds is None else self.clock_skew_seconds
         object.__setattr__(self, "clock_skew_seconds", check_real("clock_skew_seconds", skew, low=0.0,
                                                                   low_inclusive=True))
@@ -307,35 +367,90 @@ class Deployment:
 
     @property
     def releases_per_period(self) -> int:
-        """The most release windows in any ``period_windows`` consecutive windows: ⌈W/s⌉ ≤ ``policy_releases``."""
+        """The most release windows in any ``period_windows`` consecutive windows (at most ``policy_releases``)."""
         return self.max_release_windows(self.period_windows)
 
     @property
     def release_stride(self) -> int:
-        """s = ⌈W/k⌉ (k = ``policy_releases``): every s-th window is a release window."""
-        return -(-self.period_windows // int(self.policy_releases))  # type: ignore[arg-type]  # set in __post_init__
+        """s: the declared ``stride``, default ⌈W/k⌉ (k = ``policy_releases``); release windows are multiples of s."""
+        return self._cycle()[0]
+
+    def _cycle(self) -> tuple[int, int, int, bool]:
+        """(s, C, k', fills): the stride, the cycle C = s·⌈W/s⌉, the release windows k' = min(k, C/s) per cycle and
+        whether k'·s < C (kept with the fields it was computed from: the schedule's methods run per report)."""
+        key = (self.period_windows, self.policy_releases, self.stride)
+        cached = self.__dict__.get("_cycle_of")
+        if cached is not None and cached[0] == key:
+            return cached[1]
+        w, k = self.period_windows, int(self.policy_releases)  # type: ignore[arg-type]  # set in __post_init__
+        s = -(-w // k) if self.stride is None else self.stride
+        cycle = s * -(-w // s)
+        per = min(k, cycle // s)
+        out = (s, cycle, per, per * s < cycle)
+        self.__dict__["_cycle_of"] = (key, out)  # a cache, not a field: equality and the fingerprint ignore it
+        return out
+
+    @property
+    def fills_up(self) -> bool:
+        """Whether the schedule fills the sliding window and then skips for budget until it renews (a declared stride
+        below ⌈W/k⌉: k'·s < C), rather than spreading its release windows evenly."""
+        return self._cycle()[3]
+
+    def _released_through(self, window: int) -> int:
+        """How many release windows of the cycles (the lifetime cap aside) lie in [0, ``window``]."""
+        if window < 0:
+            return 0
+        s, cycle, per, _ = self._cycle()
+        return (window // cycle) * per + min(per, (window % cycle) // s + 1)
+
+    def _release_window(self, index: int) -> int:
+        """The ``index``-th release window (from 0) of the cycles, the lifetime cap aside."""
+        s, cycle, per, _ = self._cycle()
+        return (index // per) * cycle + (index % per) * s
 
     def max_release_windows(self, windows: int) -> int:
-        """The most release windows in any ``windows`` consecutive windows: ⌈windows/s⌉ (and at most the lifetime cap).
+        """The most release windows in any ``windows`` consecutive windows (and at most the lifetime cap).
 
-        Any n consecutive integers hold at most ⌈n/s⌉ multiples of s.
+        The busiest run of n windows starts at a release window (moving its start forward to the next one
+        loses none), and the schedule repeats every cycle: the count is the largest over the k' release
+        windows of one cycle. With every multiple of s releasing it is ⌈n/s⌉.
         """
-        n = -(-check_int("windows", windows, minimum=0) // self.release_stride)
-        return n if self.lifetime_releases is None else min(n, self.lifetime_releases)
+        n = check_int("windows", windows, minimum=0)
+        s, _, per, fills = self._cycle()
+        if not fills:  # the even schedule: every multiple of s
+            most = -(-n // s)
+        else:
+            most = max((self._released_through(i * s + n - 1) - i for i in range(per)), default=0) if n else 0
+        return most if self.lifetime_releases is None else min(most, self.lifetime_releases)
 
     def is_release_window(self, window: int) -> bool:
         """Whether the policy lets sensors release in ``window`` (class docstring)."""
-        s = self.release_stride
-        return window >= 0 and window % s == 0 and (self.lifetime_releases is None
-                                                    or window // s < self.lifetime_releases)
+        s, cycle, per, fills = self._cycle()
+        if window < 0 or window % s or (fills and window % cycle >= per * s):
+            return False
+        return self.lifetime_releases is None or self._released_through(window) <= self.lifetime_releases
 
     def next_release_window(self, window: int) -> int | None:
         """The first release window ≥ ``window``; ``None`` once the lifetime cap is reached."""
-        s = self.release_stride
-        nxt = max(0, -(-window // s) * s)
-        if self.lifetime_releases is not None and nxt // s >= self.lifetime_releases:
+        index = self._released_through(window - 1)  # release windows before ``window``: the next has this index
+        if self.lifetime_releases is not None and index >= self.lifetime_releases:
             return None
-        return nxt
+        return self._release_window(index)
+
+    def previous_release_window(self, window: int) -> int | None:
+        """The last release window ≤ ``window``; ``None`` before the first one."""
+        index = self._released_through(window)
+        if self.lifetime_releases is not None:
+            index = min(index, self.lifetime_releases)
+        return None if index == 0 else self._release_window(index - 1)
+
+    def budget_skip(self, window: int) -> bool:
+        """Whether sensors skip ``window`` for budget: the sliding window is full and renews only after more than one
+        stride (a burst's skip phase; the even schedule's gaps of one stride, and the lifetime cap, are not)."""
+        if window < 0 or not self.fills_up or self.is_release_window(window):
+            return False
+        before, after = self.previous_release_window(window), self.next_release_window(window)
+        return before is not None and after is not None and after - before > self.release_stride
 
     def window_start(self, window: int) -> float:
         """Unix time at which window ``window`` starts."""
@@ -346,7 +461,9 @@ class Deployment:
         return self.window_at(now + float(self.clock_skew_seconds))  # type: ignore[arg-type]
 
     def public_dict(self) -> dict[str, Any]:
-        """Everything that determines the guarantee (what the fingerprint hashes), plus the id."""
+        """Everything that determines the guarantee (what the fingerprint hashes), plus the id.
+
+        ``stride`` appears only when declared (so a deployment without one keeps its fingerprint)."""
         return {
             "deployment_id": self.deployment_id,
             "network": self.network,
@@ -359,6 +476,7 @@ class Deployment:
             "lifetime_releases": self.lifetime_releases,
             "clock_skew_seconds": self.clock_skew_seconds,
             "version": self.version,
+            **({} if self.stride is None else {"stride": self.stride}),
         }
 
     @cached_property
@@ -413,12 +531,12 @@ class Deployment:
     @classmethod
     def create(cls, *, network: SensorNetwork, window_seconds: float, period_windows: int, start: float,
                grace_seconds: float = 5.0, policy_releases: int | None = None, lifetime_releases: int | None = None,
-               clock_skew_seconds: float | None = None) -> Deployment:
+               clock_skew_seconds: float | None = None, stride: int | None = None) -> Deployment:
         """A new deployment with a fresh random id; the network's budget bounds any ``period_windows`` windows."""
         return cls(deployment_id=uuid.uuid4().hex, network=network.to_dict(), window_seconds=window_seconds,
                    start=start, period_windows=period_windows, grace_seconds=grace_seconds,
                    policy_releases=policy_releases, lifetime_releases=lifetime_releases,
-                   clock_skew_seconds=clock_skew_seconds)
+                   clock_skew_seconds=clock_skew_seconds, stride=stride)
 
     @classmethod
     def from_public_dict(cls, data: dict[str, Any], *, rebuild: bool = True) -> Deployment:
@@ -438,7 +556,8 @@ class Deployment:
                       period_windows=int(data["period_windows"]), grace_seconds=float(data["grace_seconds"]),
                       policy_releases=int(data["policy_releases"]),
                       lifetime_releases=None if lifetime is None else int(lifetime),
-                      clock_skew_seconds=float(data["clock_skew_seconds"]), version=int(data["version"]))
+                      clock_skew_seconds=float(data["clock_skew_seconds"]), version=int(data["version"]),
+                      stride=None if data.get("stride") is None else int(data["stride"]))
         except (KeyError, TypeError, ValueError) as exc:
             raise InvalidParameterError(f"the deployment is malformed: {exc!r}", parameter="deployment") from None
         if rebuild:
@@ -611,9 +730,9 @@ def reprovision(directory: Path, *, sensor: int) -> SensorCredential:
 DEPLOYMENT_FIELDS: dict[str, tuple[type, ...]] = {
     "deployment_id": (str,), "network": (dict,), "network_fingerprint": (str,), "window_seconds": (int, float),
     "start": (int, float), "period_windows": (int,), "grace_seconds": (int, float), "policy_releases": (int,),
-    "lifetime_releases": (type(None), int), "clock_skew_seconds": (int, float), "version": (int,)}
-"""The fields of ``deployment.json`` and their JSON types (``lifetime_releases`` may be null): each is required,
-no other is accepted."""
+    "lifetime_releases": (type(None), int), "clock_skew_seconds": (int, float), "version": (int,), "stride": (int,)}
+"""The fields of ``deployment.json`` and their JSON types (``lifetime_releases`` may be null): each is required
+except ``stride`` (absent: the even schedule), no other is accepted."""
 CREDENTIAL_FIELDS: dict[str, tuple[type, ...]] = {
     "deployment_id": (str,), "fingerprint": (str,), "sensor": (int,), "key": (str,), "generation": (int,),
     "ledger": (dict,)}
@@ -689,7 +808,7 @@ def load_deployment(path: Path, *, rebuild: bool = True) -> Deployment:
     p = Path(path)
     file = p / DEPLOYMENT_FILE if p.is_dir() else p
     data = _read_json(file, "deployment")
-    _check_fields(data, DEPLOYMENT_FIELDS, file, "deployment")
+    _check_fields(data, DEPLOYMENT_FIELDS, file, "deployment", optional=("stride",))
     try:
         return Deployment.from_public_dict(data, rebuild=rebuild)
     except InvalidParameterError as exc:  # the network's own checks, named with the file

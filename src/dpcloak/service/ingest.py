@@ -38,8 +38,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dpcloak.service import _network
 from dpcloak.service.auth import KeyedVerifier, verify_report
-from dpcloak.service.config import Deployment
-from dpcloak.service.views import every_window
+from dpcloak.service.config import Deployment, schedule_words
 
 __all__ = ["ReportIn", "BatchIn", "ReportError", "Verifier", "PROBLEM_JSON", "problem_details"]
 
@@ -269,7 +268,7 @@ class Verifier:
         if not dep.is_release_window(report.window):
             nxt = dep.next_release_window(report.window)
             raise ReportError(422, "outside_policy", f"window {report.window} is not a release window of the "
-                              f"policy ({every_window(dep.release_stride)}; next: {nxt}); the report is refused",
+                              f"policy ({schedule_words(dep)}; next: {nxt}); the report is refused",
                               "window")
         latest = dep.latest_window(now)
         if report.window > latest:

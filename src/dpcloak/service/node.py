@@ -39,7 +39,7 @@ import random
 import secrets
 import ssl
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,10 +49,10 @@ import httpx
 from dpcloak._validation import check_int, check_real
 from dpcloak.errors import BudgetExceededError, DpcloakError, InvalidParameterError
 from dpcloak.service.auth import sign_report
-from dpcloak.service.config import Deployment, SensorCredential
+from dpcloak.service.config import Deployment, SensorCredential, schedule_words
 from dpcloak.service.ledger import LedgerEntry, SensorLedger
 
-__all__ = ["SensorNode", "NodeClock", "admit_release", "ReleaseSkipped", "Delivery", "DeliveryError",
+__all__ = ["SensorNode", "NodeClock", "admit_release", "deliver_batch", "ReleaseSkipped", "Delivery", "DeliveryError",
            "NodeRefusedError", "Reading", "read_values", "tail_csv"]
 
 _RETRY_STATUS = {429, 500, 502, 503, 504}
@@ -262,6 +262,11 @@ class SensorNode:
                                              verify=_tls_context())
         self._client: httpx.Client | None = None  # made at the first send, not at start-up
 
+    @property
+    def last_window(self) -> int:
+        """The last window this sensor released (−1: none); it releases only in later windows."""
+        return self._last_window
+
     def close(self) -> None:
         """Close the HTTP client and the ledger."""
         if self._client is not None:
@@ -348,24 +353,22 @@ class SensorNode:
         except httpx.TransportError as exc:
             return f"{type(exc).__name__}: {exc}", 0.0
         if resp.status_code in _RETRY_STATUS:
-            retry_after = resp.headers.get("Retry-After", "")
-            return f"HTTP {resp.status_code}", min(float(retry_after), self.max_delay) if retry_after.isdigit() else 0.0
-        try:
-            body = resp.json() if resp.headers.get("content-type", "").startswith("application/json") else {}
-        except ValueError:
-            body = {}
-        body = body if isinstance(body, dict) else {}
-        if resp.status_code in (200, 201):
+            return f"HTTP {resp.status_code}", _retry_after(resp, self.max_delay)
+        return self.settle(entry, resp.status_code, _json_body(resp))
+
+    def settle(self, entry: LedgerEntry, status: int, body: dict[str, Any]) -> Delivery:
+        """Note the collector's final answer (``status``, ``body``) to the report of ``entry``: acknowledged when
+        stored or a duplicate, refused for good when no resend can change it (the ledger records either)."""
+        if status in (200, 201):
             self.ledger.acknowledge(entry.window)
-            return Delivery(entry.window, entry.report_id, "stored" if resp.status_code == 201 else "duplicate",
-                            resp.status_code, body)
+            return Delivery(entry.window, entry.report_id, "stored" if status == 201 else "duplicate", status, body)
         code = body.get("error")
         if code in _REFUSED_FOR_GOOD:
             self.ledger.refuse(entry.window, str(code))
             log.warning("sensor %d: the collector refused the report for window %d for good (%s: %s); %s. "
                         "It counts as spent and is not resent", self.sensor, entry.window, code,
                         body.get("message", ""), _REFUSED_FOR_GOOD[str(code)])
-        return Delivery(entry.window, entry.report_id, "rejected", resp.status_code, body)
+        return Delivery(entry.window, entry.report_id, "rejected", status, body)
 
     def _check_refusal(self, delivery: Delivery) -> None:
         """Raise :class:`NodeRefusedError` for an answer no resend can change (module docstring)."""
@@ -454,6 +457,93 @@ class SensorNode:
         self.sleep(max(0.0, t - self.clock()))
 
 
+def _retry_after(resp: httpx.Response, longest: float) -> float:
+    """The answer's ``Retry-After`` in seconds (at most ``longest``; 0 when absent)."""
+    retry_after = resp.headers.get("Retry-After", "")
+    return min(float(retry_after), longest) if retry_after.isdigit() else 0.0
+
+
+def _json_body(resp: httpx.Response) -> dict[str, Any]:
+    """The answer's JSON object ({} when it is not one)."""
+    try:
+        body = resp.json() if resp.headers.get("content-type", "").startswith("application/json") else {}
+    except ValueError:
+        body = {}
+    return body if isinstance(body, dict) else {}
+
+
+def deliver_batch(releases: Sequence[tuple[SensorNode, LedgerEntry]], *, client: httpx.Client, attempts: int = 3,
+                  backoff: float = 0.1, sleep: Callable[[float], None] = time.sleep) -> list[Delivery]:
+    """Send several nodes' recorded releases in one request (``POST /api/v1/reports/batch``, as a gateway
+    forwards them: each report keeps its own MAC) and note each answer in its node's ledger (:meth:`SensorNode.settle`).
+
+    ``client`` is an :class:`httpx.Client` with the collector's base URL. A request that fails (network error,
+    429, 5xx) is sent again, and so is a report answered 429 or 5xx, up to ``attempts`` times with doubling
+    jittered waits from ``backoff`` seconds (a ``Retry-After`` lengthens them); the reports are the recorded
+    ones, unchanged, so the collector stores each at most once. Returns one :class:`Delivery` per release
+    answered, in order.
+
+    Raises
+    ------
+    DeliveryError
+        Some reports were not answered after ``attempts`` attempts (they stay pending in their ledgers, resent
+        by each node's :meth:`SensorNode.flush`).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> from dpcloak.service.examples import two_sensor_node
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> deployment, node = two_sensor_node(tmp.name)
+    >>> entry = node.release(3.0, window=0)
+    >>> def collector(request: httpx.Request) -> httpx.Response:  # stores every report of the batch
+    ...     return httpx.Response(200, json={"results": [{"http_status": 201, "status": "stored"}]})
+    >>> client = httpx.Client(base_url="http://collector", transport=httpx.MockTransport(collector))
+    >>> [(d.window, d.outcome) for d in deliver_batch([(node, entry)], client=client)], node.ledger.pending()
+    ([(0, 'stored')], [])
+    >>> client.close(); node.close(); tmp.cleanup()
+    """
+    from dpcloak.service.ingest import MAX_BATCH
+
+    check_int("attempts", attempts, minimum=1)
+    answered: dict[int, Delivery] = {}
+    waiting = list(range(len(releases)))
+    delay, last, asked = float(backoff), "", 0.0
+    for attempt in range(attempts):
+        if attempt:
+            sleep(max(asked, random.uniform(delay / 2, delay)))
+            delay, asked = 2 * delay, 0.0
+        retry: list[int] = []
+        for lo in range(0, len(waiting), MAX_BATCH):
+            chunk = waiting[lo:lo + MAX_BATCH]
+            try:
+                resp = client.post("/api/v1/reports/batch",
+                                   json={"reports": [releases[i][0].report_body(releases[i][1]) for i in chunk]})
+            except httpx.TransportError as exc:
+                last, retry = f"{type(exc).__name__}: {exc}", retry + chunk
+                continue
+            results = _json_body(resp).get("results")
+            if resp.status_code != 200 or not isinstance(results, list) or len(results) != len(chunk):
+                last, retry = f"HTTP {resp.status_code}", retry + chunk
+                asked = max(asked, _retry_after(resp, 30.0))
+                continue
+            for i, result in zip(chunk, results, strict=True):
+                status = int(result.get("http_status", 500)) if isinstance(result, dict) else 500
+                if status in _RETRY_STATUS:
+                    last = f"HTTP {status}"
+                    retry.append(i)
+                else:
+                    node, entry = releases[i]
+                    answered[i] = node.settle(entry, status, {k: v for k, v in result.items() if k != "http_status"})
+        waiting = retry
+        if not waiting:
+            break
+    if waiting:
+        raise DeliveryError(f"{len(waiting)} of {len(releases)} reports not delivered after {attempts} attempts "
+                            f"({last}); they stay in their ledgers and are resent by flush()")
+    return [answered[i] for i in sorted(answered)]
+
+
 def admit_release(deployment: Deployment, *, sensor: int, window: int, now: float, last_window: int, released: bool,
                   spent_in_period: int) -> tuple[int, int]:
     """The node's admission rules for a release in ``window`` (:meth:`SensorNode.release`); raises when refused.
@@ -482,7 +572,15 @@ def admit_release(deployment: Deployment, *, sensor: int, window: int, now: floa
     >>> admit_release(dep, sensor=0, window=4, now=250.0, last_window=3, released=False, spent_in_period=2)
     Traceback (most recent call last):
         ...
-    dpcloak.service.node.ReleaseSkipped: sensor 0: window 4 is not a release window of the policy ...
+    dpcloak.service.node.ReleaseSkipped: sensor 0: window 4: not a release window of the policy ...
+
+    With a stride that fills the sliding window (every window, 4 in any 10), window 5 is skipped for budget:
+
+    >>> burst = two_sensor_deployment(policy_releases=4, stride=1)
+    >>> admit_release(burst, sensor=0, window=5, now=330.0, last_window=3, released=False, spent_in_period=4)
+    Traceback (most recent call last):
+        ...
+    dpcloak.service.node.ReleaseSkipped: sensor 0: window 5: the sliding window is full: skipped for budget ...
     """
     dep, w = deployment, int(window)
     if w < 0:
@@ -503,9 +601,11 @@ def admit_release(deployment: Deployment, *, sensor: int, window: int, now: floa
         nxt = dep.next_release_window(w)
         when = (f"the next release window is {nxt}, starting at {dep.window_start(nxt):.0f}" if nxt is not None
                 else f"the lifetime cap of {dep.lifetime_releases} release windows is reached: no more releases")
-        raise ReleaseSkipped(f"sensor {sensor}: window {w} is not a release window of the policy (at most "
-                             f"{dep.releases_per_period} in any {dep.period_windows} consecutive windows, every "
-                             f"{dep.release_stride}th); nothing released; {when}", window=w, next_window=nxt,
+        why = ("the sliding window is full: skipped for budget until it renews" if dep.budget_skip(w)
+               else "not a release window of the policy")
+        raise ReleaseSkipped(f"sensor {sensor}: window {w}: {why} (at most {dep.releases_per_period} release windows "
+                             f"in any {dep.period_windows} consecutive windows, {schedule_words(dep)}); nothing "
+                             f"released; {when}", window=w, next_window=nxt,
                              next_time=None if nxt is None else dep.window_start(nxt))
     period, limit = dep.period_of(w), dep.releases_per_period
     if spent_in_period >= limit:

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from dpcloak.service import _network
-from dpcloak.service.config import Deployment
+from dpcloak.service.config import Deployment, every_window, schedule_words
 from dpcloak.service.store import Store
 
 __all__ = ["guarantee_words", "policy_words", "policy_view", "skipped_release", "deployment_view", "sensors_view",
@@ -53,6 +53,10 @@ def policy_words(deployment: Deployment) -> str:
     >>> print(policy_words(two_sensor_deployment(policy_releases=4, lifetime_releases=100)))
     any 10 consecutive windows (10 min): (1.89, 1e-05) — at most 4 release windows, every 3rd window;
     one window: (1, 1e-06); lifetime: (12.1, 1e-05) — at most 100 release windows in all
+    >>> print(policy_words(two_sensor_deployment(policy_releases=4, stride=1)))  # doctest: +NORMALIZE_WHITESPACE
+    any 10 consecutive windows (10 min): (1.89, 1e-05) — at most 4 release windows, every window until 4 fill the
+    sliding window, then none (skipped for budget) until it renews;
+    one window: (1, 1e-06); no lifetime cap (longer spans add up)
     """
     st = deployment.policy_statement()
     span = _duration(st.span_windows * deployment.window_seconds)
@@ -60,24 +64,8 @@ def policy_words(deployment: Deployment) -> str:
             f"lifetime: ({st.lifetime[0]:.3g}, {st.lifetime[1]:.2g}) — at most {st.lifetime_releases} release "
             "windows in all")
     return (f"any {st.span_windows} consecutive windows ({span}): ({st.span[0]:.3g}, {st.span[1]:.2g}) — at most "
-            f"{st.span_releases} release windows, {every_window(st.stride)};\n"
+            f"{st.span_releases} release windows, {schedule_words(deployment)};\n"
             f"one window: ({st.window[0]:.3g}, {st.window[1]:.2g}); {life}")
-
-
-def every_window(stride: int) -> str:
-    """``"every window"``, ``"every 2nd window"``, ``"every 12th window"``: the release schedule in words.
-
-    Examples
-    --------
-    >>> every_window(1), every_window(2), every_window(12), every_window(23)
-    ('every window', 'every 2nd window', 'every 12th window', 'every 23rd window')
-    """
-    return "every window" if stride == 1 else f"every {_ordinal(stride)} window"
-
-
-def _ordinal(n: int) -> str:
-    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
-    return f"{n}{suffix}"
 
 
 def guarantee_words(deployment: Deployment) -> str:
@@ -103,7 +91,8 @@ def guarantee_words(deployment: Deployment) -> str:
     net = deployment.sensor_network
     st = deployment.policy_statement()
     span = _duration(st.span_windows * deployment.window_seconds)
-    every = "in every window" if st.stride == 1 else f"only in {every_window(st.stride)}"
+    every = (f"in {schedule_words(deployment)}" if deployment.fills_up else "in every window" if st.stride == 1
+             else f"only in {every_window(st.stride)}")
     condition = net.model_condition
     if st.lifetime is None:
         twice = deployment.guarantee(deployment.max_release_windows(2 * st.span_windows))
@@ -150,10 +139,9 @@ def skipped_release(deployment: Deployment, store: Store, *, now: float) -> tupl
     due = deployment.window_at(now - deployment.grace_seconds) - 1
     if due < 0:
         return None, []
-    s = deployment.release_stride
-    last = (due // s) * s
-    if deployment.lifetime_releases is not None:
-        last = min(last, (deployment.lifetime_releases - 1) * s)
+    last = deployment.previous_release_window(due)
+    if last is None:
+        return None, []
     first = max(0, last - deployment.period_windows + 1)
     if first == last:
         return last, []
@@ -164,9 +152,11 @@ def skipped_release(deployment: Deployment, store: Store, *, now: float) -> tupl
 def policy_view(deployment: Deployment, *, now: float, store: Store | None = None) -> dict[str, Any]:
     """Whether sensors release or skip now under the policy, when the next release window starts, and who skips.
 
-    ``status`` is ``"degraded"`` when sensors skip where the policy lets them release (the last due release
+    ``status`` is ``"degraded"`` while sensors skip for budget (the schedule filled the sliding window:
+    ``budget_skip``, naming in ``skipping_for_budget`` the sensors that released in it, which all wait for
+    ``next_release_window``), when sensors skip where the policy lets them release (the last due release
     window, :func:`skipped_release`; needs ``store``) or when the lifetime cap is reached; ``"ok"``
-    otherwise, also in the windows that the policy's schedule skips (normal operation with a stride > 1).
+    otherwise, also in the windows that an even schedule skips (normal operation with a stride > 1).
 
     Examples
     --------
@@ -178,6 +168,13 @@ def policy_view(deployment: Deployment, *, now: float, store: Store | None = Non
     >>> print(view["message"])  # doctest: +NORMALIZE_WHITESPACE
     window 2 is not a release window (every 3rd window): sensors skip it by schedule; the next release window is 3,
     in 55 s
+    >>> burst = two_sensor_deployment(policy_releases=4, stride=1)  # windows 0-3, then skip for budget to 10
+    >>> view = policy_view(burst, now=365.0)  # window 6
+    >>> view["status"], view["budget_skip"], view["next_release_window"], view["next_release_at"]
+    ('degraded', True, 10, 600.0)
+    >>> print(view["message"])  # doctest: +NORMALIZE_WHITESPACE
+    the sliding window is full (4 release windows in any 10 consecutive windows): sensors skip for budget until
+    window 10, in 3.92 min, when the oldest release leaves it
     >>> capped = two_sensor_deployment(policy_releases=4, lifetime_releases=2)  # release windows 0 and 3 only
     >>> view = policy_view(capped, now=400.0)
     >>> view["status"], view["next_release_window"]
@@ -189,9 +186,20 @@ def policy_view(deployment: Deployment, *, now: float, store: Store | None = Non
     nxt = deployment.next_release_window(max(w, 0))
     at = None if nxt is None else deployment.window_start(nxt)
     last, skipping = (None, []) if store is None else skipped_release(deployment, store, now=now)
+    budget = deployment.budget_skip(w)
+    for_budget: list[int] = []
     if nxt is None:
         status, message = "degraded", (f"the lifetime cap of {deployment.lifetime_releases} release windows is "
                                        "reached: sensors release no more")
+    elif budget:
+        status = "degraded"
+        if store is not None:  # the sensors whose releases fill the sliding window: every one of them waits
+            seen = store.last_windows(deployment.deployment_id, first_window=max(0, w - deployment.period_windows + 1))
+            for_budget = sorted(seen)
+        who = "sensors" if not for_budget else f"sensor(s) {_listed(for_budget)}"
+        message = (f"the sliding window is full ({deployment.releases_per_period} release windows in any "
+                   f"{deployment.period_windows} consecutive windows): {who} skip for budget until window {nxt}, "
+                   f"in {_duration(max(0.0, float(at) - now))}, when the oldest release leaves it")  # type: ignore[arg-type]
     else:
         status = "ok"
         if nxt == w:
@@ -199,14 +207,18 @@ def policy_view(deployment: Deployment, *, now: float, store: Store | None = Non
         else:
             message = (f"window {w} is not a release window ({every_window(deployment.release_stride)}): sensors skip "
                        f"it by schedule; the next release window is {nxt}, in {_duration(max(0.0, float(at) - now))}")  # type: ignore[arg-type]
-        if skipping:
-            status = "degraded"
-            shown = ", ".join(str(j) for j in skipping[:10]) + (", …" if len(skipping) > 10 else "")
-            message = (f"{len(skipping)} sensor(s) released nothing in release window {last} although the policy let "
-                       f"them (their node refused for budget, or is down): sensor(s) {shown}; {message}")
+    if skipping and nxt is not None:
+        status = "degraded"
+        message = (f"{len(skipping)} sensor(s) released nothing in release window {last} although the policy let "
+                   f"them (their node refused, or is down): sensor(s) {_listed(skipping)}; {message}")
     return {"status": status, "window": w, "release_window": nxt == w, "next_release_window": nxt,
-            "next_release_at": at, "last_due_release_window": last, "skipping": skipping, "message": message,
-            "words": policy_words(deployment)}
+            "next_release_at": at, "last_due_release_window": last, "skipping": skipping, "budget_skip": budget,
+            "skipping_for_budget": for_budget, "message": message, "words": policy_words(deployment)}
+
+
+def _listed(sensors: list[int]) -> str:
+    """Up to ten sensor ids, then an ellipsis."""
+    return ", ".join(str(j) for j in sensors[:10]) + (", …" if len(sensors) > 10 else "")
 
 
 def deployment_view(deployment: Deployment, *, now: float) -> dict[str, Any]:
