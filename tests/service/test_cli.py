@@ -131,7 +131,7 @@ def test_sensor_run_reads_stdin(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_serve_demo_runs_and_stops(tmp_path: Path) -> None:
     port = free_port()
-    # six windows hold a release window of the demo's policy (every fifth)
+    # six windows hold a release window of the demo's policy (every 4th until the hour is full; it starts empty)
     cmd = [sys.executable, "-m", "dpcloak", "serve", "--demo", "--port", str(port), "--windows", "6"]
     out = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300, env=dict(os.environ))
     assert out.returncode == 0, out.stderr

@@ -42,6 +42,7 @@ from dpcloak.service.node import (
     ReleaseSkipped,
     SensorNode,
     admit_release,
+    deliver_batch,
     read_values,
     tail_csv,
 )
@@ -615,3 +616,74 @@ def test_random_release_schedules_never_exceed_the_declared_policy(monkeypatch: 
     weak = sum(len(_violations(dep, _run_schedule(dep, _random_schedule(rng, dep)), rho_one, eps_of[i], statements[i]))
                for i, dep in enumerate(deployments[:20]) for _ in range(50) if dep.release_stride > 1)
     assert weak > 0
+
+
+def _two_nodes(directory: Path, clock: float = 30.0) -> tuple[Deployment, list[SensorNode]]:
+    dep = two_sensor_deployment()
+    write_deployment(directory, dep, master_key=bytes(32))
+    nodes = [SensorNode(deployment=dep, credential=load_credential(directory / "sensors" / f"sensor-{j}.json"),
+                        ledger=directory / f"ledger-{j}.db", url="http://127.0.0.1:9", clock=lambda: clock)
+             for j in range(2)]
+    return dep, nodes
+
+
+def test_deliver_batch_sends_one_request_and_settles_each_report(tmp_path: Path) -> None:
+    """Both nodes' releases leave in one batch request, each with its own MAC (verified here with the keys derived
+    from the master key); the answers are noted per report: stored is acknowledged, a closed window is refused for
+    good (not pending), a report answered 503 is sent again alone and acknowledged; a failed request is sent again
+    whole. With every attempt failing, DeliveryError and both reports stay pending (weakened: one attempt)."""
+    dep, nodes = _two_nodes(tmp_path)
+    try:
+        entries = [(node, node.release(5.0 + node.sensor, window=0)) for node in nodes]
+        requests: list[list[dict[str, Any]]] = []
+        answers = iter([None, [(201, "stored"), (503, "overloaded")], [(409, "window_closed")]])
+
+        def collector(request: httpx.Request) -> httpx.Response:
+            assert request.url.path == "/api/v1/reports/batch"
+            reports = json.loads(request.content)["reports"]
+            requests.append(reports)
+            planned = next(answers)
+            if planned is None:
+                return httpx.Response(502)
+            results = [{"http_status": st, "status" if st < 400 else "error": code} for st, code in planned]
+            return httpx.Response(200, json={"results": results})
+
+        naps: list[float] = []
+        with httpx.Client(base_url="http://c", transport=httpx.MockTransport(collector)) as client:
+            out = deliver_batch(entries, client=client, attempts=3, sleep=naps.append)
+        assert [len(r) for r in requests] == [2, 2, 1] and requests[2][0]["sensor"] == 1 and len(naps) == 2
+        for body in requests[0]:
+            key = sensor_key(bytes(32), deployment_id=dep.deployment_id, sensor=body["sensor"])
+            assert verify_report(key, body["mac"], deployment_id=dep.deployment_id, fingerprint=dep.fingerprint,
+                                 sensor=body["sensor"], window=body["window"], report_id=body["report_id"],
+                                 value=body["value"])
+        assert [(d.window, d.outcome, d.http_status) for d in out] == [(0, "stored", 201), (0, "rejected", 409)]
+        assert nodes[0].ledger.pending() == [] and nodes[0].ledger.entry(0).acknowledged  # type: ignore[union-attr]
+        assert nodes[1].ledger.pending() == [] and nodes[1].ledger.entry(0).refused == "window_closed"  # type: ignore[union-attr]
+        # every attempt fails: DeliveryError, both pending
+        more = [(node, node.release(7.0, window=1)) for node in nodes]
+        failing = httpx.MockTransport(lambda r: httpx.Response(503))
+        with (httpx.Client(base_url="http://c", transport=failing) as client,
+              pytest.raises(DeliveryError, match="2 of 2 reports not delivered after 2 attempts")):
+            deliver_batch(more, client=client, attempts=2, sleep=naps.append)
+        assert [[e.window for e in node.ledger.pending()] for node in nodes] == [[1], [1]]
+    finally:
+        for node in nodes:
+            node.close()
+
+
+def test_a_full_sliding_window_is_a_budget_skip_saying_when_it_renews() -> None:
+    """With a stride that fills the sliding window (4 in any 10, every window), windows 4-9 are refused for budget
+    and the refusal names window 10, when the first release leaves the sliding window; the even schedule's gaps
+    (every 3rd window) are refused as not release windows, not for budget."""
+    burst = two_sensor_deployment(policy_releases=4, stride=1)
+    for w in range(4, 10):
+        with pytest.raises(ReleaseSkipped, match="skipped for budget until it renews") as info:
+            admit_release(burst, sensor=1, window=w, now=60.0 * w, last_window=3, released=False, spent_in_period=4)
+        assert info.value.next_window == 10 and info.value.next_time == 600.0
+    assert admit_release(burst, sensor=1, window=10, now=600.0, last_window=3, released=False,
+                         spent_in_period=0) == (1, 4)
+    even = two_sensor_deployment(policy_releases=4)
+    with pytest.raises(ReleaseSkipped, match="not a release window of the policy") as info:
+        admit_release(even, sensor=1, window=4, now=240.0, last_window=3, released=False, spent_in_period=2)
+    assert info.value.next_window == 6

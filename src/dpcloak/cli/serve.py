@@ -57,7 +57,7 @@ def serve(
 
     directory = Path.cwd() / "dpcloak-demo" if demo else Path(deployment)  # type: ignore[arg-type]
     clock: Any = None
-    if demo and time_scale != 1.0:
+    if demo:  # also at 1x: a restarted demo resumes its clock after the sensors' ledgers
         from dpcloak.service.demo import DemoClock
 
         clock = DemoClock(time_scale)

@@ -3,13 +3,15 @@
 Two crowds wander across a 16 m x 10 m floor; 40 people counters on a lattice measure them (the
 heat model: a person at distance d counts exp(-d²/4T)), privatize their readings on the "device"
 (the same :class:`~dpcloak.service.node.SensorNode` a real sensor runs, with its own ledger) and
-send them to the collector over HTTP on the loopback interface, at the end of each window. The
+send them to the collector over HTTP on the loopback interface at the end of each window, all in one
+request (:func:`~dpcloak.service.node.deliver_batch`, as a gateway forwards them). The
 deployment's policy is the network's budget (30, 10⁻⁵) over any 1,800 consecutive two-second windows
-(an hour): every fifth window is a release window, so the demo runs indefinitely within it. To show
-what the dashboard and ``/api/v1/health`` say when sensors skip release windows the policy lets them
-use, sensor 0 is switched off for 20 minutes of every two hours (:func:`switched_off`): health is
-``degraded`` then, ``ok`` once it reports again. The deployment, the SQLite database and the ledgers
-live in ``./dpcloak-demo``.
+(an hour), at most 360 release windows in them, every 4th window (:data:`STRIDE`): the sliding window
+fills after 48 minutes, then every sensor skips for budget (``/api/v1/health`` says ``degraded``, naming
+them and when they release again) until it renews on the hour, and so on indefinitely within the policy.
+A restarted demo resumes its clock after the last window its sensors' ledgers hold (a fast demo's clock
+runs ahead of the wall clock). The deployment, the SQLite database and the ledgers live in
+``./dpcloak-demo``.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import httpx
 import numpy as np
 from numpy.typing import NDArray
 
@@ -36,31 +39,17 @@ from dpcloak.service.config import (
     load_deployment,
     write_deployment,
 )
-from dpcloak.service.node import DeliveryError, SensorNode
+from dpcloak.service.node import DeliveryError, SensorNode, deliver_batch
 
-__all__ = ["DEMO_DIR", "OUTAGE", "DemoClock", "demo_deployment", "demo_readings", "simulate", "switched_off"]
+__all__ = ["DEMO_DIR", "STRIDE", "DemoClock", "demo_deployment", "demo_readings", "simulate"]
 
 log = logging.getLogger("dpcloak.service")
 
 DEMO_DIR = "dpcloak-demo"
 WIDTH, HEIGHT = 16.0, 10.0
-OUTAGE = (0, 1200.0, 2400.0, 7200.0)
-"""(sensor, off from, on again at, every): the simulated outage, in seconds since the sensors started."""
-
-
-def switched_off(sensor: int, seconds: float) -> bool:
-    """Whether the demo's ``sensor`` is switched off ``seconds`` after the simulated sensors started.
-
-    Sensor 0 is off from minute 20 to minute 40 of every two hours (:data:`OUTAGE`): it releases
-    nothing then, as a sensor whose battery ran out would.
-
-    Examples
-    --------
-    >>> [switched_off(0, 60.0 * m) for m in (0, 19, 20, 39, 40, 140)], switched_off(1, 1800.0)
-    ([False, False, True, True, False, True], False)
-    """
-    who, off, on, every = OUTAGE
-    return sensor == who and off <= seconds % every < on
+STRIDE = 4
+"""The demo's release stride: every 4th window until 360 fill the hour's sliding window (48 min), then 12 min of
+skipping for budget."""
 
 
 class DemoClock:
@@ -87,6 +76,24 @@ class DemoClock:
     def __call__(self) -> float:
         return self._wall + (time.monotonic() - self._mono) * self.scale
 
+    def resume_at(self, t: float) -> None:
+        """Move the clock forward to read ``t`` now if it reads earlier (never back): a restarted demo's sensors resume
+        after the last window their ledgers hold.
+
+        Examples
+        --------
+        >>> clock = DemoClock(1.0)
+        >>> clock.resume_at(clock() + 3600.0)
+        >>> 3599.0 < clock() - time.time() < 3601.0
+        True
+        >>> clock.resume_at(0.0)  # never back
+        >>> clock() > time.time() + 3599.0
+        True
+        """
+        behind = t - self()
+        if behind > 0:
+            self._wall += behind
+
 
 def demo_deployment(directory: Path, *, window_seconds: float = 2.0) -> Deployment:
     """Load the demo deployment in ``directory``, creating it (with fresh keys) the first time.
@@ -98,8 +105,8 @@ def demo_deployment(directory: Path, *, window_seconds: float = 2.0) -> Deployme
     >>> tmp = tempfile.TemporaryDirectory()
     >>> directory = Path(tmp.name)
     >>> deployment = demo_deployment(directory)
-    >>> deployment.window_seconds, deployment.n_sensors
-    (2.0, 40)
+    >>> deployment.window_seconds, deployment.n_sensors, deployment.releases_per_period, deployment.fills_up
+    (2.0, 40, 360, True)
     >>> demo_deployment(directory) == deployment  # loaded, not re-created, the second time
     True
     >>> tmp.cleanup()
@@ -113,7 +120,8 @@ def demo_deployment(directory: Path, *, window_seconds: float = 2.0) -> Deployme
     network = _network.floor_plan_network(width=WIDTH, height=HEIGHT, sensor_cols=8, sensor_rows=5, epsilon=1.0,
                                           delta=1e-6, budget=(30.0, 1e-5), reading_high=200.0)
     dep = Deployment.create(network=network, window_seconds=window_seconds, period_windows=1800,
-                            start=math.floor(time.time()), grace_seconds=window_seconds)
+                            start=math.floor(time.time()), grace_seconds=window_seconds, policy_releases=360,
+                            stride=STRIDE)
     write_deployment(directory, dep)
     return dep
 
@@ -152,7 +160,8 @@ def simulate(directory: Path, *, url: str, stop: threading.Event, windows: int |
     """Run every demo sensor until ``stop`` is set or ``windows`` windows have passed; returns releases sent.
 
     ``clock`` (default: the wall clock) is the time the sensors' nodes and the loop's waits follow; a
-    :class:`DemoClock` makes them run faster (the collector must follow the same clock).
+    :class:`DemoClock` makes them run faster (the collector must follow the same clock), and is moved forward
+    past the last window the sensors' ledgers hold (:meth:`DemoClock.resume_at`).
 
     Examples
     --------
@@ -184,6 +193,7 @@ def simulate(directory: Path, *, url: str, stop: threading.Event, windows: int |
     ledgers.mkdir(exist_ok=True)
     nodes: list[SensorNode] = []
     sent = 0
+    client = httpx.Client(base_url=url, timeout=10.0)  # one batch per window for all the sensors (a gateway's)
     try:
         for j in range(dep.n_sensors):  # each node opens a ledger and an HTTP client: seconds on a busy machine
             if stop.is_set():
@@ -191,33 +201,38 @@ def simulate(directory: Path, *, url: str, stop: threading.Event, windows: int |
             nodes.append(SensorNode(deployment=dep, ledger=ledgers / f"sensor-{j}.db", url=url, attempts=3,
                                     credential=load_credential(directory / SENSOR_DIR / f"sensor-{j}.json"),
                                     clock=clock))
+        last = max((node.last_window for node in nodes), default=-1)
+        if isinstance(clock, DemoClock) and last >= 0:  # a restart: the ledgers may be ahead of the wall clock
+            clock.resume_at(dep.window_start(last + 1))
         first = dep.window_at(now())  # windows count from when the sensors are ready
-        began = dep.window_start(first)
         for node in nodes:
             node.flush()
+        done = first - 1
         while not stop.is_set():
             w = dep.window_at(now())
             if windows is not None and w >= first + windows:
                 break
-            nxt = dep.next_release_window(w)
+            # the oldest release window whose reports the collector still takes (a loop that fell behind catches up)
+            nxt = dep.next_release_window(max(done + 1, dep.window_at(now() - dep.grace_seconds) + 1))
             if nxt is None:  # the lifetime cap is reached: nothing more to send
                 wait(dep.window_seconds)
                 continue
-            if nxt != w:  # not a release window: the sensors skip it
+            if nxt > w:  # not a release window (by schedule, or for budget): the sensors skip to the next one
                 wait(max(0.05 * scale, dep.window_start(nxt) - now()))
                 continue
-            readings = demo_readings(dep, w)
+            readings = demo_readings(dep, nxt)
             released = []
             for node in nodes:
-                if node.ledger.entry(w) is None and not stop.is_set() and not switched_off(node.sensor, now() - began):
+                if node.ledger.entry(nxt) is None and not stop.is_set():
                     with contextlib.suppress(BudgetExceededError, InvalidParameterError):  # refused: nothing left
-                        released.append((node, node.release(float(readings[node.sensor]), window=w)))
-            wait(max(0.0, dep.window_end(w) - now()))  # reports leave at the window's end
-            for node, entry in released:
-                with contextlib.suppress(DeliveryError):  # pending in the ledger, flushed next run
-                    node.deliver(entry)
-                    sent += 1
+                        released.append((node, node.release(float(readings[node.sensor]), window=nxt)))
+            done = nxt
+            wait(max(0.0, dep.window_end(nxt) - now()))  # reports leave at the window's end
+            if released:
+                with contextlib.suppress(DeliveryError):  # pending in the ledgers, flushed next run
+                    sent += sum(d.outcome != "rejected" for d in deliver_batch(released, client=client))
     finally:
+        client.close()
         for node in nodes:
             node.close()
     return sent
