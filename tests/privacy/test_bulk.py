@@ -175,6 +175,22 @@ def test_seeded_draws_reproducible_and_default_source_is_os_keyed(monkeypatch: p
     assert calls == [32, 12, 32, 12]  # a fresh ChaCha20 key and nonce per source
 
 
+def test_secure_words_are_the_chacha20_keystream(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The words of an OS-keyed source, drawn in pieces that span several blocks of zeros, are the ChaCha20
+    keystream under its key and nonce, in order (the cipher applied to zeros by one plain ``update``)."""
+    from cryptography.hazmat.primitives.ciphers import Cipher, algorithms
+
+    key, nonce = bytes(range(32)), bytes(range(100, 112))
+    fixed = iter([key, nonce])
+    monkeypatch.setattr(bulk.os, "urandom", lambda n: next(fixed))
+    src = WordSource(None)
+    sizes = [1, 3, len(bulk._ZEROS) // 8 + 5, 2 * len(bulk._ZEROS) // 8, 7]
+    got = np.concatenate([src.words(n) for n in sizes])
+    stream = Cipher(algorithms.ChaCha20(key, bytes(4) + nonce), mode=None).encryptor().update(bytes(8 * sum(sizes)))
+    assert got.dtype == np.uint64 and got.tolist() == np.frombuffer(stream, dtype="<u8").tolist()
+    assert src.words(0).shape == (0,)
+
+
 def test_words_are_full_64_bit_for_any_generator_engine() -> None:
     """MT19937 gives 32-bit raw outputs: the words must still be uniform 64-bit (binomial test, top bit)."""
     words = WordSource(np.random.Generator(np.random.MT19937(0))).words(20_000)

@@ -126,6 +126,8 @@ __all__ = ["WordSource", "bernoulli_exp_unit", "discrete_laplace", "discrete_gau
            "gaussian_proposal_scale"]
 
 _MAX_WORD = 2**64 - 1
+_ZEROS = memoryview(bytes(2**19))  # plaintext of the keystream (ChaCha20 encrypts zeros into its keystream)
+_SLACK_WORDS = 8  # update_into wants room for a block beyond the data
 _POOL_WORDS = 512  # words per refill of the byte pool behind WordSource.randbelow
 _INT64_SAFE = 2**62  # magnitudes below this are kept in int64 (sums with inputs up to 2^62 stay in range)
 _FIXED_BITS = 192  # fractional bits of the fixed-point threshold products
@@ -207,8 +209,12 @@ class WordSource:
 
     def words(self, n: int) -> NDArray[np.uint64]:
         """``n`` independent uniform words on {0, …, 2⁶⁴ − 1}."""
-        if self._gen is None:
-            return np.frombuffer(self._stream.update(bytes(8 * n)), dtype="<u8").astype(np.uint64)
+        if self._gen is None:  # the keystream written straight into the array, a block of zeros at a time
+            out = np.empty(n + _SLACK_WORDS, dtype="<u8")
+            raw = memoryview(out.data).cast("B")
+            for start in range(0, 8 * n, len(_ZEROS)):
+                self._stream.update_into(_ZEROS[:min(len(_ZEROS), 8 * n - start)], raw[start:])
+            return out[:n].view(np.uint64)
         return self._gen.integers(0, _MAX_WORD, size=n, dtype=np.uint64, endpoint=True)  # 64 bits whatever the engine
 
     def bits(self, n: int) -> NDArray[np.bool_]:
