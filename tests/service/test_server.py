@@ -96,3 +96,19 @@ def test_new_history_starts_a_new_one_on_purpose(tmp_path: Path) -> None:
     build_app(Settings(directory=tmp_path, db_url=other, check_database=True, new_history=True))
     assert (tmp_path / HISTORY_FILE).read_text() != first and "other.db" in (tmp_path / HISTORY_FILE).read_text()
     build_app(Settings(directory=tmp_path, db_url=other, check_database=True))  # its history now
+
+
+def test_the_serve_path_imports_no_recovery_metrics_or_numba() -> None:
+    """Issue 33 (restart-to-ready): the collector's ingest process imports the web stack, the store and the
+    deployment's network, not the map recovery (the solvers, EMD's compiled flow, the local diffusion kernel,
+    numba); the recovery process imports them. Oracle: the fresh interpreter's ``sys.modules``."""
+    import subprocess
+    import sys
+
+    listed = ("print(sorted(m for m in sys.modules if m.split('.')[0] == 'numba' or m.startswith(("
+              "'dpcloak.metrics', 'dpcloak.recovery', 'dpcloak.models.graph_local'))))\n")
+    code = f"import sys, dpcloak.service.server\n{listed}import dpcloak.recovery\n{listed}"
+    served, then = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                                  check=True).stdout.strip().splitlines()[-2:]
+    assert served == "[]"
+    assert "'dpcloak.recovery'" in then  # the listing sees an import when there is one

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Any, overload
+from typing import TYPE_CHECKING, Any, overload
 
 import networkx as nx
 import numpy as np
@@ -14,7 +14,9 @@ from dpcloak._validation import check_array, check_int, check_real
 from dpcloak.domains.graph import GraphDomain
 from dpcloak.errors import InvalidParameterError
 from dpcloak.models.base import LinearModel
-from dpcloak.models.graph_local import LocalGraphDiffusion
+
+if TYPE_CHECKING:  # imported when a local model is built: its compiled kernel needs numba
+    from dpcloak.models.graph_local import LocalGraphDiffusion
 
 __all__ = ["GraphDiffusion", "graph_diffusion"]
 
@@ -220,6 +222,8 @@ def graph_diffusion(
                                     parameter="graph")
     tau = check_real("tau", tau, low=0.0)
     if sensors is not None:
+        from dpcloak.models.graph_local import LocalGraphDiffusion
+
         return LocalGraphDiffusion(domain, tau, _sensor_nodes(sensors, domain.size))
     return GraphDiffusion(domain, tau, dense_limit=check_int("dense_limit", dense_limit, minimum=1))
 

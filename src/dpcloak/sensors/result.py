@@ -56,12 +56,14 @@ from numpy.typing import ArrayLike, NDArray
 from dpcloak._rng import RngLike, as_generator
 from dpcloak._validation import check_int
 from dpcloak.errors import ConvergenceError, InvalidParameterError
-from dpcloak.metrics import as_distribution, emd
 from dpcloak.models.base import LinearModel
-from dpcloak.recovery import Recovery, bpdn, choose_radius
 
 if TYPE_CHECKING:
+    from dpcloak.recovery import Recovery
     from dpcloak.sensors.network import SensorNetwork
+
+# The metrics (EMD: a compiled min-cost flow) and the solvers are imported where a map is recovered, not with
+# this module: a collector's ingest process reads a network's configuration and never recovers a map.
 
 __all__ = ["NetworkRecovery", "recover_sources", "recover_counts", "total_misfit", "misfit_advice", "uncertainty_words"]
 
@@ -259,6 +261,8 @@ def _present(y: NDArray[np.float64], present: ArrayLike | None, m: int) -> NDArr
 
 def _solve(model: LinearModel, y: NDArray[np.float64], radius: float, warm: Recovery | None) -> Recovery:
     """BPDN with counts' bounds (0, ∞); an answer outside them is an error, never a map of negative people."""
+    from dpcloak.recovery import bpdn
+
     rec = bpdn(model, y, radius=radius, bounds=(0.0, None), warm_start=warm)
     if rec.x.size and float(rec.x.min()) < -1e-9 * max(1.0, float(np.abs(rec.x).max())):
         raise ConvergenceError(
@@ -305,6 +309,9 @@ def recover_sources(
     >>> result.sources.shape, bool(np.all(result.sources >= 0))
     ((4,), True)
     """
+    from dpcloak.metrics import as_distribution, emd
+    from dpcloak.recovery import choose_radius
+
     _check_warm_start(warm_start)
     y, mask, draws = _inputs(private_readings, present, uncertainty_draws, network.n_sensors)
     model = network.rows_model(mask)
@@ -387,6 +394,9 @@ def recover_counts(
     >>> result.sources.tolist(), result.present.tolist(), result.status
     ([4.0, 0.0, 0.0], [True, True, False], 'private counts')
     """
+    from dpcloak.metrics import as_distribution, emd
+    from dpcloak.recovery import Recovery
+
     y, mask, draws = _inputs(private_readings, present, uncertainty_draws, network.n_sensors)
     x = np.zeros(network.n_sensors)
     x[mask] = np.maximum(y[mask], 0.0)
