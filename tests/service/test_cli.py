@@ -45,6 +45,20 @@ def test_deploy_init_and_show(tmp_path: Path) -> None:
     assert (view["guarantee_period"]["epsilon"], view["guarantee_period"]["delta"]) == (g.epsilon, g.delta)
     text = runner.invoke(app, ["deploy", "show", str(site)])
     assert "differentially private" in text.stdout and dep.fingerprint in text.stdout
+    assert view["policy"]["fills_up"] is False and "skipped for budget" not in text.stdout
+    # a declared stride that fills the sliding window: every 2nd window until 12 fill any 48, then a budget skip
+    burst = tmp_path / "burst"
+    made = runner.invoke(app, ["deploy", "init", str(burst), "--sensor-cols", "2", "--sensor-rows", "2",
+                               "--period-windows", "48", "--policy-releases", "12", "--stride", "2"])
+    assert made.exit_code == 0, made.output
+    dep = load_deployment(burst)
+    assert (dep.stride, dep.release_stride, dep.releases_per_period, dep.fills_up) == (2, 2, 12, True)
+    shown = runner.invoke(app, ["deploy", "show", str(burst)])
+    assert "every 2nd window until 12 fill the sliding window, then none (skipped for budget)" in " ".join(
+        shown.stdout.split())
+    assert json.loads(runner.invoke(app, ["deploy", "show", str(burst), "--json"]).stdout)["policy"]["fills_up"]
+    refused = runner.invoke(app, ["deploy", "init", str(tmp_path / "s0"), "--stride", "0"])
+    assert refused.exit_code == 2 and "stride must" in refused.stderr
 
 
 def test_deploy_init_declares_a_reading_range_by_default(tmp_path: Path) -> None:

@@ -40,6 +40,9 @@ def init(
                                                "budget allows, at most W."),
     lifetime_releases: int | None = typer.Option(None, help="Policy: release windows in all since the start "
                                                  "(default: no lifetime cap, the deployment runs for ever)."),
+    stride: int | None = typer.Option(None, help="Policy: release every s-th window while the sliding window has "
+                                      "room, then skip for budget until it renews (default ceil(W/k): the k release "
+                                      "windows spread evenly, never skipping for budget)."),
     clock_skew_seconds: float | None = typer.Option(None, help="How far ahead of real time a sensor's clock may "
                                                     "run (default: one window)."),
     reading_max: float | None = typer.Option(None, help="The most one sensor can read in one window (its physical "
@@ -97,7 +100,7 @@ def init(
     dep = Deployment.create(network=net, window_seconds=window_seconds, period_windows=period_windows,
                             start=float(int(time.time())), grace_seconds=grace_seconds,
                             policy_releases=policy_releases, lifetime_releases=lifetime_releases,
-                            clock_skew_seconds=clock_skew_seconds)
+                            clock_skew_seconds=clock_skew_seconds, stride=stride)
     write_deployment(Path(directory), dep)
     low, high = net.reading_range
     console.print(f"deployment {dep.deployment_id} written to {directory} ({dep.n_sensors} sensor credentials in "
@@ -115,7 +118,7 @@ def show(
     from dpcloak.service import require_service_extra
 
     require_service_extra()
-    from dpcloak.service.config import load_deployment
+    from dpcloak.service.config import load_deployment, schedule_words
     from dpcloak.service.views import deployment_view, guarantee_words, policy_words
 
     dep = load_deployment(Path(directory))
@@ -124,9 +127,9 @@ def show(
         emit_json({k: v for k, v in view.items() if k not in ("sensor_positions", "source_positions")})
         return
     console.print(f"deployment {dep.deployment_id}  configuration fingerprint {dep.fingerprint}")
-    console.print(f"{dep.n_sensors} sensors, windows of {dep.window_seconds:g} s, release windows: every "
-                  f"{dep.release_stride} window(s), at most {dep.releases_per_period} in any {dep.period_windows} "
-                  f"consecutive windows, clock skew tolerated {dep.clock_skew_seconds:g} s")
+    console.print(f"{dep.n_sensors} sensors, windows of {dep.window_seconds:g} s, release windows: "
+                  f"{schedule_words(dep)}, at most {dep.releases_per_period} in any {dep.period_windows} "
+                  f"consecutive windows, clock skew tolerated {dep.clock_skew_seconds:g} s", highlight=False)
     console.print(policy_words(dep), highlight=False)
     console.print(guarantee_words(dep), highlight=False)
 

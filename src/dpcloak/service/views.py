@@ -259,6 +259,7 @@ def deployment_view(deployment: Deployment, *, now: float) -> dict[str, Any]:
         "guarantee_period": {"epsilon": st.span[0], "delta": st.span[1], "releases": k},
         "budget_per_period": {"epsilon": net.budget[0], "delta": net.budget[1]},
         "policy": {"span_windows": st.span_windows, "span_releases": k, "stride": st.stride,
+                   "fills_up": deployment.fills_up,
                    "span": {"epsilon": st.span[0], "delta": st.span[1]},
                    "window": {"epsilon": st.window[0], "delta": st.window[1]},
                    "lifetime_releases": st.lifetime_releases,
