@@ -12,7 +12,8 @@
 4. Only with ``--dask [N]`` (default N = 10⁸): ``bound_users_parquet`` (the workers read the files) and
    ``heatmap_from_aggregate`` on N points of N/100 users (ids spread over all files) in 50 Parquet files
    written to a temporary directory, deleted afterwards, on a 2-worker LocalCluster (one process and one
-   thread per worker, 1.5 GiB memory limit each), its workers' first import of dpcloak timed apart:
+   thread per worker, 1.5 GiB memory limit each), its workers' first import of dpcloak, pandas and PyArrow and
+   the first load of the compiled kernels timed apart (a long-lived cluster has them; printed as "cold"):
    wall time, points/s and the peak of the summed RSS of this process and all its children (the
    workers and their nannies), sampled every 0.1 s. The peer: numpy.histogram2d's in-memory rate on
    10⁷ points of the same distribution (min(N, 10⁷)), measured just before and just after the Dask
@@ -220,7 +221,17 @@ def _histogram2d_rate(n_points: int, delta: int, clock: Any = time.perf_counter)
 
 
 def _import_on_worker() -> None:
-    import dpcloak.heatmaps.distributed  # noqa: F401  (a long-lived cluster has it imported already)
+    """What a long-lived cluster has done once per worker process: import dpcloak, pandas and PyArrow's Parquet
+    reader, and load the compiled bounding kernels from numba's cache (about 1 CPU s per worker, measured in
+    this run's cold ratio)."""
+    import pandas  # noqa: F401
+    import pyarrow.parquet  # noqa: F401
+
+    from dpcloak.heatmaps import bound_users
+    from dpcloak.heatmaps.distributed import _counts_of
+
+    bound_users(np.array([0, 1]), np.array([0.1, 0.6]), np.array([0.1, 0.6]), resolution=2)
+    _counts_of(np.array([0, 1]))
 
 
 def dask_parquet(n_points: int, n_files: int = 50, delta: int = 1024, reuse: Path | None = None) -> None:

@@ -20,7 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpcloak.errors import InvalidParameterError, MissingExtraError
-from dpcloak.heatmaps._binning import count_ids
+from dpcloak.heatmaps._binning import count_ids, id_range
 from dpcloak.heatmaps.data import (
     UserAggregate,
     _check_user_count,
@@ -72,6 +72,14 @@ def _compact(lo: int, hi: int, n_points: int) -> bool:
     return hi - lo < 4 * n_points + 1024 and hi < 1 << 63
 
 
+def _range(arr: NDArray[Any]) -> tuple[int, int]:
+    """(min, max) of non-empty integer ids: one compiled pass for int64, numpy's two otherwise."""
+    if arr.dtype == np.int64:
+        lo, hi = id_range(arr)
+        return int(lo), int(hi)
+    return int(arr.min()), int(arr.max())
+
+
 def _counts_of(ids: Any) -> _Counts:
     """The kind of a block's user ids (a numpy array or pandas Series) and each user's number of points."""
     import pandas as pd
@@ -81,7 +89,7 @@ def _counts_of(ids: Any) -> _Counts:
         return _Counts(kinds=frozenset(), n_points=0)
     kind = check_user_ids(arr)
     if arr.dtype.kind in "iu":
-        lo, hi = int(arr.min()), int(arr.max())
+        lo, hi = _range(arr)
         if _compact(lo, hi, len(arr)):
             counts = np.zeros(hi - lo + 1, dtype=np.int64)
             count_ids(np.ascontiguousarray(arr, dtype=np.int64), lo, counts)
@@ -160,7 +168,10 @@ def _add_sums(out: NDArray[np.int64], ids: Any, x: Any, y: Any, users: _Weights,
         xa, ya, _ = extent.to_unit(xa, ya)
     if users.index is None:
         arr = np.asarray(ids)
-        if arr.dtype.kind not in "iu" or arr.min() < users.offset or arr.max() >= users.offset + users.weights.size:
+        if arr.dtype.kind not in "iu":
+            raise _changed()
+        lo, hi = _range(arr)
+        if lo < users.offset or hi >= users.offset + users.weights.size:
             raise _changed()
         where, offset = arr, users.offset
     else:
@@ -331,8 +342,8 @@ def _task_counts(task: Task, user: str) -> _Counts:
     for batch in _batches(task, [user]):
         ids = _column(batch, 0)
         table = total.dense
-        if (table is not None and total.n_points and ids.dtype.kind in "iu" and len(ids)
-                and ids.min() >= total.offset and ids.max() < total.offset + table.size):
+        lo, hi = _range(ids) if ids.dtype.kind in "iu" and len(ids) else (0, -1)
+        if table is not None and total.n_points and hi >= lo >= total.offset and hi < total.offset + table.size:
             count_ids(np.ascontiguousarray(ids, dtype=np.int64), total.offset, table)  # this task's own table
             total = replace(total, n_points=total.n_points + len(ids))
         else:
