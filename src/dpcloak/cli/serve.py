@@ -122,6 +122,8 @@ def _run(server: Any, sock: socket.socket, directory: Path, stop: threading.Even
         def run_sensors() -> None:
             while not server.started and not stop.is_set():
                 stop.wait(0.05)
+            while not (stop.is_set() or collector.recovery_ready(0.1)):  # windows get their maps from the first
+                pass
             try:
                 simulate(directory, url=url, stop=stop, windows=windows, clock=clock)
                 if windows is not None:  # the windows asked for are shown: wait for their maps (bounded)

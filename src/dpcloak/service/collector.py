@@ -14,7 +14,7 @@ import logging
 import multiprocessing
 import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor, ThreadPoolExecutor
 from typing import Any
 
 from dpcloak.service.config import Deployment, sensor_key
@@ -217,6 +217,7 @@ class Collector:
                                        rate=flood_rate or REPORTS_PER_WINDOW / deployment.window_seconds)
         self.writer = GroupWriter(store)
         self.storage = StorageAlarm()
+        self._warm: Future[bool] | None = None  # the warm-up of the recovery process (:meth:`recovery_ready`)
         self._recovery_process = ProcessPoolExecutor(
             max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=start_worker,
             initargs=(deployment.public_dict(), store.url, RECOVERY_NICENESS))
@@ -229,6 +230,20 @@ class Collector:
         self._close_lock = asyncio.Lock()
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+
+    def recovery_ready(self, timeout: float) -> bool:
+        """Wait up to ``timeout`` seconds (from any thread) for the warm recovery process to have started (imports,
+        model); ``True`` once it has, when the collector does not warm it (it starts at the first window) or when the
+        warm-up failed (the first window's recovery reports it): only ``False`` is worth waiting for again."""
+        if self._warm is None:
+            return True
+        try:
+            self._warm.result(timeout=timeout)
+        except TimeoutError:
+            return False
+        except Exception:  # cancelled, or the process broke: nothing left to wait for
+            return True
+        return True
 
     @property
     def unrecovered_windows(self) -> int:
@@ -249,7 +264,7 @@ class Collector:
         self.verifier.flagged = {(e["sensor"], e["generation"]) for e in self.store.security_events(dep_id)}
         self.writer.start()
         if self.warm_recovery:
-            self._recovery_process.submit(worker_ready)
+            self._warm = self._recovery_process.submit(worker_ready)
         self._task = asyncio.get_running_loop().create_task(self._closer())
 
     async def stop(self) -> None:
