@@ -2,9 +2,10 @@
 
 Every sensor is a real :class:`~dpcloak.service.node.SensorNode` (its own write-ahead ledger, retries
 with the same report id) sending one report per window every 0.5 s; the collector is a real
-``dpcloak serve`` process killed with SIGKILL ``KILLS`` times (random uptimes between kills) and
-restarted on the same port. Then the sensors stop releasing, their retries drain, the windows
-nobody completed are closed by the analyst, and the oracles are checked:
+``dpcloak serve`` process (forked from a pre-imported parent, :mod:`._zygote`) killed with SIGKILL
+``KILLS`` times (random uptimes between kills) and restarted on the same port. Then the sensors stop
+releasing, their retries drain, the windows nobody completed are closed by the analyst, and the oracles
+are checked:
 
 * the sensors' ledgers against the database: 0 acknowledged reports lost, 0 duplicates, no report
   the sensors never released, every release eventually acknowledged;
@@ -48,7 +49,7 @@ class Restarting:
 
     def __init__(self, directory: Path, db_url: str) -> None:
         self.directory, self.db_url = directory, db_url
-        self.proc = CollectorProcess(directory, db_url, directory / "collector-0.log")
+        self.proc = CollectorProcess(directory, db_url, directory / "collector-0.log", fork=True)
         self.kills = 0
         self.children: list[str] = []
 
@@ -68,7 +69,7 @@ class Restarting:
         self.proc.stop()
         self.kills += 1
         self.proc = CollectorProcess(self.directory, self.db_url, self.directory / f"collector-{self.kills}.log",
-                                     port=self.proc.port)
+                                     port=self.proc.port, fork=True)
 
 
 def _sensor(directory: Path, url: str, sensor: int, stop: threading.Event, t0: float) -> list[LedgerEntry]:

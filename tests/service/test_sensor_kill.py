@@ -1,9 +1,10 @@
 """A sensor node killed mid-send never undercounts its budget.
 
-``dpcloak sensor run`` (a real process, readings on stdin, windows of 0.25 s) sends to a real collector
-through a loopback proxy that holds every answer back for 0.15 s, so most of the node's time is
-spent with a report in flight. The node is SIGKILLed ``KILLS`` times a random moment after it
-printed a delivery, and restarted (it resends its pending releases first). Oracles:
+``dpcloak sensor run`` (a real process, forked from a pre-imported parent: :mod:`._zygote`; readings on
+stdin, windows of 0.25 s) sends to a real collector through a loopback proxy that holds every answer back
+for 0.15 s, so most of the node's time is spent with a report in flight. The node is SIGKILLed ``KILLS``
+times a random moment after it printed a delivery, and restarted (it resends its pending releases first).
+Oracles:
 
 * after every kill, every report the collector stored for the sensor is in the ledger with the same
   report id and value, and the ledger's count per period is at least the collector's — a release
@@ -39,6 +40,7 @@ from dpcloak.service.ledger import SensorLedger
 from dpcloak.service.store import sqlite_url
 
 from ._reliability import fast_deployment, stored_reports
+from ._zygote import ForkedProcess, zygote
 from .conftest import CollectorProcess, free_port
 
 KILLS = 8
@@ -92,8 +94,8 @@ class Node:
         cmd = [sys.executable, "-m", "dpcloak", "sensor", "run", "--config",
                str(directory / "sensors" / "sensor-0.json"), "--deployment", str(directory / "deployment.json"),
                "--url", url, "--ledger", str(directory / "ledger-0.db"), "--input", "-"]
-        self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE if feed else subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=dict(os.environ))
+        self.proc = zygote().popen(cmd, stdin=subprocess.PIPE if feed else subprocess.DEVNULL,
+                                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=dict(os.environ))
         self.lines: list[str] = []
         self.delivered = threading.Event()
         threading.Thread(target=self._read, daemon=True).start()
@@ -130,7 +132,7 @@ def test_sensor_killed_mid_send_never_undercounts(tmp_path: Path) -> None:
     fast_deployment(tmp_path, cols=2, rows=2, window_seconds=0.25)
     db_url = sqlite_url(tmp_path / "collector.db")
     rng = random.Random(int.from_bytes(os.urandom(4), "big"))
-    collector = CollectorProcess(tmp_path, db_url, tmp_path / "collector.log")
+    collector = CollectorProcess(tmp_path, db_url, tmp_path / "collector.log", fork=True)
     proxy = SlowProxy(collector.port)
     url = f"http://127.0.0.1:{proxy.port}"
     outputs: list[str] = []
@@ -168,13 +170,13 @@ POLICY_KILLS = 50
 SENSORS = 5  # node processes run side by side: POLICY_KILLS / SENSORS restarts of each
 
 
-def _policy_node(directory: Path, sensor: int, url: str) -> tuple[subprocess.Popen[str], threading.Event]:
+def _policy_node(directory: Path, sensor: int, url: str) -> tuple[ForkedProcess, threading.Event]:
     """``dpcloak sensor run`` of ``sensor``, fed a reading every 20 ms; the event is set at its first output line."""
     cmd = [sys.executable, "-m", "dpcloak", "sensor", "run", "--config",
            str(directory / "sensors" / f"sensor-{sensor}.json"), "--deployment", str(directory / "deployment.json"),
            "--url", url, "--ledger", str(directory / f"ledger-{sensor}.db"), "--input", "-"]
-    proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env=dict(os.environ))
+    proc = zygote().popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                          env=dict(os.environ))
     running = threading.Event()
 
     def feed() -> None:
@@ -221,7 +223,8 @@ def test_the_policy_holds_across_fifty_node_kills(tmp_path: Path) -> None:
                             start=time.time() - 5.0, grace_seconds=3600.0)
     write_deployment(tmp_path, dep)
     rng = random.Random(int.from_bytes(os.urandom(4), "big"))
-    collector = CollectorProcess(tmp_path, sqlite_url(tmp_path / "collector.db"), tmp_path / "collector.log")
+    collector = CollectorProcess(tmp_path, sqlite_url(tmp_path / "collector.db"), tmp_path / "collector.log",
+                                 fork=True)
     kills, started = 0, time.monotonic()
     try:
         while kills < POLICY_KILLS:
