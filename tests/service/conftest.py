@@ -62,11 +62,12 @@ def deployment_dir(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Depl
 
 
 class CollectorProcess:
-    """``dpcloak serve`` as a real process on 127.0.0.1."""
+    """``dpcloak serve`` as a real process on 127.0.0.1, forked from the pre-imported zygote (:mod:`._zygote`)
+    unless ``fork=False`` or another ``cmd`` is given."""
 
     def __init__(self, directory: Path, db_url: str, log_path: Path, *, port: int | None = None,
                  extra: tuple[str, ...] = (), file_limit: int | None = None, cmd: list[str] | None = None,
-                 fork: bool = False) -> None:
+                 fork: bool = True) -> None:
         self.directory = directory
         self.port = free_port() if port is None else port
         self.url = f"http://127.0.0.1:{self.port}"
@@ -77,6 +78,7 @@ class CollectorProcess:
         self.token = analyst_token(key, deployment_id=self.deployment.deployment_id)
         self.log_path = log_path
         self._log = log_path.open("w")
+        fork = fork and cmd is None
         if cmd is None:
             cmd = [sys.executable, "-m", "dpcloak", "serve", "--deployment", str(directory), "--db", db_url,
                    "--host", "127.0.0.1", "--port", str(self.port), *extra]
@@ -86,7 +88,7 @@ class CollectorProcess:
 
             resource.setrlimit(resource.RLIMIT_NOFILE, (file_limit, file_limit))
 
-        if fork:  # from the pre-imported zygote: the same entry point without its ~2 s CPU of imports
+        if fork:  # from the pre-imported zygote: the same entry point without ~2 s CPU of imports
             from ._zygote import zygote
 
             self.proc: Any = zygote().popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, env=dict(os.environ),

@@ -49,7 +49,7 @@ class Restarting:
 
     def __init__(self, directory: Path, db_url: str) -> None:
         self.directory, self.db_url = directory, db_url
-        self.proc = CollectorProcess(directory, db_url, directory / "collector-0.log", fork=True)
+        self.proc = CollectorProcess(directory, db_url, directory / "collector-0.log")
         self.kills = 0
         self.children: list[str] = []
 
@@ -69,7 +69,7 @@ class Restarting:
         self.proc.stop()
         self.kills += 1
         self.proc = CollectorProcess(self.directory, self.db_url, self.directory / f"collector-{self.kills}.log",
-                                     port=self.proc.port, fork=True)
+                                     port=self.proc.port)
 
 
 def _sensor(directory: Path, url: str, sensor: int, stop: threading.Event, t0: float) -> list[LedgerEntry]:

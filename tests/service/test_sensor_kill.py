@@ -132,7 +132,7 @@ def test_sensor_killed_mid_send_never_undercounts(tmp_path: Path) -> None:
     fast_deployment(tmp_path, cols=2, rows=2, window_seconds=0.25)
     db_url = sqlite_url(tmp_path / "collector.db")
     rng = random.Random(int.from_bytes(os.urandom(4), "big"))
-    collector = CollectorProcess(tmp_path, db_url, tmp_path / "collector.log", fork=True)
+    collector = CollectorProcess(tmp_path, db_url, tmp_path / "collector.log")
     proxy = SlowProxy(collector.port)
     url = f"http://127.0.0.1:{proxy.port}"
     outputs: list[str] = []
@@ -223,8 +223,7 @@ def test_the_policy_holds_across_fifty_node_kills(tmp_path: Path) -> None:
                             start=time.time() - 5.0, grace_seconds=3600.0)
     write_deployment(tmp_path, dep)
     rng = random.Random(int.from_bytes(os.urandom(4), "big"))
-    collector = CollectorProcess(tmp_path, sqlite_url(tmp_path / "collector.db"), tmp_path / "collector.log",
-                                 fork=True)
+    collector = CollectorProcess(tmp_path, sqlite_url(tmp_path / "collector.db"), tmp_path / "collector.log")
     kills, started = 0, time.monotonic()
     try:
         while kills < POLICY_KILLS:
