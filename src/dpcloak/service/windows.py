@@ -13,6 +13,7 @@ it (``releases_in_period`` of them: ``period_windows`` consecutive windows, at m
 
 from __future__ import annotations
 
+import importlib
 import logging
 import math
 import multiprocessing
@@ -228,7 +229,8 @@ def start_worker(deployment: dict[str, Any], db_url: str, niceness: int) -> None
     Recovery is CPU-bound; in its own process it does not hold the ingest process's GIL, and at a
     lower scheduling priority it yields the cores to acknowledgements. Its BLAS runs one thread (the
     solves are small dense kernels; a second thread only spins against the ingest process), and the
-    network's dense model is built here, once, so the first window's recovery pays no start-up cost.
+    network's dense model is built and the solvers imported here, once, so the first window's recovery pays no
+    start-up cost.
 
     Examples
     --------
@@ -261,6 +263,11 @@ def start_worker(deployment: dict[str, Any], db_url: str, niceness: int) -> None
     from threadpoolctl import threadpool_limits
 
     threadpool_limits(limits=1, user_api="blas")
+    # the solvers and EMD's compiled flow are imported by a recovery only: here, before the first window (the
+    # ingest process never imports them)
+    for module in ("dpcloak.metrics", "dpcloak.recovery"):
+        importlib.import_module(module)
+
     dep = Deployment.from_public_dict(deployment)
     dep.sensor_network.dense_model()
     _WORKER = WindowRecovery(dep, Store(db_url))
