@@ -141,8 +141,8 @@ def schedule_words(deployment: Deployment) -> str:
     >>> schedule_words(two_sensor_deployment(policy_releases=4)), schedule_words(two_sensor_deployment())
     ('every 3rd window', 'every window')
     """
-    stride = deployment.release_stride
-    if not deployment.fills_up:
+    stride, _, _, fills = deployment._cycle()
+    if not fills:
         return every_window(stride)
     return (f"{every_window(stride)} until {deployment.releases_per_period} fill the sliding window, then none "
             "(skipped for budget) until it renews")
@@ -368,7 +368,7 @@ class Deployment:
     @property
     def releases_per_period(self) -> int:
         """The most release windows in any ``period_windows`` consecutive windows (at most ``policy_releases``)."""
-        return self.max_release_windows(self.period_windows)
+        return self._most(self.period_windows)
 
     @property
     def release_stride(self) -> int:
@@ -377,18 +377,12 @@ class Deployment:
 
     def _cycle(self) -> tuple[int, int, int, bool]:
         """(s, C, k', fills): the stride, the cycle C = s·⌈W/s⌉, the release windows k' = min(k, C/s) per cycle and
-        whether k'·s < C (kept with the fields it was computed from: the schedule's methods run per report)."""
-        key = (self.period_windows, self.policy_releases, self.stride)
-        cached = self.__dict__.get("_cycle_of")
-        if cached is not None and cached[0] == key:
-            return cached[1]
+        whether k'·s < C (a few integer operations: recomputed rather than cached)."""
         w, k = self.period_windows, int(self.policy_releases)  # type: ignore[arg-type]  # set in __post_init__
         s = -(-w // k) if self.stride is None else self.stride
         cycle = s * -(-w // s)
         per = min(k, cycle // s)
-        out = (s, cycle, per, per * s < cycle)
-        self.__dict__["_cycle_of"] = (key, out)  # a cache, not a field: equality and the fingerprint ignore it
-        return out
+        return s, cycle, per, per * s < cycle
 
     @property
     def fills_up(self) -> bool:
@@ -396,16 +390,16 @@ class Deployment:
         below ⌈W/k⌉: k'·s < C), rather than spreading its release windows evenly."""
         return self._cycle()[3]
 
-    def _released_through(self, window: int) -> int:
+    def _released_through(self, window: int, cyc: tuple[int, int, int, bool] | None = None) -> int:
         """How many release windows of the cycles (the lifetime cap aside) lie in [0, ``window``]."""
         if window < 0:
             return 0
-        s, cycle, per, _ = self._cycle()
+        s, cycle, per, _ = self._cycle() if cyc is None else cyc
         return (window // cycle) * per + min(per, (window % cycle) // s + 1)
 
-    def _release_window(self, index: int) -> int:
+    def _release_window(self, index: int, cyc: tuple[int, int, int, bool]) -> int:
         """The ``index``-th release window (from 0) of the cycles, the lifetime cap aside."""
-        s, cycle, per, _ = self._cycle()
+        s, cycle, per, _ = cyc
         return (index // per) * cycle + (index % per) * s
 
     def max_release_windows(self, windows: int) -> int:
@@ -415,34 +409,41 @@ class Deployment:
         loses none), and the schedule repeats every cycle: the count is the largest over the k' release
         windows of one cycle. With every multiple of s releasing it is ⌈n/s⌉.
         """
-        n = check_int("windows", windows, minimum=0)
-        s, _, per, fills = self._cycle()
+        return self._most(check_int("windows", windows, minimum=0))
+
+    def _most(self, n: int) -> int:
+        """:meth:`max_release_windows` of a validated ``n``."""
+        cyc = self._cycle()
+        s, _, per, fills = cyc
         if not fills:  # the even schedule: every multiple of s
             most = -(-n // s)
         else:
-            most = max((self._released_through(i * s + n - 1) - i for i in range(per)), default=0) if n else 0
+            most = max((self._released_through(i * s + n - 1, cyc) - i for i in range(per)), default=0) if n else 0
         return most if self.lifetime_releases is None else min(most, self.lifetime_releases)
 
     def is_release_window(self, window: int) -> bool:
         """Whether the policy lets sensors release in ``window`` (class docstring)."""
-        s, cycle, per, fills = self._cycle()
+        cyc = self._cycle()
+        s, cycle, per, fills = cyc
         if window < 0 or window % s or (fills and window % cycle >= per * s):
             return False
-        return self.lifetime_releases is None or self._released_through(window) <= self.lifetime_releases
+        return self.lifetime_releases is None or self._released_through(window, cyc) <= self.lifetime_releases
 
     def next_release_window(self, window: int) -> int | None:
         """The first release window ≥ ``window``; ``None`` once the lifetime cap is reached."""
-        index = self._released_through(window - 1)  # release windows before ``window``: the next has this index
+        cyc = self._cycle()
+        index = self._released_through(window - 1, cyc)  # release windows before ``window``: the next has this index
         if self.lifetime_releases is not None and index >= self.lifetime_releases:
             return None
-        return self._release_window(index)
+        return self._release_window(index, cyc)
 
     def previous_release_window(self, window: int) -> int | None:
         """The last release window ≤ ``window``; ``None`` before the first one."""
-        index = self._released_through(window)
+        cyc = self._cycle()
+        index = self._released_through(window, cyc)
         if self.lifetime_releases is not None:
             index = min(index, self.lifetime_releases)
-        return None if index == 0 else self._release_window(index - 1)
+        return None if index == 0 else self._release_window(index - 1, cyc)
 
     def budget_skip(self, window: int) -> bool:
         """Whether sensors skip ``window`` for budget: the sliding window is full and renews only after more than one
