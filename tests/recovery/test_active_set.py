@@ -162,7 +162,7 @@ def test_bootstrap_of_a_1000_sensor_window_is_mostly_answered_by_the_loop(monkey
         messages.append(rec.message)
         return rec
 
-    monkeypatch.setattr(importlib.import_module("dpcloak.sensors.result"), "bpdn", recording)
+    monkeypatch.setattr(importlib.import_module("dpcloak.recovery"), "bpdn", recording)  # imported at the call
     ys = [net.privatize(readings, rng=100 + window, simulation=True) for window in range(6)]
     with_loop, previous = [], None
     for window, y in enumerate(ys):

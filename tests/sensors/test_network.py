@@ -267,7 +267,7 @@ def test_a_recovery_outside_the_bounds_is_an_error_not_a_map_of_negative_people(
     """Regression guard for issue 13's wrong answer: whatever the solver returns, negative people never pass."""
     from dataclasses import replace
 
-    import dpcloak.sensors.result as result_module
+    import dpcloak.recovery as result_module  # sensors.result imports bpdn from it at the call
     from dpcloak.errors import ConvergenceError
 
     real = result_module.bpdn
