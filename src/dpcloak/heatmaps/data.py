@@ -248,6 +248,19 @@ def check_user_ids(users: NDArray[Any]) -> str:
     return kinds.pop() if kinds else "number"
 
 
+def _id_bounds(arr: NDArray[Any]) -> tuple[int, int]:
+    """(min, max) of non-empty integer ids: one compiled pass for int64, numpy's two otherwise."""
+    if arr.dtype == np.int64:
+        lo, hi = _binning.id_range(arr)
+        return int(lo), int(hi)
+    return int(arr.min()), int(arr.max())
+
+
+def _compact_ids(lo: int, hi: int, n_points: int) -> bool:
+    """Whether integer ids in [``lo``, ``hi``] are counted in a dense table: its length is O(points)."""
+    return hi - lo < 4 * n_points + 1024 and hi < 1 << 63
+
+
 def _user_table(users: ArrayLike, n: int) -> tuple[NDArray[np.int64], int, NDArray[np.int64]]:
     """(ids, offset, counts): ``ids[k] − offset`` is point k's user code and ``counts`` the points per code.
 
@@ -261,8 +274,8 @@ def _user_table(users: ArrayLike, n: int) -> tuple[NDArray[np.int64], int, NDArr
                                     parameter="users")
     kind = check_user_ids(arr)
     if arr.dtype.kind in "iu" and n:
-        lo, hi = (int(v) for v in _binning.id_range(arr)) if arr.dtype == np.int64 else (int(arr.min()), int(arr.max()))
-        if hi - lo < 4 * n + 1024 and hi < 1 << 63:
+        lo, hi = _id_bounds(arr)
+        if _compact_ids(lo, hi, n):
             ids = np.ascontiguousarray(arr, dtype=np.int64)
             counts = np.zeros(hi - lo + 1, dtype=np.int64)
             _binning.count_ids(ids, lo, counts)

@@ -20,10 +20,12 @@ import numpy as np
 from numpy.typing import NDArray
 
 from dpcloak.errors import InvalidParameterError, MissingExtraError
-from dpcloak.heatmaps._binning import count_ids, id_range
+from dpcloak.heatmaps._binning import count_ids
 from dpcloak.heatmaps.data import (
     UserAggregate,
     _check_user_count,
+    _compact_ids,
+    _id_bounds,
     _make_aggregate,
     accumulate_cells,
     check_resolution,
@@ -67,19 +69,6 @@ def _dask() -> tuple[Any, Any]:
     return dask, dd
 
 
-def _compact(lo: int, hi: int, n_points: int) -> bool:
-    """Integer ids are counted in a dense table when its length is O(points) (the in-memory rule)."""
-    return hi - lo < 4 * n_points + 1024 and hi < 1 << 63
-
-
-def _range(arr: NDArray[Any]) -> tuple[int, int]:
-    """(min, max) of non-empty integer ids: one compiled pass for int64, numpy's two otherwise."""
-    if arr.dtype == np.int64:
-        lo, hi = id_range(arr)
-        return int(lo), int(hi)
-    return int(arr.min()), int(arr.max())
-
-
 def _counts_of(ids: Any) -> _Counts:
     """The kind of a block's user ids (a numpy array or pandas Series) and each user's number of points."""
     import pandas as pd
@@ -89,8 +78,8 @@ def _counts_of(ids: Any) -> _Counts:
         return _Counts(kinds=frozenset(), n_points=0)
     kind = check_user_ids(arr)
     if arr.dtype.kind in "iu":
-        lo, hi = _range(arr)
-        if _compact(lo, hi, len(arr)):
+        lo, hi = _id_bounds(arr)
+        if _compact_ids(lo, hi, len(arr)):
             counts = np.zeros(hi - lo + 1, dtype=np.int64)
             count_ids(np.ascontiguousarray(arr, dtype=np.int64), lo, counts)
             return _Counts(kinds=frozenset({kind}), n_points=len(arr), offset=lo, dense=counts)
@@ -122,7 +111,7 @@ def _add_counts(partials: Sequence[_Counts]) -> _Counts:
     if len(tables) == len(full):
         lo = min(o for o, _ in tables)
         hi = max(o + t.size - 1 for o, t in tables)
-        if _compact(lo, hi, n_points):
+        if _compact_ids(lo, hi, n_points):
             total = np.zeros(hi - lo + 1, dtype=np.int64)
             for o, t in tables:
                 total[o - lo : o - lo + t.size] += t
@@ -170,7 +159,7 @@ def _add_sums(out: NDArray[np.int64], ids: Any, x: Any, y: Any, users: _Weights,
         arr = np.asarray(ids)
         if arr.dtype.kind not in "iu":
             raise _changed()
-        lo, hi = _range(arr)
+        lo, hi = _id_bounds(arr)
         if lo < users.offset or hi >= users.offset + users.weights.size:
             raise _changed()
         where, offset = arr, users.offset
@@ -342,7 +331,7 @@ def _task_counts(task: Task, user: str) -> _Counts:
     for batch in _batches(task, [user]):
         ids = _column(batch, 0)
         table = total.dense
-        lo, hi = _range(ids) if ids.dtype.kind in "iu" and len(ids) else (0, -1)
+        lo, hi = _id_bounds(ids) if ids.dtype.kind in "iu" and len(ids) else (0, -1)
         if table is not None and total.n_points and hi >= lo >= total.offset and hi < total.offset + table.size:
             count_ids(np.ascontiguousarray(ids, dtype=np.int64), total.offset, table)  # this task's own table
             total = replace(total, n_points=total.n_points + len(ids))

@@ -40,7 +40,7 @@ from numpy.typing import NDArray
 from dpcloak._rng import RngLike, as_generator
 from dpcloak._validation import check_int, check_real
 from dpcloak.errors import InvalidParameterError
-from dpcloak.heatmaps.aggregate import hierarchical_laplace
+from dpcloak.heatmaps.aggregate import coarsen_aggregate, hierarchical_laplace
 from dpcloak.heatmaps.data import FIXED_POINT_BITS, _make_aggregate
 from dpcloak.heatmaps.reconstruct import reconstruct
 from dpcloak.metrics import heatmap as hm
@@ -140,7 +140,6 @@ def concentrated_world(layers: tuple[tuple[int, NDArray[np.float64]], ...], *, r
 def _rerelease(world: NDArray[np.float64], users: float, params: Mapping[str, Any], epsilon: float,
                gen: np.random.Generator) -> NDArray[np.float64]:
     """The release's mechanism (same w, levels, L, ε_i) on ``users`` × ``world``, normalised like the release."""
-    from dpcloak.heatmaps.aggregate import coarsen_aggregate
     from dpcloak.heatmaps.api import normalize
 
     delta = world.shape[0]
