@@ -91,8 +91,7 @@ def guarantee_words(deployment: Deployment) -> str:
     net = deployment.sensor_network
     st = deployment.policy_statement()
     span = _duration(st.span_windows * deployment.window_seconds)
-    every = (f"in {schedule_words(deployment)}" if deployment.fills_up else "in every window" if st.stride == 1
-             else f"only in {every_window(st.stride)}")
+    every = ("only in " if st.stride > 1 and not deployment.fills_up else "in ") + schedule_words(deployment)
     condition = net.model_condition
     if st.lifetime is None:
         twice = deployment.guarantee(deployment.max_release_windows(2 * st.span_windows))
