@@ -404,7 +404,7 @@ def test_serve_demo_two_simulated_hours_in_chromium(tmp_path: Path, browser: Any
             degraded_seen = degraded_seen or status == "degraded"
             renewed = renewed or (degraded_seen and status == "ok")
             state = "degraded" if status == "degraded" else "ok" if renewed else None
-            if state and state not in shots:  # while the sensors skip for budget, and once the window renewed
+            if state and f"{state}-desktop" not in shots:  # the first moment of a budget skip, and of the renewal
                 for name, page in pages.items():
                     shots[f"{state}-{name}"] = tmp_path / f"demo-{state}-{name}.png"
                     page.screenshot(path=str(shots[f"{state}-{name}"]), full_page=True)
