@@ -247,9 +247,9 @@ class WindowRecord:
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     sqlite_owner_only(dbapi_connection)  # 0600 (and so its WAL files) before the first write
     cur = dbapi_connection.cursor()
+    cur.execute("PRAGMA busy_timeout=30000")  # first: switching to WAL waits for another connection's lock too
     cur.execute("PRAGMA journal_mode=WAL")
     cur.execute("PRAGMA synchronous=FULL")
-    cur.execute("PRAGMA busy_timeout=30000")
     cur.execute("PRAGMA foreign_keys=ON")
     cur.close()
 
@@ -323,17 +323,18 @@ class Store:
         by reading its ``alembic_version`` row, without loading Alembic (a quarter of a second of imports).
         """
         try:
-            if revision == "head" and self._revision() == head_revision():
-                return
-            from alembic import command
-            from alembic.config import Config
+            with self._startup_lock():  # also the first connection, which switches a new SQLite file to WAL
+                if revision == "head" and self._revision() == head_revision():
+                    return
+                from alembic import command
+                from alembic.config import Config
 
-            cfg = Config()
-            cfg.set_main_option("script_location", str(MIGRATIONS))
-            with self._startup_lock(), self.engine.begin() as conn:
-                self._advisory_lock(conn)
-                cfg.attributes["connection"] = conn
-                command.upgrade(cfg, revision)
+                cfg = Config()
+                cfg.set_main_option("script_location", str(MIGRATIONS))
+                with self.engine.begin() as conn:
+                    self._advisory_lock(conn)
+                    cfg.attributes["connection"] = conn
+                    command.upgrade(cfg, revision)
         except OperationalError as exc:
             reason = " ".join(str(exc.orig).split())
             raise InvalidParameterError(f"cannot reach or migrate the database {self.engine.url!r}: {reason}",
