@@ -209,6 +209,33 @@ def test_stated_pyramid_epsilon_covers_the_exact_sum_of_level_budgets() -> None:
             assert sum(map(Fraction, pyramid.budget.epsilons)) <= Fraction(stated) <= Fraction(eps)
 
 
+def test_memoised_level_budget_is_keyed_on_every_input() -> None:
+    """level_budget is memoised; every input must reach the key, and validation must run on every call.
+
+    Oracle: the formula ε_i = γ^{|i−q|} ε / Z with q = ⌊log₂ √w⌋ from exact integer arithmetic and the exact
+    rational sum of the ε_i (fractions.Fraction). Each configuration differs from the base in ONE input and is
+    asked twice, interleaved with the others, so a key that dropped any input would return a stale budget.
+    """
+    from fractions import Fraction
+
+    base = {"epsilon": 1.0, "depth": 6, "w": 20, "gamma": 2**-0.5, "start_level": None}
+    variants = [base, {**base, "epsilon": 0.3}, {**base, "depth": 7}, {**base, "w": 64}, {**base, "gamma": 0.9},
+                {**base, "start_level": 0}, {**base, "start_level": 0, "w": 64},
+                {**base, "depth": np.int64(6), "w": np.int64(20)}]
+    for config in variants + variants[::-1]:
+        eps, depth, w, gamma, start = (config[k] for k in ("epsilon", "depth", "w", "gamma", "start_level"))
+        budget = level_budget(eps, depth=depth, w=w, gamma=gamma, start_level=start)
+        q = min(math.isqrt(w).bit_length() - 1, depth)
+        levels = tuple(range(q if start is None else start, depth + 1))
+        z = sum(gamma ** abs(i - q) for i in levels)
+        assert (budget.levels, budget.q, budget.epsilon, budget.gamma) == (levels, q, eps, gamma)
+        np.testing.assert_allclose(budget.epsilons, [gamma ** abs(i - q) * eps / z for i in levels], rtol=1e-12)
+        assert sum(map(Fraction, budget.epsilons)) <= Fraction(eps)
+    level_budget(1.0, depth=1, w=20)  # cached; the same call with a bool depth is still refused
+    with pytest.raises(InvalidParameterError, match="depth"):
+        level_budget(1.0, depth=True, w=20)
+
+
 def test_coarsen_aggregate_is_the_exact_block_sum():
     rng = np.random.default_rng(11)
     agg = bound_users(rng.integers(0, 40, 300), rng.random(300), rng.random(300), resolution=32)
