@@ -147,3 +147,48 @@ def test_a_clock_stepping_back_reopens_no_recovered_window(site: Site) -> None:
     assert late.status_code == 409 and late.json()["error"] == "window_closed", late.text
     assert site.client.post("/api/v1/reports", json=site.report(1, 3)).status_code == 409  # 3's grace was over too
     assert site.stored() == 1
+
+
+def test_recovery_ready_is_false_only_while_the_warm_recovery_process_starts(tmp_path: Path) -> None:
+    """``Collector.recovery_ready`` (what ``dpcloak serve`` waits on before it accepts reports). Oracle: the recovery
+    process itself (its pid, seen alive through the pool, and ``worker_ready`` answering in it) and the states of the
+    warm-up future. Not warmed: ``True`` at once, and no process is started. Warmed: ``False`` right after
+    ``start`` (spawning and importing takes far longer than a zero timeout), ``True`` once ``worker_ready`` ran in
+    the process. A failed or cancelled warm-up is ``True`` (nothing left to wait for), a pending one ``False``."""
+    import asyncio
+    from concurrent.futures import Future
+
+    make_deployment(tmp_path, sensor_rows=1, sensor_cols=2, window_seconds=60.0)
+    dep, master = load_deployment(tmp_path), load_master_key(tmp_path)
+    cold = Collector(dep, Store(sqlite_url(tmp_path / "cold.db")), master_key=master)
+    assert cold.recovery_ready(0.0) and not cold._recovery_process._processes  # type: ignore[attr-defined]
+    cold._recovery_process.shutdown()
+    cold._reader_thread.shutdown()
+
+    warm = Collector(dep, Store(sqlite_url(tmp_path / "warm.db")), master_key=master, warm_recovery=True)
+
+    async def scenario() -> tuple[bool, bool, bool]:
+        await warm.start()
+        try:
+            early = warm.recovery_ready(0.0)
+            ready = warm.recovery_ready(120.0)
+            alive = all(p.is_alive() for p in warm._recovery_process._processes.values())  # type: ignore[attr-defined]
+            return early, ready, alive and warm._warm is not None and warm._warm.result() is True
+        finally:
+            await warm.stop()
+
+    early, ready, worker_answered = asyncio.run(scenario())
+    assert (early, ready, worker_answered) == (False, True, True)
+    pending: Future[bool] = Future()
+    warm._warm = pending
+    assert warm.recovery_ready(0.01) is False  # still starting: worth waiting for again
+    failed: Future[bool] = Future()
+    failed.set_exception(RuntimeError("the recovery process broke"))
+    cancelled: Future[bool] = Future()
+    cancelled.cancel()
+    for future in (failed, cancelled):
+        warm._warm = future
+        assert warm.recovery_ready(0.01) is True  # the first window's recovery reports the failure
+    pending.set_result(True)
+    warm._warm = pending
+    assert warm.recovery_ready(0.0) is True

@@ -687,3 +687,19 @@ def test_a_full_sliding_window_is_a_budget_skip_saying_when_it_renews() -> None:
     with pytest.raises(ReleaseSkipped, match="not a release window of the policy") as info:
         admit_release(even, sensor=1, window=4, now=240.0, last_window=3, released=False, spent_in_period=2)
     assert info.value.next_window == 6
+
+
+def test_the_rest_phase_is_a_budget_skip_only_when_the_sensor_released_in_the_sliding_window() -> None:
+    """Burst schedule (4 in any 10, stride 1: windows 0-3, 10-13, 20-23 release). A refused window of the rest
+    phase is called a budget skip exactly when one of the sensor's releases lies in the sliding window ending at
+    it (oracle: the ledger's windows listed by hand), else the schedule's rest phase; both name the next window."""
+    burst = two_sensor_deployment(policy_releases=4, stride=1)
+    for w in range(14, 20):
+        for released in ([], [0, 2], [1, 3, 11], [0, 13]):  # the sensor's ledger: windows it released
+            in_sliding_window = [v for v in released if w - 10 < v <= w]
+            last = max(released, default=-1)
+            expected = "skipped for budget until it renews" if in_sliding_window else "rest phase of the schedule"
+            with pytest.raises(ReleaseSkipped, match=expected) as info:
+                admit_release(burst, sensor=0, window=w, now=60.0 * w, last_window=last, released=False,
+                              spent_in_period=0)
+            assert info.value.next_window == 20

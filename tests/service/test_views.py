@@ -71,3 +71,33 @@ def test_sensors_view_reads_a_bounded_range_and_matches_brute_force(
         conn.exec_driver_sql("DELETE FROM reports WHERE window < ?", (since,))
     assert views.sensors_view(dep, store, now) == view
     store.dispose()
+
+
+def test_policy_view_calls_the_rest_phase_a_budget_skip_only_with_releases_in_the_sliding_window(
+        tmp_path: Path) -> None:
+    """Burst schedule (4 in any 10, stride 1: windows 0-3, 10-13, ... release). In every window of the rest phase
+    (4-9) the health is ``degraded`` for budget exactly when a stored report lies in the sliding window ending then
+    (oracle: the inserted reports filtered by hand), naming those sensors; otherwise ``ok`` with "rest phase of the
+    schedule" (a demo that starts there). Schedule windows and release windows are never budget skips."""
+    from dpcloak.service.examples import two_sensor_deployment
+
+    burst = two_sensor_deployment(policy_releases=4, stride=1)
+    for reports in ([], [(1, 0)], [(0, 2), (1, 3)]):  # (sensor, window) stored
+        store = Store(sqlite_url(tmp_path / f"p{len(reports)}.db"))
+        store.migrate()
+        store.register(burst)
+        store.insert_reports([{"deployment_id": "abc123", "sensor_id": j, "window": w, "report_id": f"{j}-{w}",
+                               "value": 1.0, "mac": "00", "received_at": 60.0 * w + 1.0} for j, w in reports])
+        for w in range(0, 14):
+            view = views.policy_view(burst, now=60.0 * w + 30.0, store=store)
+            in_window = sorted({j for j, v in reports if w - 10 < v <= w})
+            rest = w in range(4, 10)
+            assert view["budget_skip"] == (rest and bool(in_window))
+            assert view["skipping_for_budget"] == (in_window if rest else [])
+            if rest and in_window:
+                assert view["status"] == "degraded" and "skip for budget until window 10" in view["message"]
+            elif rest:
+                assert view["status"] == "ok" and "rest phase of the schedule" in view["message"]
+                assert "budget until" not in view["message"]
+            assert view["next_release_window"] == (w if not rest else 10)
+        store.dispose()

@@ -581,6 +581,13 @@ def admit_release(deployment: Deployment, *, sensor: int, window: int, now: floa
     Traceback (most recent call last):
         ...
     dpcloak.service.node.ReleaseSkipped: sensor 0: window 5: the sliding window is full: skipped for budget ...
+
+    A node that starts in that rest phase has released nothing in the sliding window: not a budget skip:
+
+    >>> admit_release(burst, sensor=0, window=5, now=330.0, last_window=-1, released=False, spent_in_period=0)
+    Traceback (most recent call last):
+        ...
+    dpcloak.service.node.ReleaseSkipped: sensor 0: window 5: the rest phase of the schedule (this sensor released ...
     """
     dep, w = deployment, int(window)
     if w < 0:
@@ -601,8 +608,12 @@ def admit_release(deployment: Deployment, *, sensor: int, window: int, now: floa
         nxt = dep.next_release_window(w)
         when = (f"the next release window is {nxt}, starting at {dep.window_start(nxt):.0f}" if nxt is not None
                 else f"the lifetime cap of {dep.lifetime_releases} release windows is reached: no more releases")
-        why = ("the sliding window is full: skipped for budget until it renews" if dep.budget_skip(w)
-               else "not a release window of the policy")
+        if not dep.budget_skip(w):
+            why = "not a release window of the policy"
+        elif last_window >= max(0, w - dep.period_windows + 1):  # this sensor's releases fill the sliding window
+            why = "the sliding window is full: skipped for budget until it renews"
+        else:  # the schedule rests, but nothing of this sensor is in the sliding window: no budget is spent
+            why = "the rest phase of the schedule (this sensor released nothing in the sliding window)"
         raise ReleaseSkipped(f"sensor {sensor}: window {w}: {why} (at most {dep.releases_per_period} release windows "
                              f"in any {dep.period_windows} consecutive windows, {schedule_words(dep)}); nothing "
                              f"released; {when}", window=w, next_window=nxt,

@@ -151,11 +151,14 @@ def skipped_release(deployment: Deployment, store: Store, *, now: float) -> tupl
 def policy_view(deployment: Deployment, *, now: float, store: Store | None = None) -> dict[str, Any]:
     """Whether sensors release or skip now under the policy, when the next release window starts, and who skips.
 
-    ``status`` is ``"degraded"`` while sensors skip for budget (the schedule filled the sliding window:
-    ``budget_skip``, naming in ``skipping_for_budget`` the sensors that released in it, which all wait for
-    ``next_release_window``), when sensors skip where the policy lets them release (the last due release
-    window, :func:`skipped_release`; needs ``store``) or when the lifetime cap is reached; ``"ok"``
-    otherwise, also in the windows that an even schedule skips (normal operation with a stride > 1).
+    ``status`` is ``"degraded"`` while sensors skip for budget (the schedule is in its rest phase and the
+    store holds releases inside the sliding window ending now: ``budget_skip``, naming in
+    ``skipping_for_budget`` the sensors that released in it, which all wait for ``next_release_window``),
+    when sensors skip where the policy lets them release (the last due release window,
+    :func:`skipped_release`) or when the lifetime cap is reached; ``"ok"`` otherwise, also in the windows
+    that an even schedule skips (normal operation with a stride > 1) and in a rest phase of the schedule
+    with no release in the sliding window (a demo that starts there: no budget is spent, nothing waits for
+    it). Without ``store`` nothing shows releases, so no window is called a budget skip.
 
     Examples
     --------
@@ -167,13 +170,28 @@ def policy_view(deployment: Deployment, *, now: float, store: Store | None = Non
     >>> print(view["message"])  # doctest: +NORMALIZE_WHITESPACE
     window 2 is not a release window (every 3rd window): sensors skip it by schedule; the next release window is 3,
     in 55 s
+    >>> import tempfile
+    >>> from dpcloak.service.store import Store, sqlite_url
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> store = Store(sqlite_url(tmp.name + "/c.db")); store.migrate()
     >>> burst = two_sensor_deployment(policy_releases=4, stride=1)  # windows 0-3, then skip for budget to 10
-    >>> view = policy_view(burst, now=365.0)  # window 6
-    >>> view["status"], view["budget_skip"], view["next_release_window"], view["next_release_at"]
-    ('degraded', True, 10, 600.0)
+    >>> store.register(burst)
+    >>> view = policy_view(burst, now=365.0, store=store)  # window 6, in the rest phase: nothing released yet
+    >>> view["status"], view["budget_skip"], view["next_release_window"]
+    ('ok', False, 10)
     >>> print(view["message"])  # doctest: +NORMALIZE_WHITESPACE
-    the sliding window is full (4 release windows in any 10 consecutive windows): sensors skip for budget until
+    window 6 is in the rest phase of the schedule (every window until 4 fill the sliding window, then none (skipped
+    for budget) until it renews) and no sensor released in the last 10 windows: nothing is skipped for budget; the
+    next release window is 10, in 3.92 min
+    >>> _ = store.insert_reports([{"deployment_id": "abc123", "sensor_id": 1, "window": 3, "report_id": "r",
+    ...                            "value": 1.0, "mac": "00", "received_at": 200.0}])
+    >>> view = policy_view(burst, now=365.0, store=store)  # sensor 1 released in window 3: a budget skip
+    >>> view["status"], view["budget_skip"], view["skipping_for_budget"], view["next_release_at"]
+    ('degraded', True, [1], 600.0)
+    >>> print(view["message"])  # doctest: +NORMALIZE_WHITESPACE
+    the sliding window is full (4 release windows in any 10 consecutive windows): sensor(s) 1 skip for budget until
     window 10, in 3.92 min, when the oldest release leaves it
+    >>> store.dispose(); tmp.cleanup()
     >>> capped = two_sensor_deployment(policy_releases=4, lifetime_releases=2)  # release windows 0 and 3 only
     >>> view = policy_view(capped, now=400.0)
     >>> view["status"], view["next_release_window"]
@@ -185,24 +203,29 @@ def policy_view(deployment: Deployment, *, now: float, store: Store | None = Non
     nxt = deployment.next_release_window(max(w, 0))
     at = None if nxt is None else deployment.window_start(nxt)
     last, skipping = (None, []) if store is None else skipped_release(deployment, store, now=now)
-    budget = deployment.budget_skip(w)
+    rest = deployment.budget_skip(w)  # the schedule's rest phase: a budget skip only if releases fill the window
     for_budget: list[int] = []
+    if rest and store is not None:  # the sensors whose releases fill the sliding window: every one of them waits
+        for_budget = sorted(store.last_windows(deployment.deployment_id,
+                                               first_window=max(0, w - deployment.period_windows + 1)))
+    budget = bool(for_budget)
     if nxt is None:
         status, message = "degraded", (f"the lifetime cap of {deployment.lifetime_releases} release windows is "
                                        "reached: sensors release no more")
     elif budget:
         status = "degraded"
-        if store is not None:  # the sensors whose releases fill the sliding window: every one of them waits
-            seen = store.last_windows(deployment.deployment_id, first_window=max(0, w - deployment.period_windows + 1))
-            for_budget = sorted(seen)
-        who = "sensors" if not for_budget else f"sensor(s) {_listed(for_budget)}"
         message = (f"the sliding window is full ({deployment.releases_per_period} release windows in any "
-                   f"{deployment.period_windows} consecutive windows): {who} skip for budget until window {nxt}, "
-                   f"in {_duration(max(0.0, float(at) - now))}, when the oldest release leaves it")  # type: ignore[arg-type]
+                   f"{deployment.period_windows} consecutive windows): sensor(s) {_listed(for_budget)} skip for "
+                   f"budget until window {nxt}, in {_duration(max(0.0, float(at) - now))}, when the oldest release "
+                   "leaves it")  # type: ignore[arg-type]
     else:
         status = "ok"
         if nxt == w:
             message = f"window {w} is a release window"
+        elif rest:
+            message = (f"window {w} is in the rest phase of the schedule ({schedule_words(deployment)}) and no "
+                       f"sensor released in the last {deployment.period_windows} windows: nothing is skipped for "
+                       f"budget; the next release window is {nxt}, in {_duration(max(0.0, float(at) - now))}")  # type: ignore[arg-type]
         else:
             message = (f"window {w} is not a release window ({every_window(deployment.release_stride)}): sensors skip "
                        f"it by schedule; the next release window is {nxt}, in {_duration(max(0.0, float(at) - now))}")  # type: ignore[arg-type]
