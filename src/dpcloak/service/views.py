@@ -202,6 +202,7 @@ def policy_view(deployment: Deployment, *, now: float, store: Store | None = Non
     w = deployment.window_at(now)
     nxt = deployment.next_release_window(max(w, 0))
     at = None if nxt is None else deployment.window_start(nxt)
+    wait = "" if at is None else _duration(max(0.0, at - now))
     last, skipping = (None, []) if store is None else skipped_release(deployment, store, now=now)
     rest = deployment.budget_skip(w)  # the schedule's rest phase: a budget skip only if releases fill the window
     for_budget: list[int] = []
@@ -216,8 +217,7 @@ def policy_view(deployment: Deployment, *, now: float, store: Store | None = Non
         status = "degraded"
         message = (f"the sliding window is full ({deployment.releases_per_period} release windows in any "
                    f"{deployment.period_windows} consecutive windows): sensor(s) {_listed(for_budget)} skip for "
-                   f"budget until window {nxt}, in {_duration(max(0.0, float(at) - now))}, when the oldest release "
-                   "leaves it")  # type: ignore[arg-type]
+                   f"budget until window {nxt}, in {wait}, when the oldest release leaves it")
     else:
         status = "ok"
         if nxt == w:
@@ -225,10 +225,10 @@ def policy_view(deployment: Deployment, *, now: float, store: Store | None = Non
         elif rest:
             message = (f"window {w} is in the rest phase of the schedule ({schedule_words(deployment)}) and no "
                        f"sensor released in the last {deployment.period_windows} windows: nothing is skipped for "
-                       f"budget; the next release window is {nxt}, in {_duration(max(0.0, float(at) - now))}")  # type: ignore[arg-type]
+                       f"budget; the next release window is {nxt}, in {wait}")
         else:
             message = (f"window {w} is not a release window ({every_window(deployment.release_stride)}): sensors skip "
-                       f"it by schedule; the next release window is {nxt}, in {_duration(max(0.0, float(at) - now))}")  # type: ignore[arg-type]
+                       f"it by schedule; the next release window is {nxt}, in {wait}")
     if skipping and nxt is not None:
         status = "degraded"
         message = (f"{len(skipping)} sensor(s) released nothing in release window {last} although the policy let "
