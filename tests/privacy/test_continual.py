@@ -447,3 +447,74 @@ def test_factorization_beyond_two_years() -> None:
     inverse = 1.0 / np.array([float(v) for v in counter.noise_variances()])
     direct = float(signal.fftconvolve(inverse[::-1], lag2)[:horizon].max()) / 2
     assert direct * (1 - 1e-9) <= counter.rho <= direct * 1.003
+
+
+# ---------------------------------------------------------------- w consecutive windows (w-event), exactly
+
+
+def _span_lag_bounds(horizon: int, k: int, span: int) -> list[int]:
+    """D⁽ʷ⁾_j from the docstring's definition, in Fractions: buffers differ from the first changed window on."""
+    spread = [Fraction(0)] * len(THETA)
+    out = []
+    for j in range(horizon):
+        change = k if j < span else 0
+        active = any(e != 0 for e in spread)
+        out.append(change + (math.floor(sum((w * e for w, e in zip(OMEGA, spread, strict=True)), Fraction(0))) + 1
+                             if active else 0))
+        spread = [Fraction((math.floor(th * e) + 1 if e != 0 else 0) + change) for th, e in zip(THETA, spread,
+                                                                                              strict=True)]
+    return out
+
+
+@pytest.mark.parametrize("span", [1, 2, 5, 12])
+def test_span_rho_of_the_factorization_is_the_exact_rational_column_sum_norm(span: int) -> None:
+    """ρ_w of the factorisation against an independent computation: the recurrence in Fractions and the exact
+    maximum over every start s of Σ_j D_j² / σ²_{s+j}; it bounds the rational value, within 1e-12. The integer
+    encoder's realised output differences for neighbours differing in w consecutive windows (each by ≤ k) never
+    exceed the bounds, and their Σ Δ²/σ² exceeds what w independent events (w·ρ₁, the weakened statement) allow,
+    while staying under w²ρ₁ (the loose chain of events) by a margin: the exact norm is what is stated."""
+    horizon = 48
+    counter = ContinualCounter(horizon=horizon, epsilon=0.9, delta=1e-6)
+    s2 = counter.noise_variances()
+    lags = _span_lag_bounds(horizon, K, span)
+    exact = max(sum((Fraction(lags[j] ** 2) / s2[s + j] for j in range(horizon - s)), Fraction(0))
+                for s in range(horizon)) / 2
+    assert Fraction(counter.span_rho(span)) >= exact
+    assert counter.span_rho(span) <= float(exact) * (1 + 1e-12)
+    rng = np.random.default_rng(span)
+    realised = Fraction(0)
+    for _ in range(25):
+        base = [int(v) for v in rng.integers(0, 40 * 2**20, size=horizon)]
+        s = int(rng.integers(0, horizon - span))
+        other = list(base)
+        for i in range(s, s + span):
+            other[i] += int(rng.choice([-K, K, K - 1]))
+        w, w2 = _encode("factorization", horizon, base), _encode("factorization", horizon, other)
+        diff = [abs(a - b) for a, b in zip(w, w2, strict=True)]
+        assert diff[:s] == [0] * s and all(diff[s + j] <= lags[j] for j in range(horizon - s))
+        realised = max(realised, sum((Fraction(diff[t] ** 2) / s2[t] for t in range(horizon)), Fraction(0)) / 2)
+    assert realised <= Fraction(counter.span_rho(span))
+    if span > 1:
+        assert realised > span * Fraction(counter.rho)  # w independent events would understate the loss
+        assert counter.span_rho(span) < 0.9 * span**2 * counter.rho  # tighter than w chained events
+
+
+@pytest.mark.parametrize("horizon", [37, 64])
+def test_span_rho_of_the_tree_is_the_dense_column_sum_norm(horizon: int) -> None:
+    """The tree's ρ_w equals k² max_s ‖C·1_[s, s+w)‖² / (2σ²) with C the dense 0/1 factor built from its definition
+    (brute force over every start s), for every w; the independent method's is w·ρ₁ exactly."""
+    dense = np.zeros((horizon, horizon), dtype=np.int64)
+    for t in range(1, horizon + 1):
+        dense[t - 1, t - (t & -t): t] = 1
+    tree = ContinualCounter(horizon=horizon, epsilon=1.0, delta=1e-6, method="tree")
+    independent = ContinualCounter(horizon=horizon, epsilon=1.0, delta=1e-6, method="independent")
+    for span in range(1, horizon + 1):
+        norms = [int(((dense[:, s:s + span].sum(axis=1)) ** 2).sum()) for s in range(horizon)]
+        exact = Fraction(K * K * max(norms)) / (2 * tree.noise_variances()[0])
+        assert Fraction(tree.span_rho(span)) >= exact and tree.span_rho(span) == pytest.approx(float(exact), rel=1e-15)
+        assert independent.span_rho(span) == pytest.approx(span * independent.rho, rel=1e-15)
+    assert tree.span_rho(horizon + 5) == tree.span_rho(horizon)  # windows past the horizon change nothing
+    g = tree.span_guarantee(8)
+    assert g.epsilon == zcdp_epsilon(rho=tree.span_rho(8), delta=1e-6) and "any 8 consecutive" in g.neighbouring
+    with pytest.raises(InvalidParameterError, match="windows"):
+        tree.span_rho(0)

@@ -173,6 +173,42 @@ def _blt_lag_bounds(horizon: int, k: int) -> list[int]:
     return bounds
 
 
+def _blt_span_lag_bounds(horizon: int, k: int, span: int) -> list[int]:
+    """D⁽ʷ⁾_j: integer bounds on |w_{s+j} − w'_{s+j}| when the counts of windows s … s + w − 1 each change by ≤ k.
+
+    The recurrence of :func:`_blt_lag_bounds` with an input difference of k in each of the first ``span``
+    windows: a buffer's difference E_i is 0 until the first changed window (R(0) = 0 exactly), then
+    :math:`E_i \\leftarrow \\lfloor a_i E_i / 2^Q \rfloor + 1 + k\\,[j < w]` (|R(u) − R(v)| ≤ ⌊|u − v|⌋ + 1 for
+    integer differences), and the output differs by at most :math:`k\\,[j < w] + \\lfloor \\sum_i b_i E_i / 2^Q
+    \rfloor + 1` (the +1 only once a buffer differs). With ``span=1`` these are :func:`_blt_lag_bounds`.
+    """
+    bounds, spread = [], [0] * len(BLT_THETA_NUMERATORS)
+    for j in range(horizon):
+        change = k if j < span else 0
+        mixed = (sum(b * e for b, e in zip(BLT_OMEGA_NUMERATORS, spread, strict=True)) >> BLT_BITS) + 1 if any(
+            spread) else 0
+        bounds.append(change + mixed)
+        spread = [(((a * e) >> BLT_BITS) + 1 if e else 0) + change
+                  for a, e in zip(BLT_THETA_NUMERATORS, spread, strict=True)]
+    return bounds
+
+
+def _tree_span_square_sum(horizon: int, span: int) -> int:
+    """max_s Σ_t |block_t ∩ [s, s + w)|²: the tree's released blocks (window t, 1-based, sums (t − lowbit(t), t])
+    overlapping w consecutive windows, each overlap the number of changed counts in that block (exact integers)."""
+    starts = np.arange(horizon - span + 1 if span <= horizon else 1, dtype=np.int64)  # s, 0-based
+    lo, hi = starts, np.minimum(starts + span, horizon)  # the changed windows (lo, hi] in 1-based block terms
+    total = np.zeros(starts.size, dtype=np.int64)
+    for level in range(_levels(horizon)):
+        size, step = 1 << level, 1 << (level + 1)
+        first = lo // step - 1  # the level's blocks (m·step + size − size, m·step + size]: m from first on
+        for q in range(span // step + 3):
+            end = (first + q) * step + size
+            overlap = np.minimum(end, hi) - np.maximum(end - size, lo)
+            total += np.where((end >= 1) & (end <= horizon) & (overlap > 0), overlap, 0) ** 2
+    return int(total.max())
+
+
 def _blt_inverse_prefix(horizon: int) -> NDArray[np.float64]:
     """β_m = Σ_{i≤m} (C⁻¹)_i: the Toeplitz coefficients of B = A·C⁻¹ for the BLT factor (float64)."""
     impulse = np.zeros(horizon)
@@ -307,6 +343,20 @@ def _plan(method: str, horizon: int, epsilon: float, delta: float, sensitivity: 
     slack = 0.5 + float(np.sum(omega / (2.0 * (1.0 - theta))))  # |w_t − (C n)_t| ≤ slack (rounding drift)
     bias = slack * float(np.max(np.cumsum(np.abs(beta))))
     return _Plan(method, horizon, grid, k, sigma2, rho, zcdp_epsilon(rho=rho, delta=delta), variance, bias, beta)
+
+
+@lru_cache(maxsize=64)
+def _span_rho(method: str, horizon: int, epsilon: float, delta: float, sensitivity: float, span: int) -> float:
+    """:meth:`ContinualCounter.span_rho` for a validated span (cached: a deployment asks for the same span often)."""
+    plan = _plan(method, horizon, epsilon, delta, sensitivity)
+    if span == 1:
+        return plan.rho
+    if method == "factorization":
+        return _rho_bound(_blt_span_lag_bounds(horizon, plan.shift, span), plan.sigma2)
+    square_sum = span if method == "independent" else _tree_span_square_sum(horizon, span)
+    exact = _plan_rho_exact(plan.shift * plan.shift * square_sum, plan.sigma2[0])
+    rho = float(exact)
+    return rho if Fraction(rho) >= exact else math.nextafter(rho, math.inf)
 
 
 class _Encoder:
@@ -561,24 +611,65 @@ class ContinualCounter:
         """Bound (count units) on the running totals' deterministic rounding error (0 except factorisation)."""
         return self._plan.bias * self.grid
 
+    def span_rho(self, windows: int) -> float:
+        r"""zCDP level of the whole release for a change of the counts of any ``windows`` consecutive windows.
+
+        The w-event cost (Kellaris et al. 2014): every count in some w consecutive windows changed by at
+        most ``sensitivity``. Computed from the factorisation, not from the loose w²ρ of w chained events:
+
+        * ``"independent"``: :math:`w k^2 / (2\sigma^2)` (exact rationals, k the grid shift of one event);
+        * ``"tree"``: :math:`k^2 \max_s \sum_t |\mathrm{block}_t \cap [s, s+w)|^2 / (2\sigma^2)`: the norm of the
+          sum of w consecutive columns of the 0/1 factor C, exact integers (:func:`_tree_span_square_sum`);
+        * ``"factorization"``: :math:`	frac12 \max_s \sum_j (D^{(w)}_j)^2 / \sigma^2_{s+j}` with the integer
+          bounds :math:`D^{(w)}_j` on the output difference of the integer encoder (the norm of the sum of w
+          consecutive columns of C, plus the rounding drift; :func:`_blt_span_lag_bounds`), evaluated as
+          the single-event ρ is (an upper bound, module docstring step 3).
+
+        ``windows`` = 1 is :attr:`rho`. Windows beyond the horizon change nothing released.
+
+        Examples
+        --------
+        >>> c = ContinualCounter(horizon=8760, epsilon=1.0, delta=1e-6)
+        >>> day = c.span_rho(24)
+        >>> c.span_rho(1) == c.rho, c.rho * 24 < day < c.rho * 24**2  # below w² events, above w independent ones
+        (True, True)
+        """
+        w = check_int("windows", windows, minimum=1)
+        return _span_rho(self.method, self.horizon, self.epsilon, self.delta, self.sensitivity, min(w, self.horizon))
+
+    def span_guarantee(self, windows: int) -> PrivacyGuarantee:
+        """(ε, δ)-DP of the whole release for the counts of any ``windows`` consecutive windows (:meth:`span_rho`).
+
+        Examples
+        --------
+        >>> c = ContinualCounter(horizon=168, epsilon=1.0, delta=1e-6)
+        >>> g = c.span_guarantee(24)
+        >>> g.epsilon > c.guarantee().epsilon, g.neighbouring
+        (True, 'w-event: the counts of any 24 consecutive windows each changed by at most 1, over 168 windows')
+        """
+        w = check_int("windows", windows, minimum=1)
+        rho = self.span_rho(w)
+        return self._stated(zcdp_epsilon(rho=rho, delta=self.delta), rho,
+                            f"w-event: the counts of any {w} consecutive windows each changed by at most "
+                            f"{self.sensitivity:g}, over {self.horizon} windows",
+                            "Kellaris et al. 2014 (w-event); Canonne, Kamath & Steinke 2020 (Thm 14, Prop 12)")
+
+    def _stated(self, epsilon: float, rho: float, neighbouring: str, source: str) -> PrivacyGuarantee:
+        return PrivacyGuarantee(kind="(ε, δ)-DP", epsilon=epsilon, delta=self.delta, neighbouring=neighbouring,
+                                sensitivity=self.sensitivity, norm="l2", source=source,
+                                mechanism=f"continual counting ({self.method}), exact discrete Gaussian noise, "
+                                          f"rho={rho:.6g}")
+
     def noise_variances(self) -> tuple[Fraction, ...]:
         """The exact variance parameters σ_t² (grid units²) of the discrete Gaussian noise of each window."""
         return self._plan.sigma2
 
     def guarantee(self) -> PrivacyGuarantee:
         """(ε, δ)-DP for one event over the horizon, via ρ-zCDP (module docstring, "Privacy guarantee")."""
-        return PrivacyGuarantee(
-            kind="(ε, δ)-DP",
-            epsilon=self._plan.epsilon,
-            delta=self.delta,
-            neighbouring=f"event level: one window's count changed by at most {self.sensitivity:g}, "
-                         f"over {self.horizon} windows",
-            sensitivity=self.sensitivity,
-            norm="l2",
-            mechanism=f"continual counting ({self.method}), exact discrete Gaussian noise, rho={self.rho:.6g}",
-            source="Canonne, Kamath & Steinke 2020 (Thm 14, Prop 12); Dwork et al. 2010 / Chan et al. 2011 (tree); "
-                   "Dvijotham et al. 2024 (BLT)",
-        )
+        return self._stated(self._plan.epsilon, self.rho, f"event level: one window's count changed by at most "
+                            f"{self.sensitivity:g}, over {self.horizon} windows",
+                            "Canonne, Kamath & Steinke 2020 (Thm 14, Prop 12); Dwork et al. 2010 / Chan et al. 2011 "
+                            "(tree); Dvijotham et al. 2024 (BLT)")
 
     def release_event(self) -> ContinualCountingEvent:
         """The whole release (all T windows) as the accountant's event: ρ-zCDP for one event (the stated ρ, exactly).
