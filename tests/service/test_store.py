@@ -11,6 +11,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pytest
+
 from dpcloak.service.store import Store, sqlite_url
 
 from .conftest import make_deployment
@@ -68,3 +71,40 @@ def test_two_collectors_start_together_on_an_empty_sqlite_database(tmp_path: Pat
     deployment = make_deployment(tmp_path, sensor_rows=1, sensor_cols=3)
     for trial in range(TRIALS):
         assert _start_together(sqlite_url(tmp_path / f"c{trial}.db"), deployment) == [None, None]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_last_windows_read_backwards_match_brute_force_and_stop_early(
+        tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> None:
+    """Each sensor's last window from ``first_window`` on, read backwards in doubling spans (``n_sensors``),
+    equals the brute-force maximum over the stored reports and the one-query answer, with sensors gone
+    silent at different depths; and when every sensor reported in the newest windows, the older windows are
+    not read at all (told there are 3 sensors, a sensor seen only further back is not found)."""
+    url = sqlite_url(tmp_path / "s.db") if backend == "sqlite" else request.getfixturevalue("postgres_url")
+    dep = make_deployment(tmp_path, sensor_rows=2, sensor_cols=3)
+    store = Store(url)
+    store.migrate()
+    store.register(dep)
+    did = dep.deployment_id
+    rng = np.random.default_rng(5)
+    silent_since = {0: 300, 1: 295, 2: 250, 3: 100, 4: 0, 5: 300}  # sensor 4 never reports
+    rows = [{"deployment_id": did, "sensor_id": j, "window": w, "report_id": f"{w}-{j}", "value": 1.0,
+             "received_at": float(w)}
+            for w in range(300) for j in range(6) if w < silent_since[j] and rng.random() < 0.7]
+    store.insert_reports(rows)
+    try:
+        for first in (0, 90, 120, 260, 299, 400):
+            brute: dict[int, int] = {}
+            for r in rows:
+                if r["window"] >= first:
+                    brute[r["sensor_id"]] = max(brute.get(r["sensor_id"], -1), r["window"])
+            assert store.last_windows(did, first_window=first, n_sensors=6) == brute, first
+            assert store.last_windows(did, first_window=first) == brute, first
+        # bounded: once n_sensors are found the scan stops. Sensors 0, 1 and 5 reported in the newest span
+        # (windows 284 on); told there are 3 sensors, the scan does not reach sensor 2's reports (to window 249)
+        recent = store.last_windows(did, first_window=284)
+        assert sorted(recent) == [0, 1, 5]
+        assert store.last_windows(did, first_window=0, n_sensors=3) == recent
+        assert 2 in store.last_windows(did, first_window=0)
+    finally:
+        store.dispose()

@@ -92,11 +92,30 @@ _SENSOR = (reports.c.sensor_id + 0).label("sensor")  # grouped through the slot 
 _ACTIVITY_RECENT = (select(_SENSOR, func.max(reports.c.window), func.count(), func.sum(reports.c.value))
                     .where(_REPORTS_FROM).group_by(_SENSOR))
 _ACTIVITY_OLDER = select(_SENSOR, func.max(reports.c.window)).where(_REPORTS_IN).group_by(_SENSOR)
+_NEWEST = select(func.max(reports.c.window)).where(_REPORT_DEP)
 _ARRIVED = select(reports.c.sensor_id, reports.c.window, reports.c.received_at).where(
     _REPORT_DEP & reports.c.window.in_(bindparam("ws", expanding=True)))
 _WITH_REPORTS = select(reports.c.window).distinct().where(_REPORTS_IN).order_by(reports.c.window)
 _NO_WINDOW = 2**63 - 1
 """Above every window index (``ReportIn.window <= 2**62``): the open end of a range."""
+
+
+def _last_windows_back(conn: Any, deployment_id: str, *, low: int, high: int, found: dict[int, int],
+                       n_sensors: int | None, open_above: bool = False) -> None:
+    """Add to ``found`` each sensor's last window in ``low … high - 1`` (sensors already in it are kept), reading
+    backwards from ``high`` in spans of 16, 32, 64… windows until ``n_sensors`` sensors are in ``found``.
+
+    With ``open_above`` the first span has no upper end (``high`` is the newest window holding a report,
+    plus one: a report stored meanwhile for a newer window is not missed). Each span is one query through
+    the slot index.
+    """
+    upper, span = _NO_WINDOW if open_above else high, 16
+    while high > low and (n_sensors is None or len(found) < n_sensors):
+        start = max(low, high - span)
+        for s, w in conn.execute(_ACTIVITY_OLDER, {"d": deployment_id, "low": start, "high": upper}):
+            found.setdefault(int(s), int(w))
+        high = upper = start
+        span *= 2
 
 
 def sqlite_url(path: Path | str) -> str:
@@ -596,19 +615,24 @@ class Store:
         with self.engine.connect() as conn:
             last = {int(s): (int(w), int(n), float(v)) for s, w, n, v in conn.execute(
                 _ACTIVITY_RECENT, {"d": deployment_id, "low": max(first_window, since_window)})}
-            high, span = first_window, 16
-            while high > since_window and (n_sensors is None or len(last) < n_sensors):
-                low = max(since_window, high - span)  # backwards, in spans doubling: the latest first
-                for s, w in conn.execute(_ACTIVITY_OLDER, {"d": deployment_id, "low": low, "high": high}):
-                    last.setdefault(int(s), (int(w), 0, 0.0))
-                high, span = low, 2 * span
+            older = {s: w for s, (w, _, _) in last.items()}
+            _last_windows_back(conn, deployment_id, low=since_window, high=first_window, found=older,
+                               n_sensors=n_sensors)
+            for s, w in older.items():
+                last.setdefault(s, (w, 0, 0.0))
             # when each last report arrived: the rows of those few windows, through the slot index
             arrived = {(int(s), int(w)): float(t) for s, w, t in conn.execute(
                 _ARRIVED, {"d": deployment_id, "ws": sorted({w for w, _, _ in last.values()})})} if last else {}
         return {s: (w, arrived[(s, w)], n, v) for s, (w, n, v) in sorted(last.items())}
 
-    def last_windows(self, deployment_id: str, *, first_window: int) -> dict[int, int]:
+    def last_windows(self, deployment_id: str, *, first_window: int,
+                     n_sensors: int | None = None) -> dict[int, int]:
         """Per sensor with a report from window ``first_window`` on: its last window (read from the slot index alone).
+
+        With ``n_sensors`` (the deployment's number of sensors) the windows are read backwards from the
+        newest one holding a report, in spans of 16, 32, 64… windows, until all ``n_sensors`` are found or
+        ``first_window`` is reached: when every sensor reported lately, the cost is that of the latest
+        windows, not of the whole range. Without it, the range is read in one query.
 
         Examples
         --------
@@ -618,15 +642,24 @@ class Store:
         ...     _, store = two_sensor_store(directory)
         ...     _ = store.insert_reports([{"deployment_id": "abc123", "sensor_id": j, "window": w, "value": 1.0,
         ...                                "report_id": f"{j}{w}", "received_at": 60.0 * w}
-        ...                               for j, w in [(0, 1), (0, 4), (1, 2)]])
-        ...     found = store.last_windows("abc123", first_window=0), store.last_windows("abc123", first_window=3)
+        ...                               for j, w in [(0, 1), (0, 4), (1, 2), (0, 60)]])
+        ...     found = [store.last_windows("abc123", first_window=0), store.last_windows("abc123", first_window=3),
+        ...              store.last_windows("abc123", first_window=0, n_sensors=2),
+        ...              store.last_windows("abc123", first_window=3, n_sensors=2)]
         ...     store.dispose()
         >>> found
-        ({0: 4, 1: 2}, {0: 4})
+        [{0: 60, 1: 2}, {0: 60}, {0: 60, 1: 2}, {0: 60}]
         """
         with self.engine.connect() as conn:
-            return {int(s): int(w) for s, w in conn.execute(_ACTIVITY_OLDER, {"d": deployment_id, "low": first_window,
-                                                                               "high": _NO_WINDOW})}
+            if n_sensors is None:
+                return {int(s): int(w) for s, w in conn.execute(
+                    _ACTIVITY_OLDER, {"d": deployment_id, "low": first_window, "high": _NO_WINDOW})}
+            newest = conn.execute(_NEWEST, {"d": deployment_id}).scalar()
+            found: dict[int, int] = {}
+            if newest is not None:
+                _last_windows_back(conn, deployment_id, low=first_window, high=int(newest) + 1, found=found,
+                                   n_sensors=n_sensors, open_above=True)
+        return found
 
     def windows_with_reports(self, deployment_id: str, *, first_window: int, last_window: int) -> list[int]:
         """The windows among ``first_window … last_window`` holding at least one report, ascending.

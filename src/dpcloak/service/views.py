@@ -144,7 +144,8 @@ def skipped_release(deployment: Deployment, store: Store, *, now: float) -> tupl
     first = max(0, last - deployment.period_windows + 1)
     if first == last:
         return last, []
-    seen = store.last_windows(deployment.deployment_id, first_window=first)  # the health check's: index only
+    # the health check's: index only, the latest windows first (all sensors are found there when all report)
+    seen = store.last_windows(deployment.deployment_id, first_window=first, n_sensors=deployment.n_sensors)
     return last, sorted(j for j, w in seen.items() if w < last)
 
 
@@ -208,7 +209,8 @@ def policy_view(deployment: Deployment, *, now: float, store: Store | None = Non
     for_budget: list[int] = []
     if rest and store is not None:  # the sensors whose releases fill the sliding window: every one of them waits
         for_budget = sorted(store.last_windows(deployment.deployment_id,
-                                               first_window=max(0, w - deployment.period_windows + 1)))
+                                               first_window=max(0, w - deployment.period_windows + 1),
+                                               n_sensors=deployment.n_sensors))
     budget = bool(for_budget)
     if nxt is None:
         status, message = "degraded", (f"the lifetime cap of {deployment.lifetime_releases} release windows is "
