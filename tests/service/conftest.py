@@ -27,7 +27,9 @@ pytest.importorskip("fastapi", reason="the service extra is not installed: pip i
 from dpcloak.service import _network
 from dpcloak.service.config import Deployment, analyst_token, load_master_key, write_deployment
 
-PG_BIN = Path("/usr/lib/postgresql/15/bin")
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+import _collector_load  # the PostgreSQL server the benchmarks start too
+
 START_TIMEOUT = 90.0
 
 
@@ -136,34 +138,20 @@ def running_collector(directory: Path, db_url: str, log_path: Path) -> Iterator[
         proc.stop()
 
 
-def _pg_command(args: list[str]) -> list[str]:
-    """Run as the ``postgres`` user when we are root (PostgreSQL refuses to run as root)."""
-    return ["runuser", "-u", "postgres", "--", *args] if os.geteuid() == 0 else args
-
-
 @pytest.fixture(scope="session")
 def postgres_server() -> Iterator[str]:
     """A real PostgreSQL 15 server (initdb in a temporary directory, 127.0.0.1, free port); yields its base URL."""
     for tool in ("initdb", "pg_ctl", "postgres"):
-        if not (PG_BIN / tool).exists():
-            pytest.skip(f"PostgreSQL 15 binaries are absent ({PG_BIN / tool} not found); .ci/run installs "
-                        "postgresql-15")
+        if not (_collector_load.PG_BIN / tool).exists():
+            pytest.skip(f"PostgreSQL 15 binaries are absent ({_collector_load.PG_BIN / tool} not found); .ci/run "
+                        "installs postgresql-15")
     if os.geteuid() == 0 and shutil.which("runuser") is None:
         pytest.skip("running as root without runuser: cannot start PostgreSQL as the postgres user")
     base = Path(tempfile.mkdtemp(prefix="dpcloak-pg-"))
-    if os.geteuid() == 0:
-        shutil.chown(base, "postgres")
-    data, port = base / "data", free_port()
-    subprocess.run(_pg_command([str(PG_BIN / "initdb"), "-D", str(data), "-U", "dpcloak", "--auth=trust",
-                                "-E", "UTF8", "--no-sync"]), check=True, capture_output=True, timeout=120)
-    subprocess.run(_pg_command([str(PG_BIN / "pg_ctl"), "-D", str(data), "-l", str(base / "server.log"), "-w",
-                                "-t", "60", "-o", f"-p {port} -k {base} -c listen_addresses=127.0.0.1", "start"]),
-                   check=True, capture_output=True, timeout=120)
     try:
-        yield f"postgresql+psycopg://dpcloak@127.0.0.1:{port}"
+        with _collector_load.postgres_server(base) as url:
+            yield url
     finally:
-        subprocess.run(_pg_command([str(PG_BIN / "pg_ctl"), "-D", str(data), "-m", "fast", "-w", "-t", "60",
-                                    "stop"]), capture_output=True, timeout=120)
         shutil.rmtree(base, ignore_errors=True)
 
 
