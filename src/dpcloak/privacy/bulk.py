@@ -93,6 +93,17 @@ Algorithm 3 vectorised:
    of e^{−γ} over one bucket, ≲ 14/K·0.6 ≈ 5·10⁻⁴, and ≈ 2⁻³⁵ when h = 1) is decided by step 6 for its own y
    with the same word (any proposal may be, without bias: step 6 is exact for every word). The
    tables (256 KiB per σ², built in tens of milliseconds) are cached per (σ², t).
+8. **One compiled pass (many draws for one σ²).** When step 7's table is used for a single σ², the proposals and
+   their acceptances are not materialised array by array: :mod:`dpcloak.privacy._gauss_kernel` (numba) runs, slot
+   by slot, the rejection sampler of step 5 to its first accepted proposal, each proposal by steps 2–4 (the same
+   tables, words and integer comparisons) and step 7's one-word decision, reading a buffer of words in order, each
+   word at most once (unread words are discarded unread). Every case the tables do not decide, and a proposal whose
+   words run out, is **handed over** with the state of that proposal (the word of an undecided A; A, β and the
+   CKS counter of step 3; the magnitude before its sign; the proposal and, if drawn, its acceptance word) and
+   finished here with the exact paths above and fresh words: from each such state the rest of the computation
+   depends only on the state and on fresh randomness, so resuming it with fresh words has exactly the same
+   distribution, and a rejected slot simply starts again (the draws of a slot are i.i.d.). Nothing is dropped
+   or retried on the basis of what it would have drawn.
 
 Randomness
 ----------
@@ -153,6 +164,10 @@ _TABLE_SIGMAS = 13.0  # the last bucket starts ≥ σ²/t + 13σ: e^{−γ} < e^
 _TABLE_MIN_DRAWS = 2**13  # draws per variance from which a table is built (10-50 ms, then cached)
 _CENTRE_OFFSETS = (-1, 0, 1, 2)  # ⌊fl(σ²/t)⌋ + these include ⌊σ²/t⌋ and ⌈σ²/t⌉
 _TABLE_MAX_SIGMA2 = 2.0**80  # tables keep every bucket end (≤ 14σ + σ²/t) below 2^52
+_KERNEL_WORDS = 2**16  # words per buffer of the compiled pass (512 KiB: stays in cache)
+_KERNEL_RESERVE = 64  # the compiled pass starts a proposal only with this many words left in its buffer
+_WORDS_PER_DRAW = 6  # words drawn per missing draw, up to _KERNEL_WORDS (about 5 are used at t/σ ≤ 9/8)
+_HANDOVER_ROWS = 4096  # slots the compiled pass hands over before it returns (step 8)
 
 
 def bernoulli_exp_unit(num: int, den: int, randbelow: Any, k: int = 1) -> bool:
@@ -570,6 +585,14 @@ def _gaussian_accept(y: NDArray[Any], variances: Sequence[Fraction], table: NDAr
     else:
         accept = np.zeros(y.size, dtype=bool)
         check = np.arange(y.size)
+    _decide(accept, check, y, magnitude, w, variances, table, which, t, src)
+    return accept
+
+
+def _decide(accept: NDArray[np.bool_], check: NDArray[np.intp], y: NDArray[Any], magnitude: NDArray[np.int64],
+            w: NDArray[np.uint64], variances: Sequence[Fraction], table: NDArray[np.float64], which: NDArray[np.intp],
+            t: int, src: WordSource) -> None:
+    """``accept[check]`` ← U < e^{−γ} for U ∈ [w, w + 1)/2⁶⁴: step 6's double enclosures, then the exact comparison."""
     if _FAST_SIGMA2[0] <= table.min() and table.max() <= _FAST_SIGMA2[1]:
         huge = magnitude[check] >= _FAST_MAGNITUDE
         slow, check = check[huge], check[~huge]
@@ -584,13 +607,12 @@ def _gaussian_accept(y: NDArray[Any], variances: Sequence[Fraction], table: NDAr
     for el in (*check, *slow):
         num, den = _gaussian_exponent(int(y[el]), variances[which[el]], t)
         accept[el] = _accept_exact(int(w[el]), 64, num, den, src)
-    return accept
 
 
 def discrete_gaussian(variances: Sequence[Fraction], which: NDArray[np.intp], src: WordSource) -> NDArray[Any]:
     r"""Exact discrete Gaussians :math:`P(Y_i = y) \propto e^{-y^2/(2\sigma_i^2)}`, σ_i² = ``variances[which[i]]``.
 
-    One independent draw per entry of ``which`` (module docstring, steps 5–6: exact for every σ² > 0).
+    One independent draw per entry of ``which`` (module docstring, steps 5–8: exact for every σ² > 0).
     Returns int64, or an object array of Python integers should a magnitude reach 2⁶².
 
     Examples
@@ -614,6 +636,8 @@ def discrete_gaussian(variances: Sequence[Fraction], which: NDArray[np.intp], sr
                                     f"{float(max(variances)):.6g}", parameter="variances")
     tables = (which.size >= _TABLE_MIN_DRAWS * len(variances)
               and _FAST_SIGMA2[0] <= table.min() and table.max() <= _TABLE_MAX_SIGMA2)
+    if tables and len(variances) == 1:
+        return _gaussian_compiled(variances[0], which.size, t, src)
     out: NDArray[Any] = np.zeros(which.size, dtype=np.int64)
     if len(variances) == 1:  # i.i.d. elements: the accepted proposals, in order, fill the output
         filled = 0
@@ -640,4 +664,69 @@ def discrete_gaussian(variances: Sequence[Fraction], which: NDArray[np.intp], sr
             out = out.astype(object)
         out[todo[done]] = proposals.reshape(-1, tries)[np.flatnonzero(done), first[done]]
         todo = todo[~done]
+    return out
+
+
+def _finish_proposal(row: NDArray[np.int64], word: int, t: int, tab: _Tables, src: WordSource) -> int:
+    """The proposal of a slot the compiled pass handed over before its acceptance word (step 8), from its stage."""
+    from dpcloak.privacy import _gauss_kernel as kern
+
+    stage, a, beta, k, y = (int(v) for v in row[1:])
+    if stage == kern.STAGE_BLOCK:
+        a, stage, k = _block_count_exact(word, tab, src), kern.STAGE_WITHIN, 0
+    if stage == kern.STAGE_WITHIN:  # β's CKS loop resumes at counter k (or β is drawn afresh)
+        if not (k and bernoulli_exp_unit(beta * tab.s, tab.t, src.randbelow, k)):
+            beta = int(_within_block(tab, 1, src)[0])
+        y, stage = (a << tab.j) + beta, kern.STAGE_SIGN
+    if stage == kern.STAGE_SIGN:
+        negative = bool(src.bits(1)[0])
+        y = int(discrete_laplace(Fraction(t), 1, src)[0]) if negative and y == 0 else -y if negative else y
+    return y
+
+
+def _finish_slots(out: NDArray[Any], rows: NDArray[np.int64], words: NDArray[np.uint64], sigma2: Fraction, t: int,
+                  tab: _Tables, src: WordSource) -> NDArray[Any]:
+    """Finish the slots the compiled pass handed over (step 8); returns ``out`` (object dtype if a value needs it)."""
+    from dpcloak.privacy import _gauss_kernel as kern
+
+    undecided = rows[:, 1] == kern.STAGE_UNDECIDED
+    proposals = [int(r[5]) if u else _finish_proposal(r, int(wd), t, tab, src)
+                 for r, wd, u in zip(rows, words, undecided, strict=True)]
+    y = np.array(proposals, dtype=object if max(map(abs, proposals)) >= _INT64_SAFE else np.int64)
+    w = np.where(undecided, words, src.words(len(proposals)))  # a fresh acceptance word for the others
+    which = np.zeros(y.size, dtype=np.intp)
+    accept = np.zeros(y.size, dtype=bool)
+    magnitude = np.abs(y) if y.dtype != object else np.minimum(np.abs(y), _FAST_MAGNITUDE).astype(np.int64)
+    _decide(accept, np.arange(y.size), y, magnitude, w, [sigma2], np.array([float(sigma2)]), which, t, src)
+    rejected = np.flatnonzero(~accept)  # those slots start again: fresh exact draws
+    fresh = discrete_gaussian([sigma2], which[:rejected.size], src)
+    if fresh.dtype == object:
+        y = y.astype(object)
+    y[rejected] = fresh
+    if y.dtype == object and out.dtype != object:
+        out = out.astype(object)
+    out[rows[:, 0]] = y
+    return out
+
+
+def _gaussian_compiled(sigma2: Fraction, size: int, t: int, src: WordSource) -> NDArray[Any]:
+    """``size`` i.i.d. draws for one σ² with step 7's table: the compiled single pass of step 8, then its handovers."""
+    from dpcloak.privacy import _gauss_kernel as kern
+
+    tab, acc = _tables(t, 1), _accept_table(sigma2, t)
+    width = np.where(acc.high >= acc.low, acc.high - acc.low, np.uint64(0))
+    k_limit = (2**63 - 1) // t
+    out: NDArray[Any] = np.zeros(size, dtype=np.int64)
+    handover = np.zeros((_HANDOVER_ROWS, kern.HANDOVER_COLUMNS), dtype=np.int64)
+    handover_word = np.zeros(_HANDOVER_ROWS, dtype=np.uint64)
+    slot = rows = 0
+    while slot < size:  # the handed-over slots are finished together, when the table is full or at the end
+        words = src.words(min(_KERNEL_WORDS, _WORDS_PER_DRAW * (size - slot) + _KERNEL_RESERVE))
+        slot, _, added = kern.gaussian_fill(out, slot, words, tab.base, tab.threshold, tab.j, tab.s, tab.t, k_limit,
+                                            acc.shift, acc.low, width, _KERNEL_RESERVE, handover[rows:],
+                                            handover_word[rows:])
+        rows += added
+        if rows == _HANDOVER_ROWS or (slot == size and rows):
+            out = _finish_slots(out, handover[:rows], handover_word[:rows], sigma2, t, tab, src)
+            rows = 0
     return out

@@ -284,7 +284,8 @@ def discrete_gaussian_noise(sigma2: Fraction, size: int, *, rng: RngLike = None)
     vectorised exact sampler, accepted with the exact probability ``exp(−(|y| − σ²/t)²/(2σ²))`` decided on
     64-bit words by thresholds that bracket it rigorously (a cached table per σ² for large batches, double
     enclosures per proposal otherwise; exact rational arithmetic when a word falls between them),
-    so every draw has exactly the distribution of :func:`sample_discrete_gaussian`. ``rng=None``:
+    so every draw has exactly the distribution of :func:`sample_discrete_gaussian` (large batches run as one
+    compiled pass over the words, its undecided cases finished by the same exact paths). ``rng=None``:
     ChaCha20 under a fresh OS key; a seed or Generator: reproducible.
 
     Examples
