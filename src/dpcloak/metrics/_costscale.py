@@ -4,7 +4,7 @@ The grid EMD with the L1 ground metric is the Beckmann problem ``min Σ c_e |f_e
 ``div f = b`` over the grid's edges (``_grid``). This module solves it for *integer* edge costs
 ``c_h`` (horizontal) and ``c_v`` (vertical) with Goldberg's cost-scaling push-relabel method
 (Goldberg & Tarjan 1990; Goldberg 1997, "An efficient implementation of a scaling minimum-cost flow
-algorithm": FIFO discharge, global price updates), in the form that suits uncapacitated edges:
+algorithm": global price updates), in the form that suits uncapacitated edges:
 
 * Costs are multiplied by ``s = 2**k > n`` (a power of two, so that every ε is one and divisions
   by ε are shifts). A pseudo-flow ``f`` and potentials ``y`` are ε-optimal when
@@ -16,8 +16,11 @@ algorithm": FIFO discharge, global price updates), in the form that suits uncapa
   edges (an inf-convolution with the weighted L1 norm, separable: two passes per row, two per
   column), then cancels the flow on every edge whose cancelling arc has reduced cost ``< −ε``, and
   discharges the nodes with excess (push along arcs of negative reduced cost, else raise ``y_x`` to
-  ``min_z (k + y_z) + ε``). A global price update (a Dial-bucket search from the deficits) runs at
-  the start of the phase and after every ``n / UPDATE_EVERY`` relabels.
+  ``min_z (k + y_z) + ε``) in sweeps over the cells in index order, alternately forwards and
+  backwards (a node woken ahead of the sweep is discharged in the same sweep; on noise grids this
+  needs a quarter fewer discharges than a FIFO queue, and the memory is read in order). A global
+  price update (a Dial-bucket search from the deficits) runs at the start of the phase and after
+  every ``n / UPDATE_EVERY`` relabels.
 * After each phase the flow is tested for optimality exactly: label correcting on the original
   integer costs, started from ``⌊y / s⌋``, looks for potentials ``φ`` under which no residual
   arc has negative reduced cost. It succeeds when ``f`` is optimal (no negative residual cycle) and
@@ -60,7 +63,11 @@ UPDATE_EVERY = 8
 DUAL_SCANS = 20
 #: Global updates use Dial's buckets, a circular array of this power-of-two size; longer arcs count
 #: as ``DIAL_BUCKETS - 1`` (a shorter length only lowers the distances, which keeps them valid).
-DIAL_BUCKETS = 4096
+#: Arcs are at most ``2c/ε + 2`` long, ``2**14 + 2`` in a warm-started phase, so they are not capped there.
+DIAL_BUCKETS = 1 << 16
+#: Nodes with excess are discharged by sweeps in index order (alternately forwards and backwards),
+#: which skip the blocks of ``2**BLOCK_BITS`` consecutive cells that hold none.
+BLOCK_BITS = 6
 #: Above this many cells a solve starts from the potentials of the 2 x 2-coarsened problem.
 WARM_MIN = 4096
 #: A warm-started solve begins at ε = (largest cost) / 2**WARM_BITS (measured on 256² and 512² noise:
@@ -278,17 +285,17 @@ def _certified(
 @njit(cache=True)
 def _discharge(
     x: int, f: NDArray[np.int64], y: NDArray[np.int64], ex: NDArray[np.int64], rows: int, cols: int, nh: int,
-    cost: NDArray[np.int64], eps: int, queue: NDArray[np.int64], head: int, count: int,
+    cost: NDArray[np.int64], eps: int, active: NDArray[np.int64],
 ) -> tuple[int, int]:
     """Push the excess of ``x`` along arcs of negative reduced cost, relabelling when none is left.
 
-    Returns the number of relabels and the new queue length: a neighbour whose excess turns positive
-    is appended to the ring buffer ``queue`` (``count`` entries from ``head``).
+    Returns the number of relabels and of neighbours whose excess turned positive; each of those is
+    counted in ``active``, the number of nodes with excess per block of ``2**BLOCK_BITS`` cells.
     """
-    n = rows * cols
     r = x // cols
     cx = x - r * cols
     relabels = 0
+    woken = 0
     while ex[x] > 0:
         lowest = _INF
         pushed = False
@@ -321,9 +328,8 @@ def _discharge(
                 before = ex[z]
                 ex[z] += d
                 if before <= 0 < ex[z]:
-                    tail = head + count
-                    queue[tail if tail < n else tail - n] = z
-                    count += 1
+                    active[z >> BLOCK_BITS] += 1
+                    woken += 1
                 pushed = True
                 if ex[x] == 0:
                     break
@@ -332,7 +338,7 @@ def _discharge(
         if not pushed and ex[x] > 0:
             y[x] = lowest + eps
             relabels += 1
-    return relabels, count
+    return relabels, woken
 
 
 def grid_cost_scaling(
@@ -395,6 +401,8 @@ def _cost_scaling(
     hk = np.empty(5 * n + 1, np.int64)
     hv = np.empty(5 * n + 1, np.int64)
     bhead = np.empty(DIAL_BUCKETS, np.int64)
+    blocks = ((n - 1) >> BLOCK_BITS) + 1
+    active = np.zeros(blocks, np.int64)
     shift = scale_bits
     while (np.int64(1) << shift) < max(cost[0], cost[1]):
         shift += 1
@@ -429,23 +437,35 @@ def _cost_scaling(
                 f[e] = 0
         _price_update(f, y, ex, rows, cols, cost, shift, dist, hk, hv, bhead)
         since = 0
-        head, count = 0, 0
+        active[:] = 0
+        count = 0
         for x in range(n):
             if ex[x] > 0:
-                queue[count] = x
+                active[x >> BLOCK_BITS] += 1
                 count += 1
-        while count > 0:
-            x = queue[head]
-            head = head + 1 if head + 1 < n else 0
-            count -= 1
-            r, count = _discharge(x, f, y, ex, rows, cols, nh, cost, eps, queue, head, count)
-            relabels += r
-            since += r
-            if relabels > max_relabels:
-                return 2, f, relabels, y >> scale_bits
-            if since * UPDATE_EVERY >= n:
-                _price_update(f, y, ex, rows, cols, cost, shift, dist, hk, hv, bhead)
-                since = 0
+        sweeps = 0
+        while count > 0:  # sweep the blocks that hold a node with excess, alternately forwards and backwards
+            sweeps += 1
+            for j in range(blocks):
+                b = blocks - 1 - j if sweeps % 2 == 0 else j
+                if active[b] == 0:
+                    continue
+                lo = b << BLOCK_BITS
+                width = min(lo + (1 << BLOCK_BITS), n) - lo
+                for i in range(width):
+                    x = lo + width - 1 - i if sweeps % 2 == 0 else lo + i
+                    if ex[x] <= 0:
+                        continue
+                    r, woken = _discharge(x, f, y, ex, rows, cols, nh, cost, eps, active)
+                    active[b] -= 1
+                    count += woken - 1
+                    relabels += r
+                    since += r
+                    if relabels > max_relabels:
+                        return 2, f, relabels, y >> scale_bits
+                    if since * UPDATE_EVERY >= n:
+                        _price_update(f, y, ex, rows, cols, cost, shift, dist, hk, hv, bhead)
+                        since = 0
     if not _certified(f, y, supply, rows, cols, cost, 1):
         return 4, f, relabels, y >> scale_bits
     return 0, f, relabels, y >> scale_bits
