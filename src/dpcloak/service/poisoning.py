@@ -63,6 +63,24 @@ reading below the gate is not tested; the map recovered with it then explains it
 and it moves the map less than a flagged one would (the demo-floor sweep in the tests). A model
 misfit on public history is not noise: where the model fits badly, the gate fires more often (cost only).
 
+**Why the honest flag rate has no proven bound.** The gate's α bounds how often honest *noise* starts
+the test; a flag needs the leave-one-out error :math:`z_j` above ``OUTLIER_Z``, and for an honest sensor
+that error is :math:`ỹ_j − (M f̂_{-j})_j = g\,Y_j + \big((M f_0)_j − (M f̂_{-j})_j\big)`: its noise, whose
+exact tail is known (:math:`P(|Y| > 8σ/g)` is about :math:`10^{-15}`; a union bound over m sensors
+multiplies it by m), plus the recovery's prediction error at j from the other sensors. The second term is
+not noise: it depends on the unknown scene :math:`f_0` (how many sources, where, how large) and on how well
+the others see sensor j's neighbourhood. Basis pursuit denoising's stability bounds
+:math:`\|f̂ − f_0\|` only through restricted-isometry constants of M (not computable for a deployment's
+matrix) and the best-s-term error of :math:`f_0` (unknown), so no bound on
+:math:`P(z_j > \text{OUTLIER\_Z})` follows from the declared noise alone, however the threshold is chosen;
+raising ``OUTLIER_Z`` lowers the rate but gives up the flag of a stolen key at the range limit on floors
+whose prediction errors are large. The rate on honest windows is therefore measured (the documentation's
+reliability page), not proven. A test with a proven rate would need a statistic that is pure noise under
+honesty, e.g. flag only when *no* :math:`f \ge 0` has :math:`|ỹ_i − (M f)_i| \le g\,T_m` for every present
+sensor (with the model exact, :math:`f_0` is such an f unless some :math:`|Y_i| > T_m`, which happens in at
+most a fraction α of windows); it holds only where the readings follow the model exactly (a field model's
+misfit breaks it) and its power against a stolen key at the limit is not established: it is not implemented.
+
 The tail is the exact sum over the discrete distribution (not the continuous Gaussian
 approximation), evaluated in floating point: the terms are summed relative to the first one, and
 Z by Poisson summation :math:`Z = \sqrt{2\pi\sigma^2}\,(1 + 2\sum_{k\ge1} e^{-2\pi^2\sigma^2k^2})`.
