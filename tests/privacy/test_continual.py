@@ -518,3 +518,29 @@ def test_span_rho_of_the_tree_is_the_dense_column_sum_norm(horizon: int) -> None
     assert g.epsilon == zcdp_epsilon(rho=tree.span_rho(8), delta=1e-6) and "any 8 consecutive" in g.neighbouring
     with pytest.raises(InvalidParameterError, match="windows"):
         tree.span_rho(0)
+
+
+def test_span_rho_over_several_streams_bounds_the_joint_release_of_split_changes() -> None:
+    """Changes of w consecutive windows split among 3 sensors' streams (each window's change in one of them,
+    at random): the realised joint Σ Δ²/σ² over the three encoders stays within ``span_rho(w, streams=3)``
+    (oracle: the integer encoders run on the neighbouring inputs), which is within 1 % of one stream's."""
+    horizon, span = 48, 8
+    counter = ContinualCounter(horizon=horizon, epsilon=0.9, delta=1e-6)
+    s2 = counter.noise_variances()
+    bound = Fraction(counter.span_rho(span, streams=3))
+    assert counter.span_rho(span) <= counter.span_rho(span, streams=3) <= 1.01 * counter.span_rho(span)
+    rng = np.random.default_rng(5)
+    for _ in range(20):
+        s = int(rng.integers(0, horizon - span))
+        owner = rng.integers(0, 3, size=span)
+        joint = Fraction(0)
+        for stream in range(3):
+            base = [int(v) for v in rng.integers(0, 40 * 2**20, size=horizon)]
+            other = list(base)
+            for i in range(span):
+                if owner[i] == stream:
+                    other[s + i] += int(rng.choice([-K, K]))
+            diff = [a - b for a, b in zip(_encode("factorization", horizon, base),
+                                          _encode("factorization", horizon, other), strict=True)]
+            joint += sum((Fraction(d * d) / s2[t] for t, d in enumerate(diff)), Fraction(0)) / 2
+        assert joint <= bound

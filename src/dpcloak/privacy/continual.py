@@ -173,7 +173,7 @@ def _blt_lag_bounds(horizon: int, k: int) -> list[int]:
     return bounds
 
 
-def _blt_span_lag_bounds(horizon: int, k: int, span: int) -> list[int]:
+def _blt_span_lag_bounds(horizon: int, k: int, span: int, parts: int = 1) -> list[int]:
     """D⁽ʷ⁾_j: integer bounds on |w_{s+j} − w'_{s+j}| when the counts of windows s … s + w − 1 each change by ≤ k.
 
     The recurrence of :func:`_blt_lag_bounds` with an input difference of k in each of the first ``span``
@@ -181,14 +181,20 @@ def _blt_span_lag_bounds(horizon: int, k: int, span: int) -> list[int]:
     :math:`E_i \\leftarrow \\lfloor a_i E_i / 2^Q \rfloor + 1 + k\\,[j < w]` (|R(u) − R(v)| ≤ ⌊|u − v|⌋ + 1 for
     integer differences), and the output differs by at most :math:`k\\,[j < w] + \\lfloor \\sum_i b_i E_i / 2^Q
     \rfloor + 1` (the +1 only once a buffer differs). With ``span=1`` these are :func:`_blt_lag_bounds`.
+
+    ``parts`` = p > 1: the changed windows are split among up to p streams with independent noise (sensors;
+    each window's change in one of them). The bounds then hold for the **sum** over the streams of their output
+    differences: with the +1 of each rounding counted p times (Σ_i ⌊x_i⌋ ≤ ⌊Σ_i x_i⌋, and each stream adds at
+    most its own +1), so Σ_streams Σ_j Δ_j² / σ_j² ≤ Σ_j D_j² / σ_j² (squares of non-negative parts sum to at
+    most the square of their sum).
     """
     bounds, spread = [], [0] * len(BLT_THETA_NUMERATORS)
     for j in range(horizon):
         change = k if j < span else 0
-        mixed = (sum(b * e for b, e in zip(BLT_OMEGA_NUMERATORS, spread, strict=True)) >> BLT_BITS) + 1 if any(
+        mixed = (sum(b * e for b, e in zip(BLT_OMEGA_NUMERATORS, spread, strict=True)) >> BLT_BITS) + parts if any(
             spread) else 0
         bounds.append(change + mixed)
-        spread = [(((a * e) >> BLT_BITS) + 1 if e else 0) + change
+        spread = [(((a * e) >> BLT_BITS) + parts if e else 0) + change
                   for a, e in zip(BLT_THETA_NUMERATORS, spread, strict=True)]
     return bounds
 
@@ -346,13 +352,14 @@ def _plan(method: str, horizon: int, epsilon: float, delta: float, sensitivity: 
 
 
 @lru_cache(maxsize=64)
-def _span_rho(method: str, horizon: int, epsilon: float, delta: float, sensitivity: float, span: int) -> float:
+def _span_rho(method: str, horizon: int, epsilon: float, delta: float, sensitivity: float, span: int,
+              parts: int) -> float:
     """:meth:`ContinualCounter.span_rho` for a validated span (cached: a deployment asks for the same span often)."""
     plan = _plan(method, horizon, epsilon, delta, sensitivity)
     if span == 1:
         return plan.rho
     if method == "factorization":
-        return _rho_bound(_blt_span_lag_bounds(horizon, plan.shift, span), plan.sigma2)
+        return _rho_bound(_blt_span_lag_bounds(horizon, plan.shift, span, parts), plan.sigma2)
     square_sum = span if method == "independent" else _tree_span_square_sum(horizon, span)
     exact = _plan_rho_exact(plan.shift * plan.shift * square_sum, plan.sigma2[0])
     rho = float(exact)
@@ -611,7 +618,7 @@ class ContinualCounter:
         """Bound (count units) on the running totals' deterministic rounding error (0 except factorisation)."""
         return self._plan.bias * self.grid
 
-    def span_rho(self, windows: int) -> float:
+    def span_rho(self, windows: int, *, streams: int = 1) -> float:
         r"""zCDP level of the whole release for a change of the counts of any ``windows`` consecutive windows.
 
         The w-event cost (Kellaris et al. 2014): every count in some w consecutive windows changed by at
@@ -627,6 +634,11 @@ class ContinualCounter:
 
         ``windows`` = 1 is :attr:`rho`. Windows beyond the horizon change nothing released.
 
+        ``streams`` = p: the changed windows are spread over up to p independent streams of this counter (the
+        sensors of a deployment, each window's change in one of them); the level bounds their joint release.
+        Tree and independent are linear with non-negative factors, so splitting never costs more than one
+        stream; the factorisation's rounding drift is counted once per stream (:func:`_blt_span_lag_bounds`).
+
         Examples
         --------
         >>> c = ContinualCounter(horizon=8760, epsilon=1.0, delta=1e-6)
@@ -634,8 +646,9 @@ class ContinualCounter:
         >>> c.span_rho(1) == c.rho, c.rho * 24 < day < c.rho * 24**2  # below w² events, above w independent ones
         (True, True)
         """
-        w = check_int("windows", windows, minimum=1)
-        return _span_rho(self.method, self.horizon, self.epsilon, self.delta, self.sensitivity, min(w, self.horizon))
+        w = min(check_int("windows", windows, minimum=1), self.horizon)
+        parts = min(check_int("streams", streams, minimum=1), w)
+        return _span_rho(self.method, self.horizon, self.epsilon, self.delta, self.sensitivity, w, parts)
 
     def span_guarantee(self, windows: int) -> PrivacyGuarantee:
         """(ε, δ)-DP of the whole release for the counts of any ``windows`` consecutive windows (:meth:`span_rho`).
