@@ -449,3 +449,45 @@ def test_policy_is_validated_and_bound_into_the_fingerprint(tmp_path: Path) -> N
                           "deployment_id": "burst"})
     write_deployment(tmp_path / "burst", burst)
     assert load_deployment(tmp_path / "burst") == burst and load_deployment(tmp_path / "burst").stride == 1
+
+
+def test_a_continual_deployment_is_validated_round_trips_and_states_one_accountant_event(tmp_path: Path) -> None:
+    """``continual`` and ``areas``: refused on a field network, with unknown keys, a lifetime beyond the horizon,
+    unknown or repeated sensors; written and loaded unchanged, inside the fingerprint. The statement at each level
+    is the accountant's composition of the one counter event (oracle: zCDP conversion of C²·span_rho recomputed
+    here, with ρ₁ = the counter's own for one window; a weakened statement — w independent events, w·ρ₁ — is
+    below it for w > 1, and the loose w²ρ₁ above it). The guarantee in words names the factorisation's numbers."""
+    from dpcloak.privacy.accounting import zcdp_epsilon
+    from dpcloak.service.examples import counting_deployment, two_sensor_deployment
+    from dpcloak.service.views import guarantee_words, policy_words
+
+    dep = counting_deployment()
+    counter = dep.counter
+    assert counter is not None and dep.lifetime_releases == 720 and dep.releases_per_period == 60
+    for w in (1, 2, 24, 60):
+        rho = counter.span_rho(w, streams=min(w, 3))
+        eps, delta = dep.counter_guarantee(w)
+        assert eps == pytest.approx(zcdp_epsilon(rho=rho, delta=1e-6), rel=1e-12) and delta == 1e-6
+        assert float(dep.counter_event(w).zcdp_rho()) == pytest.approx(rho, rel=1e-15)
+        if w > 1:
+            assert zcdp_epsilon(rho=w * counter.rho, delta=1e-6) < eps < zcdp_epsilon(rho=w * w * counter.rho,
+                                                                                    delta=1e-6)
+    st = dep.policy_statement()
+    assert st.window == dep.counter_guarantee(1) and st.span == dep.counter_guarantee(60)
+    assert st.lifetime == dep.counter_guarantee(720) and st.window[0] <= 1.0
+    words = guarantee_words(dep)
+    assert "continual counter" in words and f"({st.span[0]:.3g}, 1e-06)" in words and "not as 60 separate" in words
+    assert "any 60 consecutive windows" in policy_words(dep)
+    write_deployment(tmp_path, dep)
+    loaded = load_deployment(tmp_path)
+    assert loaded == dep and loaded.continual == dep.continual and loaded.areas == {"hall": [0, 1], "door": [2]}
+    assert counting_deployment(continual={"horizon": 721, "epsilon": 1.0, "delta": 1e-6}).fingerprint != dep.fingerprint
+    with pytest.raises(InvalidParameterError, match="counts network"):
+        two_sensor_deployment(continual={"horizon": 10, "epsilon": 1.0, "delta": 1e-6})
+    with pytest.raises(InvalidParameterError, match="exactly the keys"):
+        counting_deployment(continual={"horizon": 10, "epsilon": 1.0})
+    with pytest.raises(InvalidParameterError, match="lifetime_releases"):
+        counting_deployment(lifetime_releases=721)
+    for bad in ({"hall": [0, 3]}, {"hall": [0, 0]}, {"": [1]}, {"hall": []}):
+        with pytest.raises(InvalidParameterError, match="area"):
+            counting_deployment(areas=bad)

@@ -11,6 +11,7 @@ import bisect
 import io
 import json
 import logging
+import math
 import random
 import time
 from collections.abc import Iterator
@@ -703,3 +704,70 @@ def test_the_rest_phase_is_a_budget_skip_only_when_the_sensor_released_in_the_sl
                 admit_release(burst, sensor=0, window=w, now=60.0 * w, last_window=last, released=False,
                               spent_in_period=0)
             assert info.value.next_window == 20
+
+
+def test_a_counting_node_releases_its_counter_stream_with_its_state_in_the_ledger(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A deployment declaring a continual counter: sensor 0 releases V_t·g (the counter's integer output with its
+    exact correlated noise) and records the stream's state with the value in one ledger record. Oracle: the
+    integer encoder replayed on the true counts (``_Encoder``): every released V minus the replayed output is an
+    integer noise draw within 12 σ_t, and the decoded running totals are the true ones plus the decoded noise.
+    A crash between drawing and recording (the ledger write fails, the node is restarted from the file) loses
+    no state of a recorded window and releases nothing twice: the restarted node resends the recorded value
+    unchanged, refuses that window again, and the stream continues from the recorded state. Missed release
+    windows are pushed as zeros and not released (the stream stays aligned with the schedule)."""
+    from dpcloak.privacy.continual import _Encoder, _fresh_state
+    from dpcloak.service.examples import counting_deployment
+    from dpcloak.service.ledger import SensorLedger
+
+    dep = counting_deployment()
+    write_deployment(tmp_path, dep)
+    cred = load_credential(tmp_path / "sensors" / "sensor-0.json")
+    counter = dep.counter
+    assert counter is not None
+
+    def node() -> SensorNode:
+        return SensorNode(deployment=dep, credential=cred, ledger=tmp_path / "ledger.db", url="http://127.0.0.1:9",
+                          clock=lambda: 1e6)
+
+    counts = {w: (w * 7) % 5 for w in range(12)}
+    n = node()
+    for w in range(5):
+        n.release(float(counts[w]), window=w)
+    # a crash after drawing the noise of window 5 but before its record is durable
+    real_append = SensorLedger.append
+
+    def crash(self: SensorLedger, kind: str, make: Any) -> Any:
+        raise OSError("killed before the ledger write")
+
+    monkeypatch.setattr(SensorLedger, "append", crash)
+    with pytest.raises(OSError):
+        n.release(float(counts[5]), window=5)
+    monkeypatch.setattr(SensorLedger, "append", real_append)
+    assert n._stream is not None and n._stream.windows == 5  # restored in memory too
+    n.ledger.close()
+    n = node()  # the restart: state from the ledger alone
+    assert n._stream is not None and n._stream.windows == 5
+    assert [e.window for e in n.ledger.pending()] == [0, 1, 2, 3, 4]  # resent unchanged
+    with pytest.raises(InvalidParameterError, match="already released"):
+        n.release(1.0, window=4)
+    for w in (5, 6, 9, 10, 11):  # windows 7 and 8 missed: pushed as zeros, not released
+        n.release(float(counts[w]), window=w)
+    entries = n.ledger.all()
+    assert [e.window for e in entries] == [0, 1, 2, 3, 4, 5, 6, 9, 10, 11]
+    assert all(e.counter is not None and len(bytes.fromhex(e.counter)) <= 1024 for e in entries)
+    n.close()
+    # oracle: replay the integer encoder on the true counts (zeros for the missed windows)
+    enc = _Encoder("factorization", _fresh_state("factorization", counter.horizon), 0)
+    truth = [counts[w] if w not in (7, 8) else 0 for w in range(12)]
+    grid = round(1 / counter.grid)
+    outputs = [int(enc.step(c * grid)) for c in truth]
+    released = {e.window: e.value / counter.grid for e in entries}
+    sigma = [math.sqrt(float(v)) for v in counter.noise_variances()[:12]]
+    for w, v in released.items():
+        assert v == int(v)  # an integer on the grid
+        assert abs(int(v) - outputs[w]) < 12 * sigma[w]  # the noise: one exact draw
+    head = [int(released[w]) for w in range(7)]  # the decodable prefix (before the gap)
+    noise = [v - o for v, o in zip(head, outputs, strict=False)]
+    decoded = counter.decode(np.array(head, dtype=float))
+    assert decoded == pytest.approx(np.cumsum(truth[:7]) + counter.decode(np.array(noise, dtype=float)), abs=1e-6)

@@ -56,6 +56,13 @@ def init(
     grace_seconds: float = typer.Option(10.0, help="Late reports are accepted this long after a window ends "
                                         "(sensors send at the end of their window: keep it above the network's "
                                         "delay)."),
+    continual_horizon: int | None = typer.Option(None, help="Counts networks: each sensor releases its running "
+                                                 "total with the continual counter (matrix factorisation) over this "
+                                                 "many release windows, instead of independent noise per window."),
+    continual_epsilon: float = typer.Option(1.0, help="The counter's epsilon for one count of one window."),
+    continual_delta: float = typer.Option(1e-6, help="The counter's delta."),
+    areas: str | None = typer.Option(None, help="Named groups of sensors for running totals per area: "
+                                     "'hall=0,1;door=2'."),
 ) -> None:
     """Write a deployment: public configuration, collector key, analyst token, one credential per sensor."""
     from dpcloak.service import require_service_extra
@@ -100,12 +107,28 @@ def init(
     dep = Deployment.create(network=net, window_seconds=window_seconds, period_windows=period_windows,
                             start=float(int(time.time())), grace_seconds=grace_seconds,
                             policy_releases=policy_releases, lifetime_releases=lifetime_releases,
-                            clock_skew_seconds=clock_skew_seconds, stride=stride)
+                            clock_skew_seconds=clock_skew_seconds, stride=stride,
+                            continual=None if continual_horizon is None else {
+                                "horizon": continual_horizon, "epsilon": continual_epsilon, "delta": continual_delta},
+                            areas=None if areas is None else _areas(areas))
     write_deployment(Path(directory), dep)
     low, high = net.reading_range
     console.print(f"deployment {dep.deployment_id} written to {directory} ({dep.n_sensors} sensor credentials in "
                   f"{Path(directory) / 'sensors'}); readings declared in [{low:g}, {high:g}] {net.reading_unit}; keep "
                   "collector.key and analyst.token secret", highlight=False)
+
+
+def _areas(text: str) -> dict[str, list[int]]:
+    """``"hall=0,1;door=2"`` → ``{"hall": [0, 1], "door": [2]}`` (the deployment validates the sensors)."""
+    out: dict[str, list[int]] = {}
+    for spec in text.split(";"):
+        name, _, sensors = spec.partition("=")
+        try:
+            out[name.strip()] = [int(j) for j in sensors.split(",")]
+        except ValueError:
+            raise InvalidParameterError(f"--areas must be NAME=0,1;NAME=2 (sensor indices), got {spec!r}",
+                                        parameter="--areas") from None
+    return out
 
 
 @deploy_app.command("show")

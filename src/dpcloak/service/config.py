@@ -31,16 +31,20 @@ import os
 import secrets
 import uuid
 from dataclasses import dataclass, field
+from fractions import Fraction
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from dpcloak._files import owner_only
-from dpcloak._validation import check_int, check_real
+from dpcloak._validation import check_int, check_probability, check_real
 from dpcloak.errors import InvalidFileError, InvalidParameterError
 from dpcloak.sensors import SensorNetwork
 from dpcloak.sensors.config import config_fingerprint, release_spec_from_dict
 from dpcloak.sensors.release import ReleaseSpec
+
+if TYPE_CHECKING:
+    from dpcloak.privacy.continual import ContinualCounter, ContinualCountingEvent
 
 __all__ = [
     "Deployment",
@@ -162,6 +166,50 @@ def every_window(stride: int) -> str:
 def _ordinal(n: int) -> str:
     suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
     return f"{n}{suffix}"
+
+
+CONTINUAL_FIELDS = ("horizon", "epsilon", "delta")
+"""The keys of a deployment's ``continual`` declaration: the counter's horizon (releases per sensor) and its (ε, δ)
+for one count of one window of one sensor's stream."""
+
+
+def _check_continual(value: Any, spec: ReleaseSpec) -> dict[str, Any]:
+    """A validated ``continual`` declaration (counts networks only; the counter is built to check ε and δ)."""
+    from dpcloak.privacy.continual import MAX_FACTORIZATION_HORIZON, ContinualCounter
+
+    if not isinstance(value, dict) or sorted(value) != sorted(CONTINUAL_FIELDS):
+        raise InvalidParameterError(f"continual must be an object with exactly the keys {', '.join(CONTINUAL_FIELDS)}, "
+                                    f"got {value!r}", parameter="continual", allowed=", ".join(CONTINUAL_FIELDS),
+                                    got=value)
+    if spec.measurement != "counts":
+        raise InvalidParameterError(f"continual needs a counts network (running totals of counts), got measurement="
+                                    f"{spec.measurement!r}", parameter="continual", allowed="counts",
+                                    got=spec.measurement)
+    out: dict[str, Any] = {
+        "horizon": check_int("continual horizon", value["horizon"], minimum=1, maximum=MAX_FACTORIZATION_HORIZON),
+        "epsilon": check_real("continual epsilon", value["epsilon"], low=0.0),
+        "delta": check_probability("continual delta", value["delta"])}
+    ContinualCounter(horizon=out["horizon"], epsilon=out["epsilon"], delta=out["delta"])  # refuses what cannot fit
+    return out
+
+
+def _check_areas(value: Any, n_sensors: int) -> dict[str, list[int]]:
+    """Validated named groups of sensors: non-empty names, each a non-empty list of distinct sensor indices."""
+    if not isinstance(value, dict) or not value:
+        raise InvalidParameterError(f"areas must be a non-empty object mapping names to lists of sensors, got "
+                                    f"{value!r}", parameter="areas", got=value)
+    out: dict[str, list[int]] = {}
+    for name, sensors in value.items():
+        if not isinstance(name, str) or not name.strip() or len(name) > 64:
+            raise InvalidParameterError(f"area names must be non-empty strings of at most 64 characters, got "
+                                        f"{name!r}", parameter="areas", got=name)
+        if (not isinstance(sensors, list) or not sensors
+                or len({check_int(f"areas[{name!r}] sensor", j, minimum=0, maximum=n_sensors - 1)
+                        for j in sensors}) != len(sensors)):
+            raise InvalidParameterError(f"area {name!r} must list distinct sensors in [0, {n_sensors - 1}], got "
+                                        f"{sensors!r}", parameter="areas", got=sensors)
+        out[name] = [int(j) for j in sensors]
+    return out
 
 
 @dataclass(frozen=True)
@@ -301,6 +349,8 @@ class Deployment:
     clock_skew_seconds: float | None = None
     stride: int | None = None
     version: int = field(default=DEPLOYMENT_VERSION)
+    continual: dict[str, Any] | None = None
+    areas: dict[str, list[int]] | None = None
 
     def __post_init__(self) -> None:
         if self.version != DEPLOYMENT_VERSION:
@@ -322,7 +372,9 @@ class Deployment:
                                         parameter="deployment_id", allowed="non-empty alphanumeric",
                                         got=self.deployment_id)
         spec = self.release_spec
-        most = min(self.period_windows, spec.max_releases())
+        if self.continual is not None:  # the counters release instead of the network's per-window mechanism
+            object.__setattr__(self, "continual", _check_continual(self.continual, spec))
+        most = self.period_windows if self.continual is not None else min(self.period_windows, spec.max_releases())
         k = most if self.policy_releases is None else check_int("policy_releases", self.policy_releases, minimum=1)
         if k > most:
             raise InvalidParameterError(
@@ -330,20 +382,82 @@ class Deployment:
                 f"{spec.max_releases()} releases the network's budget epsilon={spec.budget[0]:g} allows), got {k}",
                 parameter="policy_releases", allowed=f"[1, {most}]", got=k)
         object.__setattr__(self, "policy_releases", k)
-        if self.lifetime_releases is not None:
-            object.__setattr__(self, "lifetime_releases",
-                               check_int("lifetime_releases", self.lifetime_releases, minimum=1))
+        horizon = None if self.continual is None else int(self.continual["horizon"])
+        life = horizon if self.lifetime_releases is None else check_int("lifetime_releases", self.lifetime_releases,
+                                                                        minimum=1, maximum=horizon)
+        object.__setattr__(self, "lifetime_releases", life)
         if self.stride is not None:
             object.__setattr__(self, "stride", check_int("stride", self.stride, minimum=1))
         skew = self.window_seconds if self.clock_skew_seconds is None else self.clock_skew_seconds
         object.__setattr__(self, "clock_skew_seconds", check_real("clock_skew_seconds", skew, low=0.0,
                                                                   low_inclusive=True))
+        if self.areas is not None:
+            object.__setattr__(self, "areas", _check_areas(self.areas, spec.n_sensors))
 
     @cached_property
     def release_spec(self) -> ReleaseSpec:
         """What a sensor node needs to release (:func:`~dpcloak.sensors.config.release_spec_from_dict`): the
         mechanism calibrated to the network's stated Δ2, which :attr:`fingerprint` binds; no model is built."""
         return release_spec_from_dict(self.network)
+
+    @cached_property
+    def counter(self) -> ContinualCounter | None:
+        """Each count sensor's continual counter (``continual`` declared; else ``None``): one count per window of
+        its stream changed by at most 1, over ``continual["horizon"]`` of its releases, factorisation method."""
+        if self.continual is None:
+            return None
+        from dpcloak.privacy.continual import ContinualCounter
+
+        c = self.continual
+        return ContinualCounter(horizon=int(c["horizon"]), epsilon=float(c["epsilon"]), delta=float(c["delta"]),
+                                sensitivity=1.0, method="factorization")
+
+    def counter_position(self, window: int) -> int:
+        """The position of ``window`` in every sensor's counter stream: the release windows of the schedule before it
+        (the same for all sensors, so their streams stay aligned; a node that missed release windows catches up with
+        zero counts whose outputs it never releases)."""
+        return self._released_through(int(window) - 1)
+
+    def counter_event(self, windows: int) -> ContinualCountingEvent:
+        r"""The counters' joint release as **one** accountant event, for one person's counts in any ``windows``
+        consecutive windows (``windows=1``: one event).
+
+        A person is counted at most C times per window over all sensors (C = ``max_count_per_person``). Split
+        into C threads of at most one count per window each (at any sensors), one thread changes the counts of
+        ``windows`` consecutive windows of the sensors' independent streams by ≤ 1 each, spread over at most
+        ``min(windows, n_sensors)`` sensors: :meth:`~dpcloak.privacy.continual.ContinualCounter.span_rho` with
+        ``streams`` (the norm of the sum of w consecutive columns of the factor, with the rounding drift). The C
+        threads' shifts add (triangle inequality in the noise-weighted ℓ2 norm), so the level is C²·ρ_w.
+        Periods beyond the counter's horizon do not exist: the node refuses them.
+
+        Examples
+        --------
+        >>> from dpcloak.service.examples import counting_deployment
+        >>> dep = counting_deployment()
+        >>> one, day = dep.counter_event(1), dep.counter_event(24)
+        >>> one.kind, float(one.zcdp_rho()) == dep.counter.rho, one.zcdp_rho() < day.zcdp_rho()
+        ('continual-counting', True, True)
+        """
+        from dpcloak.privacy.continual import ContinualCountingEvent
+
+        counter = self.counter
+        if counter is None:
+            raise InvalidParameterError("the deployment declares no continual counter", parameter="continual")
+        w = check_int("windows", windows, minimum=1)
+        c = int(self.release_spec.max_count_per_person)  # type: ignore[arg-type]  # counts: checked
+        rho = Fraction(counter.span_rho(w, streams=min(w, self.n_sensors))) * c * c
+        return ContinualCountingEvent(sensitivity=float(c), scale=math.sqrt(float(counter.noise_variances()[0])),
+                                      dimension=counter.horizon, rho=rho, method=counter.method)
+
+    def counter_guarantee(self, windows: int) -> tuple[float, float]:
+        """(ε, δ) of the counters' joint release for one person in any ``windows`` consecutive windows: the one event
+        :meth:`counter_event` composed alone by the accountant (:func:`~dpcloak.privacy.accounting.compose`)."""
+        from dpcloak.privacy.accounting import compose
+
+        counter = self.counter
+        assert counter is not None  # counter_event raises first
+        spent = compose([self.counter_event(windows)], delta=counter.delta)
+        return (float(spent.epsilon), float(counter.delta))
 
     @cached_property
     def network_fingerprint(self) -> str:
@@ -478,6 +592,8 @@ class Deployment:
             "clock_skew_seconds": self.clock_skew_seconds,
             "version": self.version,
             **({} if self.stride is None else {"stride": self.stride}),
+            **({} if self.continual is None else {"continual": self.continual}),
+            **({} if self.areas is None else {"areas": self.areas}),
         }
 
     @cached_property
@@ -525,6 +641,11 @@ class Deployment:
         mech = self.release_spec.mechanism
         k = self.releases_per_period
         life = self.lifetime_releases
+        if self.continual is not None:  # one event of the accountant at each level (counter_event)
+            assert life is not None  # the counter's horizon at most
+            return PolicyStatement(window=self.counter_guarantee(1), span_windows=self.period_windows,
+                                   span_releases=k, stride=self.release_stride, span=self.counter_guarantee(k),
+                                   lifetime_releases=life, lifetime=self.counter_guarantee(life))
         return PolicyStatement(window=(float(mech.epsilon), float(mech.delta)), span_windows=self.period_windows,
                                span_releases=k, stride=self.release_stride, span=self.guarantee(k),
                                lifetime_releases=life, lifetime=None if life is None else self.guarantee(life))
@@ -532,12 +653,14 @@ class Deployment:
     @classmethod
     def create(cls, *, network: SensorNetwork, window_seconds: float, period_windows: int, start: float,
                grace_seconds: float = 5.0, policy_releases: int | None = None, lifetime_releases: int | None = None,
-               clock_skew_seconds: float | None = None, stride: int | None = None) -> Deployment:
-        """A new deployment with a fresh random id; the network's budget bounds any ``period_windows`` windows."""
+               clock_skew_seconds: float | None = None, stride: int | None = None,
+               continual: dict[str, Any] | None = None, areas: dict[str, list[int]] | None = None) -> Deployment:
+        """A new deployment with a fresh random id; the network's budget bounds any ``period_windows`` windows (or,
+        with ``continual``, the counters' statement does)."""
         return cls(deployment_id=uuid.uuid4().hex, network=network.to_dict(), window_seconds=window_seconds,
                    start=start, period_windows=period_windows, grace_seconds=grace_seconds,
                    policy_releases=policy_releases, lifetime_releases=lifetime_releases,
-                   clock_skew_seconds=clock_skew_seconds, stride=stride)
+                   clock_skew_seconds=clock_skew_seconds, stride=stride, continual=continual, areas=areas)
 
     @classmethod
     def from_public_dict(cls, data: dict[str, Any], *, rebuild: bool = True) -> Deployment:
@@ -558,7 +681,8 @@ class Deployment:
                       policy_releases=int(data["policy_releases"]),
                       lifetime_releases=None if lifetime is None else int(lifetime),
                       clock_skew_seconds=float(data["clock_skew_seconds"]), version=int(data["version"]),
-                      stride=None if data.get("stride") is None else int(data["stride"]))
+                      stride=None if data.get("stride") is None else int(data["stride"]),
+                      continual=data.get("continual"), areas=data.get("areas"))
         except (KeyError, TypeError, ValueError) as exc:
             raise InvalidParameterError(f"the deployment is malformed: {exc!r}", parameter="deployment") from None
         if rebuild:
@@ -731,9 +855,10 @@ def reprovision(directory: Path, *, sensor: int) -> SensorCredential:
 DEPLOYMENT_FIELDS: dict[str, tuple[type, ...]] = {
     "deployment_id": (str,), "network": (dict,), "network_fingerprint": (str,), "window_seconds": (int, float),
     "start": (int, float), "period_windows": (int,), "grace_seconds": (int, float), "policy_releases": (int,),
-    "lifetime_releases": (type(None), int), "clock_skew_seconds": (int, float), "version": (int,), "stride": (int,)}
+    "lifetime_releases": (type(None), int), "clock_skew_seconds": (int, float), "version": (int,), "stride": (int,),
+    "continual": (dict,), "areas": (dict,)}
 """The fields of ``deployment.json`` and their JSON types (``lifetime_releases`` may be null): each is required
-except ``stride`` (absent: the even schedule), no other is accepted."""
+except ``stride`` (absent: the even schedule), ``continual`` and ``areas`` (absent: none), no other is accepted."""
 CREDENTIAL_FIELDS: dict[str, tuple[type, ...]] = {
     "deployment_id": (str,), "fingerprint": (str,), "sensor": (int,), "key": (str,), "generation": (int,),
     "ledger": (dict,)}
@@ -809,7 +934,7 @@ def load_deployment(path: Path, *, rebuild: bool = True) -> Deployment:
     p = Path(path)
     file = p / DEPLOYMENT_FILE if p.is_dir() else p
     data = _read_json(file, "deployment")
-    _check_fields(data, DEPLOYMENT_FIELDS, file, "deployment", optional=("stride",))
+    _check_fields(data, DEPLOYMENT_FIELDS, file, "deployment", optional=("stride", "continual", "areas"))
     try:
         return Deployment.from_public_dict(data, rebuild=rebuild)
     except InvalidParameterError as exc:  # the network's own checks, named with the file

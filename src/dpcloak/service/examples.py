@@ -21,7 +21,7 @@ from dpcloak.service.node import SensorNode
 from dpcloak.service.store import Store, sqlite_url
 from dpcloak.service.windows import WindowRecovery
 
-__all__ = ["two_sensor_network", "two_sensor_deployment", "two_sensor_store", "two_sensor_node"]
+__all__ = ["two_sensor_network", "two_sensor_deployment", "two_sensor_store", "two_sensor_node", "counting_deployment"]
 
 
 def two_sensor_network(*, epsilon: float = 1.0) -> SensorNetwork:
@@ -62,6 +62,30 @@ def two_sensor_deployment(**fields: Any) -> Deployment:
                                     parameter=unknown[0], allowed=", ".join(known), got=unknown)
     values: dict[str, Any] = {"deployment_id": "abc123", "network": network_to_dict(two_sensor_network()),
                               "window_seconds": 60.0, "start": 0.0, "period_windows": 10}
+    values.update(fields)
+    return Deployment(**values)
+
+
+def counting_deployment(**fields: Any) -> Deployment:
+    """Deployment ``"count42"``: three people counters (counts, one count per person and window), one-minute
+    windows from t = 0, every window released, sliding window of 60; each sensor's running total by the continual
+    counter (ε = 1, δ = 10⁻⁶ for one count, over 720 windows); areas ``"hall"`` (sensors 0 and 1) and ``"door"``
+    (sensor 2).
+
+    Keyword arguments replace any of :class:`~dpcloak.service.config.Deployment`'s fields.
+
+    Examples
+    --------
+    >>> dep = counting_deployment()
+    >>> dep.counter.horizon, dep.areas, dep.release_spec.measurement
+    (720, {'hall': [0, 1], 'door': [2]}, 'counts')
+    """
+    net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [10.0, 0.0], [20.0, 0.0]], measurement="counts",
+                                         epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5))
+    values: dict[str, Any] = {"deployment_id": "count42", "network": network_to_dict(net), "window_seconds": 60.0,
+                              "start": 0.0, "period_windows": 60,
+                              "continual": {"horizon": 720, "epsilon": 1.0, "delta": 1e-6},
+                              "areas": {"hall": [0, 1], "door": [2]}}
     values.update(fields)
     return Deployment(**values)
 

@@ -54,7 +54,10 @@ def ledger_key(credential: SensorCredential) -> bytes:
 
 @dataclass(frozen=True)
 class LedgerEntry:
-    """One release recorded by a sensor (``refused``: the collector's error code if it refused it for good).
+    """One release recorded by a sensor (``refused``: the collector's error code if it refused it for good;
+    ``counter``: with a continual counter, its stream state after this window, hex of
+    :meth:`~dpcloak.privacy.continual.PrefixSumStream.to_bytes`, recorded in the same authenticated record as the
+    released value, so a crash can neither lose the state of a released window nor release a window twice).
 
     Examples
     --------
@@ -70,6 +73,7 @@ class LedgerEntry:
     mac: str
     acknowledged: bool
     refused: str | None = None
+    counter: str | None = None
 
 
 class _PeriodFull(Exception):
@@ -132,7 +136,8 @@ class SensorLedger(Ledger):
         try:
             entry = LedgerEntry(window=int(body["window"]), period=int(body["period"]),
                                 report_id=str(body["report_id"]), value=float(body["value"]), mac=str(body["mac"]),
-                                acknowledged=False)
+                                acknowledged=False,
+                                counter=None if body.get("counter") is None else str(body["counter"]))
         except (KeyError, TypeError, ValueError):
             self._refuse(f"record {seq} is not a release")
         if kind != "release" or entry.window in self._entries:
@@ -142,7 +147,7 @@ class SensorLedger(Ledger):
 
     def _entry(self, seq: int, entry: LedgerEntry) -> LedgerEntry:
         return LedgerEntry(entry.window, entry.period, entry.report_id, entry.value, entry.mac, seq in self._acked,
-                           self._refused.get(entry.window))
+                           self._refused.get(entry.window), entry.counter)
 
     def entry(self, window: int) -> LedgerEntry | None:
         """The release recorded for ``window``, if any."""
@@ -170,7 +175,8 @@ class SensorLedger(Ledger):
             if self._per_period.get(entry.period, 0) >= limit:
                 raise _PeriodFull
             return {"window": entry.window, "period": entry.period, "report_id": entry.report_id,
-                    "value": entry.value, "mac": entry.mac}
+                    "value": entry.value, "mac": entry.mac,
+                    **({} if entry.counter is None else {"counter": entry.counter})}
 
         try:
             self.append("release", make)

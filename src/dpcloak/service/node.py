@@ -42,7 +42,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -51,6 +51,9 @@ from dpcloak.errors import BudgetExceededError, DpcloakError, InvalidParameterEr
 from dpcloak.service.auth import sign_report
 from dpcloak.service.config import Deployment, SensorCredential, schedule_words
 from dpcloak.service.ledger import LedgerEntry, SensorLedger
+
+if TYPE_CHECKING:
+    from dpcloak.privacy.continual import PrefixSumStream
 
 __all__ = ["SensorNode", "NodeClock", "admit_release", "deliver_batch", "ReleaseSkipped", "Delivery", "DeliveryError",
            "NodeRefusedError", "Reading", "read_values", "tail_csv"]
@@ -252,7 +255,9 @@ class SensorNode:
         self.sensor = credential.sensor
         self.ledger = ledger if isinstance(ledger, SensorLedger) else SensorLedger(ledger, credential=credential)
         self.clock: Callable[[], float] = NodeClock() if clock is None else clock
-        self._last_window = max((e.window for e in self.ledger.all()), default=-1)
+        entries = self.ledger.all()
+        self._last_window = entries[-1].window if entries else -1
+        self._stream = None if deployment.counter is None else _restored_stream(deployment, entries)
         self.attempts = None if attempts is None else check_int("attempts", attempts, minimum=1)
         self.backoff = check_real("backoff", backoff, low=0.0)
         self.max_delay = check_real("max_delay", max_delay, low=0.0)
@@ -302,16 +307,49 @@ class SensorNode:
                         "to it before the noise (the guarantee's sensitivity is that of the clipped range; refusing "
                         "would make whether a report is sent depend on the raw reading) - check the sensor",
                         self.sensor, w, value, low, "no limit" if high is None else f"{high:g}")
-        noisy = dep.release_spec.release_reading(value)  # the ledger below is the durable count
+        stream = self._stream
+        state = None
+        if stream is None:
+            noisy = dep.release_spec.release_reading(value)  # the ledger below is the durable count
+        else:  # the running total's counter: the window's integer output with its correlated exact noise
+            before = stream.to_bytes()
+            try:
+                noisy = self._count(stream, value, w)
+            except DpcloakError:
+                self._stream = type(stream).from_bytes(before)
+                raise
+            state = stream.to_bytes().hex()
         report_id = secrets.token_hex(16)
         mac = sign_report(self.credential.key, deployment_id=dep.deployment_id, fingerprint=dep.fingerprint,
                           sensor=self.sensor, window=w, report_id=report_id, value=noisy)
-        entry = LedgerEntry(window=w, period=period, report_id=report_id, value=noisy, mac=mac, acknowledged=False)
-        if not self.ledger.record(entry, limit=limit):
+        entry = LedgerEntry(window=w, period=period, report_id=report_id, value=noisy, mac=mac, acknowledged=False,
+                            counter=state)
+        try:
+            recorded = self.ledger.record(entry, limit=limit)
+        finally:  # not recorded: the state stays as recorded before (the drawn noise was never released)
+            if stream is not None and state is not None and self.ledger.entry(w) is None:
+                self._stream = type(stream).from_bytes(before)
+        if not recorded:
             raise BudgetExceededError(f"sensor {self.sensor}: budget period {period} filled up concurrently",
                                       parameter="sensor")
         self._last_window = w
         return entry
+
+    def _count(self, stream: PrefixSumStream, value: float, window: int) -> float:
+        """Push ``window``'s count into the counter stream: the released value V·g (exact in a double).
+
+        Release windows this node missed (down, refused) are pushed first as zero counts whose outputs are
+        never released (dropping an output releases less), so the stream stays at the deployment's position
+        of the window, aligned with every other sensor's (:meth:`Deployment.counter_position`)."""
+        position = self.deployment.counter_position(window)
+        count = self.deployment.release_spec.grid_cell(value)  # checked whole count, clipped to the range
+        if stream.windows < position:
+            log.warning("sensor %d: window %d: the counter skips %d release window(s) this node did not release; "
+                        "the collector cannot decode this sensor's running total past the gap", self.sensor, window,
+                        position - stream.windows)
+        while stream.windows < position:
+            stream.push(0)
+        return float(stream.push(count)) * stream.counter.grid
 
     def report_body(self, entry: LedgerEntry) -> dict[str, Any]:
         """The JSON body of a recorded release."""
@@ -455,6 +493,26 @@ class SensorNode:
     def _sleep_until(self, t: float) -> None:
         """Sleep until the node's clock reads ``t`` (at once if it already does)."""
         self.sleep(max(0.0, t - self.clock()))
+
+
+def _restored_stream(deployment: Deployment, entries: Sequence[LedgerEntry]) -> PrefixSumStream:
+    """The counter stream as the ledger's last release left it (a fresh one before any release)."""
+    from dpcloak.privacy.continual import PrefixSumStream
+
+    counter = deployment.counter
+    assert counter is not None
+    if not entries:
+        return counter.stream()
+    if entries[-1].counter is None:
+        raise InvalidParameterError(f"the ledger's last release (window {entries[-1].window}) holds no counter state, "
+                                    "but the deployment declares a continual counter", parameter="ledger")
+    stream = PrefixSumStream.from_bytes(bytes.fromhex(entries[-1].counter))
+    c = stream.counter
+    if (c.method, c.horizon, c.epsilon, c.delta, c.sensitivity) != (counter.method, counter.horizon, counter.epsilon,
+                                                                   counter.delta, counter.sensitivity):
+        raise InvalidParameterError(f"the ledger's counter state is for {c!r}, the deployment declares {counter!r}",
+                                    parameter="ledger")
+    return stream
 
 
 def _retry_after(resp: httpx.Response, longest: float) -> float:

@@ -14,9 +14,9 @@ from dpcloak.service import _network
 from dpcloak.service.config import Deployment, every_window, schedule_words
 from dpcloak.service.store import Store
 
-__all__ = ["guarantee_words", "policy_words", "policy_view", "skipped_release", "deployment_view", "sensors_view",
-           "total_view", "export_rows", "export_csv_header", "export_csv_chunks", "export_csv", "export_json_chunks",
-           "export_parquet_chunks", "export_parquet"]
+__all__ = ["guarantee_words", "continual_words", "policy_words", "policy_view", "skipped_release", "deployment_view",
+           "sensors_view", "total_view", "export_rows", "export_csv_header", "export_csv_chunks", "export_csv",
+           "export_json_chunks", "export_parquet_chunks", "export_parquet"]
 
 T = TypeVar("T")
 
@@ -88,6 +88,8 @@ def guarantee_words(deployment: Deployment) -> str:
     sensor reports is charged as one release of all sensors. There is no lifetime cap: longer spans add
     up (any 20 consecutive windows: at most (2.57, 1e-05)).
     """
+    if deployment.counter is not None:
+        return continual_words(deployment)
     net = deployment.sensor_network
     st = deployment.policy_statement()
     span = _duration(st.span_windows * deployment.window_seconds)
@@ -109,6 +111,47 @@ def guarantee_words(deployment: Deployment) -> str:
         f"{span}) and refuse other windows, so everything released in any {st.span_windows} consecutive windows is "
         f"({st.span[0]:.3g}, {st.span[1]:.2g})-differentially private, also for patterns that repeat within them; "
         f"every window in which any sensor reports is charged as one release of all sensors. {life}"
+    )
+
+
+def continual_words(deployment: Deployment) -> str:
+    """The guarantee of a deployment whose count sensors release running totals (``continual``), in plain words.
+
+    Examples
+    --------
+    >>> from dpcloak.service.examples import counting_deployment
+    >>> import textwrap
+    >>> print(textwrap.fill(continual_words(counting_deployment()), 100))  # doctest: +ELLIPSIS
+    Every sensor releases its running total of people with the continual counter (matrix factorisation,
+    exact discrete Gaussian noise correlated across windows, drawn on the sensor); this collector never
+    sees a raw count. The counters of all sensors are one release of the privacy accountant: one
+    person's counts in one window (at most 1 count over all sensors) are (1, 1e-06)-differentially
+    private; in any 60 consecutive windows (1 h; at most 60 release windows) (96.4, 1e-06), computed
+    exactly from the factorisation (the norm of the sum of 60 consecutive columns), not as 60 separate
+    events; over the counter's whole horizon of 720 release windows (3.18e+03, 1e-06). Sensors release
+    in every window and stop after 720 release windows. The running total after t windows has error
+    ≤ ... people (1 σ), against ... for independent noise.
+    """
+    counter = deployment.counter
+    assert counter is not None
+    st = deployment.policy_statement()
+    c = deployment.release_spec.max_count_per_person
+    span = _duration(st.span_windows * deployment.window_seconds)
+    life = st.lifetime_releases if st.lifetime_releases is not None else counter.horizon
+    worst = counter.worst_std
+    naive = counter.sigma_one * math.sqrt(counter.horizon)
+    return (
+        f"Every sensor releases its running total of {deployment.release_spec.reading_unit} with the continual counter "
+        f"(matrix factorisation, exact discrete Gaussian noise correlated across windows, drawn on the sensor); this "
+        f"collector never sees a raw count. The counters of all sensors are one release of the privacy accountant: "
+        f"one person's counts in one window (at most {c} count{'s' if c != 1 else ''} over all sensors) are "
+        f"({st.window[0]:.3g}, {st.window[1]:.2g})-differentially private; in any {st.span_windows} consecutive "
+        f"windows ({span}; at most {st.span_releases} release windows) ({st.span[0]:.3g}, {st.span[1]:.2g}), computed "
+        f"exactly from the factorisation (the norm of the sum of {st.span_releases} consecutive columns), not as "
+        f"{st.span_releases} separate events; over the counter's whole horizon of {counter.horizon} release windows "
+        f"({st.lifetime[0]:.3g}, {st.lifetime[1]:.2g}). Sensors release {schedule_words(deployment)} and stop after "  # type: ignore[index]
+        f"{life} release windows. The running total after t windows has error ≤ {worst:.3g} "
+        f"{deployment.release_spec.reading_unit} (1 σ), against {naive:.3g} for independent noise."
     )
 
 
