@@ -121,7 +121,7 @@ def continual_words(deployment: Deployment) -> str:
     --------
     >>> from dpcloak.service.examples import counting_deployment
     >>> import textwrap
-    >>> print(textwrap.fill(continual_words(counting_deployment()), 100))  # doctest: +ELLIPSIS
+    >>> print(textwrap.fill(continual_words(counting_deployment()), 100))
     Every sensor releases its running total of people with the continual counter (matrix factorisation,
     exact discrete Gaussian noise correlated across windows, drawn on the sensor); this collector never
     sees a raw count. The counters of all sensors are one release of the privacy accountant: one
@@ -129,8 +129,8 @@ def continual_words(deployment: Deployment) -> str:
     private; in any 60 consecutive windows (1 h; at most 60 release windows) (96.4, 1e-06), computed
     exactly from the factorisation (the norm of the sum of 60 consecutive columns), not as 60 separate
     events; over the counter's whole horizon of 720 release windows (3.18e+03, 1e-06). Sensors release
-    in every window and stop after 720 release windows. The running total after t windows has error
-    ≤ ... people (1 σ), against ... for independent noise.
+    in every window and stop after 720 release windows. The running total after t windows has error ≤
+    13.6 people (1 σ), against 122 for independent noise.
     """
     counter = deployment.counter
     assert counter is not None
@@ -149,7 +149,7 @@ def continual_words(deployment: Deployment) -> str:
         f"windows ({span}; at most {st.span_releases} release windows) ({st.span[0]:.3g}, {st.span[1]:.2g}), computed "
         f"exactly from the factorisation (the norm of the sum of {st.span_releases} consecutive columns), not as "
         f"{st.span_releases} separate events; over the counter's whole horizon of {counter.horizon} release windows "
-        f"({st.lifetime[0]:.3g}, {st.lifetime[1]:.2g}). Sensors release {schedule_words(deployment)} and stop after "  # type: ignore[index]
+        f"({st.lifetime[0]:.3g}, {st.lifetime[1]:.2g}). Sensors release in {schedule_words(deployment)} and stop after "  # type: ignore[index]
         f"{life} release windows. The running total after t windows has error ≤ {worst:.3g} "
         f"{deployment.release_spec.reading_unit} (1 σ), against {naive:.3g} for independent noise."
     )
