@@ -698,8 +698,8 @@ def _finish_slots(out: NDArray[Any], rows: NDArray[np.int64], words: NDArray[np.
     accept = np.zeros(y.size, dtype=bool)
     magnitude = np.abs(y) if y.dtype != object else np.minimum(np.abs(y), _FAST_MAGNITUDE).astype(np.int64)
     _decide(accept, np.arange(y.size), y, magnitude, w, [sigma2], np.array([float(sigma2)]), which, t, src)
-    rejected = np.flatnonzero(~accept)  # those slots start again: fresh exact draws
-    fresh = discrete_gaussian([sigma2], which[:rejected.size], src)
+    rejected = np.flatnonzero(~accept)  # those slots start again: fresh exact draws, by the compiled pass again
+    fresh = _gaussian_compiled(sigma2, rejected.size, t, src)
     if fresh.dtype == object:
         y = y.astype(object)
     y[rejected] = fresh
