@@ -30,7 +30,7 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from dpcloak import __version__
-from dpcloak.service import views
+from dpcloak.service import totals, views
 from dpcloak.service.collector import STORAGE_RETRY_AFTER, Collector, Overloaded
 from dpcloak.service.http_ingest import MAX_BODY_BYTES, TOO_LARGE, IngestEndpoints
 from dpcloak.service.ingest import ReportError
@@ -486,6 +486,7 @@ def create_app(collector: Collector, *, analyst_token: str, settings: Settings |
     app.router.routes.extend(app.ingest.routes())
     for router in (public, analyst, exports):
         app.include_router(router)
+    app.include_router(totals.router, dependencies=[Depends(require_analyst)])
     for kind in (RequestValidationError, StarletteHTTPException, ReportError, Overloaded, Exception):
         app.add_exception_handler(kind, _problem)
     app.add_api_route("/", _dashboard, include_in_schema=False)

@@ -418,6 +418,10 @@ class Deployment:
         zero counts whose outputs it never releases)."""
         return self._released_through(int(window) - 1)
 
+    def counter_window(self, position: int) -> int:
+        """The release window at counter ``position`` (the inverse of :meth:`counter_position` on release windows)."""
+        return self._release_window(check_int("position", position, minimum=0), self._cycle())
+
     def counter_event(self, windows: int) -> ContinualCountingEvent:
         r"""The counters' joint release as **one** accountant event, for one person's counts in any ``windows``
         consecutive windows (``windows=1``: one event).

@@ -1,0 +1,141 @@
+"""Running totals of a continual deployment through the API (``dpcloak.service.totals``).
+
+Oracles: the true counts summed by hand (the reports hold the node's integer encoder outputs without noise,
+so a correct decode returns them up to the stated rounding bound), and the error bars from the dense
+factorisation B = A·C⁻¹ built in exact rationals from the BLT coefficients, against which the σ√n of
+independent noise (the weakened error bar) is far off.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterator
+from fractions import Fraction
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from fastapi.testclient import TestClient
+
+from dpcloak.privacy.continual import BLT_BITS, BLT_OMEGA_NUMERATORS, BLT_THETA_NUMERATORS, _Encoder, _fresh_state
+from dpcloak.service.app import create_app
+from dpcloak.service.collector import Collector
+from dpcloak.service.examples import counting_deployment
+from dpcloak.service.store import Store, sqlite_url
+
+WINDOWS = 60
+GAP = 41  # sensor 2 (area "door") has no report for this window
+
+
+def _dense_b(horizon: int) -> list[list[Fraction]]:
+    """B = A·C⁻¹ (lower-triangular Toeplitz) from the exact BLT coefficients c_0 = 1, c_m = Σ ω_i θ_i^(m−1)."""
+    theta = [Fraction(a, 2**BLT_BITS) for a in BLT_THETA_NUMERATORS]
+    omega = [Fraction(b, 2**BLT_BITS) for b in BLT_OMEGA_NUMERATORS]
+    c = [Fraction(1)] + [sum((w * t ** (m - 1) for w, t in zip(omega, theta, strict=True)), Fraction(0))
+                         for m in range(1, horizon)]
+    inv = [Fraction(1)]
+    for m in range(1, horizon):
+        inv.append(-sum((c[i] * inv[m - i] for i in range(1, m + 1)), Fraction(0)))
+    beta = list(np.cumsum(np.array(inv, dtype=object)))
+    return [[beta[t - j] if j <= t else Fraction(0) for j in range(horizon)] for t in range(horizon)]
+
+
+class Site:
+    def __init__(self, directory: Path) -> None:
+        self.dep = counting_deployment()
+        self.store = Store(sqlite_url(directory / "c.db"))
+        self.collector = Collector(self.dep, self.store, master_key=bytes(32), clock=lambda: 10_000.0)
+        self.client = TestClient(create_app(self.collector, analyst_token="t0ken"), raise_server_exceptions=False)
+        self.auth = {"Authorization": "Bearer t0ken"}
+        rng = np.random.default_rng(30)
+        self.counts = rng.integers(0, 6, size=(3, WINDOWS))
+        counter = self.dep.counter
+        assert counter is not None
+        self.grid = round(1 / counter.grid)
+        rows = []
+        for j in range(3):
+            enc = _Encoder("factorization", _fresh_state("factorization", counter.horizon), 0)
+            for w in range(WINDOWS):
+                out = int(enc.step(int(self.counts[j, w]) * self.grid))  # noiseless: what the decode must invert
+                if not (j == 2 and w == GAP):
+                    rows.append({"deployment_id": self.dep.deployment_id, "sensor_id": j, "window": w,
+                                 "report_id": f"r{j}-{w:04d}", "value": out * counter.grid, "mac": "00",
+                                 "received_at": 60.0 * w})
+        self.rows = rows
+
+    def get(self, path: str, **params: Any) -> Any:
+        return self.client.get(path, params=params, headers=self.auth)
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
+    s = Site(tmp_path_factory.mktemp("totals"))
+    with s.client:
+        s.store.insert_reports(s.rows)
+        yield s
+
+
+def test_sensor_and_area_totals_decode_the_true_counts_with_the_factorisations_error_bar(site: Site) -> None:
+    """"People past counter j since t": windows 10-49 of sensor 0, the area "hall" (sensors 0 and 1) and daily-like
+    periods of 10 windows. Totals: the true counts summed, within the stated rounding bound. Error bars: g·‖B_49 −
+    B_9‖ weighted by σ_t (dense exact B), √2 times that for the area, and not σ₁√40 (independent noise's)."""
+    dep, counter = site.dep, site.dep.counter
+    assert counter is not None
+    one = site.get("/api/v1/counters/sensors/0/totals", since=600.0, until=3000.0)
+    assert one.status_code == 200, one.text
+    body = one.json()
+    assert (body["first_window"], body["last_window"], body["positions"]) == (10, 49, 40)
+    truth = int(site.counts[0, 10:50].sum())
+    assert body["rounding_bound"] == 2 * counter.bias_bound
+    assert abs(body["total"] - truth) <= body["rounding_bound"] + 1e-6
+    b = _dense_b(50)
+    s2 = counter.noise_variances()
+    exact_var = sum(((b[49][j] - b[9][j]) ** 2 * s2[j] for j in range(50)), Fraction(0))
+    exact_std = math.sqrt(exact_var) * counter.grid
+    assert body["std"] == pytest.approx(exact_std, rel=1e-9)
+    assert abs(body["std"] - counter.sigma_one * math.sqrt(40)) > 0.1 * exact_std  # the weakened error bar
+    assert body["interval_95"] == pytest.approx([body["total"] - 1.959963984540054 * body["std"],
+                                                 body["total"] + 1.959963984540054 * body["std"]])
+    # the running total since t: its last point is the range total, each point within the rounding bound
+    running = body["running"]
+    assert running[-1]["window"] == 49 and running[-1]["total"] == pytest.approx(body["total"])
+    for point in running:
+        assert abs(point["total"] - site.counts[0, 10:point["window"] + 1].sum()) <= point["rounding_bound"] + 1e-6
+    hall = site.get("/api/v1/counters/areas/hall/totals", since=600.0, until=3000.0, period=600.0).json()
+    assert abs(hall["total"] - int(site.counts[:2, 10:50].sum())) <= hall["rounding_bound"] + 1e-6
+    assert hall["std"] == pytest.approx(math.sqrt(2) * exact_std, rel=1e-9)
+    assert [(p["first_window"], p["last_window"]) for p in hall["periods"]] == [(10, 19), (20, 29), (30, 39),
+                                                                                  (40, 49)]
+    for p in hall["periods"]:
+        lo, hi = p["first_window"], p["last_window"]
+        assert abs(p["total"] - int(site.counts[:2, lo:hi + 1].sum())) <= p["rounding_bound"] + 1e-6
+        assert p["std"] == pytest.approx(math.sqrt(2) * counter.range_std(lo, hi + 1), rel=1e-12)
+    assert dep.areas == {"hall": [0, 1], "door": [2]}
+
+
+def test_a_gap_ends_what_can_be_decoded_and_errors_are_problems(site: Site) -> None:
+    """Sensor 2 misses window 41: its totals (and its area's) are decoded through window 40 only, and say so.
+    Unknown sensors and areas are 404, a bad range or period 422, all RFC 9457 problems; no token, 401. The
+    OpenAPI schema documents every status of the three routes."""
+    door = site.get("/api/v1/counters/areas/door/totals", since=0.0, until=3600.0).json()
+    assert door["decoded_through_window"] == GAP - 1 and door["positions"] == GAP
+    assert abs(door["total"] - int(site.counts[2, :GAP].sum())) <= door["rounding_bound"] + 1e-6
+    answers = {
+        "/api/v1/counters/sensors/3/totals": ({"since": 0.0}, 404),
+        "/api/v1/counters/areas/kitchen/totals": ({"since": 0.0}, 404),
+        "/api/v1/counters/sensors/0/totals": ({"since": 600.0, "until": 60.0}, 422),
+        "/api/v1/counters/areas/hall/totals": ({"since": 0.0, "until": 3000.0, "period": 1.0}, 422),
+    }
+    for path, (params, status) in answers.items():
+        resp = site.client.get(path, params=params, headers={**site.auth, "Accept": "application/problem+json"})
+        assert resp.status_code == status, (path, resp.text)
+        assert resp.headers["content-type"].startswith("application/problem+json") and resp.json()["status"] == status
+    assert site.client.get("/api/v1/counters/sensors/0/totals", params={"since": 0.0}).status_code == 401
+    many = site.get("/api/v1/counters/sensors/0/totals", since=0.0, until=3600.0 * 24 * 30, period=60.0)
+    assert many.status_code == 422 and "at most 400 periods" in many.json()["message"]
+    paths = site.client.get("/openapi.json").json()["paths"]
+    for path in ("/api/v1/counters/sensors/{sensor}/totals", "/api/v1/counters/areas/{area}/totals"):
+        assert {"200", "401", "404", "422"} <= set(paths[path]["get"]["responses"])
+    info = site.get("/api/v1/counters").json()
+    assert info["continual"] == {"horizon": 720, "epsilon": 1.0, "delta": 1e-6} and info["areas"]["door"] == [2]
