@@ -180,3 +180,53 @@ def test_bootstrap_of_a_1000_sensor_window_is_mostly_answered_by_the_loop(monkey
         assert abs(previous.sources.sum() - ref.sources.sum()) <= 1e-7 * scale
         assert np.max(np.abs(previous.sources - ref.sources)) <= 1e-6 * scale
         assert previous.uncertainty == pytest.approx(ref.uncertainty, rel=1e-6, nan_ok=True)
+
+
+def _floor_window() -> tuple[object, np.ndarray, float]:
+    """160² sources seen by 51² sensors through a wide heat kernel (t = 0.1), three crowds of 30, σ = 5.5."""
+    import math
+
+    from scipy.special import chdtri
+
+    from dpcloak.domains import Grid
+    from dpcloak.models import heat_kernel_2d
+
+    model = heat_kernel_2d(Grid((160, 160)), Grid((51, 51)), 0.1)
+    rng = np.random.default_rng(2)
+    truth = np.zeros(160 * 160)
+    truth[rng.choice(truth.size, 3, replace=False)] = 30.0
+    y = model.matvec(truth) + rng.normal(0.0, 5.5, 51 * 51)
+    return model, y, 5.5 * math.sqrt(float(chdtri(51 * 51, 0.05)))
+
+
+def test_the_floor_stall_is_repaired_from_the_dual(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Regression (issue 34): on a 2-D floor the barrier's dual is near optimal while its primal point, spread over
+    patches of cells whose reduced cost is near zero, is far from the ball; the guesses read off it fail and the path
+    following stalls. The repair (active-set loop from the support the dual suggests) certifies.
+
+    Oracle: the gap replayed with the full, uncompressed model: any ``v`` with ``1 + Mᵀv ≥ 0`` gives the
+    weak-duality bound ``Σ f ≥ −vᵀy − r‖v‖`` for every ``f ≥ 0`` in the ball; the returned dual ``w`` (compressed
+    coordinates) is lifted to ``v = U w − (‖w‖/ρ) y_⊥`` (``y_⊥ = y − U Uᵀ y``, ``ρ² = r² − ‖y_⊥‖²``), scaled down
+    if needed. Weakened: without the repair the same solve stops uncertified.
+    """
+    from dpcloak.recovery import compress
+
+    bpdn_module = importlib.import_module("dpcloak.recovery.bpdn")
+    model, y, r = _floor_window()
+    rec = bpdn(model, y, radius=r, bounds=(0.0, None), max_iter=200)
+    assert rec.converged and rec.dual is not None
+    assert float(np.linalg.norm(model.matvec(rec.x) - y)) <= r
+    U = compress(model).U
+    y_out = y - U @ (U.T @ y)
+    rho = float(np.sqrt(r * r - y_out @ y_out))
+    v = U @ rec.dual - (float(np.linalg.norm(rec.dual)) / rho) * y_out
+    slack = model.rmatvec(v)
+    v = v * min(1.0, 1.0 / max(float(-slack.min()), 1e-300))  # 1 + Mᵀv ≥ 0
+    lower = -float(v @ y) - r * float(np.linalg.norm(v))
+    assert lower <= rec.objective + 1e-9 * rec.objective  # weak duality: the bound lies below the objective
+    assert rec.objective - lower <= 1e-6 * rec.objective
+
+    monkeypatch.setattr(bpdn_module, "dual_repair", lambda *args, **kwargs: lambda w: None)
+    stalled = bpdn(model, y, radius=r, bounds=(0.0, None), max_iter=200)
+    assert not stalled.converged
+    assert stalled.objective - stalled.lower_bound > 1e-6 * stalled.objective

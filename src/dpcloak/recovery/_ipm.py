@@ -33,8 +33,8 @@ certificate from the exact (non-smoothed) dual
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.linalg as sla
@@ -214,6 +214,7 @@ def solve_box_quadratic(
     tol: float = 1e-10,
     max_iter: int = 200,
     w0: NDArray[np.float64] | None = None,
+    repair: Callable[[NDArray[np.float64]], IpmResult | None] | None = None,
 ) -> IpmResult:
     """Minimise ``cᵀx + γ/2 ‖Gx − z‖²`` (``rho is None``) or ``cᵀx`` s.t. ``‖Gx − z‖ ≤ ρ`` over the box.
 
@@ -222,6 +223,9 @@ def solve_box_quadratic(
     used only through their products). ``max_iter`` caps the total number of Newton steps. Convergence:
     certified gap ``≤ tol · max(1, |objective|)``. The constrained problem must be strictly
     feasible (the dual is unbounded otherwise; the caller checks this with the least residual in the box).
+    ``repair``: called with the dual iterate at each centring where the active-set guesses read off the
+    iterate fail (from the point where they are first tried); a certified result it returns is the answer
+    (its ``n_iter`` added to the Newton steps). BPDN passes :func:`dpcloak.recovery._active.dual_repair`.
     """
     if isinstance(G, np.ndarray):
         G = DenseRows(G)
@@ -340,6 +344,10 @@ def solve_box_quadratic(
                     if cert is not None:
                         return IpmResult(x=cand, objective=cert[0], lower_bound=cert[1], n_iter=steps,
                                          converged=True, dual=w)
+            if repair is not None:
+                fixed = repair(w)
+                if fixed is not None:
+                    return replace(fixed, n_iter=steps + fixed.n_iter)
         if mu < 1e-18 * scale_c:
             break
         mu /= _SHRINK

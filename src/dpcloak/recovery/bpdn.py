@@ -24,7 +24,7 @@ from numpy.typing import ArrayLike, NDArray
 
 from dpcloak._validation import check_choice, check_int, check_real
 from dpcloak.models import LinearModel
-from dpcloak.recovery._active import solve_from_support
+from dpcloak.recovery._active import dual_repair, solve_from_support
 from dpcloak.recovery._boxls import box_least_squares
 from dpcloak.recovery._ipm import IpmResult, solve_box_quadratic
 from dpcloak.recovery._kkt import Rows
@@ -325,10 +325,12 @@ def _solve_ipm(
             if found is not None:
                 return _finish(found, True, _ACTIVE)
         w0 = None if warm is None else warm.dual
+        repair = dual_repair(G, z, c, lo, hi, rho=math.sqrt(rho2), tol=tol)
         attempt = solve_box_quadratic(G, z, c, lo, hi_barrier, rho=math.sqrt(rho2), tol=tol, max_iter=max_iter,
-                                      w0=w0)
+                                      w0=w0, repair=repair)
         if w0 is not None and not attempt.converged and not attempt.infeasible:
-            cold = solve_box_quadratic(G, z, c, lo, hi_barrier, rho=math.sqrt(rho2), tol=tol, max_iter=max_iter)
+            cold = solve_box_quadratic(G, z, c, lo, hi_barrier, rho=math.sqrt(rho2), tol=tol, max_iter=max_iter,
+                                       repair=repair)
             attempt = IpmResult(x=cold.x, objective=cold.objective, lower_bound=cold.lower_bound,
                                 n_iter=cold.n_iter + attempt.n_iter, converged=cold.converged,
                                 infeasible=cold.infeasible, dual=cold.dual)
@@ -348,7 +350,8 @@ def _solve_ipm(
     found, steps = _from_supports(G, z, c, lo, hi, rho_used, tol, [closest.x], steps)
     if found is not None:
         return _finish(found, False, _ACTIVE, min_residual=r_min)
-    final = solve_box_quadratic(G, z, c, lo, hi_barrier, rho=rho_used, tol=tol, max_iter=max_iter)
+    final = solve_box_quadratic(G, z, c, lo, hi_barrier, rho=rho_used, tol=tol, max_iter=max_iter,
+                                repair=dual_repair(G, z, c, lo, hi, rho=rho_used, tol=tol))
     steps += final.n_iter
     if final.converged:
         return _finish(final, False, _BARRIER, steps - final.n_iter, min_residual=r_min)
