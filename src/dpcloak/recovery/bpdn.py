@@ -282,9 +282,10 @@ def _solve_ipm(
 ) -> _Solved:
     """BPDN on the compression; if the ball is out of reach, the least-residual fallback.
 
-    Each problem is first tried by the active-set loop from guessed supports (the warm start's, then
+    Each problem is first tried by the active-set loop from guessed supports (the one the warm start's
+    dual suggests, :func:`~dpcloak.recovery._active.dual_repair`, then the warm start's own support and
     the least-residual point's), which certifies its answer or gives up, then by the interior-point
-    method (warm-started from the warm start's dual).
+    method (warm-started from the warm start's dual, repaired from its dual iterates the same way).
     """
     at_lo = model.matvec(lo) if np.any(lo) else np.zeros_like(y)
     if float(np.linalg.norm(at_lo - y)) <= r:
@@ -305,7 +306,12 @@ def _solve_ipm(
     rho2 = (max(r - comp.error * size, 0.0)) ** 2 - proj.outside_norm**2
     steps = 0
     guesses = [] if warm is None or warm.x.shape != lo.shape else [warm.x]
-    if rho2 > 0 and (closest is None or closest.residual**2 < rho2):
+    repair = dual_repair(G, z, c, lo, hi, rho=math.sqrt(rho2), tol=tol) if rho2 > 0 else None
+    if repair is not None and (closest is None or closest.residual**2 < rho2):
+        if warm is not None and warm.dual is not None and warm.dual.shape == (G.rank,):
+            found = repair(warm.dual)  # the neighbouring problem's dual: the support it suggests here
+            if found is not None:
+                return _finish(found, True, _ACTIVE)
         found, steps = _from_supports(G, z, c, lo, hi, math.sqrt(rho2), tol, guesses, steps)
         if found is not None:
             return _finish(found, True, _ACTIVE)
@@ -325,7 +331,6 @@ def _solve_ipm(
             if found is not None:
                 return _finish(found, True, _ACTIVE)
         w0 = None if warm is None else warm.dual
-        repair = dual_repair(G, z, c, lo, hi, rho=math.sqrt(rho2), tol=tol)
         attempt = solve_box_quadratic(G, z, c, lo, hi_barrier, rho=math.sqrt(rho2), tol=tol, max_iter=max_iter,
                                       w0=w0, repair=repair)
         if w0 is not None and not attempt.converged and not attempt.infeasible:
