@@ -293,6 +293,9 @@ async def sensor_total(
     dep = collector.deployment
     if sensor >= dep.n_sensors:
         raise ReportError(404, "not_found", f"sensor must be in [0, {dep.n_sensors - 1}]", "path.sensor")
+    if dep.counter is not None:  # correlated counter outputs: their plain sum means nothing
+        raise ReportError(404, "not_found", f"this deployment's sensors release running totals: ask "
+                          f"/api/v1/counters/sensors/{sensor}/totals")
     end = collector.clock() if until is None else until
     return JSONResponse(await collector.run_in_reader(partial(views.total_view, dep, collector.store,
                                                               sensor=sensor, since=since, until=end)))

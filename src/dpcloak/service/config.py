@@ -626,7 +626,12 @@ class Deployment:
         return window // self.period_windows
 
     def guarantee(self, releases: int) -> tuple[float, float]:
-        """Composed (ε, δ_budget) of ``releases`` release windows (``network.guarantee``: vector releases, full Δ2)."""
+        """Composed (ε, δ_budget) of ``releases`` release windows (``network.guarantee``: vector releases, full Δ2);
+        with ``continual``, of ``releases`` consecutive positions of the counters (:meth:`counter_guarantee`, at the
+        counter's δ)."""
+        if self.counter is not None:
+            n = min(max(0, int(releases)), self.counter.horizon)
+            return self.counter_guarantee(n) if n else (0.0, self.counter.delta)
         g = self.release_spec.guarantee(max(0, int(releases)))
         return (float(g.epsilon), float(g.delta))
 

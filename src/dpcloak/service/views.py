@@ -388,7 +388,7 @@ def sensors_view(deployment: Deployment, store: Store, now: float) -> dict[str, 
     since = max(0, min(first, current - lookback))
     activity = store.sensor_activity(deployment.deployment_id, first_window=first, since_window=since,
                                      n_sensors=deployment.n_sensors)
-    sigma = float(deployment.sensor_network.sigma)
+    sigma = None if deployment.counter is not None else float(deployment.sensor_network.sigma)
     out = []
     for j in range(deployment.n_sensors):
         last_window, last_seen, in_period, total = activity.get(j, (None, None, 0, 0.0))
@@ -400,16 +400,20 @@ def sensors_view(deployment: Deployment, store: Store, now: float) -> dict[str, 
             "releases_left": k - len(charged), "renews_at_window": renews,
             "renews_at": None if renews is None else deployment.window_start(renews), "seen_since_window": since,
             "all_sensors": {"readings_in_period": n_all,
-                            **_summed(math.fsum(s["total"] for s in out), n_all, sigma)},
+                            **_summed(math.fsum(s["total"] or 0.0 for s in out), n_all, sigma)},
             "sensors": out}
 
 
-def _summed(total: float, n: int, sigma: float) -> dict[str, Any]:
+def _summed(total: float, n: int, sigma: float | None) -> dict[str, Any]:
     """A sum of ``n`` released readings with its noise's standard deviation σ√n and the 95 % interval ±1.96 σ√n.
 
     Every report carries independent exact discrete Gaussian noise of variance at most σ² (Canonne, Kamath
-    & Steinke 2020), so the noise of the sum has variance at most nσ².
+    & Steinke 2020), so the noise of the sum has variance at most nσ². ``sigma=None``: the reports are a
+    continual counter's correlated outputs, whose sum means nothing (their totals are decoded by
+    :mod:`dpcloak.service.totals`): ``None`` throughout.
     """
+    if sigma is None:
+        return {"total": None, "std": None, "interval_95": None}
     std = sigma * math.sqrt(n)
     return {"total": total, "std": std, "interval_95": [total - 1.96 * std, total + 1.96 * std]}
 

@@ -357,6 +357,7 @@
 
   // A sum of released readings with its 95 % error bar (±1.96 σ√n, from the collector) and how many were summed.
   function runningTotal(t, n) {
+    if (t.total === null) return "see running totals (" + n + ")";  // a continual counter's outputs: decoded below
     return fmt(t.total) + " ± " + fmt(t.interval_95[1] - t.total) + " (" + n + ")";
   }
 
