@@ -472,6 +472,11 @@ def test_a_continual_deployment_is_validated_round_trips_and_states_one_accounta
         if w > 1:
             assert zcdp_epsilon(rho=w * counter.rho, delta=1e-6) < eps < zcdp_epsilon(rho=w * w * counter.rho,
                                                                                     delta=1e-6)
+    from dpcloak.privacy.accounting import compose
+
+    once = compose([dep.counter_event(1)], delta=1e-6).epsilon
+    assert dep.counter_guarantee(1)[0] == once  # the counters are one event, counted once ...
+    assert compose([(dep.counter_event(1), 3)], delta=1e-6).epsilon > 1.5 * once  # ... not once per sensor
     st = dep.policy_statement()
     assert st.window == dep.counter_guarantee(1) and st.span == dep.counter_guarantee(60)
     assert st.lifetime == dep.counter_guarantee(720) and st.window[0] <= 1.0
