@@ -771,3 +771,89 @@ def test_a_counting_node_releases_its_counter_stream_with_its_state_in_the_ledge
     noise = [v - o for v, o in zip(head, outputs, strict=False)]
     decoded = counter.decode(np.array(head, dtype=float))
     assert decoded == pytest.approx(np.cumsum(truth[:7]) + counter.decode(np.array(noise, dtype=float)), abs=1e-6)
+
+
+def _big_count(window: int) -> float:
+    """Counts large enough that a lost counter state shifts an output by far more than 12 σ_t."""
+    return 400.0 + 300.0 * (window % 4)
+
+
+def _counting_child(directory: str, windows: list[int], kill_at: int, after_write: bool) -> None:
+    """A forked node process: releases ``windows``; at window ``kill_at`` SIGKILLs itself inside the ledger write
+    (before it, or just after it is durable)."""
+    import os
+    import signal
+
+    from dpcloak.service.examples import counting_deployment
+    from dpcloak.service.ledger import SensorLedger
+
+    dep = counting_deployment()
+    cred = load_credential(Path(directory) / "sensors" / "sensor-0.json")
+    real = SensorLedger.append
+
+    def append(self: SensorLedger, kind: str, make: Any) -> Any:
+        body = make()
+        if kind == "release" and body is not None and body["window"] == kill_at:
+            if after_write:
+                real(self, kind, lambda: body)
+            os.kill(os.getpid(), signal.SIGKILL)
+        return real(self, kind, lambda: body)
+
+    SensorLedger.append = append  # type: ignore[method-assign]
+    node = SensorNode(deployment=dep, credential=cred, ledger=Path(directory) / "ledger.db",
+                      url="http://127.0.0.1:9", clock=lambda: 1e6)
+    for w in windows:
+        node.release(_big_count(w), window=w)
+
+
+@pytest.mark.parametrize("after_write", [False, True], ids=["before-write", "after-write"])
+def test_a_counting_node_killed_in_its_ledger_write_neither_redraws_a_released_window_nor_loses_state(
+        tmp_path: Path, after_write: bool) -> None:
+    """kill -9 of a real (forked) node process at the ledger write of window 3's release, once just before the
+    record and once just after it is durable. Restarted from the file: before the write nothing of window 3 is
+    recorded (its noise never left) and the stream resumes at 3; after the write window 3's value is pending,
+    resent unchanged, refused a second release, and the stream resumes at 4. Oracle: the integer encoder replayed
+    on the true counts — every recorded value minus the replayed output is one noise draw (< 12 σ_t), which it
+    would not be if a state had been lost or a position redrawn."""
+    import multiprocessing
+
+    from dpcloak.privacy.continual import _Encoder, _fresh_state
+    from dpcloak.service.examples import counting_deployment
+
+    dep = counting_deployment()
+    write_deployment(tmp_path, dep)
+    child = multiprocessing.get_context("fork").Process(target=_counting_child,
+                                                        args=(str(tmp_path), [0, 1, 2, 3, 4], 3, after_write))
+    child.start()
+    child.join(60)
+    assert child.exitcode == -9  # killed by SIGKILL in the write
+    cred = load_credential(tmp_path / "sensors" / "sensor-0.json")
+    node = SensorNode(deployment=dep, credential=cred, ledger=tmp_path / "ledger.db", url="http://127.0.0.1:9",
+                      clock=lambda: 1e6)
+    try:
+        recorded = [e.window for e in node.ledger.all()]
+        assert recorded == ([0, 1, 2, 3] if after_write else [0, 1, 2])
+        assert node._stream is not None and node._stream.windows == len(recorded)
+        if after_write:
+            before = node.ledger.entry(3)
+            assert before is not None and [e.window for e in node.ledger.pending()] == [0, 1, 2, 3]
+            with pytest.raises(InvalidParameterError, match="already released"):
+                node.release(_big_count(3), window=3)
+            assert node.ledger.entry(3) == before  # the same value is what a resend carries
+        for w in range(4 if after_write else 3, 6):
+            node.release(_big_count(w), window=w)
+        entries = node.ledger.all()
+    finally:
+        node.close()
+    counter = dep.counter
+    assert counter is not None
+    enc = _Encoder("factorization", _fresh_state("factorization", counter.horizon), 0)
+    outputs = [int(enc.step(int(_big_count(w)) * round(1 / counter.grid))) for w in range(6)]
+    fresh = _Encoder("factorization", _fresh_state("factorization", counter.horizon), 0)
+    lost = int(fresh.step(int(_big_count(5)) * round(1 / counter.grid)))  # window 5 from a lost (fresh) state
+    assert abs(lost - outputs[5]) > 24 * math.sqrt(float(counter.noise_variances()[5]))  # the oracle can tell
+    assert [e.window for e in entries] == list(range(6))
+    for e in entries:
+        v = e.value / counter.grid
+        assert v == int(v) and abs(int(v) - outputs[e.window]) < 12 * math.sqrt(float(
+            counter.noise_variances()[e.window]))
