@@ -159,3 +159,30 @@ def test_serve_demo_runs_and_stops(tmp_path: Path) -> None:
         windows = db.execute("SELECT COUNT(*) FROM windows").fetchone()[0]
         reported = db.execute("SELECT COUNT(DISTINCT window) FROM reports").fetchone()[0]
     assert reports >= 40 and windows == reported >= 1  # the demo stops once every window it sent has its map
+
+
+def test_deploy_init_declares_a_continual_counter_and_areas_and_show_states_them(tmp_path: Path) -> None:
+    """``--continual-horizon`` / ``--areas`` on a counts network: written, validated, and ``deploy show`` states the
+    counters' guarantee (one window, the sliding window, the horizon) in words; a field network is refused."""
+    from dpcloak.sensors import SensorNetwork
+
+    counts = tmp_path / "counts.toml"
+    SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [10.0, 0.0], [20.0, 0.0]], measurement="counts", epsilon=1.0,
+                                   delta=1e-6, budget=(10.0, 1e-5), reading_range=(0, 500)).save(counts)
+    made = runner.invoke(app, ["deploy", "init", str(tmp_path / "site"), "--network", str(counts), "--period-windows",
+                               "24", "--window-seconds", "3600", "--continual-horizon", "8760", "--continual-epsilon",
+                               "0.5", "--areas", "hall=0,1;door=2"])
+    assert made.exit_code == 0, made.output
+    dep = load_deployment(tmp_path / "site")
+    assert dep.continual == {"horizon": 8760, "epsilon": 0.5, "delta": 1e-6} and dep.areas == {"hall": [0, 1],
+                                                                                                "door": [2]}
+    shown = runner.invoke(app, ["deploy", "show", str(tmp_path / "site")])
+    text = " ".join(shown.stdout.split())
+    assert shown.exit_code == 0 and "continual counter" in text and "not as 24 separate events" in text
+    assert f"({dep.counter_guarantee(24)[0]:.3g}, 1e-06)" in text
+    field = tmp_path / "field.toml"
+    _network.floor_plan_network(width=6.0, height=4.0, sensor_cols=3, sensor_rows=2, epsilon=1.0, delta=1e-6,
+                                budget=(20.0, 1e-5)).save(field)
+    refused = runner.invoke(app, ["deploy", "init", str(tmp_path / "f"), "--network", str(field), "--reading-max",
+                                  "80", "--continual-horizon", "100"])
+    assert refused.exit_code == 2 and "counts network" in refused.stderr, refused.output
