@@ -141,14 +141,21 @@ def test_a_gap_ends_what_can_be_decoded_and_errors_are_problems(site: Site) -> N
     assert info["continual"] == {"horizon": 720, "epsilon": 1.0, "delta": 1e-6} and info["areas"]["door"] == [2]
 
 
-@pytest.mark.parametrize("viewport", [{"width": 1400, "height": 900}, {"width": 390, "height": 844}],
-                         ids=["desktop", "phone"])
-def test_the_totals_panel_in_chromium_shows_the_apis_totals_and_error_bars(
-        tmp_path: Path, viewport: dict[str, int]) -> None:
+def _wait_for_text(page: Any, selector: str, text: str) -> None:
+    """Poll until ``selector``'s text holds ``text`` (the page's CSP forbids wait_for_function's eval)."""
+    for _ in range(200):
+        if text in (page.text_content(selector) or ""):
+            return
+        page.wait_for_timeout(100)
+    raise AssertionError(f"{selector} never showed {text!r}: {page.text_content(selector)!r}")
+
+
+def test_the_totals_panel_in_chromium_shows_the_apis_totals_and_error_bars(tmp_path: Path) -> None:
     """A served continual deployment (3 counters, an hour of exact noisy counter releases in its database): the
     dashboard's running-totals panel appears, asks on demand (not in the poll), and shows for the area "hall"
     the API's total ± 1.96 σ (oracle: the same query through the API), hourly rows and the running total's band;
-    nothing scrolls sideways. Screenshots: ``totals-<viewport>.png`` in the test's directory."""
+    nothing scrolls sideways, on a desktop and a phone viewport (one collector, one browser). Screenshots:
+    ``totals-1400.png`` and ``totals-390.png`` in the test's directory."""
     import time
     import uuid
 
@@ -161,7 +168,8 @@ def test_the_totals_panel_in_chromium_shows_the_apis_totals_and_error_bars(
     if not Path(CHROMIUM).exists():
         pytest.skip(f"Chromium not found at {CHROMIUM}")
     now = time.time()
-    dep = counting_deployment(deployment_id=uuid.uuid4().hex, start=float(int(now - 65 * 60)), grace_seconds=1.0)
+    dep = counting_deployment(deployment_id=uuid.uuid4().hex, start=float(int(now - 65 * 60)),
+                             grace_seconds=7200.0)  # no window closes: the panel does not need maps
     write_deployment(tmp_path, dep)
     db = sqlite_url(tmp_path / "c.db")
     store = Store(db)
@@ -183,42 +191,42 @@ def test_the_totals_panel_in_chromium_shows_the_apis_totals_and_error_bars(
     with running_collector(tmp_path, db, tmp_path / "collector.log") as collector, playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, timeout=60_000)
         try:
-            page = browser.new_context(viewport=viewport).new_page()
-            errors: list[str] = []
-            page.on("pageerror", lambda e: errors.append(str(e)))
-            page.goto(collector.url + "/dashboard/#token=" + token, timeout=60_000)
-            page.wait_for_selector("#counters-panel:not([hidden])", timeout=20_000)
-            page.select_option("#counters-of", "area:hall")
-            page.select_option("#counters-period", "3600")
-            page.fill("#counters-since", page.evaluate(
-                f"(() => {{ const d = new Date({dep.start * 1000}); return new Date(d.getTime() - "
-                "d.getTimezoneOffset() * 60000).toISOString().slice(0, 16); })()"))
-            since = page.evaluate("new Date(document.getElementById('counters-since').value).getTime() / 1000")
-            page.click("#counters-show")
-            for _ in range(200):  # the page's CSP forbids wait_for_function's eval: poll the text
-                if "area hall" in (page.text_content("#counters-total") or ""):
-                    break
-                page.wait_for_timeout(100)
-            shown = page.locator("#counters-total")
-            with collector.analyst() as client:
-                api = client.get("/api/v1/counters/areas/hall/totals",
-                                 params={"since": since, "period": 3600}).json()
-            assert float(shown.get_attribute("data-total") or "nan") == pytest.approx(api["total"])
-            assert float(shown.get_attribute("data-std") or "nan") == pytest.approx(api["std"])
-            text = shown.text_content() or ""
-            half = float(f"{1.959963984540054 * api['std']:.4g}")
-            assert f"± {half:g}" in text and "area hall" in text
-            assert page.locator("#counters-periods tbody tr").count() == len(api["periods"]) >= 1
-            assert page.is_visible("#counters-chart")
-            with collector.analyst() as client:  # the sensors table states the counters' ε, sums no outputs
-                table = client.get("/api/v1/sensors").json()
-            assert table["sensors"][0]["total"] is None
-            assert table["sensors"][0]["epsilon_spent"] == pytest.approx(
-                dep.counter_guarantee(table["release_windows_charged"])[0])
-            assert "see running totals" in (page.text_content("#sensors") or "")
-            assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
-            page.locator("#counters-panel").scroll_into_view_if_needed()
-            page.screenshot(path=str(tmp_path / f"totals-{viewport['width']}.png"), full_page=True)
-            assert errors == []
+            for viewport in ({"width": 1400, "height": 900}, {"width": 390, "height": 844}):
+                page = browser.new_context(viewport=viewport).new_page()
+                errors: list[str] = []
+                page.on("pageerror", lambda e: errors.append(str(e)))
+                page.goto(collector.url + "/dashboard/#token=" + token, timeout=60_000)
+                page.wait_for_selector("#counters-panel:not([hidden])", timeout=20_000)
+                _wait_for_text(page, "#counters-total", "since")  # the panel's first answer (the last day)
+                page.evaluate("document.getElementById('counters-total').textContent = ''")
+                page.select_option("#counters-of", "area:hall")
+                page.select_option("#counters-period", "3600")
+                page.fill("#counters-since", page.evaluate(
+                    f"(() => {{ const d = new Date({dep.start * 1000}); return new Date(d.getTime() - "
+                    "d.getTimezoneOffset() * 60000).toISOString().slice(0, 16); })()"))
+                since = page.evaluate("new Date(document.getElementById('counters-since').value).getTime() / 1000")
+                page.click("#counters-show")
+                _wait_for_text(page, "#counters-total", "area hall")
+                shown = page.locator("#counters-total")
+                with collector.analyst() as client:
+                    api = client.get("/api/v1/counters/areas/hall/totals",
+                                     params={"since": since, "period": 3600}).json()
+                assert float(shown.get_attribute("data-total") or "nan") == pytest.approx(api["total"])
+                assert float(shown.get_attribute("data-std") or "nan") == pytest.approx(api["std"])
+                text = shown.text_content() or ""
+                half = float(f"{1.959963984540054 * api['std']:.4g}")
+                assert f"± {half:g}" in text and "area hall" in text
+                assert page.locator("#counters-periods tbody tr").count() == len(api["periods"]) >= 1
+                assert page.is_visible("#counters-chart")
+                with collector.analyst() as client:  # the sensors table states the counters' ε, sums no outputs
+                    table = client.get("/api/v1/sensors").json()
+                assert table["sensors"][0]["total"] is None
+                assert table["sensors"][0]["epsilon_spent"] == pytest.approx(
+                    dep.counter_guarantee(table["release_windows_charged"])[0])
+                assert "see running totals" in (page.text_content("#sensors") or "")
+                assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
+                page.locator("#counters-panel").scroll_into_view_if_needed()
+                page.screenshot(path=str(tmp_path / f"totals-{viewport['width']}.png"), full_page=True)
+                assert errors == []
         finally:
             browser.close()
