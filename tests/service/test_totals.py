@@ -194,7 +194,7 @@ def test_the_totals_panel_in_chromium_shows_the_apis_totals_and_error_bars(tmp_p
             for viewport in ({"width": 1400, "height": 900}, {"width": 390, "height": 844}):
                 page = browser.new_context(viewport=viewport).new_page()
                 errors: list[str] = []
-                page.on("pageerror", lambda e: errors.append(str(e)))
+                page.on("pageerror", lambda e, sink=errors: sink.append(str(e)))
                 page.goto(collector.url + "/dashboard/#token=" + token, timeout=60_000)
                 page.wait_for_selector("#counters-panel:not([hidden])", timeout=20_000)
                 _wait_for_text(page, "#counters-total", "since")  # the panel's first answer (the last day)
