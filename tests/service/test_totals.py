@@ -9,6 +9,7 @@ independent noise (the weakened error bar) is far off.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterator
 from fractions import Fraction
 from pathlib import Path
@@ -224,6 +225,7 @@ def test_the_totals_panel_in_chromium_shows_the_apis_totals_and_error_bars(tmp_p
                 assert table["sensors"][0]["epsilon_spent"] == pytest.approx(
                     dep.counter_guarantee(table["release_windows_charged"])[0])
                 assert "see running totals" in (page.text_content("#sensors") or "")
+                assert re.search(r"see running totals below \(\d+\) releases$", page.text_content("#totals") or "")
                 assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
                 page.locator("#counters-panel").scroll_into_view_if_needed()
                 page.screenshot(path=str(tmp_path / f"totals-{viewport['width']}.png"), full_page=True)

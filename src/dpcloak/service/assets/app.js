@@ -341,7 +341,8 @@
       return tr;
     }));
     el("totals").textContent = "all sensors, this sliding window: " +
-      runningTotal(data.all_sensors, data.all_sensors.readings_in_period) + " readings summed";
+      runningTotal(data.all_sensors, data.all_sensors.readings_in_period) +
+      (data.all_sensors.total === null ? " releases" : " readings summed");
     // the release policy, always: release or skip now, the budget left and when it renews; a warning while
     // sensors skip release windows the policy lets them use (health "degraded")
     const health = await api("/api/v1/health");
@@ -357,7 +358,7 @@
 
   // A sum of released readings with its 95 % error bar (±1.96 σ√n, from the collector) and how many were summed.
   function runningTotal(t, n) {
-    if (t.total === null) return "see running totals (" + n + ")";  // a continual counter's outputs: decoded below
+    if (t.total === null) return "see running totals below (" + n + ")";  // a continual counter's outputs
     return fmt(t.total) + " ± " + fmt(t.interval_95[1] - t.total) + " (" + n + ")";
   }
 
