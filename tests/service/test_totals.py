@@ -113,6 +113,12 @@ def test_sensor_and_area_totals_decode_the_true_counts_with_the_factorisations_e
         assert abs(p["total"] - int(site.counts[:2, lo:hi + 1].sum())) <= p["rounding_bound"] + 1e-6
         assert p["std"] == pytest.approx(math.sqrt(2) * counter.range_std(lo, hi + 1), rel=1e-12)
     assert dep.areas == {"hall": [0, 1], "door": [2]}
+    # periods from a time that is not a window boundary: they partition the range's windows, totals add up
+    odd = site.get("/api/v1/counters/sensors/1/totals", since=590.0, until=3030.0, period=610.0).json()
+    spans = [(p["first_window"], p["last_window"]) for p in odd["periods"]]
+    covered = [w for lo, hi in spans for w in range(lo, hi + 1)]
+    assert covered == list(range(odd["first_window"], odd["last_window"] + 1)) == list(range(10, 50))
+    assert sum(p["total"] for p in odd["periods"]) == pytest.approx(odd["total"], abs=1e-6)
 
 
 def test_a_gap_ends_what_can_be_decoded_and_errors_are_problems(site: Site) -> None:

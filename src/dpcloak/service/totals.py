@@ -54,7 +54,8 @@ def counter_totals(deployment: Deployment, store: Store, *, sensors: list[int], 
 
     Returns the total with its standard deviation and 95 % interval, the running total since ``since`` at up to
     :data:`RUNNING_POINTS` windows, and with ``period_seconds`` the totals of consecutive periods from ``since``
-    (e.g. 86400: daily totals), each with its error bar.
+    (e.g. 86400: daily totals), each with its error bar: a period holds the answer's windows that start in it,
+    so the periods partition the answer's windows and their totals add up to the total.
 
     Raises
     ------
@@ -121,8 +122,8 @@ def counter_totals(deployment: Deployment, store: Store, *, sensors: list[int], 
         periods = []
         for k in range(n):
             lo, hi = since + k * period_seconds, min(until, since + (k + 1) * period_seconds)
-            w0 = max(first, math.ceil((lo - deployment.start) / ws))
-            w1 = min(last, math.floor((hi - deployment.start) / ws) - 1)
+            w0 = max(first, math.ceil((lo - deployment.start) / ws))  # the windows that start in [lo, hi): the
+            w1 = min(last, math.ceil((hi - deployment.start) / ws) - 1)  # periods partition first … last
             p0 = deployment.counter_position(w0)
             p1 = min(deployment.counter_position(w1 + 1), through) if w1 >= w0 else p0
             periods.append({"since": lo, "until": hi, "first_window": w0, "last_window": w1,
