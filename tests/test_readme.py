@@ -36,8 +36,11 @@ def test_readme_names_the_system_packages_ci_installs_and_what_is_skipped_withou
     assert f"apt-get install {' '.join(installed)}" in section
     for skipped in ("tests/service/test_dashboard.py", "/usr/lib/postgresql/15/bin", "-n 2"):
         assert skipped in section
+    # the path the README names is the one the service tests skip on (their fixture's server is the benchmarks')
     conftest = (ROOT / "tests" / "service" / "conftest.py").read_text(encoding="utf-8")
-    assert 'Path("/usr/lib/postgresql/15/bin")' in conftest  # the path the README names is the one the tests use
+    assert "_collector_load.PG_BIN / tool" in conftest
+    server = (ROOT / "benchmarks" / "_collector_load.py").read_text(encoding="utf-8")
+    assert 'PG_BIN = Path("/usr/lib/postgresql/15/bin")' in server
 
 
 def test_quick_start_runs_and_prints_what_it_says():
