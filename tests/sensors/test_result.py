@@ -167,3 +167,27 @@ def test_a_matrix_free_network_is_recovered_without_its_dense_matrix():
     some = everyone.copy()
     some[3] = False
     assert net.rows_model(some).shape == (net.n_sensors - 1, net.n_sources)
+
+
+def test_counts_recovery_with_another_noise_level() -> None:
+    """noise_std replaces a counts network's per-reading noise in the result's sigma and in the bootstrap: the
+    median EMD of the bootstrap grows with it (oracle: with 8 sites of count 50 and noise far below 50, the
+    projection onto >= 0 never binds and the same seeded normal draws scale with the level, so each draw's EMD
+    scales with it up to the normalisation by the drawn total, within 1 %; a bootstrap ignoring noise_std would give
+    equal uncertainties); a field network and a non-positive level are refused."""
+    sites = [[100.0 * i, 0.0] for i in range(8)]
+    net = SensorNetwork.from_coordinates(sensors=sites, measurement="counts", epsilon=1.0, delta=1e-6,
+                                         budget=(10.0, 1e-5))
+    counts = np.full(8, 50.0)
+    small = net.recover(counts, uncertainty_draws=10, rng=1, noise_std=0.5)
+    large = net.recover(counts, uncertainty_draws=10, rng=1, noise_std=5.0)
+    assert (small.sigma, large.sigma) == (0.5, 5.0)
+    assert large.uncertainty == pytest.approx(10 * small.uncertainty, rel=1e-2)
+    assert net.recover(counts, uncertainty_draws=0).sigma == net.sigma
+    for bad in (0.0, -1.0, math.nan):
+        with pytest.raises(InvalidParameterError, match="noise_std"):
+            net.recover(counts, uncertainty_draws=0, noise_std=bad)
+    field = SensorNetwork.from_coordinates(sensors=sites[:3], diffusion=2000.0, relation=Relation.move(150.0),
+                                           epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5))
+    with pytest.raises(InvalidParameterError, match="counts networks only"):
+        field.recover(np.zeros(3), uncertainty_draws=0, noise_std=1.0)

@@ -652,12 +652,18 @@ class SensorNetwork:
         warm_start: NetworkRecovery | None = None,
         uncertainty_draws: int = 10,
         rng: RngLike = None,
+        noise_std: float | None = None,
     ) -> NetworkRecovery:
         """Where were the people? BPDN on the present sensors' private readings (see :func:`recover_sources`);
-        for a counts network, the private counts projected onto ≥ 0 (:func:`recover_counts`)."""
+        for a counts network, the private counts projected onto ≥ 0 (:func:`recover_counts`, whose ``noise_std``
+        replaces the per-reading noise: counts networks only)."""
         if self.measurement == "counts":
             return recover_counts(self, private_readings, present=present, uncertainty_draws=uncertainty_draws,
-                                  rng=rng)
+                                  rng=rng, noise_std=noise_std)
+        if noise_std is not None:
+            raise InvalidParameterError("noise_std is for counts networks only (a field network's recovery is "
+                                        "calibrated to its own per-reading noise)", parameter="noise_std",
+                                        got=noise_std)
         return recover_sources(self, private_readings, present=present, warm_start=warm_start,
                                uncertainty_draws=uncertainty_draws, rng=rng)
 

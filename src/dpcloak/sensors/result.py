@@ -54,7 +54,7 @@ import numpy as np
 from numpy.typing import ArrayLike, NDArray
 
 from dpcloak._rng import RngLike, as_generator
-from dpcloak._validation import check_int
+from dpcloak._validation import check_int, check_real
 from dpcloak.errors import ConvergenceError, InvalidParameterError
 from dpcloak.models.base import LinearModel
 
@@ -375,6 +375,7 @@ def recover_counts(
     present: ArrayLike | None = None,
     uncertainty_draws: int = 10,
     rng: RngLike = None,
+    noise_std: float | None = None,
 ) -> NetworkRecovery:
     r"""The map of a ``counts`` network: each present site's private count projected onto ≥ 0.
 
@@ -383,6 +384,11 @@ def recover_counts(
     worse than the private counts themselves). Missing sites are 0 in the map and ``False`` in
     ``present``. The uncertainty is a parametric bootstrap of the same projection under the
     mechanism's own noise (seeded exact draws; nothing is released), as EMD in metres.
+
+    ``noise_std`` (count units) replaces the network's per-reading noise when the counts carry other noise, e.g.
+    a continual counter's decoded increments (:meth:`~dpcloak.privacy.continual.ContinualCounter.range_std` of
+    one window): the result's ``sigma`` is then ``noise_std`` and the bootstrap draws normal noise of that
+    standard deviation (a sum of many independent discrete Gaussians, as the decoded increment's noise is).
 
     Examples
     --------
@@ -393,11 +399,15 @@ def recover_counts(
     >>> result = recover_counts(net, [4.0, -2.0, np.nan], uncertainty_draws=0)
     >>> result.sources.tolist(), result.present.tolist(), result.status
     ([4.0, 0.0, 0.0], [True, True, False], 'private counts')
+    >>> recover_counts(net, [4.0, -2.0, np.nan], uncertainty_draws=3, rng=0, noise_std=2.5).sigma
+    2.5
     """
     from dpcloak.metrics import as_distribution, emd
     from dpcloak.recovery import Recovery
 
     y, mask, draws = _inputs(private_readings, present, uncertainty_draws, network.n_sensors)
+    if noise_std is not None:
+        noise_std = check_real("noise_std", noise_std, low=0.0)
     x = np.zeros(network.n_sensors)
     x[mask] = np.maximum(y[mask], 0.0)
     dist = as_distribution(x)
@@ -407,7 +417,10 @@ def recover_counts(
         gen = as_generator(rng)
         for _ in range(draws):
             again = np.zeros(network.n_sensors)
-            again[mask] = np.maximum(x[mask] + network.mechanism.privatize(np.zeros(int(mask.sum())), rng=gen), 0.0)
+            size = int(mask.sum())
+            noise = (network.mechanism.privatize(np.zeros(size), rng=gen) if noise_std is None
+                     else gen.normal(0.0, noise_std, size))
+            again[mask] = np.maximum(x[mask] + noise, 0.0)
             spread.append(emd(x, again, domain))
     residual = float(np.linalg.norm(x[mask] - y[mask]))
     rec = Recovery(x=x, objective=float(x.sum()), residual=residual, radius=math.nan, radius_policy="explicit",
@@ -418,7 +431,7 @@ def recover_counts(
         sources=x, total=float(x.sum()), distribution=dist.p, degenerate=dist.degenerate, uncertainty=unc,
         uncertainty_90=unc90, uncertainty_draws=draws, readings=y,
         misfit=_misfit(residual, y[mask]), status="empty" if dist.degenerate else "private counts", present=mask,
-        radius=math.nan, sigma=network.sigma,
+        radius=math.nan, sigma=network.sigma if noise_std is None else noise_std,
         recovery=rec, source_positions=network.source_positions,
     )
 

@@ -30,11 +30,15 @@ import math
 import os
 import secrets
 import uuid
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import cached_property
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from numpy.typing import NDArray
 
 from dpcloak._files import owner_only
 from dpcloak._validation import check_int, check_probability, check_real
@@ -417,6 +421,31 @@ class Deployment:
         (the same for all sensors, so their streams stay aligned; a node that missed release windows catches up with
         zero counts whose outputs it never releases)."""
         return self._released_through(int(window) - 1)
+
+    def decoded_stream(self, reports: Sequence[tuple[int, float]]) -> NDArray[np.float64]:
+        """A count sensor's released running totals (count units) decoded from its stored ``(window, value)`` reports
+        in window order (:meth:`~dpcloak.privacy.continual.ContinualCounter.decode`, post-processing), from position
+        0 up to its first missing position (a report at another window than the next position's ends it): entry t
+        is the running total through :meth:`counter_window` (t).
+
+        Examples
+        --------
+        >>> from dpcloak.service.examples import counting_deployment
+        >>> dep = counting_deployment()
+        >>> stream = dep.counter.stream()
+        >>> reports = [(w, stream.push(3) * dep.counter.grid) for w in range(5)]
+        >>> dep.decoded_stream(reports).shape, dep.decoded_stream(reports[:2] + reports[3:]).shape  # 2 missing
+        ((5,), (2,))
+        """
+        counter = self.counter
+        if counter is None:
+            raise InvalidParameterError("this deployment declares no continual counter", parameter="continual")
+        run = []
+        for t, (window, value) in enumerate(reports[:counter.horizon]):
+            if self.counter_position(window) != t or not self.is_release_window(window):
+                break
+            run.append(round(value / counter.grid))
+        return np.asarray(counter.decode(np.array(run, dtype=float))) if run else np.zeros(0)
 
     def counter_window(self, position: int) -> int:
         """The release window at counter ``position`` (the inverse of :meth:`counter_position` on release windows)."""

@@ -405,7 +405,8 @@ class RobustRecovery:
 
 
 def robust_recover(network: SensorNetwork, values: NDArray[np.float64], present: NDArray[np.bool_], *,
-                   warm_start: NetworkRecovery | None = None, uncertainty_draws: int = 8) -> RobustRecovery:
+                   warm_start: NetworkRecovery | None = None, uncertainty_draws: int = 8,
+                   noise_std: float | None = None) -> RobustRecovery:
     r"""Recover a window's map, leaving out one sensor the others contradict (module docstring).
 
     Parameters
@@ -422,6 +423,9 @@ def robust_recover(network: SensorNetwork, values: NDArray[np.float64], present:
         Bootstrap draws of the returned map's uncertainty (fewer than the library's 10, for the collector's
         measured cost: its 90 % value is then the largest draw, which covers about 8/9 of exchangeable errors,
         :mod:`dpcloak.sensors.result`).
+    noise_std : float, optional
+        The readings' noise when it is not the network's per-reading noise (counts networks only, e.g. a
+        continual counter's decoded increments: :meth:`SensorNetwork.recover <dpcloak.sensors.SensorNetwork.recover>`).
 
     Returns
     -------
@@ -448,7 +452,8 @@ def robust_recover(network: SensorNetwork, values: NDArray[np.float64], present:
     True
     """
     present = np.asarray(present, dtype=bool)
-    full = network.recover(values, present=present, warm_start=warm_start, uncertainty_draws=uncertainty_draws)
+    full = network.recover(values, present=present, warm_start=warm_start, uncertainty_draws=uncertainty_draws,
+                           noise_std=noise_std)
     m = int(present.sum())
     if network.measurement == "counts" or m < 3:
         return RobustRecovery(full, None, None)

@@ -135,23 +135,12 @@ def counter_totals(deployment: Deployment, store: Store, *, sensors: list[int], 
 def _decoded_prefix(deployment: Deployment, streams: list[list[tuple[int, float]]]) -> list[np.ndarray]:
     """Each sensor's running totals (count units) over the positions all of them can decode (their common prefix).
 
-    A sensor's reports at positions 0, 1, 2, … (:meth:`Deployment.counter_position` of their windows) are
-    decoded up to its first missing position; the answer keeps the shortest prefix, so the sensors' totals
-    cover the same windows."""
-    counter = deployment.counter
-    assert counter is not None
-    values = []
-    for rows in streams:
-        run = []
-        for t, (window, value) in enumerate(rows):
-            if deployment.counter_position(window) != t or not deployment.is_release_window(window):
-                break
-            run.append(round(value / counter.grid))
-        values.append(run)
-    length = min((len(v) for v in values), default=0)
-    if length == 0:
-        return []
-    return [np.asarray(counter.decode(np.array(v[:length], dtype=float))) for v in values]
+    A sensor's reports at positions 0, 1, 2, … are decoded up to its first missing position
+    (:meth:`Deployment.decoded_stream`; decoding is causal, so a prefix of the decoded stream is the decoded
+    prefix); the answer keeps the shortest prefix, so the sensors' totals cover the same windows."""
+    decoded = [deployment.decoded_stream(rows) for rows in streams]
+    length = min((len(d) for d in decoded), default=0)
+    return [d[:length] for d in decoded] if length else []
 
 
 def _range(counter: Any, decoded: list[np.ndarray], a: int, b: int) -> dict[str, Any]:

@@ -26,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from dpcloak.errors import InvalidParameterError
 from dpcloak.sensors import NetworkRecovery
 from dpcloak.service.config import Deployment
 from dpcloak.service.poisoning import robust_recover
@@ -33,8 +34,8 @@ from dpcloak.service.store import Store, WindowRecord
 
 log = logging.getLogger("dpcloak.service")
 
-__all__ = ["recover_window_record", "PolicyReleases", "WindowRecovery", "start_worker", "close_in_worker",
-           "worker_ready"]
+__all__ = ["recover_window_record", "continual_increments", "PolicyReleases", "WindowRecovery", "start_worker",
+           "close_in_worker", "worker_ready"]
 
 
 def recover_window_record(deployment: Deployment, store: Store, window: int,
@@ -42,6 +43,12 @@ def recover_window_record(deployment: Deployment, store: Store, window: int,
                           releases: PolicyReleases | None = None, *,
                           final_below: int | None = None) -> tuple[WindowRecord, NetworkRecovery] | None:
     """Recover ``window`` from its stored reports; ``None`` when no sensor reported.
+
+    With a continual counter (``deployment.continual``) the reports are the counters' outputs, not the window's
+    counts: the map is recovered from each sensor's decoded count of the window (:func:`continual_increments`;
+    a sensor whose stream cannot be decoded up to the window is missing) with that count's own noise as σ, and
+    the record states the counters' guarantee (one window; the policy's sliding window), not the per-window
+    mechanism's.
 
     Returns the record and the network's recovery result (the next window's warm start). ``releases``
     counts the sliding window's release windows incrementally (default: read its rows up to ``window``);
@@ -70,9 +77,20 @@ def recover_window_record(deployment: Deployment, store: Store, window: int,
     sensors, readings = (list(column) for column in zip(*rows, strict=True))
     values = np.zeros(deployment.n_sensors)
     present = np.zeros(deployment.n_sensors, dtype=bool)
-    values[sensors] = readings
-    present[sensors] = True
-    robust = robust_recover(network, values, present, warm_start=warm_start)
+    sigma, eps_window, delta_window = float(network.sigma), float(network.epsilon), float(network.delta)
+    if deployment.counter is None:
+        values[sensors] = readings
+        present[sensors] = True
+    else:
+        increments, sigma = continual_increments(deployment, store, window, sensors)
+        if math.isnan(sigma):  # not a position of the counters (ingest refuses such reports)
+            return None
+        for j, increment in increments.items():
+            values[j] = increment
+            present[j] = True
+        eps_window, delta_window = deployment.guarantee(1)
+    robust = robust_recover(network, values, present, warm_start=warm_start,
+                            noise_std=None if deployment.counter is None else sigma)
     result = robust.recovery
     if releases is None:
         releases = PolicyReleases(deployment, store, closed=())
@@ -82,7 +100,7 @@ def recover_window_record(deployment: Deployment, store: Store, window: int,
         window=window, closed_at=time.time(), source_map=[float(v) for v in result.sources],
         uncertainty=_finite(result.uncertainty), uncertainty_90=_finite(result.uncertainty_90),
         reporting=[int(j) for j in np.flatnonzero(present)], missing=int(deployment.n_sensors - present.sum()),
-        sigma=float(network.sigma), epsilon_window=float(network.epsilon), delta_window=float(network.delta),
+        sigma=sigma, epsilon_window=eps_window, delta_window=delta_window,
         epsilon_period=eps_period, delta_period=delta_period, releases_in_period=n_releases,
         converged=bool(result.recovery.converged), message=str(result.recovery.message),
         outliers=[] if robust.outlier is None else [{"sensor": robust.outlier, "z": robust.outlier_z}],
@@ -93,6 +111,58 @@ def recover_window_record(deployment: Deployment, store: Store, window: int,
                     "flagged as an outlier (a faulty sensor or a stolen key) and left out of the map", window,
                     robust.outlier, values[robust.outlier], robust.outlier_z)
     return record, result
+
+
+def continual_increments(deployment: Deployment, store: Store, window: int,
+                         sensors: Iterable[int]) -> tuple[dict[int, float], float]:
+    """A continual deployment's per-window counts of ``window``: each sensor's decoded increment, and its noise.
+
+    A count sensor's report is its counter's output, not the window's count: the count of ``window`` (position t
+    of the streams, :meth:`~dpcloak.service.config.Deployment.counter_position`) is the difference of the decoded
+    running totals S_t − S_{t−1} (S_{−1} = 0; :meth:`~dpcloak.service.config.Deployment.decoded_stream`, the
+    same decoding as the running totals), whose error has standard deviation
+    :meth:`~dpcloak.privacy.continual.ContinualCounter.range_std` (t, t + 1) (count units; the same for every
+    sensor). Sensors of ``sensors`` (those that reported in ``window``) whose stream cannot be decoded up to t (a
+    missing earlier position) are left out: they count as missing for the window. Post-processing of released
+    values: no privacy spent.
+
+    Returns
+    -------
+    (dict, float)
+        ``{sensor: increment}`` for the decodable sensors, and the increments' standard deviation (``nan`` when
+        ``window`` is not a position of the counters: not a release window, or past their horizon).
+
+    Examples
+    --------
+    Sensors 0 and 1 count 5 people in each of windows 0-3; sensor 1's report of window 1 is lost:
+
+    >>> import tempfile
+    >>> from dpcloak.service import examples, store as stores
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> dep, store = examples.counting_deployment(), Store(stores.sqlite_url(f"{tmp.name}/continual.db"))
+    >>> store.migrate(); store.register(dep)
+    >>> streams = {j: dep.counter.stream() for j in (0, 1)}
+    >>> _ = store.insert_reports([{"deployment_id": "count42", "sensor_id": j, "window": w, "report_id": f"r-{j}-{w}",
+    ...                           "value": streams[j].push(5) * dep.counter.grid, "mac": "00", "received_at": 60.0 * w}
+    ...                          for w in range(4) for j in (0, 1) if (j, w) != (1, 1)])  # sensor 1 missed window 1
+    >>> increments, sigma = continual_increments(dep, store, 3, [0, 1])
+    >>> sorted(increments), abs(increments[0] - 5) < 6 * sigma, sigma == dep.counter.range_std(3, 4)
+    ([0], True, True)
+    >>> store.dispose(); tmp.cleanup()
+    """
+    counter = deployment.counter
+    if counter is None:
+        raise InvalidParameterError("this deployment declares no continual counter", parameter="continual")
+    t = deployment.counter_position(window)
+    if not deployment.is_release_window(window) or t >= counter.horizon:
+        return {}, math.nan
+    streams = store.sensor_streams(deployment.deployment_id, sorted({int(j) for j in sensors}), last_window=window)
+    increments = {}
+    for j, rows in streams.items():
+        totals = deployment.decoded_stream(rows)
+        if len(totals) > t:
+            increments[j] = float(totals[t] - (totals[t - 1] if t else 0.0))
+    return increments, counter.range_std(t, t + 1)
 
 
 def _finite(x: float) -> float | None:
