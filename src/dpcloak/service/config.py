@@ -422,11 +422,25 @@ class Deployment:
         zero counts whose outputs it never releases)."""
         return self._released_through(int(window) - 1)
 
+    def counter_run(self, reports: Sequence[tuple[int, float]]) -> list[int]:
+        """A count sensor's released integers V_0, V_1, … (grid units) from its stored ``(window, value)`` reports in
+        window order, from position 0 up to its first missing position (a report at another window than the next
+        position's ends it; at most the counter's horizon)."""
+        counter = self.counter
+        if counter is None:
+            raise InvalidParameterError("this deployment declares no continual counter", parameter="continual")
+        run = []
+        for t, (window, value) in enumerate(reports[:counter.horizon]):
+            if self.counter_position(window) != t or not self.is_release_window(window):
+                break
+            run.append(round(value / counter.grid))
+        return run
+
     def decoded_stream(self, reports: Sequence[tuple[int, float]]) -> NDArray[np.float64]:
         """A count sensor's released running totals (count units) decoded from its stored ``(window, value)`` reports
-        in window order (:meth:`~dpcloak.privacy.continual.ContinualCounter.decode`, post-processing), from position
-        0 up to its first missing position (a report at another window than the next position's ends it): entry t
-        is the running total through :meth:`counter_window` (t).
+        in window order (:meth:`~dpcloak.privacy.continual.ContinualCounter.decode` of :meth:`counter_run`,
+        post-processing), up to its first missing position: entry t is the running total through
+        :meth:`counter_window` (t).
 
         Examples
         --------
@@ -437,15 +451,9 @@ class Deployment:
         >>> dep.decoded_stream(reports).shape, dep.decoded_stream(reports[:2] + reports[3:]).shape  # 2 missing
         ((5,), (2,))
         """
-        counter = self.counter
-        if counter is None:
-            raise InvalidParameterError("this deployment declares no continual counter", parameter="continual")
-        run = []
-        for t, (window, value) in enumerate(reports[:counter.horizon]):
-            if self.counter_position(window) != t or not self.is_release_window(window):
-                break
-            run.append(round(value / counter.grid))
-        return np.asarray(counter.decode(np.array(run, dtype=float))) if run else np.zeros(0)
+        run = self.counter_run(reports)
+        assert self.counter is not None  # counter_run refuses a deployment without one
+        return np.asarray(self.counter.decode(np.array(run, dtype=float))) if run else np.zeros(0)
 
     def counter_window(self, position: int) -> int:
         """The release window at counter ``position`` (the inverse of :meth:`counter_position` on release windows)."""

@@ -119,8 +119,9 @@ def continual_increments(deployment: Deployment, store: Store, window: int,
 
     A count sensor's report is its counter's output, not the window's count: the count of ``window`` (position t
     of the streams, :meth:`~dpcloak.service.config.Deployment.counter_position`) is the difference of the decoded
-    running totals S_t − S_{t−1} (S_{−1} = 0; :meth:`~dpcloak.service.config.Deployment.decoded_stream`, the
-    same decoding as the running totals), whose error has standard deviation
+    running totals S_t − S_{t−1} (S_{−1} = 0; :meth:`~dpcloak.service.config.Deployment.counter_run` and
+    :meth:`~dpcloak.privacy.continual.ContinualCounter.decode`, the same decoding as the running totals, of all
+    decodable sensors' first t + 1 positions at once), whose error has standard deviation
     :meth:`~dpcloak.privacy.continual.ContinualCounter.range_std` (t, t + 1) (count units; the same for every
     sensor). Sensors of ``sensors`` (those that reported in ``window``) whose stream cannot be decoded up to t (a
     missing earlier position) are left out: they count as missing for the window. Post-processing of released
@@ -157,11 +158,12 @@ def continual_increments(deployment: Deployment, store: Store, window: int,
     if not deployment.is_release_window(window) or t >= counter.horizon:
         return {}, math.nan
     streams = store.sensor_streams(deployment.deployment_id, sorted({int(j) for j in sensors}), last_window=window)
+    runs = {j: run for j, run in ((j, deployment.counter_run(rows)) for j, rows in streams.items()) if len(run) > t}
     increments = {}
-    for j, rows in streams.items():
-        totals = deployment.decoded_stream(rows)
-        if len(totals) > t:
-            increments[j] = float(totals[t] - (totals[t - 1] if t else 0.0))
+    if runs:  # one decoding of the decodable sensors' first t + 1 positions together
+        totals = counter.decode(np.array([run[:t + 1] for run in runs.values()], dtype=float).reshape(len(runs), t + 1))
+        for j, row in zip(runs, totals, strict=True):
+            increments[j] = float(row[t] - (row[t - 1] if t else 0.0))
     return increments, counter.range_std(t, t + 1)
 
 
