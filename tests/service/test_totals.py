@@ -161,7 +161,8 @@ def test_the_totals_panel_in_chromium_shows_the_apis_totals_and_error_bars(tmp_p
     """A served continual deployment (3 counters, an hour of exact noisy counter releases in its database): the
     dashboard's running-totals panel appears, asks on demand (not in the poll), and shows for the area "hall"
     the API's total ± 1.96 σ (oracle: the same query through the API), hourly rows and the running total's band;
-    nothing scrolls sideways, on a desktop and a phone viewport (one collector, one browser). Screenshots:
+    nothing scrolls sideways, on a desktop and a phone viewport (one collector, one browser); window 59, closed by the
+    analyst, states the noise of the decoded count of the window (range_std), not the per-reading σ. Screenshots:
     ``totals-1400.png`` and ``totals-390.png`` in the test's directory."""
     import time
     import uuid
@@ -197,6 +198,10 @@ def test_the_totals_panel_in_chromium_shows_the_apis_totals_and_error_bars(tmp_p
     token = analyst_token(load_master_key(tmp_path), deployment_id=dep.deployment_id)
     with running_collector(tmp_path, db, tmp_path / "collector.log") as collector, playwright.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=CHROMIUM, args=ARGS, timeout=60_000)
+        with collector.analyst() as client:  # the window's map is from the decoded counts (tests/service/test_windows)
+            closed = client.post("/api/v1/windows/59/close")
+        assert closed.status_code == 200, closed.text
+        assert closed.json()["sigma"] == pytest.approx(counter.range_std(59, 60))
         try:
             for viewport in ({"width": 1400, "height": 900}, {"width": 390, "height": 844}):
                 page = browser.new_context(viewport=viewport).new_page()
@@ -231,6 +236,9 @@ def test_the_totals_panel_in_chromium_shows_the_apis_totals_and_error_bars(tmp_p
                 assert table["sensors"][0]["epsilon_spent"] == pytest.approx(
                     dep.counter_guarantee(table["release_windows_charged"])[0])
                 assert "see running totals" in (page.text_content("#sensors") or "")
+                _wait_for_text(page, "#window-info", "decoded from its continual counter")
+                assert f"noise σ {float(f'{counter.range_std(59, 60):.3g}'):g}" in (page.text_content("#window-info")
+                                                                                    or "")
                 assert re.search(r"see running totals below \(\d+\) releases$", page.text_content("#totals") or "")
                 assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
                 page.locator("#counters-panel").scroll_into_view_if_needed()

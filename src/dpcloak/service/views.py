@@ -302,6 +302,9 @@ def deployment_view(deployment: Deployment, *, now: float) -> dict[str, Any]:
     {'epsilon': 1.0, 'delta': 1e-06}
     >>> view["policy"]["span_releases"], view["policy"]["stride"], view["policy"]["lifetime_releases"]
     (10, 1, None)
+    >>> from dpcloak.service.examples import counting_deployment  # maps from the counters' decoded counts
+    >>> view["continual"], deployment_view(counting_deployment(), now=0.0)["continual"]["horizon"]
+    (None, 720)
     """
     net = deployment.sensor_network
     st = deployment.policy_statement()
@@ -317,6 +320,7 @@ def deployment_view(deployment: Deployment, *, now: float) -> dict[str, Any]:
         "releases_per_period": k,
         "clock_skew_seconds": deployment.clock_skew_seconds,
         "sigma": float(net.sigma),
+        "continual": deployment.continual,
         "reading_unit": net.reading_unit,
         "source_unit": net.source_unit,
         "measurement": net.measurement,

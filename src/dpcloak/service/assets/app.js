@@ -244,7 +244,9 @@
       info.append(span("sensor " + o.sensor + " flagged: its reading is " + fmt(o.z) + " σ from what the other " +
                        "sensors predict (a faulty sensor or a stolen key), left out of the map", "flagged outlier"));
     });
-    info.append(span("; noise σ " + fmt(r.sigma) + " " + unit + " per reading; privacy spent in this period ε = " +
+    const noise = dep.continual ? " of each sensor's count of this window, decoded from its continual counter (a " +
+      "sensor whose stream has a gap before this window is missing)" : " per reading";
+    info.append(span("; noise σ " + fmt(r.sigma) + " " + unit + noise + "; privacy spent in this period ε = " +
       fmt(r.epsilon_period) + " at δ = " + fmt(r.delta_period) + " (" + r.releases_in_period + " release(s) so far)"));
     if (!r.converged) { info.append(span("; ")); info.append(span("recovery not certified optimal", "", r.message)); }
   }
