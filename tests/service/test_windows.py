@@ -38,15 +38,20 @@ def _c_inverse(n: int) -> list[Fraction]:
     return inv
 
 
+def _counting_store(path: Path) -> tuple[Any, Store]:
+    dep = counting_deployment()
+    store = Store(sqlite_url(path))
+    store.migrate()
+    store.register(dep)
+    return dep, store
+
+
 @pytest.fixture
 def site(tmp_path: Path) -> Iterator[tuple[Any, Store, Any, dict[int, list[int]]]]:
     """Three counters' streams of known counts and known noise, stored as the collector stores reports."""
-    dep = counting_deployment()
+    dep, store = _counting_store(tmp_path / "c.db")
     counter = dep.counter
     assert counter is not None
-    store = Store(sqlite_url(tmp_path / "c.db"))
-    store.migrate()
-    store.register(dep)
     rng = np.random.default_rng(7)
     counts = rng.integers(0, 40, size=(3, WINDOWS))
     sigma = [math.sqrt(float(v)) for v in counter.noise_variances()[:WINDOWS]]
@@ -116,3 +121,48 @@ def test_a_continual_windows_map_is_recovered_from_the_decoded_counts(site: tupl
     assert record.epsilon_window != dep.sensor_network.epsilon
     before = recover_window_record(dep, store, GAP[1] - 1)
     assert before is not None and before[0].reporting == [0, 1, 2]
+
+
+def test_kept_streams_give_the_runs_of_a_full_read(tmp_path: Path) -> None:
+    """ContinualStreams (the final windows kept across closes) against reading every stream from its start at each
+    close (the oracle), on a random schedule: reports arrive in the windows' grace (up to 3 windows late), some
+    never (gaps), windows close in order with final_below lagging; every close gives the same runs, increments and
+    sigma. Taking windows still in their grace as final (their late reports never read) is caught by the same
+    comparison."""
+    from dpcloak.service.windows import ContinualStreams
+
+    dep, store = _counting_store(tmp_path / "k.db")
+    counter = dep.counter
+    assert counter is not None
+    rng = np.random.default_rng(11)
+    windows, late = 40, 3
+    encoders = [counter.stream() for _ in range(3)]
+    arrivals: dict[int, list[dict[str, Any]]] = {}
+    for w in range(windows):
+        for j in range(3):
+            value = encoders[j].push(int(rng.integers(0, 9))) * counter.grid
+            if rng.random() < 0.04:
+                continue  # lost for good
+            at = w + int(rng.integers(0, late + 1))
+            arrivals.setdefault(at, []).append({"deployment_id": "count42", "sensor_id": j, "window": w,
+                                                "report_id": f"r-{j}-{w}", "value": value, "mac": "00",
+                                                "received_at": 60.0 * at})
+
+    kept, early = ContinualStreams(dep), ContinualStreams(dep)
+    differs = 0
+    for now in range(windows + late + 1):
+        store.insert_reports(arrivals.get(now, []))
+        closing = now - late  # its grace is over: windows before it take no more reports
+        if closing < 0:
+            continue
+        full = continual_increments(dep, store, closing, range(3))
+        assert continual_increments(dep, store, closing, range(3), streams=kept, final_below=closing + 1) == full
+        # weakened: windows still in their grace taken as final (their late reports are never read)
+        weak = continual_increments(dep, store, min(windows, closing + late), range(3), streams=early,
+                                    final_below=closing + late + 1)
+        differs += weak != continual_increments(dep, store, min(windows, closing + late), range(3))
+    runs = kept.runs(store, range(3), windows - 1, windows)
+    assert kept.through == windows  # the last close (window 40, nobody reported) made every window final
+    assert min(len(r) for r in runs.values()) < windows  # some stream ended at a lost report
+    assert differs > 0
+    store.dispose()

@@ -422,15 +422,15 @@ class Deployment:
         zero counts whose outputs it never releases)."""
         return self._released_through(int(window) - 1)
 
-    def counter_run(self, reports: Sequence[tuple[int, float]]) -> list[int]:
-        """A count sensor's released integers V_0, V_1, … (grid units) from its stored ``(window, value)`` reports in
-        window order, from position 0 up to its first missing position (a report at another window than the next
-        position's ends it; at most the counter's horizon)."""
+    def counter_run(self, reports: Sequence[tuple[int, float]], *, start: int = 0) -> list[int]:
+        """A count sensor's released integers V_start, V_start+1, … (grid units) from its stored ``(window, value)``
+        reports in window order from position ``start`` on, up to its first missing position (a report at another
+        window than the next position's ends it; at most the counter's horizon)."""
         counter = self.counter
         if counter is None:
             raise InvalidParameterError("this deployment declares no continual counter", parameter="continual")
         run = []
-        for t, (window, value) in enumerate(reports[:counter.horizon]):
+        for t, (window, value) in enumerate(reports[:max(0, counter.horizon - start)], start):
             if self.counter_position(window) != t or not self.is_release_window(window):
                 break
             run.append(round(value / counter.grid))

@@ -534,13 +534,14 @@ class Store:
             total, count = conn.execute(stmt).one()
         return float(total or 0.0), int(count)
 
-    def sensor_streams(self, deployment_id: str, sensors: Sequence[int], *,
-                       last_window: int) -> dict[int, list[tuple[int, float]]]:
-        """Per sensor of ``sensors``: its ``(window, value)`` reports of windows 0 … ``last_window``, in window order
-        (a continual counter's stream: decoding needs it from its start; the (deployment, window, sensor) index)."""
+    def sensor_streams(self, deployment_id: str, sensors: Sequence[int], *, last_window: int,
+                       first_window: int = 0) -> dict[int, list[tuple[int, float]]]:
+        """Per sensor of ``sensors``: its ``(window, value)`` reports of windows ``first_window`` … ``last_window``, in
+        window order (a continual counter's stream: decoding needs it from its start; the (deployment, window,
+        sensor) index)."""
         out: dict[int, list[tuple[int, float]]] = {int(j): [] for j in sensors}
         stmt = (select(reports.c.sensor_id, reports.c.window, reports.c.value)
-                .where((reports.c.deployment_id == deployment_id) & (reports.c.window >= 0)
+                .where((reports.c.deployment_id == deployment_id) & (reports.c.window >= max(0, int(first_window)))
                        & (reports.c.window <= last_window) & reports.c.sensor_id.in_(sorted(out)))
                 .order_by(reports.c.window, reports.c.sensor_id))
         with self.engine.connect() as conn:

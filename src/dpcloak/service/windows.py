@@ -34,14 +34,14 @@ from dpcloak.service.store import Store, WindowRecord
 
 log = logging.getLogger("dpcloak.service")
 
-__all__ = ["recover_window_record", "continual_increments", "PolicyReleases", "WindowRecovery", "start_worker",
-           "close_in_worker", "worker_ready"]
+__all__ = ["recover_window_record", "continual_increments", "ContinualStreams", "PolicyReleases", "WindowRecovery",
+           "start_worker", "close_in_worker", "worker_ready"]
 
 
 def recover_window_record(deployment: Deployment, store: Store, window: int,
                           warm_start: NetworkRecovery | None = None,
-                          releases: PolicyReleases | None = None, *,
-                          final_below: int | None = None) -> tuple[WindowRecord, NetworkRecovery] | None:
+                          releases: PolicyReleases | None = None, *, final_below: int | None = None,
+                          streams: ContinualStreams | None = None) -> tuple[WindowRecord, NetworkRecovery] | None:
     """Recover ``window`` from its stored reports; ``None`` when no sensor reported.
 
     With a continual counter (``deployment.continual``) the reports are the counters' outputs, not the window's
@@ -52,7 +52,8 @@ def recover_window_record(deployment: Deployment, store: Store, window: int,
 
     Returns the record and the network's recovery result (the next window's warm start). ``releases``
     counts the sliding window's release windows incrementally (default: read its rows up to ``window``);
-    windows before ``final_below`` take no more reports (see :class:`PolicyReleases`).
+    windows before ``final_below`` take no more reports (see :class:`PolicyReleases`); ``streams`` keeps a continual
+    deployment's streams through them (:class:`ContinualStreams`).
 
     Examples
     --------
@@ -82,7 +83,8 @@ def recover_window_record(deployment: Deployment, store: Store, window: int,
         values[sensors] = readings
         present[sensors] = True
     else:
-        increments, sigma = continual_increments(deployment, store, window, sensors)
+        increments, sigma = continual_increments(deployment, store, window, sensors, streams=streams,
+                                                 final_below=final_below)
         if math.isnan(sigma):  # not a position of the counters (ingest refuses such reports)
             return None
         for j, increment in increments.items():
@@ -113,8 +115,42 @@ def recover_window_record(deployment: Deployment, store: Store, window: int,
     return record, result
 
 
-def continual_increments(deployment: Deployment, store: Store, window: int,
-                         sensors: Iterable[int]) -> tuple[dict[int, float], float]:
+class ContinualStreams:
+    """The counter streams' final part, kept across window closes so that a close reads only the windows still open.
+
+    Windows before ``final_below`` take no more reports (:class:`PolicyReleases`): each sensor's decodable run of
+    released integers through them (:meth:`~dpcloak.service.config.Deployment.counter_run`) is kept (a run ended
+    by a missing final position takes nothing more: the next report is not at its next position). :meth:`runs`
+    reads the rest (the windows after the kept part, up to the one being closed): the same runs as reading every
+    stream from its start.
+    """
+
+    def __init__(self, deployment: Deployment) -> None:
+        self.deployment = deployment
+        self.through = -1  # the last final window read
+        self._runs: dict[int, list[int]] = {j: [] for j in range(deployment.n_sensors)}
+
+    def runs(self, store: Store, sensors: Iterable[int], window: int, final_below: int | None) -> dict[int, list[int]]:
+        """Each sensor's decodable run of released integers through ``window`` (its stream read from position 0)."""
+        dep = self.deployment
+        final = -1 if final_below is None else min(int(final_below) - 1, int(window))
+        if final > self.through:  # keep the newly final windows of every sensor
+            read = store.sensor_streams(dep.deployment_id, sorted(self._runs), first_window=self.through + 1,
+                                        last_window=final)
+            self._extend(read)
+            self.through = final
+        wanted = sorted({int(j) for j in sensors})
+        rest = store.sensor_streams(dep.deployment_id, wanted, first_window=self.through + 1, last_window=window)
+        return {j: self._runs[j] + dep.counter_run(rest[j], start=len(self._runs[j])) for j in wanted}
+
+    def _extend(self, read: dict[int, list[tuple[int, float]]]) -> None:
+        for j, rows in read.items():  # a run ended by a missing final position takes nothing more (counter_run)
+            self._runs[j] += self.deployment.counter_run(rows, start=len(self._runs[j]))
+
+
+def continual_increments(deployment: Deployment, store: Store, window: int, sensors: Iterable[int], *,
+                         streams: ContinualStreams | None = None,
+                         final_below: int | None = None) -> tuple[dict[int, float], float]:
     """A continual deployment's per-window counts of ``window``: each sensor's decoded increment, and its noise.
 
     A count sensor's report is its counter's output, not the window's count: the count of ``window`` (position t
@@ -125,7 +161,8 @@ def continual_increments(deployment: Deployment, store: Store, window: int,
     :meth:`~dpcloak.privacy.continual.ContinualCounter.range_std` (t, t + 1) (count units; the same for every
     sensor). Sensors of ``sensors`` (those that reported in ``window``) whose stream cannot be decoded up to t (a
     missing earlier position) are left out: they count as missing for the window. Post-processing of released
-    values: no privacy spent.
+    values: no privacy spent. With ``streams`` (kept across closes) only the windows from ``final_below`` on are
+    read again.
 
     Returns
     -------
@@ -157,8 +194,12 @@ def continual_increments(deployment: Deployment, store: Store, window: int,
     t = deployment.counter_position(window)
     if not deployment.is_release_window(window) or t >= counter.horizon:
         return {}, math.nan
-    streams = store.sensor_streams(deployment.deployment_id, sorted({int(j) for j in sensors}), last_window=window)
-    runs = {j: run for j, run in ((j, deployment.counter_run(rows)) for j, rows in streams.items()) if len(run) > t}
+    if streams is None:
+        read = store.sensor_streams(deployment.deployment_id, sorted({int(j) for j in sensors}), last_window=window)
+        found = {j: deployment.counter_run(rows) for j, rows in read.items()}
+    else:
+        found = streams.runs(store, sensors, window, final_below)
+    runs = {j: run for j, run in found.items() if len(run) > t}
     increments = {}
     if runs:  # one decoding of the decodable sensors' first t + 1 positions together
         totals = counter.decode(np.array([run[:t + 1] for run in runs.values()], dtype=float).reshape(len(runs), t + 1))
@@ -276,12 +317,13 @@ class WindowRecovery:
         self.store = store
         self._previous: NetworkRecovery | None = None
         self._releases = PolicyReleases(deployment, store, store.closed_windows(deployment.deployment_id))
+        self._streams = None if deployment.counter is None else ContinualStreams(deployment)
 
     def close(self, window: int, final_below: int | None = None) -> WindowRecord | None:
         """Recover and store ``window`` (once); ``None`` when nobody reported for it. Windows before
         ``final_below`` take no more reports (see :class:`PolicyReleases`)."""
         out = recover_window_record(self.deployment, self.store, window, self._previous, self._releases,
-                                    final_below=final_below)
+                                    final_below=final_below, streams=self._streams)
         if out is None:
             return None
         record, recovery = out
