@@ -123,6 +123,25 @@ class ContinualStreams:
     by a missing final position takes nothing more: the next report is not at its next position). :meth:`runs`
     reads the rest (the windows after the kept part, up to the one being closed): the same runs as reading every
     stream from its start.
+
+    Examples
+    --------
+    Sensor 0 reports windows 0-3 and sensor 1 misses window 1; windows 0-1 are final (no more reports):
+
+    >>> import tempfile
+    >>> from dpcloak.service import examples, store as stores
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> dep, store = examples.counting_deployment(), Store(stores.sqlite_url(f"{tmp.name}/continual.db"))
+    >>> store.migrate(); store.register(dep)
+    >>> released = {j: dep.counter.stream() for j in (0, 1)}
+    >>> _ = store.insert_reports([{"deployment_id": "count42", "sensor_id": j, "window": w, "report_id": f"r-{j}-{w}",
+    ...                           "value": released[j].push(5) * dep.counter.grid, "mac": "00", "received_at": 60.0 * w}
+    ...                          for w in range(4) for j in (0, 1) if (j, w) != (1, 1)])
+    >>> kept = ContinualStreams(dep)
+    >>> runs = kept.runs(store, [0, 1], 3, final_below=2)
+    >>> kept.through, len(runs[0]), len(runs[1])  # sensor 1's run ends at its missing position 1
+    (1, 4, 1)
+    >>> store.dispose(); tmp.cleanup()
     """
 
     def __init__(self, deployment: Deployment) -> None:
