@@ -8,6 +8,7 @@ one-minute windows.
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from dataclasses import fields as dataclass_fields
 from pathlib import Path
 from typing import Any
@@ -21,7 +22,8 @@ from dpcloak.service.node import SensorNode
 from dpcloak.service.store import Store, sqlite_url
 from dpcloak.service.windows import WindowRecovery
 
-__all__ = ["two_sensor_network", "two_sensor_deployment", "two_sensor_store", "two_sensor_node", "counting_deployment"]
+__all__ = ["two_sensor_network", "two_sensor_deployment", "two_sensor_store", "two_sensor_node", "counting_deployment",
+           "counting_store"]
 
 
 def two_sensor_network(*, epsilon: float = 1.0) -> SensorNetwork:
@@ -119,6 +121,42 @@ def two_sensor_store(directory: str | Path, *, reading: float | None = None) -> 
         store.insert_reports([{"deployment_id": deployment.deployment_id, "sensor_id": 0, "window": 0,
                                "report_id": "r-0", "value": value, "mac": "00", "received_at": 30.0}])
         WindowRecovery(deployment, store).close(0)
+    return deployment, store
+
+
+def counting_store(directory: str | Path, *, sensors: Sequence[int], windows: int, count: int,
+                   lost: Collection[tuple[int, int]] = ()) -> tuple[Deployment, Store]:
+    """:func:`counting_deployment` registered in a new SQLite store ``collector.db`` in ``directory``, with reports.
+
+    Each sensor of ``sensors`` counts ``count`` people in each of windows ``0 … windows - 1`` and releases its
+    counter stream's output (fresh exact noise); the reports of the ``(sensor, window)`` pairs in ``lost`` are
+    released but never stored (report id ``"r-<sensor>-<window>"``, received at the window's start).
+
+    Examples
+    --------
+    >>> import tempfile
+    >>> tmp = tempfile.TemporaryDirectory()
+    >>> dep, store = counting_store(tmp.name, sensors=[0, 1], windows=3, count=5, lost=[(1, 1)])
+    >>> {j: [w for w, _ in rows] for j, rows in store.sensor_streams("count42", [0, 1], last_window=2).items()}
+    {0: [0, 1, 2], 1: [0, 2]}
+    >>> store.dispose(); tmp.cleanup()
+    """
+    deployment = counting_deployment()
+    counter = deployment.counter
+    assert counter is not None  # counting_deployment declares one
+    store = Store(sqlite_url(Path(directory) / "collector.db"))
+    store.migrate()
+    store.register(deployment)
+    reports = []
+    for j in sensors:
+        stream = counter.stream()
+        for w in range(windows):
+            value = stream.push(count) * counter.grid
+            if (j, w) not in lost:
+                reports.append({"deployment_id": deployment.deployment_id, "sensor_id": j, "window": w,
+                                "report_id": f"r-{j}-{w}", "value": value, "mac": "00",
+                                "received_at": deployment.window_start(w)})
+    store.insert_reports(reports)
     return deployment, store
 
 

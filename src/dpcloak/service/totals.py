@@ -66,15 +66,9 @@ def counter_totals(deployment: Deployment, store: Store, *, sensors: list[int], 
     Examples
     --------
     >>> import tempfile
-    >>> from dpcloak.service.examples import counting_deployment
-    >>> from dpcloak.service.store import sqlite_url
-    >>> dep = counting_deployment()
+    >>> from dpcloak.service.examples import counting_store
     >>> tmp = tempfile.TemporaryDirectory()
-    >>> store = Store(sqlite_url(tmp.name + "/c.db")); store.migrate(); store.register(dep)
-    >>> stream = dep.counter.stream()  # sensor 2's node: one release per one-minute window
-    >>> rows = [{"deployment_id": "count42", "sensor_id": 2, "window": w, "report_id": f"r-{w}",
-    ...          "value": stream.push(4) * dep.counter.grid, "mac": "00", "received_at": 60.0 * w} for w in range(30)]
-    >>> _ = store.insert_reports(rows)
+    >>> dep, store = counting_store(tmp.name, sensors=[2], windows=30, count=4)  # 4 people per one-minute window
     >>> out = counter_totals(dep, store, sensors=[2], since=600.0, until=1800.0)  # windows 10-29: 80 people
     >>> out["first_window"], out["last_window"], out["decoded_through_window"]
     (10, 29, 29)

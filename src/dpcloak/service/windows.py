@@ -129,14 +129,9 @@ class ContinualStreams:
     Sensor 0 reports windows 0-3 and sensor 1 misses window 1; windows 0-1 are final (no more reports):
 
     >>> import tempfile
-    >>> from dpcloak.service import examples, store as stores
+    >>> from dpcloak.service.examples import counting_store
     >>> tmp = tempfile.TemporaryDirectory()
-    >>> dep, store = examples.counting_deployment(), Store(stores.sqlite_url(f"{tmp.name}/continual.db"))
-    >>> store.migrate(); store.register(dep)
-    >>> released = {j: dep.counter.stream() for j in (0, 1)}
-    >>> _ = store.insert_reports([{"deployment_id": "count42", "sensor_id": j, "window": w, "report_id": f"r-{j}-{w}",
-    ...                           "value": released[j].push(5) * dep.counter.grid, "mac": "00", "received_at": 60.0 * w}
-    ...                          for w in range(4) for j in (0, 1) if (j, w) != (1, 1)])
+    >>> dep, store = counting_store(tmp.name, sensors=[0, 1], windows=4, count=5, lost=[(1, 1)])
     >>> kept = ContinualStreams(dep)
     >>> runs = kept.runs(store, [0, 1], 3, final_below=2)
     >>> kept.through, len(runs[0]), len(runs[1])  # sensor 1's run ends at its missing position 1
@@ -194,14 +189,9 @@ def continual_increments(deployment: Deployment, store: Store, window: int, sens
     Sensors 0 and 1 count 5 people in each of windows 0-3; sensor 1's report of window 1 is lost:
 
     >>> import tempfile
-    >>> from dpcloak.service import examples, store as stores
+    >>> from dpcloak.service.examples import counting_store
     >>> tmp = tempfile.TemporaryDirectory()
-    >>> dep, store = examples.counting_deployment(), Store(stores.sqlite_url(f"{tmp.name}/continual.db"))
-    >>> store.migrate(); store.register(dep)
-    >>> streams = {j: dep.counter.stream() for j in (0, 1)}
-    >>> _ = store.insert_reports([{"deployment_id": "count42", "sensor_id": j, "window": w, "report_id": f"r-{j}-{w}",
-    ...                           "value": streams[j].push(5) * dep.counter.grid, "mac": "00", "received_at": 60.0 * w}
-    ...                          for w in range(4) for j in (0, 1) if (j, w) != (1, 1)])  # sensor 1 missed window 1
+    >>> dep, store = counting_store(tmp.name, sensors=[0, 1], windows=4, count=5, lost=[(1, 1)])
     >>> increments, sigma = continual_increments(dep, store, 3, [0, 1])
     >>> sorted(increments), abs(increments[0] - 5) < 6 * sigma, sigma == dep.counter.range_std(3, 4)
     ([0], True, True)
