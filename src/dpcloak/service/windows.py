@@ -203,11 +203,9 @@ def continual_increments(deployment: Deployment, store: Store, window: int, sens
     t = deployment.counter_position(window)
     if not deployment.is_release_window(window) or t >= counter.horizon:
         return {}, math.nan
-    if streams is None:
-        read = store.sensor_streams(deployment.deployment_id, sorted({int(j) for j in sensors}), last_window=window)
-        found = {j: deployment.counter_run(rows) for j, rows in read.items()}
-    else:
-        found = streams.runs(store, sensors, window, final_below)
+    if streams is None:  # nothing kept: every stream read from its start (final windows matter only when kept)
+        streams, final_below = ContinualStreams(deployment), None
+    found = streams.runs(store, sensors, window, final_below)
     runs = {j: run for j, run in found.items() if len(run) > t}
     increments = {}
     if runs:  # one decoding of the decodable sensors' first t + 1 positions together
