@@ -608,6 +608,35 @@ def test_pages_and_api_carry_security_headers_and_no_docs_pages(api: Harness) ->
     assert api.client.get("/openapi.json").status_code == 200
 
 
+def test_server_timing_is_the_collectors_own_time(api: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every analyst answer says how long the collector took (``Server-Timing: app;dur=<ms>``): a view made to
+    take 80 ms more shows at least 80 ms, and never more than the client's own round trip (the oracle: the
+    injected sleep and the client's clock); an ordinary answer shows less than that sleep."""
+    import time
+
+    from dpcloak.service import views
+
+    def server_ms(resp: Any) -> float:
+        name, _, dur = resp.headers["server-timing"].partition(";dur=")
+        assert name == "app"
+        return float(dur)
+
+    quick = api.client.get("/api/v1/sensors", headers=api.auth)
+    assert quick.status_code == 200 and 0.0 <= server_ms(quick) < 80.0
+    original = views.sensors_view
+
+    def slow(*args: Any) -> Any:
+        time.sleep(0.08)
+        return original(*args)
+
+    monkeypatch.setattr(views, "sensors_view", slow)
+    started = time.perf_counter()
+    resp = api.client.get("/api/v1/sensors", headers=api.auth)
+    client_ms = (time.perf_counter() - started) * 1000
+    assert resp.status_code == 200 and 80.0 <= server_ms(resp) <= client_ms
+    assert resp.json()["sensors"] == quick.json()["sensors"]
+
+
 @pytest.mark.parametrize("content_type", ["text/plain", "text/plain;charset=UTF-8", "application/x-www-form-urlencoded",
                                           "multipart/form-data; boundary=x", None])
 def test_report_not_sent_as_json_is_refused(api: Harness, content_type: str | None) -> None:

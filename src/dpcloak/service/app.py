@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hmac
 import math
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
@@ -190,11 +191,30 @@ only (no inline script), never framed, no MIME sniffing, no referrer."""
 
 
 def _with_security_headers(send: Any) -> Any:
-    """``send`` adding :data:`SECURITY_HEADERS` to the start of the response."""
+    """``send`` adding :data:`SECURITY_HEADERS` and a ``Server-Timing`` header to the start of the response.
+
+    ``Server-Timing: app;dur=<ms>`` is the time from this call (the request reaching the app) to the start of
+    its answer, in milliseconds: what the collector spent on it, queueing for its reader threads included, set
+    apart from what the network and the client add (a dashboard's poll, measured in ``bench_dashboard.py``).
+
+    Examples
+    --------
+    >>> import asyncio
+    >>> sent = []
+    >>> async def send(message):
+    ...     sent.append(message)
+    >>> asyncio.run(_with_security_headers(send)({"type": "http.response.start", "status": 200, "headers": []}))
+    >>> name, value = sent[0]["headers"][-1]
+    >>> name, value.startswith(b"app;dur=") and float(value[len(b"app;dur="):]) >= 0.0
+    (b'server-timing', True)
+    """
+    started = time.perf_counter()
 
     async def with_headers(message: Any) -> None:
         if message["type"] == "http.response.start":
-            message = {**message, "headers": [*message.get("headers", []), *SECURITY_HEADERS]}
+            timing = f"app;dur={(time.perf_counter() - started) * 1000:.2f}".encode()
+            message = {**message, "headers": [*message.get("headers", []), *SECURITY_HEADERS,
+                                              (b"server-timing", timing)]}
         await send(message)
 
     return with_headers
