@@ -186,3 +186,63 @@ def test_compact_integer_ids_use_a_one_pass_range_and_count_like_numpy_unique():
         _, expected = np.unique(ids, return_counts=True)
         np.testing.assert_array_equal(counts[counts > 0], expected)
         np.testing.assert_array_equal(codes + int(ids.min()), ids)
+
+
+def test_one_pass_counts_grow_their_table_like_numpy_unique_and_keep_the_compact_bound():
+    # Oracle: np.unique's values and counts. Orders that make the one-pass table grow down (descending ids), up
+    # (ascending), from the middle, jump from end to end (the table reaches its largest size and the range pass
+    # takes over) and sit at int64's ends. Both sides of the compactness bound max − min < 4n + 1024.
+    from dpcloak.heatmaps._binning import count_compact
+    from dpcloak.heatmaps.data import compact_counts
+
+    rng = np.random.default_rng(5)
+    n = 3000
+    cases = {
+        "random": rng.integers(0, 30, n), "descending": np.sort(rng.integers(-10**6, -10**6 + 3 * n, n))[::-1],
+        "ascending": np.sort(rng.integers(0, 3 * n, n)),
+        "both ends": np.concatenate([[0, 3 * n, -n // 2 - 600], rng.integers(0, 3 * n, n - 3)]),
+        "int64 min": rng.integers(-2**63, -2**63 + 2 * n, n), "int64 max": rng.integers(2**63 - 2 * n, 2**63 - 1, n),
+    }
+    statuses = {}
+    for name, ids in cases.items():
+        ids = np.ascontiguousarray(ids, dtype=np.int64)
+        statuses[name] = int(count_compact(ids, 4 * n + 1024)[0])
+        got = compact_counts(ids, n)
+        assert got is not None, name
+        codes, offset, counts = got
+        values, expected = np.unique(ids, return_counts=True)
+        assert offset == int(values[0]) and counts.size == int(values[-1]) - int(values[0]) + 1, name
+        np.testing.assert_array_equal(np.flatnonzero(counts) + offset, values.astype(object))
+        np.testing.assert_array_equal(counts[counts > 0], expected)
+        assert codes is ids or np.array_equal(codes, ids)
+    assert statuses["both ends"] == 2 and statuses["random"] == statuses["descending"] == 0
+    base = np.array([0, 4 * n + 1023] + [5] * (n - 2), dtype=np.int64)  # max − min = 4n + 1023: compact
+    assert compact_counts(base, n) is not None
+    base[1] += 1  # 4n + 1024: not compact, in one pass (status 1) and as a result
+    assert int(count_compact(base, 4 * n + 1024)[0]) == 1 and compact_counts(base, n) is None
+
+
+def test_blocked_accumulation_matches_add_at_across_block_boundaries():
+    # Oracle: np.add.at on the floor-definition cells; points outside [0, 1)² (and NaN) on both sides of block
+    # boundaries and as the last point.
+    from dpcloak.heatmaps._binning import BLOCK
+    from dpcloak.heatmaps.data import accumulate_cells
+
+    rng = np.random.default_rng(6)
+    n = 2 * BLOCK + 17
+    x, y = rng.random(n), rng.random(n)
+    bad = [BLOCK - 1, BLOCK, 2 * BLOCK, n - 1]
+    x[bad[:2]] = [1.0, np.nan]
+    y[bad[2:]] = [-1e-300, np.inf]
+    ids = rng.integers(0, 50, n)
+    weights = rng.integers(1, 2**40, 50)
+    inside = np.ones(n, dtype=bool)
+    inside[bad] = False
+    for ell in (3, 9):
+        side = 1 << ell
+        out = np.zeros(side * side, dtype=np.int64)
+        assert accumulate_cells(out, x, y, ell, weights, ids) == len(bad)
+        oracle = np.zeros(side * side, dtype=np.int64)
+        np.add.at(oracle, (np.floor(y[inside] * side) * side + np.floor(x[inside] * side)).astype(np.int64),
+                  weights[ids[inside]])
+        np.testing.assert_array_equal(out, oracle)

@@ -42,6 +42,7 @@ __all__ = [
     "bound_users",
     "bound_distributions",
     "user_codes",
+    "compact_counts",
     "check_user_ids",
     "fixed_point_weights",
     "accumulate_cells",
@@ -261,12 +262,45 @@ def _compact_ids(lo: int, hi: int, n_points: int) -> bool:
     return hi - lo < 4 * n_points + 1024 and hi < 1 << 63
 
 
+def compact_counts(arr: NDArray[Any], n_points: int) -> tuple[NDArray[np.int64], int, NDArray[np.int64]] | None:
+    """(ids, offset, counts) for integer ids in a compact range (``max − min < 4·n_points + 1024``), else ``None``.
+
+    ``ids`` is ``arr`` as contiguous int64 and ``counts[i]`` the number of ids equal to ``offset + i``
+    (``offset`` = the minimum id, both ends of ``counts`` non-zero). int64 ids are counted in one compiled
+    pass with no range pass before it (:func:`dpcloak.heatmaps._binning.count_compact`); other integer
+    dtypes, and int64 ids whose table would have to move at its largest size, take a range pass first.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> ids, offset, counts = compact_counts(np.array([12, 10, 12]), 3)
+    >>> offset, counts.tolist()
+    (10, [1, 0, 2])
+    >>> compact_counts(np.array([0, 10**9]), 2) is None  # a range of 10^9 ids for 2 points
+    True
+    """
+    ids = np.ascontiguousarray(arr, dtype=np.int64) if arr.dtype == np.int64 else None
+    if ids is not None:
+        status, base, table = _binning.count_compact(ids, 4 * n_points + 1024)
+        if status == 0:
+            used = np.flatnonzero(table)
+            return ids, int(base) + int(used[0]), table[used[0] : used[-1] + 1]
+        if status == 1:
+            return None
+    lo, hi = _id_bounds(arr)
+    if not _compact_ids(lo, hi, n_points):
+        return None
+    ids = np.ascontiguousarray(arr, dtype=np.int64)
+    counts = np.zeros(hi - lo + 1, dtype=np.int64)
+    _binning.count_ids(ids, lo, counts)
+    return ids, lo, counts
+
+
 def _user_table(users: ArrayLike, n: int) -> tuple[NDArray[np.int64], int, NDArray[np.int64]]:
     """(ids, offset, counts): ``ids[k] − offset`` is point k's user code and ``counts`` the points per code.
 
-    Integer ids in a compact range (``max − min < 4n + 1024``) are used as they are, with ``offset`` their
-    minimum (one compiled counting pass, no copy for int64); anything else gets codes from
-    :func:`numpy.unique` and ``offset = 0``.
+    Integer ids in a compact range (:func:`compact_counts`) are used as they are, with ``offset`` their
+    minimum (no copy for int64); anything else gets codes from :func:`numpy.unique` and ``offset = 0``.
     """
     arr = np.asarray(users)
     if arr.ndim != 1 or arr.shape[0] != n:
@@ -274,12 +308,9 @@ def _user_table(users: ArrayLike, n: int) -> tuple[NDArray[np.int64], int, NDArr
                                     parameter="users")
     kind = check_user_ids(arr)
     if arr.dtype.kind in "iu" and n:
-        lo, hi = _id_bounds(arr)
-        if _compact_ids(lo, hi, n):
-            ids = np.ascontiguousarray(arr, dtype=np.int64)
-            counts = np.zeros(hi - lo + 1, dtype=np.int64)
-            _binning.count_ids(ids, lo, counts)
-            return ids, lo, counts
+        compact = compact_counts(arr, n)
+        if compact is not None:
+            return compact
     if arr.dtype.kind == "O" and kind == "string":
         arr = arr.astype(str)
     _, inverse = np.unique(arr, return_inverse=True)

@@ -30,6 +30,7 @@ from dpcloak.heatmaps.data import (
     accumulate_cells,
     check_resolution,
     check_user_ids,
+    compact_counts,
     fixed_point_weights,
     refuse_outside,
 )
@@ -77,12 +78,10 @@ def _counts_of(ids: Any) -> _Counts:
     if len(arr) == 0:
         return _Counts(kinds=frozenset(), n_points=0)
     kind = check_user_ids(arr)
-    if arr.dtype.kind in "iu":
-        lo, hi = _id_bounds(arr)
-        if _compact_ids(lo, hi, len(arr)):
-            counts = np.zeros(hi - lo + 1, dtype=np.int64)
-            count_ids(np.ascontiguousarray(arr, dtype=np.int64), lo, counts)
-            return _Counts(kinds=frozenset({kind}), n_points=len(arr), offset=lo, dense=counts)
+    compact = compact_counts(arr, len(arr)) if arr.dtype.kind in "iu" else None
+    if compact is not None:
+        _, lo, counts = compact
+        return _Counts(kinds=frozenset({kind}), n_points=len(arr), offset=lo, dense=counts)
     series = ids if isinstance(ids, pd.Series) else pd.Series(arr)
     return _Counts(kinds=frozenset({kind}), n_points=len(arr), sparse=series.value_counts(sort=False))
 
