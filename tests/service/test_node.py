@@ -715,7 +715,8 @@ def test_a_counting_node_releases_its_counter_stream_with_its_state_in_the_ledge
     A crash between drawing and recording (the ledger write fails, the node is restarted from the file) loses
     no state of a recorded window and releases nothing twice: the restarted node resends the recorded value
     unchanged, refuses that window again, and the stream continues from the recorded state. Missed release
-    windows are pushed as zeros and not released (the stream stays aligned with the schedule)."""
+    windows are pushed as zero counts and their outputs recorded as catch-up releases (the stream stays aligned
+    with the schedule, and the collector can decode past the gap)."""
     from dpcloak.privacy.continual import _Encoder, _fresh_state
     from dpcloak.service.examples import counting_deployment
     from dpcloak.service.ledger import SensorLedger
@@ -751,10 +752,10 @@ def test_a_counting_node_releases_its_counter_stream_with_its_state_in_the_ledge
     assert [e.window for e in n.ledger.pending()] == [0, 1, 2, 3, 4]  # resent unchanged
     with pytest.raises(InvalidParameterError, match="already released"):
         n.release(1.0, window=4)
-    for w in (5, 6, 9, 10, 11):  # windows 7 and 8 missed: pushed as zeros, not released
+    for w in (5, 6, 9, 10, 11):  # windows 7 and 8 missed: zero counts, recorded as catch-ups at window 9
         n.release(float(counts[w]), window=w)
     entries = n.ledger.all()
-    assert [e.window for e in entries] == [0, 1, 2, 3, 4, 5, 6, 9, 10, 11]
+    assert [e.window for e in entries] == list(range(12))
     assert all(e.counter is not None and len(bytes.fromhex(e.counter)) <= 1024 for e in entries)
     n.close()
     # oracle: replay the integer encoder on the true counts (zeros for the missed windows)
@@ -767,10 +768,10 @@ def test_a_counting_node_releases_its_counter_stream_with_its_state_in_the_ledge
     for w, v in released.items():
         assert v == int(v)  # an integer on the grid
         assert abs(int(v) - outputs[w]) < 12 * sigma[w]  # the noise: one exact draw
-    head = [int(released[w]) for w in range(7)]  # the decodable prefix (before the gap)
+    head = [int(released[w]) for w in range(12)]  # decodable through the healed gap
     noise = [v - o for v, o in zip(head, outputs, strict=False)]
     decoded = counter.decode(np.array(head, dtype=float))
-    assert decoded == pytest.approx(np.cumsum(truth[:7]) + counter.decode(np.array(noise, dtype=float)), abs=1e-6)
+    assert decoded == pytest.approx(np.cumsum(truth) + counter.decode(np.array(noise, dtype=float)), abs=1e-6)
 
 
 def _big_count(window: int) -> float:
@@ -857,3 +858,119 @@ def test_a_counting_node_killed_in_its_ledger_write_neither_redraws_a_released_w
         v = e.value / counter.grid
         assert v == int(v) and abs(int(v) - outputs[e.window]) < 12 * math.sqrt(float(
             counter.noise_variances()[e.window]))
+
+
+def _zero_count_or_count(counter: Any, outputs: list[int], value: float, window: int) -> None:
+    """``value`` (a released V·g) is the replayed encoder's output at ``window`` plus one noise draw (< 12 σ_t)."""
+    v = value / counter.grid
+    assert v == int(v) and abs(int(v) - outputs[window]) < 12 * math.sqrt(float(counter.noise_variances()[window]))
+
+
+def test_a_counting_node_catches_up_missed_and_refused_outputs_unchanged(tmp_path: Path) -> None:
+    """Issue 30 (continual release for months): sensor 0 misses windows 5 and 6 (down) and its report of window 3
+    is refused as late (``window_closed``, a collector that does not take catch-ups). At window 7 the node records
+    the outputs of positions 5 and 6 (zero counts) before anything is sent, and :meth:`SensorNode.catch_up` sends 3,
+    5 and 6 in one batch: window 3's report byte for byte as first sent (a redrawn or re-signed value would have
+    another report id, value or MAC), 5 and 6 with valid MACs. Oracle: the integer encoder replayed on the true
+    counts with zeros at 5 and 6 (counts large enough that the real count in their place would be seen)."""
+    from dpcloak.privacy.continual import _Encoder, _fresh_state
+    from dpcloak.service.examples import counting_deployment
+
+    dep = counting_deployment()
+    write_deployment(tmp_path, dep)
+    cred = load_credential(tmp_path / "sensors" / "sensor-0.json")
+    sent: list[dict[str, Any]] = []
+
+    def collector(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        reports = body.get("reports", [body])
+        sent.extend(reports)
+        if request.url.path.endswith("/batch"):
+            return httpx.Response(200, json={"results": [{"http_status": 201, "status": "stored"} for _ in reports]})
+        if body["window"] == 3:
+            return httpx.Response(409, json={"error": "window_closed", "message": "closed", "field": "window"})
+        return httpx.Response(201, json={"status": "stored"})
+
+    node = SensorNode(deployment=dep, credential=cred, ledger=tmp_path / "ledger.db", url="http://127.0.0.1:9",
+                      clock=lambda: 1e6, transport=httpx.MockTransport(collector), backoff=0.001,
+                      sleep=lambda s: None)
+    try:
+        for w in (0, 1, 2, 3, 4, 7):
+            node.deliver(node.release(_big_count(w), window=w))
+        first = {r["window"]: r for r in sent}
+        entry3 = node.ledger.entry(3)
+        assert entry3 is not None and entry3.refused == "window_closed" and node.ledger.pending() != []
+        assert [e.window for e in node.ledger.all()] == list(range(8))
+        sent.clear()
+        deliveries = node.catch_up()
+        assert sorted(r["window"] for r in sent) == [3, 5, 6] and len(deliveries) == 3
+        again = {r["window"]: r for r in sent}
+        assert again[3] == first[3]  # unchanged: same report id, value and MAC
+        for r in sent:
+            assert verify_report(cred.key, r["mac"], deployment_id=dep.deployment_id, fingerprint=dep.fingerprint,
+                                 sensor=0, window=r["window"], report_id=r["report_id"], value=r["value"])
+        sent.clear()
+        assert node.catch_up() == [] and sent == []  # all acknowledged: nothing more to send
+        entries = {e.window: e for e in node.ledger.all()}
+    finally:
+        node.close()
+    counter = dep.counter
+    assert counter is not None
+    grid = round(1 / counter.grid)
+    enc = _Encoder("factorization", _fresh_state("factorization", counter.horizon), 0)
+    outputs = [int(enc.step(0 if w in (5, 6) else int(_big_count(w)) * grid)) for w in range(8)]
+    wrong = _Encoder("factorization", _fresh_state("factorization", counter.horizon), 0)
+    counted = [int(wrong.step(int(_big_count(w)) * grid)) for w in range(6)]
+    assert abs(counted[5] - outputs[5]) > 24 * math.sqrt(float(counter.noise_variances()[5]))  # the oracle can tell
+    for w, e in entries.items():
+        _zero_count_or_count(counter, outputs, e.value, w)
+
+
+def test_a_counting_node_killed_in_a_catch_up_record_resends_it_unchanged(tmp_path: Path) -> None:
+    """kill -9 of a real (forked) node while it records the catch-up outputs of windows 3-5 before window 6's
+    release, just after window 4's record is durable. Restarted from the file: 3 and 4 are recorded and pending,
+    the stream resumes at position 5 (no state lost, nothing redrawn); its next release records 5 and 6, and the
+    catch-up sends 4's recorded report unchanged. Oracle: the replayed encoder with zeros at 3-5."""
+    import multiprocessing
+
+    from dpcloak.privacy.continual import _Encoder, _fresh_state
+    from dpcloak.service.examples import counting_deployment
+
+    dep = counting_deployment()
+    write_deployment(tmp_path, dep)
+    child = multiprocessing.get_context("fork").Process(target=_counting_child,
+                                                        args=(str(tmp_path), [0, 1, 2, 6], 4, True))
+    child.start()
+    child.join(60)
+    assert child.exitcode == -9
+    sent: list[dict[str, Any]] = []
+
+    def collector(request: httpx.Request) -> httpx.Response:
+        reports = json.loads(request.content)["reports"]
+        sent.extend(reports)
+        return httpx.Response(200, json={"results": [{"http_status": 201, "status": "stored"} for _ in reports]})
+
+    node = SensorNode(deployment=dep, credential=load_credential(tmp_path / "sensors" / "sensor-0.json"),
+                      ledger=tmp_path / "ledger.db", url="http://127.0.0.1:9", clock=lambda: 1e6,
+                      transport=httpx.MockTransport(collector), backoff=0.001, sleep=lambda s: None)
+    try:
+        assert [e.window for e in node.ledger.all()] == [0, 1, 2, 3, 4]
+        assert node._stream is not None and node._stream.windows == 5
+        recorded = node.ledger.entry(4)
+        node.release(_big_count(6), window=6)
+        node.catch_up()
+        entries = {e.window: e for e in node.ledger.all()}
+    finally:
+        node.close()
+    assert recorded is not None and sorted(entries) == list(range(7))
+    sent4 = [r for r in sent if r["window"] == 4]
+    assert [(r["report_id"], r["value"], r["mac"]) for r in sent4] == [(recorded.report_id, recorded.value,
+                                                                          recorded.mac)]
+    assert sorted(r["window"] for r in sent) == list(range(7)) and node.ledger.pending() == []
+    counter = dep.counter
+    assert counter is not None
+    enc = _Encoder("factorization", _fresh_state("factorization", counter.horizon), 0)
+    outputs = [int(enc.step(0 if w in (3, 4, 5) else int(_big_count(w)) * round(1 / counter.grid)))
+               for w in range(7)]
+    for w, e in entries.items():
+        _zero_count_or_count(counter, outputs, e.value, w)

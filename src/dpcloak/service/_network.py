@@ -26,13 +26,14 @@ def value_bounds(network: SensorNetwork) -> tuple[float, float]:
     return acceptance_interval(network)
 
 
-def on_grid(network: SensorNetwork, value: float) -> bool:
-    """Whether ``value`` is an integer multiple of the grid step (what the exact sampler produces).
+def on_grid(step: float, value: float) -> bool:
+    """Whether ``value`` is an integer multiple of the grid ``step`` (what the exact sampler produces; the network's
+    :func:`grid_step`, or a continual counter's grid).
 
     ``k · g`` is computed in floating point by the sensor, so ``value / g`` is within a few ulps of the
     integer k; a tolerance of 1e-6 cells accepts that and nothing a sampler on another grid would give.
     """
-    cells = value / grid_step(network)
+    cells = value / step
     return math.isfinite(cells) and abs(cells - round(cells)) <= 1e-6
 
 

@@ -316,10 +316,12 @@ class Collector:
         rows: list[dict[str, Any]] = []
         accepted: list[int] = []
         late: list[int] = []  # reports for a closed window: a retry of a stored one is still a duplicate (200)
+        catch_up: set[int] = set()  # a continual counter's outputs for closed windows: stored, the map not redone
         for i, r in enumerate(reports):
             try:
-                self.verifier.check(r, now=now, closed=(r.window in self.closed or r.window in self._closing
-                                                        or r.window < self._open_from))
+                if self.verifier.check(r, now=now, closed=(r.window in self.closed or r.window in self._closing
+                                                           or r.window < self._open_from)):
+                    catch_up.add(i)
             except ReportError as exc:
                 outcomes[i] = (exc.status, exc.body())
                 if exc.code == "window_closed":
@@ -350,8 +352,10 @@ class Collector:
                 r = reports[i]
                 if (r.sensor, r.window) in new:
                     new.discard((r.sensor, r.window))  # a second copy in the same batch is a duplicate
-                    outcomes[i] = (201, {"status": "stored", "report_id": r.report_id})
-                    self._count(r.window)
+                    outcomes[i] = (201, {"status": "stored", "report_id": r.report_id,
+                                         **({"catch_up": True} if i in catch_up else {})})
+                    if i not in catch_up:
+                        self._count(r.window)
                 else:
                     conflicts.append(i)
             if conflicts:

@@ -14,7 +14,8 @@ The order is fixed and each failure has its own status and error code (JSON, nev
 403   ``sensor_flagged``     the sensor's credential sent two different reports for one slot (a security event)
 422   ``outside_policy``     the window is not a release window of the deployment's policy
 422   ``window_in_future``   the window starts later than the collector's now plus the stated clock skew
-409   ``window_closed``      the window is already recovered (or its grace period is over)
+409   ``window_closed``      the window is already recovered (or its grace period is over); not with a
+                             continual counter (see below)
 422   ``out_of_range``       the value is off the mechanism's grid or outside what the noise can produce
 409   ``conflict``           the (sensor, window) slot holds a different report: a security event
 ====  ====================  =====================================================================
@@ -26,10 +27,19 @@ ledger, a credential copied to a second device). The collector keeps both report
 (:meth:`~dpcloak.service.store.Store.security_events`), flags the credential and refuses its
 later reports (``sensor_flagged``) until the sensor is re-provisioned (a new credential
 generation, whose first valid report retires the older ones).
+
+With a continual counter (``Deployment.continual``) a report for a closed window is a **catch-up**: the
+counter's output at a position the node did not deliver in time (it was down, the report was lost or
+refused). Decoding a sensor's running totals needs every position of its stream, and the counter's
+guarantee covers all of its outputs, so the collector stores it in its (sensor, window) slot like any
+report — the same output again is a duplicate (200), a different one a conflict (409, a security event as
+above) — but the closed window's map is not recovered again: the catch-up reaches the running totals
+(:mod:`dpcloak.service.totals`) and the later windows' maps (:class:`~dpcloak.service.windows.ContinualStreams`).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -196,8 +206,8 @@ class Verifier:
     >>> report = ReportIn(**node.report_body(entry))
     >>> keys = [sensor_key(bytes(32), deployment_id="abc123", sensor=j) for j in range(2)]
     >>> verifier = Verifier(deployment, sensor_keys=keys)
-    >>> verifier.check(report, now=30.0, closed=False) is None  # accepted
-    True
+    >>> verifier.check(report, now=30.0, closed=False)  # accepted, not a catch-up
+    False
     >>> try:
     ...     verifier.check(report.model_copy(update={"value": report.value + 1}), now=30.0, closed=False)
     ... except ReportError as err:
@@ -218,7 +228,12 @@ class Verifier:
         """(sensor, generation) credentials refused after a security event."""
         self._derive = derive
         self._macs = KeyedVerifier(sensor_keys)
-        self.low, self.high = _network.value_bounds(self.network)
+        if deployment.counter is None:
+            self.low, self.high = _network.value_bounds(self.network)
+            self.grid = _network.grid_step(self.network)
+        else:  # a counter's output V·g: an integer on the counter's grid; the encoder's running state, not the
+            self.low, self.high = -math.inf, math.inf  # reading range, decides its size: no range is checked
+            self.grid = deployment.counter.grid
 
     def _authentic(self, report: ReportIn) -> bool:
         """Whether the MAC verifies; a valid MAC of a newer generation retires the older ones."""
@@ -237,8 +252,10 @@ class Verifier:
         self.generations[report.key_id] = report.generation
         return True
 
-    def check(self, report: ReportIn, *, now: float, closed: bool) -> None:
-        """Raise :class:`ReportError` for the first check the report fails (module table)."""
+    def check(self, report: ReportIn, *, now: float, closed: bool) -> bool:
+        """Raise :class:`ReportError` for the first check the report fails (module table); else whether the report
+        is a catch-up: a continual counter's output for a window already closed (``closed``, or its grace period
+        is over), which a continual deployment takes into its (sensor, window) slot (module docstring)."""
         dep = self.deployment
         if report.deployment != dep.deployment_id:
             raise ReportError(404, "unknown_deployment", f"this collector serves deployment {dep.deployment_id}, "
@@ -275,10 +292,12 @@ class Verifier:
             raise ReportError(422, "window_in_future", f"window must be at most {latest} (the window at the "
                               f"collector's clock plus the stated skew of {dep.clock_skew_seconds:g} s), got "
                               f"{report.window}: check the sensor's clock", "window")
-        if closed or now >= dep.window_end(report.window) + dep.grace_seconds:
+        late = closed or now >= dep.window_end(report.window) + dep.grace_seconds
+        if late and dep.counter is None:
             raise ReportError(409, "window_closed", f"window {report.window} is closed (recovered, or its "
                               f"grace period of {dep.grace_seconds:g} s after its end is over)", "window")
-        if not (self.low <= report.value <= self.high and _network.on_grid(self.network, report.value)):
+        if not (self.low <= report.value <= self.high and _network.on_grid(self.grid, report.value)):
             raise ReportError(422, "out_of_range", f"value must be a multiple of the grid step "
-                              f"{_network.grid_step(self.network):.6g} in [{self.low:.6g}, {self.high:.6g}], "
+                              f"{self.grid:.6g} in [{self.low:.6g}, {self.high:.6g}], "
                               f"got {report.value!r}", "value")
+        return late

@@ -55,10 +55,13 @@ from dpcloak.service.ledger import LedgerEntry, SensorLedger
 if TYPE_CHECKING:
     from dpcloak.privacy.continual import PrefixSumStream
 
-__all__ = ["SensorNode", "NodeClock", "admit_release", "deliver_batch", "ReleaseSkipped", "Delivery", "DeliveryError",
-           "NodeRefusedError", "Reading", "read_values", "tail_csv"]
+__all__ = ["SensorNode", "CATCH_UP_BATCH", "NodeClock", "admit_release", "deliver_batch", "ReleaseSkipped",
+           "Delivery", "DeliveryError", "NodeRefusedError", "Reading", "read_values", "tail_csv"]
 
 _RETRY_STATUS = {429, 500, 502, 503, 504}
+CATCH_UP_BATCH = 100
+"""The most recorded releases :meth:`SensorNode.catch_up` sends in one request (one call per window in
+:meth:`SensorNode.run`)."""
 log = logging.getLogger("dpcloak.service.node")
 _REFUSED_FOR_GOOD = {
     "window_in_future": "this node's clock runs ahead of the collector's by more than the deployment's stated skew: "
@@ -308,48 +311,55 @@ class SensorNode:
                         "would make whether a report is sent depend on the raw reading) - check the sensor",
                         self.sensor, w, value, low, "no limit" if high is None else f"{high:g}")
         stream = self._stream
-        state = None
         if stream is None:
-            noisy = dep.release_spec.release_reading(value)  # the ledger below is the durable count
+            entry = self._record(w, dep.release_spec.release_reading(value), None, period=period, limit=limit)
         else:  # the running total's counter: the window's integer output with its correlated exact noise
-            before = stream.to_bytes()
-            try:
-                noisy = self._count(stream, value, w)
-            except DpcloakError:
-                self._stream = type(stream).from_bytes(before)
-                raise
-            state = stream.to_bytes().hex()
-        report_id = secrets.token_hex(16)
-        mac = sign_report(self.credential.key, deployment_id=dep.deployment_id, fingerprint=dep.fingerprint,
-                          sensor=self.sensor, window=w, report_id=report_id, value=noisy)
-        entry = LedgerEntry(window=w, period=period, report_id=report_id, value=noisy, mac=mac, acknowledged=False,
-                            counter=state)
-        try:
-            recorded = self.ledger.record(entry, limit=limit)
-        finally:  # not recorded: the state stays as recorded before (the drawn noise was never released)
-            if stream is not None and state is not None and self.ledger.entry(w) is None:
-                self._stream = type(stream).from_bytes(before)
-        if not recorded:
-            raise BudgetExceededError(f"sensor {self.sensor}: budget period {period} filled up concurrently",
-                                      parameter="sensor")
+            self._record_missed(stream, w)
+            entry = self._push(stream, w, dep.release_spec.grid_cell(value), period=period, limit=limit)
         self._last_window = w
         return entry
 
-    def _count(self, stream: PrefixSumStream, value: float, window: int) -> float:
-        """Push ``window``'s count into the counter stream: the released value V·g (exact in a double).
+    def _record(self, window: int, value: float, state: str | None, *, period: int, limit: int) -> LedgerEntry:
+        """Sign ``value`` for ``window`` with a fresh report id and record it durably (nothing is sent yet)."""
+        dep = self.deployment
+        report_id = secrets.token_hex(16)
+        mac = sign_report(self.credential.key, deployment_id=dep.deployment_id, fingerprint=dep.fingerprint,
+                          sensor=self.sensor, window=window, report_id=report_id, value=value)
+        entry = LedgerEntry(window=window, period=period, report_id=report_id, value=value, mac=mac,
+                            acknowledged=False, counter=state)
+        if not self.ledger.record(entry, limit=limit):
+            raise BudgetExceededError(f"sensor {self.sensor}: budget period {period} filled up concurrently",
+                                      parameter="sensor")
+        return entry
 
-        Release windows this node missed (down, refused) are pushed first as zero counts whose outputs are
-        never released (dropping an output releases less), so the stream stays at the deployment's position
-        of the window, aligned with every other sensor's (:meth:`Deployment.counter_position`)."""
-        position = self.deployment.counter_position(window)
-        count = self.deployment.release_spec.grid_cell(value)  # checked whole count, clipped to the range
+    def _push(self, stream: PrefixSumStream, window: int, count: float, *, period: int, limit: int) -> LedgerEntry:
+        """Push ``count`` as ``window``'s position of the counter stream and record the output V·g (exact in a
+        double) with the stream's state after it, in one ledger record. Not recorded: the stream goes back to its
+        recorded state (the drawn noise never left the node)."""
+        before = stream.to_bytes()
+        try:
+            noisy = float(stream.push(count)) * stream.counter.grid
+            return self._record(window, noisy, stream.to_bytes().hex(), period=period, limit=limit)
+        finally:
+            if self.ledger.entry(window) is None:
+                self._stream = type(stream).from_bytes(before)
+
+    def _record_missed(self, stream: PrefixSumStream, window: int) -> None:
+        """Record a catch-up release for each release window before ``window`` whose position this node has not
+        pushed (it was down, or started late): a zero count, its output recorded like any release and sent late
+        (:meth:`catch_up`), so the collector can decode this sensor's running totals past the gap.
+
+        The counter's guarantee covers every one of its ``horizon`` outputs, so releasing them costs nothing
+        more; each is recorded before it can be sent, so a crash resends it unchanged and never redraws it."""
+        dep = self.deployment
+        position = dep.counter_position(window)
         if stream.windows < position:
-            log.warning("sensor %d: window %d: the counter skips %d release window(s) this node did not release; "
-                        "the collector cannot decode this sensor's running total past the gap", self.sensor, window,
-                        position - stream.windows)
+            log.warning("sensor %d: window %d: %d release window(s) before it were not released by this node: "
+                        "recorded as zero counts and sent late (catch-up) so the running total stays decodable",
+                        self.sensor, window, position - stream.windows)
         while stream.windows < position:
-            stream.push(0)
-        return float(stream.push(count)) * stream.counter.grid
+            missed = dep.counter_window(stream.windows)
+            self._push(stream, missed, 0, period=dep.period_of(missed), limit=dep.releases_per_period)
 
     def report_body(self, entry: LedgerEntry) -> dict[str, Any]:
         """The JSON body of a recorded release."""
@@ -437,6 +447,36 @@ class SensorNode:
             self._check_refusal(out[-1])
         return out
 
+    def catch_up(self, *, limit: int = CATCH_UP_BATCH) -> list[Delivery]:
+        """Send up to ``limit`` of the recorded releases the collector has not acknowledged, oldest first, in one
+        batch request (:func:`deliver_batch`: its retries and backoff), unchanged.
+
+        With a continual counter these are what the collector needs to decode this sensor's running totals past
+        a gap: the catch-up releases of the release windows the node missed (recorded at its next release) and
+        reports that were lost or refused as late (``window_closed``: a continual collector takes a counter
+        output for a closed window into its slot, :mod:`dpcloak.service.ingest`). Without one, the pending
+        releases (:meth:`flush`'s, in batches). Returns one :class:`Delivery` per report answered.
+
+        Raises
+        ------
+        DeliveryError
+            The batch was not answered after the retries (the releases stay in the ledger, for the next call).
+        NodeRefusedError
+            The collector refuses this node's reports for good.
+        """
+        limit = check_int("limit", limit, minimum=1)
+        late = {"window_closed"} if self._stream is not None else set()
+        due = [e for e in self.ledger.all() if not e.acknowledged and (e.refused is None or e.refused in late)]
+        if not due:
+            return []
+        if self._client is None:
+            self._client = self._connect()
+        out = deliver_batch([(self, e) for e in due[:limit]], client=self._client, backoff=self.backoff,
+                            sleep=self.sleep)
+        for delivery in out:
+            self._check_refusal(delivery)
+        return out
+
     def run(self, readings: Iterable[float | Reading] | Callable[[], float], *, windows: int | None = None,
             on_delivery: Callable[[Delivery], None] | None = None,
             on_skip: Callable[[str], None] | None = None) -> int:
@@ -482,6 +522,8 @@ class SensorNode:
                     if on_delivery is not None:
                         on_delivery(delivery)
                     self._check_refusal(delivery)
+                    if self._stream is not None:
+                        self._catch_up_once()
             if problem is not None:
                 log.info("sensor %d, %s: %s; skipped", self.sensor, reading.where, problem)
                 if on_skip is not None:
@@ -489,6 +531,14 @@ class SensorNode:
             if callable(readings):
                 self._sleep_until(self.deployment.window_end(w))
         return sent
+
+    def _catch_up_once(self) -> None:
+        """:meth:`catch_up` in :meth:`run`: an undelivered batch waits for the next window (it stays recorded)."""
+        try:
+            self.catch_up()
+        except DeliveryError as exc:
+            log.warning("sensor %d: catch-up releases not delivered (%s); retried after the next window",
+                        self.sensor, exc)
 
     def _sleep_until(self, t: float) -> None:
         """Sleep until the node's clock reads ``t`` (at once if it already does)."""

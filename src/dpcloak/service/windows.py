@@ -118,11 +118,13 @@ def recover_window_record(deployment: Deployment, store: Store, window: int,
 class ContinualStreams:
     """The counter streams' final part, kept across window closes so that a close reads only the windows still open.
 
-    Windows before ``final_below`` take no more reports (:class:`PolicyReleases`): each sensor's decodable run of
-    released integers through them (:meth:`~dpcloak.service.config.Deployment.counter_run`) is kept (a run ended
-    by a missing final position takes nothing more: the next report is not at its next position). :meth:`runs`
-    reads the rest (the windows after the kept part, up to the one being closed): the same runs as reading every
-    stream from its start.
+    Windows before ``final_below`` take no new reports except catch-ups (:class:`PolicyReleases`;
+    :mod:`dpcloak.service.ingest`): each sensor's decodable run of released integers through them
+    (:meth:`~dpcloak.service.config.Deployment.counter_run`) is kept. A run ended by a missing final position
+    takes nothing more until a catch-up fills that position's slot: every call looks up the slots of the kept runs'
+    missing positions (one read through the slot index) and extends a run whose slot is filled from it through the
+    kept windows. :meth:`runs` reads the rest (the windows after the kept part, up to the one being closed): the
+    same runs as reading every stream from its start.
 
     Examples
     --------
@@ -136,6 +138,15 @@ class ContinualStreams:
     >>> runs = kept.runs(store, [0, 1], 3, final_below=2)
     >>> kept.through, len(runs[0]), len(runs[1])  # sensor 1's run ends at its missing position 1
     (1, 4, 1)
+
+    Sensor 1's node sends its output of window 1 late (a catch-up): the kept run goes on from it.
+
+    >>> stream = dep.counter.stream()
+    >>> late = [stream.push(5) * dep.counter.grid for _ in range(2)][1]  # a stand-in for the node's output
+    >>> _ = store.insert_reports([{"deployment_id": dep.deployment_id, "sensor_id": 1, "window": 1,
+    ...                            "report_id": "late-1-1", "value": late, "mac": "00", "received_at": 999.0}])
+    >>> len(kept.runs(store, [1], 3, final_below=2)[1])
+    4
     >>> store.dispose(); tmp.cleanup()
     """
 
@@ -153,9 +164,22 @@ class ContinualStreams:
                                         last_window=final)
             self._extend(read)
             self.through = final
+        self._heal(store)
         wanted = sorted({int(j) for j in sensors})
         rest = store.sensor_streams(dep.deployment_id, wanted, first_window=self.through + 1, last_window=window)
         return {j: self._runs[j] + dep.counter_run(rest[j], start=len(self._runs[j])) for j in wanted}
+
+    def _heal(self, store: Store) -> None:
+        """Extend each kept run whose missing position's slot a catch-up has filled since (class docstring)."""
+        dep = self.deployment
+        assert dep.counter is not None  # a ContinualStreams is made for a continual deployment only
+        kept = min(dep.counter_position(self.through + 1), dep.counter.horizon)  # positions in the kept windows
+        gaps = {j: dep.counter_window(len(run)) for j, run in self._runs.items() if len(run) < kept}
+        if not gaps:
+            return
+        for found in store.find_reports(dep.deployment_id, list(gaps.items())):
+            j = found.sensor_id
+            self._extend(store.sensor_streams(dep.deployment_id, [j], first_window=gaps[j], last_window=self.through))
 
     def _extend(self, read: dict[int, list[tuple[int, float]]]) -> None:
         for j, rows in read.items():  # a run ended by a missing final position takes nothing more (counter_run)
