@@ -38,9 +38,10 @@ def _c_inverse(n: int) -> list[Fraction]:
     return inv
 
 
-def _counting_store(path: Path) -> tuple[Any, Store]:
+def _counting_store(path: Path | str) -> tuple[Any, Store]:
+    """The counting deployment in a new store: a SQLite file at ``path``, or a database URL."""
     dep = counting_deployment()
-    store = Store(sqlite_url(path))
+    store = Store(path if isinstance(path, str) else sqlite_url(path))
     store.migrate()
     store.register(dep)
     return dep, store
@@ -123,20 +124,22 @@ def test_a_continual_windows_map_is_recovered_from_the_decoded_counts(site: tupl
     assert before is not None and before[0].reporting == [0, 1, 2]
 
 
-def test_kept_streams_give_the_runs_of_a_full_read(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_kept_streams_give_the_runs_of_a_full_read(tmp_path: Path, backend: str,
+                                                   request: pytest.FixtureRequest) -> None:
     """ContinualStreams (the final windows kept across closes) against reading every stream from its start at each
     close (the oracle), on a random schedule: reports arrive in the windows' grace (up to 3 windows late), some
     never (gaps for good), some as catch-ups 5-15 windows after their window closed (issue 30: a node back from
     an outage); windows close in order with final_below lagging; every close gives the same runs, increments and
     sigma. Kept streams that never look for catch-ups in their final windows (the weakened variant: a run ended by
-    a gap stays ended) are caught by the same comparison."""
+    a gap stays ended) are caught by the same comparison. SQLite and PostgreSQL 15."""
     from dpcloak.service.windows import ContinualStreams
 
     class NoHeal(ContinualStreams):
         def _heal(self, store: Store) -> None:
             pass
 
-    dep, store = _counting_store(tmp_path / "k.db")
+    dep, store = _counting_store(tmp_path / "k.db" if backend == "sqlite" else request.getfixturevalue("postgres_url"))
     counter = dep.counter
     assert counter is not None
     rng = np.random.default_rng(11)

@@ -15,6 +15,13 @@ For each reading it
    ``max_delay`` (by default for ever: a node is a daemon that outlives collector restarts); every
    retry carries the same report id and value, so the collector stores it at most once.
 
+With a continual counter (``Deployment.continual``) step 2 pushes the window's count into the sensor's counter
+stream and releases its output. Release windows the node missed (it was down, or started late) are pushed as
+zero counts and their outputs recorded like releases, and :meth:`SensorNode.catch_up` sends every recorded
+output the collector has not acknowledged (these, lost reports, reports refused as late), unchanged, in
+bounded batches: decoding a sensor's running totals needs every position of its stream, and the counter's
+guarantee already covers every output.
+
 A reading that cannot be released (not a number, NaN or infinite, a second reading for a window,
 one the budget or the range refuses) is skipped with a one-line notice naming its line and why; the
 node goes on. An answer no resend can change for this node — a wrong key, URL path or deployment,
