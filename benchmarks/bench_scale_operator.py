@@ -16,8 +16,10 @@ against the general path (differences of the full columns) at 128² / 32², wher
 
 Printed per row: build (best of 3), cold solve (wall; the 2-D floor also CPU), build/solve, certified relative
 duality gap, Δ2 time, peak RSS, the dense build, its Δ2 time and peak RSS, dense/ours;
-the log-log slopes of the build and solve times over n. Writes ``results/operator_heat1d.json`` (not
-with ``--quick``: n up to 32 000, no 2-D floor).
+the log-log slopes of the build and solve times over n; last, whether build ≤ cold solve held at every size
+(issue 34). Writes ``results/operator_heat1d.json`` (build against the dense build) and
+``results/operator_vs_solve_heat1d.json`` / ``operator_vs_solve_floor2d.json`` (build against the cold solve on
+the same operator, same run) (not with ``--quick``: n up to 32 000, no 2-D floor).
 
 Run: ``PYTHONPATH=src python benchmarks/bench_scale_operator.py [--quick] [--limit SECONDS]``
 """
@@ -125,6 +127,11 @@ def _peer(kind: str, size: int) -> dict:
             "rss": _results.peak_rss_mb()}
 
 
+def _vs_solve(size: str, n: int, build: float, solve: float, rss: float) -> dict:
+    """A results row with the cold solve on the same operator as the peer: its ratio ≥ 1 means build ≤ solve."""
+    return {**_results.row(size, n, build, solve, math.inf, rss), "ours_s": round(build, 6)}
+
+
 def _fits(n: int, m: int) -> bool:
     from dpcloak._validation import available_memory
 
@@ -176,12 +183,22 @@ def main() -> None:
         print(line, flush=True)
     print(f"   log-log slope over n: build {_results.slope(list(sizes), builds):.2f}, "
           f"cold solve {_results.slope(list(sizes), solves):.2f}")
+    ratios = [b / s for b, s in zip(builds, solves, strict=True)]
     if not args.quick:
         _results.write("operator_heat1d", f"1-D heat kernel operator build, m = n/2, t = {T_LAPSE:g}",
                        "dense build (before)", "sources", rows)
+        _results.write("operator_vs_solve_heat1d", f"1-D heat kernel operator build, m = n/2, t = {T_LAPSE:g}",
+                       "cold BPDN solve, same operator (≥ 1×: build ≤ solve)", "sources",
+                       [_vs_solve(str(r["n"]), r["n"], b, s, r["peak_rss_mb"])
+                        for r, b, s in zip(rows, builds, solves, strict=True)])
         side = FLOOR["sources"]
         ours = _results.spawn_worker(__file__, "ours", "floor", side, None)
         assert ours is not None
+        ratios.append(ours["build"] / ours["solve"])
+        _results.write("operator_vs_solve_floor2d",
+                       f"2-D floor operator build, {side // 4}² sensors, t = {FLOOR['t']:g}",
+                       "cold BPDN solve, same operator (≥ 1×: build ≤ solve)", "sources",
+                       [_vs_solve(f"{side}²", side * side, ours["build"], ours["solve"], ours["rss"])])
         print(f"\n== 2-D floor {side}² sources, {side // 4}² sensor grid, t = {FLOOR['t']:g}, "
               f"σ = {FLOOR['sigma']:g}: build {ours['build']:.4f} s, cold solve {ours['solve']:.2f} s "
               f"({ours['solve_cpu']:.2f} s CPU) "
@@ -199,7 +216,8 @@ def main() -> None:
             print(f"   Δ2 at {small}² / {small // 4}²: ours {ours['delta']:.2f} s, general path (columns) "
                   f"{peer['delta']:.2f} s, ratio {peer['delta'] / ours['delta']:.0f}, "
                   f"rel. diff {abs(ours['value'] - peer['value']) / peer['value']:.0e}")
-    print(f"\nload average at the end: {os.getloadavg()[0]:.1f}")
+    print(f"\nbuild <= cold solve at every size: {max(ratios) <= 1.0} (largest build/solve {max(ratios):.1e})")
+    print(f"load average at the end: {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":
