@@ -11,8 +11,8 @@ Every full window closes (and is recovered) as it fills, so the dashboards see a
 A dashboard is emulated request for request as ``assets/app.js`` makes them: the deployment, the newest
 page of 120 window summaries, the latest window's map and the sensors, then every 2 s *after the previous
 poll ended* the windows closed since its cursor (every 30th poll with the count of closed windows) and the
-new latest map when one closed, with the sensors and then the health (the policy banner) fetched side by side
-on a second connection. Each dashboard runs in a process of its own, apart from the sensors' client, so
+new latest map when one closed, with the sensors and the health (the policy banner) fetched side by side, each
+on a connection of its own. Each dashboard runs in a process of its own, apart from the sensors' client, so
 that no client waits for another's interpreter lock: the latencies are the collector's (and loopback's).
 Printed: report acknowledgement latency p50/p99/max per phase, the collector's resident memory (start
 of each phase, and its range during the dashboards' phase), each kind of dashboard request's latency
@@ -108,6 +108,7 @@ class Dashboard(threading.Thread):
         super().__init__(daemon=True)
         self.client = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60)
         self.side = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60)
+        self.third = httpx.Client(base_url=url, headers={"Authorization": f"Bearer {token}"}, timeout=60)
         self.stop, self.requests, self.polls = stop, [], []
         self.cursor: str | None = None
         self.counted = 0
@@ -130,18 +131,24 @@ class Dashboard(threading.Thread):
 
     def poll(self) -> tuple[float, int]:
         """One poll as ``app.js`` makes it: the windows (since, maybe a page, the new map) and, side by side on
-        a second connection, the sensors; its time is the wall time until both are done."""
+        two more connections, the sensors and the health; its time is the wall time until all are done."""
         started = time.perf_counter()
         sensors: list[int] = []
-        beside = threading.Thread(target=lambda: sensors.append(self.sensors(self.side)))
+        beside = threading.Thread(target=lambda: sensors.append(self.sensors()))
         beside.start()
         size = self._poll_windows()
         beside.join()
         return time.perf_counter() - started, size + sensors[0]
 
-    def sensors(self, client: httpx.Client | None = None) -> int:
-        """``refreshSensors`` of ``app.js``: the sensors, then the health (the policy banner); bytes read."""
-        return self.get("sensors", "/api/v1/sensors", client)[2] + self.get("health", "/api/v1/health", client)[2]
+    def sensors(self) -> int:
+        """``refreshSensors`` of ``app.js``: the sensors and the health (the policy banner) side by side on
+        connections of their own; bytes read."""
+        sizes: list[int] = []
+        health = threading.Thread(target=lambda: sizes.append(self.get("health", "/api/v1/health", self.third)[2]))
+        health.start()
+        sizes.append(self.get("sensors", "/api/v1/sensors", self.side)[2])
+        health.join()
+        return sum(sizes)
 
     def _poll_windows(self) -> int:
         size = 0

@@ -30,6 +30,9 @@ log = logging.getLogger("dpcloak.service")
 
 RECOVERY_NICENESS = 10
 """Scheduling priority drop of the recovery process: acknowledgements come first on a busy machine."""
+READER_THREADS = 4
+"""Threads running the collector's database reads off the event loop: a poll of each of two open dashboards
+(the new windows, a map, the sensors and the health side by side) is read at once rather than queued."""
 RECOVERY_STOP_SECONDS = 2.0
 """How long a stopping collector lets its recovery process finish the window it is on."""
 
@@ -221,7 +224,7 @@ class Collector:
         self._recovery_process = ProcessPoolExecutor(
             max_workers=1, mp_context=multiprocessing.get_context("spawn"), initializer=start_worker,
             initargs=(deployment.public_dict(), store.url, RECOVERY_NICENESS))
-        self._reader_thread = ThreadPoolExecutor(max_workers=2, thread_name_prefix="dpcloak-reader")
+        self._reader_thread = ThreadPoolExecutor(max_workers=READER_THREADS, thread_name_prefix="dpcloak-reader")
         self.counts: dict[int, int] = {}
         self.closed: set[int] = set()
         self._open_from = 0  # windows before it are final (:meth:`_first_open`)

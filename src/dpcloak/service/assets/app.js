@@ -325,8 +325,9 @@
     }
   }
 
+  // The sensors' table and the health (the policy banner), fetched side by side.
   async function refreshSensors() {
-    const data = await api("/api/v1/sensors");
+    const [data, health] = await Promise.all([api("/api/v1/sensors"), api("/api/v1/health")]);
     const now = Date.now() / 1000;
     const body = el("sensors").querySelector("tbody");
     body.replaceChildren(...data.sensors.map((s) => {
@@ -347,7 +348,6 @@
       (data.all_sensors.total === null ? " releases" : " readings summed");
     // the release policy, always: release or skip now, the budget left and when it renews; a warning while
     // sensors skip release windows the policy lets them use (health "degraded")
-    const health = await api("/api/v1/health");
     const banner = el("policy-banner");
     banner.dataset.status = health.status;
     banner.classList.toggle("degraded", health.status === "degraded");
@@ -380,7 +380,7 @@
   });
 
   // One poll at a time: the next is scheduled when this one has finished (never overlapping). Within a poll
-  // the windows and the sensors are fetched side by side: the poll takes the longer of the two, not their sum.
+  // the windows, the sensors and the health are fetched side by side: the poll takes the longest, not their sum.
   async function tick() {
     state.timer = null;
     try {
