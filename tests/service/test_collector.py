@@ -204,51 +204,48 @@ def test_a_closed_window_still_refuses_reports_without_a_continual_counter(site:
     assert site.stored() == 0
 
 
-@pytest.fixture
-def counting_site(tmp_path: Path) -> Iterator[Site]:
+def test_a_continual_collector_takes_a_catch_up_for_a_closed_window_into_its_slot_only(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Issue 30: with a continual counter, windows 0 and 1 were recovered from sensors 0 and 1 (in-process, before the
+    collector starts: it reads its closed windows from the database); sensor 2's output for it arrives after the
+    window closed (a catch-up): stored in its slot (201, ``catch_up``), the window's map record unchanged and not
+    recovered again; the same report again is a duplicate (200); a different value for the filled slot is
+    refused as a conflict (409), kept as a security event and logged. Oracle: the stored rows and the window
+    record read back from the database."""
     from dpcloak.service.config import write_deployment
     from dpcloak.service.examples import counting_deployment
+    from dpcloak.service.windows import WindowRecovery
 
     write_deployment(tmp_path, counting_deployment())
-    s = Site(tmp_path)
-    with s.client:
-        yield s
-    s.store.dispose()
-
-
-def test_a_continual_collector_takes_a_catch_up_for_a_closed_window_into_its_slot_only(
-        counting_site: Site, caplog: pytest.LogCaptureFixture) -> None:
-    """Issue 30: with a continual counter, window 1 is recovered from sensors 0 and 1; sensor 2's output for it
-    arrives after the window closed (a catch-up): stored in its slot (201, ``catch_up``), the window's map record
-    unchanged and not recovered again; the same report again is a duplicate (200); a different value for the
-    filled slot is refused as a conflict (409), kept as a security event and logged. Oracle: the stored rows and
-    the window record read back from the database."""
-    site = counting_site
+    site = Site(tmp_path)
     dep = site.deployment
     counter = dep.counter
     assert counter is not None
     streams = [counter.stream() for _ in range(3)]
     outputs = [[s.push(3) * counter.grid for _ in range(2)] for s in streams]
-    site.now = dep.window_start(1) + 1.0
-    for j in (0, 1):
-        for w in (0, 1):
-            assert site.client.post("/api/v1/reports", json=site.report(j, w, outputs[j][w])).status_code == 201
-    assert site.client.post("/api/v1/reports", json=site.report(2, 0, outputs[2][0])).status_code == 201
-    assert site.client.post("/api/v1/windows/1/close", headers=site.auth).status_code == 200
+    site.store.migrate()
+    site.store.register(dep)
+    site.store.insert_reports([{"deployment_id": dep.deployment_id, "sensor_id": j, "window": w,
+                                "report_id": f"r-{j}-{w}", "value": outputs[j][w], "mac": "00",
+                                "received_at": dep.window_start(w)} for j in (0, 1) for w in (0, 1)])
+    recovery = WindowRecovery(dep, site.store)
+    recovery.close(0)
+    closed = recovery.close(1)
+    assert closed is not None and closed.reporting == [0, 1]
     before = list(site.store.windows(dep.deployment_id, window=1))
-    assert [r.reporting for r in before] == [[0, 1]]
-    site.now = dep.window_end(1) + dep.grace_seconds + 60.0  # window 1 is closed and its grace over
-    body = site.report(2, 1, outputs[2][1])
-    late = site.client.post("/api/v1/reports", json=body)
-    assert late.status_code == 201 and late.json() == {"status": "stored", "report_id": body["report_id"],
-                                                       "catch_up": True}, late.text
-    assert site.client.post("/api/v1/reports", json=body).json()["status"] == "duplicate"
-    with caplog.at_level(logging.WARNING, logger="dpcloak.service"):
-        other = site.client.post("/api/v1/reports", json=site.report(2, 1, outputs[2][1] + counter.grid))
-    assert other.status_code == 409 and other.json()["error"] == "conflict", other.text
-    assert "security event" in caplog.text
-    assert [e["window"] for e in site.store.security_events(dep.deployment_id)] == [1]
-    assert list(site.store.windows(dep.deployment_id, window=1)) == before  # the map record is untouched
-    assert site.store.closed_windows(dep.deployment_id) == [1]
-    slot = site.store.find_reports(dep.deployment_id, [(2, 1)])
-    assert [(s.report_id, s.value) for s in slot] == [(body["report_id"], outputs[2][1])]
+    with site.client:
+        site.now = dep.window_end(1) + dep.grace_seconds + 60.0  # window 1 is closed and its grace over
+        body = site.report(2, 1, outputs[2][1])
+        late = site.client.post("/api/v1/reports", json=body)
+        assert late.status_code == 201 and late.json() == {"status": "stored", "report_id": body["report_id"],
+                                                           "catch_up": True}, late.text
+        assert site.client.post("/api/v1/reports", json=body).json()["status"] == "duplicate"
+        with caplog.at_level(logging.WARNING, logger="dpcloak.service"):
+            other = site.client.post("/api/v1/reports", json=site.report(2, 1, outputs[2][1] + counter.grid))
+        assert other.status_code == 409 and other.json()["error"] == "conflict", other.text
+        assert "security event" in caplog.text
+        assert [e["window"] for e in site.store.security_events(dep.deployment_id)] == [1]
+        assert list(site.store.windows(dep.deployment_id, window=1)) == before  # the map record is untouched
+        assert site.store.closed_windows(dep.deployment_id) == [0, 1]
+        slot = site.store.find_reports(dep.deployment_id, [(2, 1)])
+        assert [(s.report_id, s.value) for s in slot] == [(body["report_id"], outputs[2][1])]

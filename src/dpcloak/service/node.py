@@ -268,6 +268,12 @@ class SensorNode:
         entries = self.ledger.all()
         self._last_window = entries[-1].window if entries else -1
         self._stream = None if deployment.counter is None else _restored_stream(deployment, entries)
+        if self._stream is not None and self._stream.windows > len(entries):  # one record per pushed position now
+            log.warning("sensor %d: its ledger holds %d counter output(s) but its stream is at position %d: %d "
+                        "output(s) pushed by an older version were never recorded and cannot be sent (a redraw would "
+                        "be a second release); the collector can decode this sensor's running totals only up to the "
+                        "first of them - reprovision the sensor to start a new stream", self.sensor, len(entries),
+                        self._stream.windows, self._stream.windows - len(entries))
         self.attempts = None if attempts is None else check_int("attempts", attempts, minimum=1)
         self.backoff = check_real("backoff", backoff, low=0.0)
         self.max_delay = check_real("max_delay", max_delay, low=0.0)
