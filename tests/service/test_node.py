@@ -1008,3 +1008,44 @@ def test_a_ledger_with_outputs_never_recorded_is_named_at_start(tmp_path: Path, 
             node(name).close()
         missing = "ledger holds 3 counter output(s) but its stream is at position 5: 2 output(s)"
         assert (missing in caplog.text) == (name == "old.db"), caplog.text
+
+
+def test_a_running_counting_node_sends_its_catch_ups_after_the_next_report(tmp_path: Path) -> None:
+    """``SensorNode.run`` (what ``dpcloak sensor run`` does): readings in windows 0 and 1, then the node is down
+    until window 6; after window 6's report it sends the recorded outputs of windows 2-5 in one batch request, and
+    every release is acknowledged. Oracle: the requests the scripted collector saw, in order."""
+    from dpcloak.service.examples import counting_deployment
+
+    dep = counting_deployment()
+    write_deployment(tmp_path, dep)
+    now = [dep.window_start(0) + 1.0]
+    requests: list[tuple[str, list[int]]] = []
+
+    def collector(request: httpx.Request) -> httpx.Response:
+        body = json.loads(request.content)
+        reports = body.get("reports", [body])
+        requests.append((request.url.path, [r["window"] for r in reports]))
+        if "reports" in body:
+            return httpx.Response(200, json={"results": [{"http_status": 201, "status": "stored"} for _ in reports]})
+        return httpx.Response(201, json={"status": "stored"})
+
+    def advance(seconds: float) -> None:
+        now[0] += seconds
+
+    def readings() -> Iterator[float]:
+        yield 3.0
+        yield 4.0
+        now[0] = dep.window_start(6) + 1.0  # down from window 2 to window 5
+        yield 5.0
+
+    node = SensorNode(deployment=dep, credential=load_credential(tmp_path / "sensors" / "sensor-0.json"),
+                      ledger=tmp_path / "ledger.db", url="http://127.0.0.1:9", clock=lambda: now[0],
+                      transport=httpx.MockTransport(collector), backoff=0.001, sleep=advance)
+    try:
+        assert node.run(readings()) == 3
+        pending = node.ledger.pending()
+    finally:
+        node.close()
+    assert requests == [("/api/v1/reports", [0]), ("/api/v1/reports", [1]), ("/api/v1/reports", [6]),
+                        ("/api/v1/reports/batch", [2, 3, 4, 5])]
+    assert pending == []
