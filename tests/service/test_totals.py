@@ -248,13 +248,16 @@ def test_the_totals_panel_in_chromium_shows_the_apis_totals_and_error_bars(tmp_p
             browser.close()
 
 
-def test_a_node_down_for_15_windows_catches_up_and_its_totals_decode_past_the_gap(tmp_path: Path) -> None:
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_a_node_down_for_15_windows_catches_up_and_its_totals_decode_past_the_gap(
+        tmp_path: Path, backend: str, request: pytest.FixtureRequest) -> None:
     """Issue 30: a real counting node (sensor 2) reports windows 0-4 to a real collector, is down for windows 5-19
     and resumes at window 20, when windows 5-17 are closed (their grace is over). Before its catch-up the collector
     decodes its totals through window 4 only and says so; after it (one batch of the 15 missed outputs, recorded
     at window 20 before anything is sent: windows 5-17 stored as catch-ups) through window 23. Oracle: the running
     totals g·B·V in exact Fractions (dense B from the factor's coefficients, not the decoder) of the values the
-    node recorded in its ledger, and the true counts (zeros while down) within 12 σ of each running total."""
+    node recorded in its ledger, and the true counts (zeros while down) within 12 σ of each running total.
+    SQLite and PostgreSQL 15."""
     import httpx
 
     from dpcloak.service.config import load_credential, write_deployment
@@ -264,7 +267,7 @@ def test_a_node_down_for_15_windows_catches_up_and_its_totals_decode_past_the_ga
     write_deployment(tmp_path, dep, master_key=bytes(32))
     counter = dep.counter
     assert counter is not None
-    store = Store(sqlite_url(tmp_path / "c.db"))
+    store = Store(sqlite_url(tmp_path / "c.db") if backend == "sqlite" else request.getfixturevalue("postgres_url"))
     now = [0.0]
     collector = Collector(dep, store, master_key=bytes(32), clock=lambda: now[0])
     client = TestClient(create_app(collector, analyst_token="t0ken"), raise_server_exceptions=False)
