@@ -10,10 +10,11 @@ Every full window closes (and is recovered) as it fills, so the dashboards see a
 
 A dashboard is emulated request for request as ``assets/app.js`` makes them: the deployment, the newest
 page of 120 window summaries, the latest window's map and the sensors, then every 2 s *after the previous
-poll ended* the windows closed since its cursor (every 30th poll with the count of closed windows) and the
-new latest map when one closed, with the sensors and the health (the policy banner) fetched side by side, each
-on a connection of its own. Each dashboard runs in a process of its own, apart from the sensors' client, so
-that no client waits for another's interpreter lock: the latencies are the collector's (and loopback's).
+poll ended* the windows closed since its cursor with the newest one's map (``latest=true``: no request of its
+own; every 30th poll with the count of closed windows), with the sensors and the health (the policy banner)
+fetched side by side, each on a connection of its own. Each dashboard runs in a process of its own, apart
+from the sensors' client, so that no client waits for another's interpreter lock: the latencies are the
+collector's (and loopback's).
 Printed: report acknowledgement latency p50/p99/max per phase, the collector's resident memory (start
 of each phase, and its range during the dashboards' phase), each kind of dashboard request's latency
 (p50, p95, p99, max) as the client saw it and as the collector timed it (its ``Server-Timing`` header: the rest
@@ -151,23 +152,26 @@ class Dashboard(threading.Thread):
         return sum(sizes)
 
     def _poll_windows(self) -> int:
-        size = 0
+        size, came = 0, -1  # came: the newest window whose map came with the listing (latest=true)
         self.n_polls += 1
         count = "&count=true" if self.n_polls % COUNT_EVERY == 0 else ""
         while True:
             data, _, n = self.get("since (counted)" if count else "since",
-                                  f"/api/v1/windows?limit={PAGE}&since={self.cursor}{count}")
+                                  f"/api/v1/windows?limit={PAGE}&since={self.cursor}{count}&latest=true")
             size += n
             self.counted += len(data["windows"])
             self.cursor = data["cursor"]
             new = [r["window"] for r in data["windows"]]
+            if data["latest"] is not None:
+                came = max(came, data["latest"]["window"])
             if not data["more"]:
                 break
         if data["total"] is not None and self.counted != data["total"]:
             size += self.page()[1]
         if new and max(new) > self.latest:
             self.latest = max(new)
-            size += self.get("window map", f"/api/v1/windows/{self.latest}")[2]
+            if came != self.latest:  # not listed with its map: asked for
+                size += self.get("window map", f"/api/v1/windows/{self.latest}")[2]
         return size
 
     def run(self) -> None:

@@ -546,6 +546,27 @@ def test_since_cursor_gives_only_the_windows_closed_since(api: Harness) -> None:
     assert [r["window"] for r in every["windows"]] == order
 
 
+def test_since_poll_carries_the_newest_listed_window_with_its_map(api: Harness) -> None:
+    """``latest=true`` adds the newest (highest index) of the windows listed, with its map, equal to what
+    ``GET /api/v1/windows/{window}`` answers for it (the oracle); without it, or with nothing new, ``latest`` is
+    null; on a page of several the newest of that page, not the one closed last."""
+    did, n_src = api.deployment.deployment_id, api.net.n_sources
+    api.store.save_window(did, _synthetic_window(1, 100.0, n_src))
+    cursor = _analyst_get(api, "/api/v1/windows")["cursor"]
+    for k, w in enumerate([7, 4, 6]):  # 7 is the newest window but not the one closed last
+        api.store.save_window(did, _synthetic_window(w, 101.0 + k, n_src))
+    page = _analyst_get(api, f"/api/v1/windows?since={cursor}&latest=true")
+    assert [r["window"] for r in page["windows"]] == [7, 4, 6]
+    assert page["latest"] == _analyst_get(api, "/api/v1/windows/7") and len(page["latest"]["source_map"]) == n_src
+    assert all("source_map" not in r for r in page["windows"])
+    assert _analyst_get(api, f"/api/v1/windows?since={cursor}")["latest"] is None
+    assert _analyst_get(api, f"/api/v1/windows?since={page['cursor']}&latest=true")["latest"] is None
+    second = _analyst_get(api, f"/api/v1/windows?since={cursor}&latest=true&limit=2")  # 7 and 4: 7
+    assert second["more"] and second["latest"]["window"] == 7
+    rest = _analyst_get(api, f"/api/v1/windows?since={second['cursor']}&latest=true&limit=2")  # 6 alone
+    assert rest["latest"] == _analyst_get(api, "/api/v1/windows/6")
+
+
 def test_export_streams_across_pages(api: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
     """With the store reading 3 windows per query and 2 windows per piece, the streamed CSV and Parquet hold
     every (window, source) once with its value (oracle: the synthetic maps), in more than one piece."""
@@ -610,8 +631,8 @@ def test_pages_and_api_carry_security_headers_and_no_docs_pages(api: Harness) ->
 
 def test_server_timing_is_the_collectors_own_time(api: Harness, monkeypatch: pytest.MonkeyPatch) -> None:
     """Every analyst answer says how long the collector took (``Server-Timing: app;dur=<ms>``): a view made to
-    take 80 ms more shows at least 80 ms, and never more than the client's own round trip (the oracle: the
-    injected sleep and the client's clock); an ordinary answer shows less than that sleep."""
+    take 80 ms more shows at least 80 ms, and no answer shows more than the client's own round trip (the oracle:
+    the injected sleep and the client's clock)."""
     import time
 
     from dpcloak.service import views
@@ -621,8 +642,9 @@ def test_server_timing_is_the_collectors_own_time(api: Harness, monkeypatch: pyt
         assert name == "app"
         return float(dur)
 
+    started = time.perf_counter()
     quick = api.client.get("/api/v1/sensors", headers=api.auth)
-    assert quick.status_code == 200 and 0.0 <= server_ms(quick) < 80.0
+    assert quick.status_code == 200 and 0.0 <= server_ms(quick) <= (time.perf_counter() - started) * 1000
     original = views.sensors_view
 
     def slow(*args: Any) -> Any:

@@ -88,10 +88,10 @@ def _closing_state(store: Store, deployment_id: str) -> tuple[int, ClosingCursor
     return total, cursor
 
 
-def _window_page(records: list[WindowRecord], *, total: int | None, more: bool,
-                 cursor: ClosingCursor | None) -> JSONResponse:
+def _window_page(records: list[WindowRecord], *, total: int | None, more: bool, cursor: ClosingCursor | None,
+                 latest: WindowRecord | None = None) -> JSONResponse:
     return JSONResponse({"windows": [r.as_dict(with_map=False) for r in records], "total": total, "more": more,
-                         "cursor": format_cursor(cursor)})
+                         "cursor": format_cursor(cursor), "latest": None if latest is None else latest.as_dict()})
 
 
 class Outlier(BaseModel):
@@ -149,6 +149,8 @@ class WindowPage(BaseModel):
     total: int | None
     more: bool
     cursor: str | None
+    latest: Window | None = Field(description=(
+        "With since and latest=true: the newest of these windows with its map (null otherwise, or with none)."))
 
 
 class BodyLimit:
@@ -355,6 +357,9 @@ async def list_windows(
             "A cursor from an earlier answer: only the windows closed since, in closing order."))] = None,
         count: Annotated[bool, Query(description=(
             "With since: also count the closed windows (total); the other answers always do."))] = False,
+        latest: Annotated[bool, Query(description=(
+            "With since: also the newest of the windows listed with its map (latest), the one a dashboard following "
+            "the newest window shows next, without a request of its own."))] = False,
 ) -> JSONResponse:
     """Closed windows without their maps, a page at a time.
 
@@ -363,8 +368,9 @@ async def list_windows(
     ``since`` (the ``cursor`` of an earlier answer): the windows closed since then, in the order they
     were closed, whatever their index (a dashboard's poll). Every answer carries ``total`` (closed
     windows in all; with ``since`` only when ``count`` is asked, else ``null``: counting reads an index
-    entry per window of the history), ``more`` (whether the range holds more than this page) and the
-    ``cursor`` to poll from next.
+    entry per window of the history), ``more`` (whether the range holds more than this page), the
+    ``cursor`` to poll from next and ``latest`` (with ``since`` and ``latest=true``: the newest of the
+    windows listed, with its map, read in the same query; else ``null``).
     """
     store, deployment_id = collector.store, collector.deployment.deployment_id
     if since is not None:
@@ -378,7 +384,8 @@ async def list_windows(
         more, records = len(records) > limit, records[:limit]
         if records:
             cursor = (records[-1].closed_at, records[-1].window)
-        return _window_page(records, total=total, more=more, cursor=cursor)
+        newest = max(records, key=lambda r: r.window) if latest and records else None
+        return _window_page(records, total=total, more=more, cursor=cursor, latest=newest)
     total, cursor = await collector.run_in_reader(_closing_state, store, deployment_id)
     newest = after is None
     records = await collector.run_in_reader(lambda: store.windows_page(

@@ -8,7 +8,7 @@
   const PAGE = 120;
   const COUNT_EVERY = 30;  // polls between two checks of the number of closed windows (a minute)  // windows per listing request (summaries without maps: well under 100 kB)
   const state = { deployment: null, windows: [], summaries: new Map(), current: null, extent: null, scaleMax: 0,
-                  timer: null, cursor: null, counted: 0, earlier: false, polls: 0 };
+                  timer: null, cursor: null, counted: 0, earlier: false, polls: 0, latest: null };
   const el = (id) => document.getElementById(id);
   const slider = el("window-slider");
   const follow = el("follow");
@@ -252,7 +252,10 @@
   }
 
   async function showWindow(w) {
-    const record = await api("/api/v1/windows/" + w);
+    show(await api("/api/v1/windows/" + w));
+  }
+
+  function show(record) {
     state.current = record;
     draw(record);
     describe(record);
@@ -273,7 +276,8 @@
     state.earlier = data.more;
   }
 
-  // Only the windows closed since the last poll (the cursor). Every COUNT_EVERY-th poll the collector also
+  // Only the windows closed since the last poll (the cursor), with the newest of them and its map (latest: no
+  // request of its own to show it). Every COUNT_EVERY-th poll the collector also
   // counts the closed windows, a check: a window closed out of order (two collectors on one database, a
   // clock stepped back) makes the count differ, and the page is reloaded.
   async function pollWindows() {
@@ -281,8 +285,12 @@
     state.polls += 1;
     const count = state.polls % COUNT_EVERY === 0 ? "&count=true" : "";
     for (let pages = 0; pages < 5; pages++) {
-      const data = await api("/api/v1/windows?limit=" + PAGE + "&since=" + encodeURIComponent(state.cursor) + count);
+      const data = await api("/api/v1/windows?limit=" + PAGE + "&since=" + encodeURIComponent(state.cursor) + count +
+                             "&latest=true");
       addSummaries(data.windows);
+      if (data.latest !== null && (state.latest === null || data.latest.window >= state.latest.window)) {
+        state.latest = data.latest;
+      }
       state.counted += data.windows.length;
       state.cursor = data.cursor;
       if (data.more) continue;
@@ -321,7 +329,9 @@
     if (follow.checked || state.current === null) {
       slider.value = slider.max;
       const latest = state.windows[state.windows.length - 1];
-      if (!state.current || state.current.window !== latest) await showWindow(latest);
+      if (state.current && state.current.window === latest) return;
+      if (state.latest !== null && state.latest.window === latest) show(state.latest);  // came with the poll
+      else await showWindow(latest);
     }
   }
 
