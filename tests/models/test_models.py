@@ -191,6 +191,26 @@ def test_kronecker_model_equals_dense_model_at_sensor_grid_points():
     np.testing.assert_allclose(kron.todense(), dense.todense(), rtol=1e-13)
 
 
+def test_kronecker_products_of_sparse_maps_from_their_columns_equal_the_dense_matrix(monkeypatch):
+    """Oracle: ``kron(K_y, K_x) @ x`` formed densely. A map of 3 sources (and the zero map) goes through the
+    gathered columns, a dense map through the factor products; the two are the same operator (rtol 1e-13), and
+    the dense map never gathers columns (a ``columns`` that raises is not called)."""
+    model = heat_kernel_2d(Grid((30, 40)), Grid((6, 7)), 0.02)
+    dense = np.kron(*model.factors)
+    rng = np.random.default_rng(12)
+    sparse = np.zeros(model.shape[1])
+    sparse[rng.choice(sparse.size, 3, replace=False)] = rng.uniform(1.0, 5.0, 3)
+    calls = []
+    real = model.columns
+    monkeypatch.setattr(model, "columns", lambda index: calls.append(len(index)) or real(index))
+    for x in (sparse, np.zeros(model.shape[1])):
+        np.testing.assert_allclose(model.matvec(x), dense @ x, rtol=1e-13, atol=1e-300)
+    assert calls == [3, 0]
+    monkeypatch.setattr(model, "columns", lambda index: pytest.fail("a dense map gathered columns"))
+    full = rng.random(model.shape[1])
+    np.testing.assert_allclose(model.matvec(full), dense @ full, rtol=1e-13)
+
+
 def test_reflecting_walls_conserve_heat_and_free_kernel_leaks():
     """Oracle: the Neumann kernel integrates to 1 over the box (quadrature on a fine sensor grid)."""
     grid = Grid((4, 4))

@@ -193,3 +193,47 @@ def test_kronecker_floor_open_above_matches_nnls_and_cvxpy(sigma):
     else:
         assert rec.min_residual == pytest.approx(nnls(A, y)[1], rel=1e-9)
         _assert_least_l1_on_its_ball(rec, A, y, None)
+
+
+def test_warm_start_sizes_the_truncation_margin_and_keeps_the_full_model_guarantee(monkeypatch):
+    """A 60² floor seen by 19² sensors (compression error > 0, box open above), warm-started from a neighbouring
+    window: the radius' truncation margin is sized from the warm start (no least-residual search), and the answer
+    keeps the cold path's guarantees. Oracles: the residual and the duality gap replayed with the full,
+    uncompressed model (any ``v`` with ``1 + Mᵀv ≥ 0`` bounds ``Σ f ≥ −vᵀy − r‖v‖`` over the ball), the cold
+    solve's objective (1e-7). Weakened: a margin sized below the answer's ``Σ f`` is refused and the least-residual
+    search of the cold path runs."""
+    import importlib
+
+    from dpcloak.recovery import compress
+
+    bpdn_module = importlib.import_module("dpcloak.recovery.bpdn")
+    model = heat_kernel_2d(Grid((60, 60)), Grid((19, 19)), 0.1)
+    comp = compress(model)
+    assert comp.error > 0.0
+    rng = np.random.default_rng(9)
+    truth = np.zeros(model.shape[1])
+    truth[rng.choice(truth.size, 3, replace=False)] = 30.0
+    r = 3.0 * np.sqrt(model.shape[0])
+    y0, y1 = (model.matvec(truth) + rng.normal(0.0, 3.0, model.shape[0]) for _ in range(2))
+    previous = bpdn(model, y0, radius=r, bounds=(0.0, None))
+    searches = []
+    real = bpdn_module.box_least_squares
+    monkeypatch.setattr(bpdn_module, "box_least_squares", lambda *a, **k: searches.append(1) or real(*a, **k))
+    warm = bpdn(model, y1, radius=r, bounds=(0.0, None), warm_start=previous)
+    assert warm.converged and not searches
+    cold = bpdn(model, y1, radius=r, bounds=(0.0, None))
+    assert searches
+    assert warm.objective == pytest.approx(cold.objective, rel=1e-7)
+    assert float(np.linalg.norm(model.matvec(warm.x) - y1)) <= r
+    y_out = y1 - comp.U @ (comp.U.T @ y1)
+    rho = float(np.sqrt(r * r - y_out @ y_out))
+    v = comp.U @ warm.dual - (float(np.linalg.norm(warm.dual)) / rho) * y_out
+    v = v * min(1.0, 1.0 / max(float(-model.rmatvec(v).min()), 1e-300))
+    lower = -float(v @ y1) - r * float(np.linalg.norm(v))
+    assert lower <= warm.objective * (1 + 1e-9) and warm.objective - lower <= 1e-6 * warm.objective
+
+    searches.clear()
+    monkeypatch.setattr(bpdn_module, "_WARM_SIZE", 0.25)  # size = Σ f_warm / 4: below the answer's Σ f
+    refused = bpdn(model, y1, radius=r, bounds=(0.0, None), warm_start=previous)
+    assert searches and refused.converged
+    assert refused.objective == pytest.approx(cold.objective, rel=1e-9)

@@ -13,7 +13,7 @@ from dpcloak.domains.grid import Grid
 from dpcloak.domains.line import Line
 from dpcloak.domains.sites import Sites
 from dpcloak.errors import InvalidParameterError
-from dpcloak.models.base import DenseModel, LinearModel
+from dpcloak.models.base import DenseModel, LinearModel, by_support
 
 __all__ = [
     "HeatKernel1D",
@@ -393,8 +393,13 @@ class KroneckerHeatKernel2D(LinearModel):
         return self.ky, self.kx
 
     def _matvec(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
-        F = x.reshape(self.ky.shape[1], self.kx.shape[1])
-        return np.asarray((self.ky @ F @ self.kx.T).ravel())
+        """``vec(K_y F K_xᵀ)``, or from the columns of a sparse map's sources (:func:`.by_support`)."""
+
+        def full() -> NDArray[np.float64]:
+            F = x.reshape(self.ky.shape[1], self.kx.shape[1])
+            return np.asarray((self.ky @ F @ self.kx.T).ravel())
+
+        return by_support(x, self.columns, full, rows=self.shape[0], cost=self.ky.shape[0] * x.size)
 
     def _rmatvec(self, y: NDArray[np.float64]) -> NDArray[np.float64]:
         Y = y.reshape(self.ky.shape[0], self.kx.shape[0])

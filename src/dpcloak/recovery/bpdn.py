@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import math
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -199,7 +200,9 @@ def bpdn(
     in the box (an active-set solve, :mod:`dpcloak.recovery._boxls`). A box open above
     (``upper=None``, e.g. counts of people) is closed at ``2 Σ f_c + max(lower) + 1`` with ``f_c``
     that least-residual point: since ``f ≥ 0``, every optimum has ``f_i ≤ ‖f*‖₁ ≤ Σ f_c``, so the
-    optimum is unchanged while the barrier's dual keeps an interior. Measured on this project's
+    optimum is unchanged while the barrier's dual keeps an interior. With a warm start the truncation margin of
+    such a box is sized from it instead (``2 Σ f_warm``), and the answer is kept only if its ``Σ f`` stays below
+    that size, so the full-model constraint holds as on the cold path (:func:`_warm_sized`). Measured on this project's
     benchmark: same optimum as CVXPY + Clarabel to ≤ 2e-9 relative, 150–430× faster at
     ``(n, m) = (1000, 500)``. Limitation: radii below about ``1e-7 ‖ỹ‖`` (essentially noise-free
     equality fitting) may stop uncertified; the result then
@@ -295,6 +298,10 @@ def _solve_ipm(
     G, z = comp.rows, proj.z
     c = np.ones_like(lo)
     closed = np.all(np.isfinite(hi))
+    if not closed and comp.error > 0.0 and warm is not None and warm.x.shape == lo.shape:
+        quick = _warm_sized(G, z, c, lo, hi, r, tol, comp.error, proj.outside_norm, warm)
+        if quick is not None:
+            return quick
     closest = None
     if closed:
         size = float(np.linalg.norm(hi))  # ‖f‖₂ ≤ ‖u‖₂ in the box
@@ -308,11 +315,7 @@ def _solve_ipm(
     guesses = [] if warm is None or warm.x.shape != lo.shape else [warm.x]
     repair = dual_repair(G, z, c, lo, hi, rho=math.sqrt(rho2), tol=tol) if rho2 > 0 else None
     if repair is not None and (closest is None or closest.residual**2 < rho2):
-        if warm is not None and warm.dual is not None and warm.dual.shape == (G.rank,):
-            found = repair(warm.dual)  # the neighbouring problem's dual: the support it suggests here
-            if found is not None:
-                return _finish(found, True, _ACTIVE)
-        found, steps = _from_supports(G, z, c, lo, hi, math.sqrt(rho2), tol, guesses, steps)
+        found, steps = _from_warm(G, z, c, lo, hi, math.sqrt(rho2), tol, repair, warm, guesses, steps)
         if found is not None:
             return _finish(found, True, _ACTIVE)
     hi_barrier = hi
@@ -364,6 +367,48 @@ def _solve_ipm(
     return _Solved(closest.x, False, steps, False, math.nan,
                    f"{steps} steps; returned a minimum-residual point without minimising ‖f‖₁ among them{note}",
                    min_residual=r_min)
+
+
+#: The provisional bound on ``‖f*‖₂`` from a warm start: this multiple of its ``Σ f`` (see :func:`_warm_sized`).
+_WARM_SIZE = 2.0
+
+
+def _warm_sized(
+    G: Rows, z: NDArray[np.float64], c: NDArray[np.float64], lo: NDArray[np.float64], hi: NDArray[np.float64],
+    r: float, tol: float, error: float, outside: float, warm: Recovery,
+) -> _Solved | None:
+    """The active-set loop from the warm start with the truncation margin sized from it, when that is kept.
+
+    A box open above needs a bound ``size ≥ ‖f‖₂`` on the answer to shrink the radius by ``error · size``
+    (the compression's truncation). The cold path takes ``Σ`` of the least-residual point, a box least
+    squares over every source (``O(k)`` passes over them). Here ``size = 2 Σ f_warm`` and the certified optimum
+    of that problem is kept only if ``Σ f ≤ size`` (``‖f‖₂ ≤ Σ f`` for ``f ≥ 0``): then
+    ``‖M f − ỹ‖ ≤ r − error · size + error · ‖f‖₂ ≤ r``, the same full-model guarantee, and its duality gap is
+    certified by :func:`~dpcloak.recovery._kkt.certify` exactly as on the cold path. ``None``: the cold path
+    decides (nothing is assumed from the warm start).
+    """
+    size = _WARM_SIZE * float(np.sum(warm.x))
+    rho2 = (max(r - error * size, 0.0)) ** 2 - outside**2
+    if not size > 0.0 or rho2 <= 0.0:
+        return None
+    rho = math.sqrt(rho2)
+    found, _ = _from_warm(G, z, c, lo, hi, rho, tol, dual_repair(G, z, c, lo, hi, rho=rho, tol=tol), warm, [warm.x], 0)
+    if found is None or float(np.sum(found.x)) > size:
+        return None
+    return _finish(found, True, _ACTIVE)
+
+
+def _from_warm(
+    G: Rows, z: NDArray[np.float64], c: NDArray[np.float64], lo: NDArray[np.float64], hi: NDArray[np.float64],
+    rho: float, tol: float, repair: Callable[[NDArray[np.float64]], IpmResult | None], warm: Recovery | None,
+    guesses: list[NDArray[np.float64]], steps: int,
+) -> tuple[IpmResult | None, int]:
+    """The active-set loop from the support the warm start's dual suggests here, then from ``guesses``."""
+    if warm is not None and warm.dual is not None and warm.dual.shape == (G.rank,):
+        found = repair(warm.dual)  # the neighbouring problem's dual: the support it suggests here
+        if found is not None:
+            return found, steps
+    return _from_supports(G, z, c, lo, hi, rho, tol, guesses, steps)
 
 
 def _from_supports(

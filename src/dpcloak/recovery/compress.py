@@ -32,10 +32,13 @@ from dpcloak._validation import check_real
 from dpcloak.domains import Line
 from dpcloak.errors import InvalidParameterError
 from dpcloak.models import DenseModel, GraphDiffusion, HeatKernel1D, KroneckerHeatKernel2D, LinearModel
+from dpcloak.models.base import by_support
 from dpcloak.models.heat import gaussian_kernel_1d
 from dpcloak.recovery._chebyshev import heat_kernel_factors
 
-__all__ = ["CompressedModel", "DenseRows", "KroneckerRows", "ProjectedData", "compress", "clear_compression_cache"]
+__all__ = [
+    "CompressedModel", "DenseRows", "KroneckerRows", "ProjectedData", "compress", "clear_compression_cache"
+]
 
 #: Singular values below ``DEFAULT_RTOL · s₁`` are dropped.
 DEFAULT_RTOL = 1e-13
@@ -93,8 +96,8 @@ class DenseRows:
         return int(self.G.shape[0])
 
     def dot(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
-        """``G x``."""
-        return np.asarray(self.G @ x)
+        """``G x`` (from the columns of ``x``'s non-zeros when few: :func:`~dpcloak.models.base.by_support`)."""
+        return by_support(x, self.columns, lambda: np.asarray(self.G @ x), rows=self.rank, cost=self.G.size)
 
     def tdot(self, w: NDArray[np.float64]) -> NDArray[np.float64]:
         """``Gᵀ w``."""
@@ -155,9 +158,14 @@ class KroneckerRows:
         return np.asarray(self.s[:, None] * G)
 
     def dot(self, x: NDArray[np.float64]) -> NDArray[np.float64]:
-        """``G x = s_r (A X Bᵀ)[i_r, j_r]`` with ``X = x`` as an ``n_y × n_x`` image: ``O((p + q) n)``."""
-        P = self.A @ x.reshape(self.A.shape[1], self.B.shape[1]) @ self.B.T
-        return np.asarray(self.s * P[self.iy, self.ix])
+        """``G x = s_r (A X Bᵀ)[i_r, j_r]`` with ``X = x`` as an ``n_y × n_x`` image: ``O((p + q) n)``, or from the
+        columns of ``x``'s non-zeros when they are few (:func:`~dpcloak.models.base.by_support`)."""
+
+        def full() -> NDArray[np.float64]:
+            P = self.A @ x.reshape(self.A.shape[1], self.B.shape[1]) @ self.B.T
+            return np.asarray(self.s * P[self.iy, self.ix])
+
+        return by_support(x, self.columns, full, rows=self.rank, cost=self.A.shape[0] * x.size)
 
     def tdot(self, w: NDArray[np.float64]) -> NDArray[np.float64]:
         """``Gᵀ w = vec(Aᵀ W B)`` with ``W[i_r, j_r] = s_r w_r`` (each pair occurs once)."""
@@ -168,7 +176,7 @@ class KroneckerRows:
     def columns(self, index: NDArray[np.intp]) -> NDArray[np.float64]:
         """``G[:, index]`` from the factors, without forming ``G``."""
         ys, xs = np.divmod(np.asarray(index), self.B.shape[1])
-        return np.asarray(self.s[:, None] * self.A[self.iy][:, ys] * self.B[self.ix][:, xs])
+        return np.asarray(self.s[:, None] * self.A[:, ys][self.iy] * self.B[:, xs][self.ix])
 
     def column_norms(self) -> NDArray[np.float64]:
         """``‖G_j‖₂² = Σ_r s_r² a_{i_r}(y)² b_{j_r}(x)² = vec((A∘A)ᵀ S² (B∘B))``, without forming ``G``."""
