@@ -18,6 +18,8 @@ wall seconds per window, peer/ours, ours/goal (1 s CPU per window), whether one 
 (``(objective − lower bound) / objective``), the peak RSS, the map's status (ours/peer: ``fit``, or
 ``least-residual`` when the noise fell outside the χ² radius, about 5 % of windows: the map is then the
 least-residual one, no gap is certified and the bootstrap is skipped); the log-log slope of ours over the sources.
+Both sides take the bootstrap's EMDs between the recovered maps' supports (``dpcloak.metrics._support``, a few
+cells each) and the products with sparse maps from their columns.
 Wall time includes waiting for a core on a shared machine; CPU is the steadier measure. The load average is
 printed at the start and the end. Writes ``results/window_floor2d.json``.
 

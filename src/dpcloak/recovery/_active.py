@@ -89,44 +89,53 @@ def solve_from_support(
     scale = float(np.max(np.abs(c)))
     norms = np.maximum(G.column_norms(), 1e-300)
     seen: set[bytes] = set()
+    tol_a = _REDUCED_COST_TOL * scale
     for rounds in range(1, max_rounds + 1):
-        key = np.packbits(free).tobytes() + np.packbits(at_hi).tobytes()
-        n_free = int(np.count_nonzero(free))
-        if key in seen or n_free > G.rank:
+        # the variables are held as masks; each round's work on them is on the index sets (a few cells of 10⁵)
+        index, upper = np.flatnonzero(free), np.flatnonzero(at_hi)
+        key = np.int64(index.size).tobytes() + index.tobytes() + upper.tobytes()
+        if key in seen or index.size > G.rank:
             return None, rounds - 1
         seen.add(key)
-        x = _kkt.solve_on_active_set(G, z, c, lo, hi, ~free & ~at_hi, at_hi, 0.0, rho) if n_free else None
+        x = _kkt.solve_on_active_set(G, z, c, lo, hi, ~free & ~at_hi, at_hi, 0.0, rho) if index.size else None
         if x is None:  # the guess cannot reach the sphere: free the steepest way towards the data
             j = _steepest_release(G, z, lo, hi, free, at_hi, norms)
             if j is None:
                 return None, rounds
             free[j], at_hi[j] = True, False
             continue
-        below, above = free & (x < lo), free & (x > hi)
+        xi = x[index]
+        below, above = xi < lo[index], xi > hi[index]
         gte = G.tdot(G.dot(x) - z)
-        lam = _kkt.sphere_multiplier(c, gte, free)
+        lam = _kkt.sphere_multiplier(c, gte, index)
         if lam is None:
             return None, rounds
         a = c + lam * gte
-        wrong = (~free & ~at_hi & (a < -_REDUCED_COST_TOL * scale)) | (at_hi & (a > _REDUCED_COST_TOL * scale))
-        if not (np.any(below) or np.any(above) or np.any(wrong)):
+        low_wrong = a < -tol_a  # at the lower bound (free and upper ones are taken out below)
+        low_wrong[index] = False
+        low_wrong[upper] = False
+        wrong = np.concatenate([np.flatnonzero(low_wrong), upper[a[upper] > tol_a]])
+        if not (below.any() or above.any() or wrong.size):
             cert = _kkt.certify(G, z, c, lo, hi, x, 0.0, rho, tol)
             if cert is None:
                 return None, rounds
             objective, lower, w = cert
             return IpmResult(x=x, objective=objective, lower_bound=lower, n_iter=rounds, converged=True, dual=w), rounds
-        if np.any(below) or np.any(above):  # fix the first to cross its bound on the way from inside the box
-            d = x - inside
+        if below.any() or above.any():  # fix the first to cross its bound on the way from inside the box
+            # ``inside`` sits at the bounds of every fixed variable, as ``x`` does: the step moves the free ones only
+            d = xi - inside[index]
             with np.errstate(divide="ignore", invalid="ignore"):
-                step = np.where(below, (lo - inside) / d, np.where(above, (hi - inside) / d, np.inf))
-            j = int(np.argmin(step))
-            alpha = float(np.clip(step[j], 0.0, 1.0))
-            inside = np.clip(inside + alpha * d, lo, hi)
-            inside[j] = hi[j] if above[j] else lo[j]
-            free[j], at_hi[j] = False, bool(above[j])
+                step = np.where(below, (lo[index] - inside[index]) / d,
+                                np.where(above, (hi[index] - inside[index]) / d, np.inf))
+            i = int(np.argmin(step))
+            j = int(index[i])
+            alpha = float(np.clip(step[i], 0.0, 1.0))
+            inside[index] = np.clip(inside[index] + alpha * d, lo[index], hi[index])
+            inside[j] = hi[j] if above[i] else lo[j]
+            free[j], at_hi[j] = False, bool(above[i])
         else:  # release the most wrong-signed reduced cost (per unit column norm)
             inside = x
-            j = int(np.argmax(np.where(wrong, np.abs(a) / norms, -1.0)))
+            j = int(wrong[np.argmax(np.abs(a[wrong]) / norms[wrong])])
             free[j], at_hi[j] = True, False
     return None, max_rounds
 

@@ -99,8 +99,11 @@ def solve_on_active_set(
     return x
 
 
-def sphere_multiplier(c: NDArray[np.float64], gte: NDArray[np.float64], free: NDArray[np.bool_]) -> float | None:
-    """The ``λ`` that makes the reduced costs ``c + λ Gᵀ(Gx − z)`` vanish on ``free`` (least squares), or ``None``.
+def sphere_multiplier(
+    c: NDArray[np.float64], gte: NDArray[np.float64], free: NDArray[np.bool_] | NDArray[np.intp]
+) -> float | None:
+    """The ``λ`` that makes the reduced costs ``c + λ Gᵀ(Gx − z)`` vanish on ``free`` (a mask or indices, least
+    squares), or ``None``.
 
     ``gte`` is ``Gᵀ(Gx − z)``; at a KKT point of the constrained problem the fit is exact and ``λ`` is
     the multiplier of the sphere. ``None`` when ``gte`` vanishes on the free variables.
