@@ -130,16 +130,22 @@ class Dashboard(threading.Thread):
         self.latest = max([r["window"] for r in data["windows"]] + [self.latest])
         return dt, size
 
-    def poll(self) -> tuple[float, int]:
+    def poll(self) -> tuple[float, int, float]:
         """One poll as ``app.js`` makes it: the windows (since, maybe a page, the new map) and, side by side on
-        two more connections, the sensors and the health; its time is the wall time until all are done."""
-        started = time.perf_counter()
+        two more connections, the sensors and the health; its time is the wall time until all are done, its
+        server time the collector's on its longest path (the windows' requests one after the other, or the
+        sensors, or the health)."""
+        started, first = time.perf_counter(), len(self.requests)
         sensors: list[int] = []
         beside = threading.Thread(target=lambda: sensors.append(self.sensors()))
         beside.start()
         size = self._poll_windows()
         beside.join()
-        return time.perf_counter() - started, size + sensors[0]
+        elapsed = time.perf_counter() - started
+        mine = self.requests[first:]
+        windows = sum(t for kind, _, _, t in mine if kind not in ("sensors", "health"))
+        server = max([windows, *(t for kind, _, _, t in mine if kind in ("sensors", "health"))])
+        return elapsed, size + sensors[0], server
 
     def sensors(self) -> int:
         """``refreshSensors`` of ``app.js``: the sensors and the health (the policy banner) side by side on
@@ -277,14 +283,16 @@ def main() -> None:
         srv = r["server"]
         print(f"  {kind:16} n={r['n']:3}  client p50 {r['p50_ms']:6.1f} p95 {r['p95_ms']:6.1f} max {r['max_ms']:6.1f}  "
               f"server p50 {srv['p50_ms']:6.1f} p95 {srv['p95_ms']:6.1f} max {srv['max_ms']:6.1f}  <= {r['max_kb']} kB")
-    polls = out["polls"]
+    polls, srv = out["polls"], out["polls"]["server"]
     print(f"  {'whole poll':16} n={polls['n']:3}  client p50 {polls['p50_ms']:6.1f} p95 {polls['p95_ms']:6.1f} max "
-          f"{polls['max_ms']:6.1f}  <= {polls['max_kb']} kB; report p99 ratio (two dashboards / none) "
+          f"{polls['max_ms']:6.1f}  server p50 {srv['p50_ms']:6.1f} p95 {srv['p95_ms']:6.1f} max {srv['max_ms']:6.1f}  "
+          f"<= {polls['max_kb']} kB; report p99 ratio (two dashboards / none) "
           f"{out['p99_ratio']}; load average {out['load_avg']}")
     goals = {"report p99 with two dashboards within 2x of none": out["p99_ratio"] <= 2.0,
              "collector memory flat (10 %)": abs(out["rss_mb"]["change_during_pct"]) <= 10.0,
              "every poll <= 50 ms": out["polls"]["max_ms"] <= 50.0,
              "every poll <= 100 kB": out["polls"]["max_kb"] <= 100.0,
+             "the collector's time in every poll <= 50 ms": out["polls"]["server"]["max_ms"] <= 50.0,
              **{f"every {kind} request <= 50 ms": r["max_ms"] <= 50.0 for kind, r in out["dashboard_requests"].items()
                 if kind not in ("deployment", "first page")}}  # once per page load, not per poll
     for goal, ok in goals.items():
@@ -370,7 +378,8 @@ def measure(work: Path, db_url: str | None) -> dict[str, Any]:
                                             "max_kb": round(max(s for _, s, _ in v) / 1000, 1)}
                                      for kind, v in requests.items()}
         polls = [p for _, ps, _ in collected for p in ps]
-        out["polls"] = {**quantiles([dt for dt, _ in polls]), "max_kb": round(max(s for _, s in polls) / 1000, 1)}
+        out["polls"] = {**quantiles([dt for dt, _, _ in polls]), "server": quantiles([t for _, _, t in polls]),
+                        "max_kb": round(max(s for _, s, _ in polls) / 1000, 1)}
         out["export_csv"] = export(url, token, "/api/v1/export.csv", proc.pid)
         out["export_parquet"] = export(url, token, "/api/v1/export.parquet", proc.pid)
     finally:
