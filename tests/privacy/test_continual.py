@@ -544,3 +544,44 @@ def test_span_rho_over_several_streams_bounds_the_joint_release_of_split_changes
                                           _encode("factorization", horizon, other), strict=True)]
             joint += sum((Fraction(d * d) / s2[t] for t, d in enumerate(diff)), Fraction(0)) / 2
         assert joint <= bound
+
+
+def _replayed_outputs(method: str, horizon: int, counts: list[int]) -> list[int]:
+    """The encoder's integers w_t replayed from the module docstring's definition in exact Fractions (BLT:
+    buffers s_i ← R(θ_i s_i) + n, w = n + R(Σ ω_i s_i), R(x) = ⌊x + ½⌋; tree: the sum of the dyadic block ending
+    at t; independent: n), not with the module's encoder."""
+    if method == "independent":
+        return list(counts)
+    if method == "tree":
+        return [sum(counts[t - (t & -t):t]) for t in range(1, len(counts) + 1)]
+    half = Fraction(1, 2)
+    buffers, out = [Fraction(0)] * len(THETA), []
+    for n in counts:
+        out.append(n + math.floor(sum((w * s for w, s in zip(OMEGA, buffers, strict=True)), Fraction(0)) + half))
+        buffers = [Fraction(math.floor(th * s + half) + n) for th, s in zip(THETA, buffers, strict=True)]
+    return out
+
+
+@pytest.mark.parametrize("method", ["factorization", "tree", "independent"])
+def test_encoded_range_bounds_every_replayed_stream_and_is_attained(method: str) -> None:
+    """encoded_range holds for random and adversarial count streams in the declared range (the replayed encoder
+    in exact Fractions as oracle), the constant streams at its ends reach it (so ``high − 1`` is exceeded: a
+    weakened bound fails), and no upper limit gives none."""
+    horizon = 300
+    c = ContinualCounter(horizon=horizon, epsilon=1.0, delta=1e-6, method=method)
+    low, high = c.encoded_range(0.0, 7.0)
+    top = round(7.0 / c.grid)
+    rng = np.random.default_rng(5)
+    streams = [[top] * horizon, [0] * horizon, [top, 0] * (horizon // 2),
+               [top] * (horizon // 2) + [0] * (horizon // 2)]
+    streams += [rng.integers(0, top + 1, horizon).tolist() for _ in range(20)]
+    replayed = [_replayed_outputs(method, horizon, s) for s in streams]
+    assert all(high is not None and low <= w <= high for out in replayed for w in out)
+    assert max(replayed[0]) == high and min(replayed[1]) == low == 0
+    assert max(replayed[0]) > (high or 0) - 1  # the weakened bound high − 1 refuses an honest stream
+    negative = c.encoded_range(-3.0, 7.0)  # counts may be declared below 0: the all-low stream gives the low end
+    bottom = round(-3.0 / c.grid)
+    assert negative[0] == min(_replayed_outputs(method, horizon, [bottom] * horizon)) < 0
+    assert c.encoded_range(0.0, None) == (0, None)
+    with pytest.raises(InvalidParameterError, match="high"):
+        c.encoded_range(5.0, 1.0)

@@ -249,3 +249,47 @@ def test_a_continual_collector_takes_a_catch_up_for_a_closed_window_into_its_slo
         assert site.store.closed_windows(dep.deployment_id) == [0, 1]
         slot = site.store.find_reports(dep.deployment_id, [(2, 1)])
         assert [(s.report_id, s.value) for s in slot] == [(body["report_id"], outputs[2][1])]
+
+
+def test_a_continual_collector_refuses_counter_outputs_no_honest_sensor_can_send(tmp_path: Path) -> None:
+    """Issue 33 item 1 for continual counters: with counts declared in [0, 50] a stolen key cannot send a
+    running total beyond what 50 counts per window and the noise can produce. Oracle: the encoder's largest
+    output replayed on the all-50 stream plus the discrete Gaussian tail cells at 2⁻⁶⁴ (tail_cells_bound, checked
+    against mpmath in test_poisoning); the interval's ends are accepted and one grid step beyond is refused
+    (422 out_of_range), as are 1e154 and a value off the counter's grid; without an upper reading limit large
+    values pass (nothing was declared)."""
+    from dpcloak.sensors import SensorNetwork
+    from dpcloak.sensors.config import network_to_dict
+    from dpcloak.service.config import write_deployment
+    from dpcloak.service.examples import counting_deployment
+    from dpcloak.service.poisoning import tail_cells_bound
+
+    net = SensorNetwork.from_coordinates(sensors=[[0.0, 0.0], [10.0, 0.0], [20.0, 0.0]], measurement="counts",
+                                         epsilon=1.0, delta=1e-6, budget=(10.0, 1e-5), reading_range=(0.0, 50.0))
+    dep = counting_deployment(network=network_to_dict(net))
+    write_deployment(tmp_path, dep)
+    site = Site(tmp_path)
+    counter = dep.counter
+    assert counter is not None
+    encoder = counter.stream()._encoder  # replay the all-50 stream: its last output is the largest (monotone)
+    top = max(encoder.step(round(50.0 / counter.grid)) for _ in range(counter.horizon))
+    t = tail_cells_bound(max(counter.noise_variances()))
+    g = counter.grid
+    with site.client:
+        site.now = dep.window_start(1) + 1.0
+        cases = [((top + t) * g, 201), (-t * g, 201), ((top + t + 1) * g, 422), ((-t - 1) * g, 422), (1e154, 422),
+                 (g / 3, 422)]
+        for j, (value, status) in enumerate(cases):
+            resp = site.client.post("/api/v1/reports", json=site.report(j % 3, j // 3, value))
+            assert resp.status_code == status, (value, resp.text)
+            if status == 422:
+                assert resp.json()["error"] == "out_of_range" and resp.json()["field"] == "value"
+    site.store.dispose()
+    open_dir = tmp_path / "open"
+    open_dir.mkdir()
+    write_deployment(open_dir, counting_deployment())  # counts declared in [0, no limit]
+    site = Site(open_dir)
+    with site.client:
+        site.now = 1.0
+        assert site.client.post("/api/v1/reports", json=site.report(0, 0, 1e12 * g)).status_code == 201
+    site.store.dispose()

@@ -57,6 +57,15 @@ def test_tail_cells_is_the_smallest_sufficient_bound(sigma2: float, target: floa
     assert _mp_tail(sigma2, t) <= target < _mp_tail(sigma2, t - 1)
 
 
+@pytest.mark.parametrize("sigma2", [2.5, 1000.7, 12345.5])
+@pytest.mark.parametrize("target", [1e-6, 2.0**-64])
+def test_the_closed_form_tail_cells_hold_and_are_at_most_one_cell_loose(sigma2: float, target: float) -> None:
+    """tail_cells_bound (a continual counter's acceptance interval): mpmath's brute-force tail at its T is within
+    the target, and two cells fewer is not (so it is at most one cell above the smallest sufficient T)."""
+    t = poisoning.tail_cells_bound(Fraction(sigma2), target)
+    assert _mp_tail(sigma2, t) <= target < _mp_tail(sigma2, t - 2)
+
+
 @pytest.mark.parametrize("epsilon", [0.08, 1.0, 2.5])
 @pytest.mark.parametrize("target", [1e-6, 2.0**-64])
 def test_laplace_tail_cells_is_the_smallest_sufficient_bound(epsilon: float, target: float) -> None:

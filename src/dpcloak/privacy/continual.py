@@ -391,6 +391,19 @@ class _Encoder:
         return out
 
 
+@lru_cache(maxsize=64)
+def _constant_run_range(method: str, horizon: int, n: int) -> tuple[int, int]:
+    """(min, max) over the horizon of the encoder's outputs when every window's count is ``n`` grid units."""
+    if method == "independent":
+        return n, n
+    if method == "tree":
+        ends = (n, n << (_levels(horizon) - 1))  # n · lowbit(t): every block length 1 … 2^⌊log₂ T⌋ occurs
+        return min(ends), max(ends)
+    encoder = _Encoder(method, _fresh_state(method, horizon), 0)
+    outputs = [encoder.step(n) for _ in range(horizon)]
+    return min(outputs), max(outputs)
+
+
 def _fresh_state(method: str, horizon: int, zero: Any = 0) -> list[Any]:
     if method == "tree":
         return [zero] * _levels(horizon)
@@ -676,6 +689,34 @@ class ContinualCounter:
     def noise_variances(self) -> tuple[Fraction, ...]:
         """The exact variance parameters σ_t² (grid units²) of the discrete Gaussian noise of each window."""
         return self._plan.sigma2
+
+    def encoded_range(self, low: float, high: float | None) -> tuple[int, int | None]:
+        """Exact bounds (grid units) on the integer w_t the node adds noise to, at every window of the horizon,
+        when every window's count lies in ``[low, high]`` (``high=None``: no upper limit, and none on w_t).
+
+        Each method's encoder is non-decreasing in every count: the tree's and independent outputs are sums of
+        counts; the factorisation's buffers are :math:`R(a_i s_i / 2^Q) + n` and its output :math:`n + R(\\sum_i
+        b_i s_i / 2^Q)` with :math:`a_i, b_i \\ge 0` and the rounding R non-decreasing. So at every window w_t
+        lies between its value on the all-``low`` and on the all-``high`` stream, and the bounds are the least
+        and the largest of those two runs over the horizon (for the tree, :math:`n \\cdot \\mathrm{lowbit}(t)`
+        with lowbit(t) from 1 to :math:`2^{\\lfloor \\log_2 T \\rfloor}`). The collector checks received outputs
+        against them widened by the noise's tail (:func:`dpcloak.service.poisoning.counter_acceptance_interval`).
+
+        Examples
+        --------
+        >>> c = ContinualCounter(horizon=24, epsilon=1.0, delta=1e-6, method="tree")
+        >>> n = round(50 / c.grid)  # 50 people in one window, in grid units
+        >>> c.encoded_range(0.0, 50.0) == (0, 16 * n), c.encoded_range(0.0, None)  # a block of 16 windows
+        (True, (0, None))
+        """
+        low = check_real("low", low)
+        if high is not None and not check_real("high", high) >= low:
+            raise InvalidParameterError(f"high must be at least low = {low:g}, got {high:g}", parameter="high",
+                                        got=high)
+        n_low = grid_index(low, self.grid, name="low")
+        n_high = None if high is None else grid_index(high, self.grid, name="high")
+        ends = [_constant_run_range(self.method, self.horizon, n) for n in (n_low, n_high) if n is not None]
+        return ends[0][0], None if n_high is None else ends[-1][1]
 
     def guarantee(self) -> PrivacyGuarantee:
         """(ε, δ)-DP for one event over the horizon, via ρ-zCDP (module docstring, "Privacy guarantee")."""

@@ -3,14 +3,18 @@
 from __future__ import annotations
 
 import math
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
 
 from dpcloak.sensors import Relation, SensorNetwork
 
-__all__ = ["value_bounds", "grid_step", "on_grid", "with_reading_max", "occupancy_reading_max", "source_positions",
-           "sensor_positions", "floor_plan_network"]
+if TYPE_CHECKING:
+    from dpcloak.privacy.continual import ContinualCounter
+
+__all__ = ["value_bounds", "counter_value_bounds", "grid_step", "on_grid", "with_reading_max", "occupancy_reading_max",
+           "source_positions", "sensor_positions", "floor_plan_network"]
 
 def grid_step(network: SensorNetwork) -> float:
     """The mechanism's grid step g: every genuine report is an integer multiple of it."""
@@ -24,6 +28,14 @@ def value_bounds(network: SensorNetwork) -> tuple[float, float]:
     from dpcloak.service.poisoning import acceptance_interval
 
     return acceptance_interval(network)
+
+
+def counter_value_bounds(counter: ContinualCounter, reading_range: tuple[float, float | None]) -> tuple[float, float]:
+    """The interval a genuine output of a continual counter falls in except with probability ≤ 2⁻⁶⁴, for counts
+    in ``reading_range`` (:func:`dpcloak.service.poisoning.counter_acceptance_interval`)."""
+    from dpcloak.service.poisoning import counter_acceptance_interval
+
+    return counter_acceptance_interval(counter, reading_range)
 
 
 def on_grid(step: float, value: float) -> bool:

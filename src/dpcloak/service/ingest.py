@@ -39,7 +39,6 @@ above) — but the closed window's map is not recovered again: the catch-up reac
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
@@ -231,8 +230,9 @@ class Verifier:
         if deployment.counter is None:
             self.low, self.high = _network.value_bounds(self.network)
             self.grid = _network.grid_step(self.network)
-        else:  # a counter's output V·g: an integer on the counter's grid; the encoder's running state, not the
-            self.low, self.high = -math.inf, math.inf  # reading range, decides its size: no range is checked
+        else:  # a counter's output V·g: on the counter's grid, within what the declared counts and the noise give
+            self.low, self.high = _network.counter_value_bounds(deployment.counter,
+                                                                deployment.release_spec.reading_range)
             self.grid = deployment.counter.grid
 
     def _authentic(self, report: ReportIn) -> bool:

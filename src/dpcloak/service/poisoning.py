@@ -93,6 +93,7 @@ import functools
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 import numpy as np
 from numpy.typing import NDArray
@@ -101,9 +102,14 @@ from dpcloak.errors import InvalidParameterError
 from dpcloak.privacy.discrete import DiscreteGaussianMechanism, DiscreteLaplaceMechanism
 from dpcloak.sensors import NetworkRecovery, SensorNetwork
 
+if TYPE_CHECKING:
+    from dpcloak.privacy.continual import ContinualCounter
+
 __all__ = ["FALSE_REJECTION", "OUTLIER_Z", "OUTLIER_FALSE_ALARM", "OUTLIER_CANDIDATES", "log_tail",
            "laplace_log_tail", "noise_tail_cells", "gate_cells", "false_rejection_probability", "tail_cells",
-           "acceptance_cells", "acceptance_interval", "influence_bound", "RobustRecovery", "robust_recover"]
+           "tail_cells_bound",
+           "acceptance_cells", "acceptance_interval", "counter_acceptance_interval", "influence_bound",
+           "RobustRecovery", "robust_recover"]
 
 FALSE_REJECTION = 2.0**-64
 """Largest probability that the collector rejects one genuine report (about 5.4e-20)."""
@@ -183,6 +189,45 @@ def tail_cells(sigma2: Fraction | float, target: float = FALSE_REJECTION) -> int
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if log_tail(sigma2, mid) <= log_target:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
+def tail_cells_bound(sigma2: Fraction | float, target: float = FALSE_REJECTION) -> int:
+    r"""The smallest integer T ≥ 0 whose closed-form upper bound on :math:`P(|Y| > T)` is ≤ ``target``: O(1) per
+    trial where :func:`tail_cells`' exact sum costs O(σ) (a continual counter's σ is millions of grid units).
+
+    With a = T + 1 and f(y) = e^{−y²/2σ²} decreasing on [a, ∞), :math:`\sum_{y \ge a} f(y) \le f(a) +
+    \int_a^\infty f = f(a) + \sqrt{2\pi\sigma^2}\,\mathrm{erfc}(a/\sqrt{2\sigma^2})/2`, and by Poisson
+    summation :math:`Z = \sqrt{2\pi\sigma^2}\,\sum_k e^{-2\pi^2\sigma^2k^2} \ge \sqrt{2\pi\sigma^2}`,
+    so :math:`P(|Y| > T) \le 2 f(a)/\sqrt{2\pi\sigma^2} + \mathrm{erfc}(a/\sqrt{2\sigma^2})`. The T found
+    is at least the exact one (the bound is above the exact tail) and only a cell or so larger for σ ≫ 1.
+
+    Examples
+    --------
+    >>> exact, bound = tail_cells(1e4), tail_cells_bound(1e4)
+    >>> exact <= bound <= exact + 1, math.exp(log_tail(1e4, bound)) <= FALSE_REJECTION
+    (True, True)
+    """
+    if not 0.0 < target < 1.0:
+        raise InvalidParameterError(f"target must be in (0, 1), got {target!r}", parameter="target")
+    s2 = float(sigma2)
+    if not (math.isfinite(s2) and s2 > 0):
+        raise InvalidParameterError(f"sigma2 must be a finite number > 0, got {sigma2!r}", parameter="sigma2")
+
+    def bound(t: int) -> float:
+        a = t + 1
+        return 2 * math.exp(-a * a / (2 * s2)) / math.sqrt(2 * math.pi * s2) + math.erfc(a / math.sqrt(2 * s2))
+
+    hi = max(1, math.ceil(math.sqrt(2 * s2 * math.log(4 / target))))
+    while bound(hi) > target:
+        hi *= 2
+    lo = -1  # the bound at T = −1 is ≥ 1 > target
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if bound(mid) <= target:
             hi = mid
         else:
             lo = mid
@@ -325,6 +370,35 @@ def acceptance_interval(network: SensorNetwork, target: float = FALSE_REJECTION)
     low, high = acceptance_cells(network, target)
     g = float(network.resolution)
     return (float(low) * g if low is not None else -math.inf, math.inf if high is None else float(high) * g)
+
+
+def counter_acceptance_interval(counter: ContinualCounter, reading_range: tuple[float, float | None],
+                                target: float = FALSE_REJECTION) -> tuple[float, float]:
+    """The outputs ``g · V_t`` of a continual counter the collector accepts (count units; ``inf``: no upper end).
+
+    ``V_t = w_t + Y_t``: the encoder's integer for counts clipped to ``reading_range`` lies in
+    :meth:`~dpcloak.privacy.continual.ContinualCounter.encoded_range` ``[w_lo, w_hi]``, and the interval is
+    ``g · [w_lo − T, w_hi + T]`` with T the tail cells (:func:`tail_cells_bound`, P(|Y| > T) ≤ ``target``) of the
+    stream's largest noise variance: the discrete Gaussian's ratio of masses at σ₂ > σ₁ grows with |y| (monotone
+    likelihood ratio), so its tail beyond T grows with σ², and every position's noise is beyond T with
+    probability at most ``target``. A stolen key can therefore not send a running total beyond what the
+    declared counts and the noise can produce (see ``acceptance_interval`` for per-window releases).
+
+    Examples
+    --------
+    >>> from dpcloak.privacy.continual import ContinualCounter
+    >>> c = ContinualCounter(horizon=24, epsilon=1.0, delta=1e-6, method="tree")
+    >>> low, high = counter_acceptance_interval(c, (0.0, 50.0))
+    >>> t = tail_cells_bound(max(c.noise_variances()))
+    >>> (low, high) == (-t * c.grid, (c.encoded_range(0.0, 50.0)[1] + t) * c.grid)
+    True
+    >>> counter_acceptance_interval(c, (0.0, None))[1]  # no declared upper reading: none on the outputs
+    inf
+    """
+    w_lo, w_hi = counter.encoded_range(*reading_range)
+    t = tail_cells_bound(max(counter.noise_variances()), target)
+    g = counter.grid
+    return float((w_lo - t) * g), math.inf if w_hi is None else float((w_hi + t) * g)
 
 
 def false_rejection_probability(network: SensorNetwork, target: float = FALSE_REJECTION) -> float:
