@@ -378,11 +378,12 @@ def counter_acceptance_interval(counter: ContinualCounter, reading_range: tuple[
 
     ``V_t = w_t + Y_t``: the encoder's integer for counts clipped to ``reading_range`` lies in
     :meth:`~dpcloak.privacy.continual.ContinualCounter.encoded_range` ``[w_lo, w_hi]``, and the interval is
-    ``g · [w_lo − T, w_hi + T]`` with T the tail cells (:func:`tail_cells_bound`, P(:math:`|Y| > T`) ≤ ``target``) of the
-    stream's largest noise variance: the discrete Gaussian's ratio of masses at σ₂ > σ₁ grows with :math:`|y|` (monotone
-    likelihood ratio), so its tail beyond T grows with σ², and every position's noise is beyond T with
-    probability at most ``target``. A stolen key can therefore not send a running total beyond what the
-    declared counts and the noise can produce (see ``acceptance_interval`` for per-window releases).
+    ``g · [w_lo − T, w_hi + T]`` with T the tail cells (:func:`tail_cells_bound`,
+    P(:math:`|Y| > T`) ≤ ``target``) of the stream's largest noise variance: the discrete Gaussian's
+    ratio of masses at σ₂ > σ₁ grows with :math:`|y|` (monotone likelihood ratio), so its tail beyond T
+    grows with σ², and every position's noise is beyond T with probability at most ``target``. A stolen
+    key can therefore not send a running total beyond what the declared counts and the noise can produce
+    (see ``acceptance_interval`` for per-window releases).
 
     Examples
     --------
