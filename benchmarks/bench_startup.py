@@ -67,7 +67,9 @@ def build(directory: Path, db_url: str | None = None) -> None:
     # the open windows' grace period (two hours) is not over: they are closed as full, not as late
     dep = Deployment.create(network=shared.forty_sensor_network(), window_seconds=60.0, period_windows=60,
                             start=now - (WINDOWS + 10) * 60.0, grace_seconds=7200.0)
-    last = dep.window_at(now) - 1  # the newest window holding reports
+    # the newest window holding reports; the windows after it stay free for add_open_windows (a fast build
+    # ends within the window it started in, and the restarts then need past windows without reports)
+    last = dep.window_at(now) - 1 - OPEN_AT_RESTART * (REPEATS + 1)
     shared.write_history(directory, dep, windows=range(last - WINDOWS + 1, last + 1), open_windows=OPEN,
                          block=2000, db_url=db_url)
     (directory / "built").write_text(json.dumps({"reports": WINDOWS * SENSORS, "windows": WINDOWS,
