@@ -57,15 +57,21 @@ def run_worker(args: argparse.Namespace, ours: Callable[[str, int], dict], peer:
     return True
 
 
-def slope(ns: list[int], times: list[float]) -> float:
-    """Least-squares slope of ``log t`` against ``log n`` (NaN with fewer than two sizes)."""
-    pts = [(math.log(n), math.log(t)) for n, t in zip(ns, times, strict=True) if t > 0]
+def slope(ns: list[int], times: list[float], min_n: int = 1) -> float:
+    """Least-squares slope of ``log t`` against ``log n`` over the sizes ``n ≥ min_n`` (NaN with fewer than two)."""
+    pts = [(math.log(n), math.log(t)) for n, t in zip(ns, times, strict=True) if t > 0 and n >= min_n]
     if len(pts) < 2:
         return math.nan
     mx = sum(x for x, _ in pts) / len(pts)
     my = sum(y for _, y in pts) / len(pts)
     sxx = sum((x - mx) ** 2 for x, _ in pts)
     return sum((x - mx) * (y - my) for x, y in pts) / sxx
+
+
+def slope_text(ns: list[int], times: list[float], min_n: int = 1) -> str:
+    """:func:`slope` as printed: two decimals, or why there is none."""
+    s = slope(ns, times, min_n)
+    return "none (fewer than two sizes)" if math.isnan(s) else f"{s:.2f}"
 
 
 def row(size: str, n: int, ours_s: float, peer_s: float | None, limit: float, peak_rss: float) -> dict:
@@ -84,5 +90,6 @@ def write(bench: str, kernel: str, peer: str, unit: str, rows: list[dict]) -> Pa
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / f"{bench}.json"
     path.write_text(json.dumps(doc, indent=1) + "\n")
-    print(f"log-log slope of our time over n: {s:.2f}; load average {doc['load_avg']}; wrote {path.name}")
+    print(f"log-log slope of our time over n: {slope_text([r['n'] for r in rows], [r['ours_s'] for r in rows])}; "
+          f"load average {doc['load_avg']}; wrote {path.name}")
     return path

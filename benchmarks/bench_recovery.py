@@ -141,16 +141,6 @@ def _spawn(args: list[str], env: dict[str, str] | None, timeout: float | None) -
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 
-def _slope(ns: list[int], ts: list[float]) -> float:
-    import numpy as np
-
-    pts = [(math.log(n), math.log(t)) for n, t in zip(ns, ts, strict=True) if n >= 2000]
-    if len(pts) < 2:
-        return math.nan
-    x, y = np.array(pts).T
-    return float(np.polyfit(x, y, 1)[0])
-
-
 def peer_step(spec: dict, ours: dict, limit: float, *, ratio_width: int) -> tuple[str, float | None, bool]:
     """Run CVXPY + Clarabel on ``spec`` in its own process (killed after ``limit`` s) against our cold result
     ``ours``: the table cell (time, ratio to our cold wall time, relative objective gap), the peer's time (``None``
@@ -189,7 +179,7 @@ def ladder(t: float, sizes: tuple[int, ...], repeat: int, references: bool, limi
             rows.append(_results.row(str(n), n, d["cold"], ref_time, limit, d["rss"]))
         print(line, flush=True)
     print(f"   log-log slope of the cold time (default threads) over n ≥ 2000: "
-          f"{_slope(list(sizes), cold_default):.2f}")
+          f"{_results.slope_text(list(sizes), cold_default, min_n=2000)}")
     if rows:
         _results.write(f"bpdn_heat1d_t{t:g}", f"BPDN, 1-D heat kernel t = {t:g}, m = n/2, cold, default threads",
                        "CVXPY + Clarabel", "sources", rows)

@@ -86,8 +86,8 @@ def main() -> None:
             bound = "≥" if peer is None else " "
             print(f"{d:>7}² {ours['time']:>10.3f} {ours['cpu']:>7.3f} {peer_txt:>11} {bound}{r['ratio']:>7.1f} "
                   f"{diff_txt:>10} {ours['rss']:>12.0f}", flush=True)
-        fit = _results.slope([r["n"] for r in rows], [r["ours_s"] for r in rows])
-        print(f"   log-log slope of our time over the cells: {fit:.2f}")
+        print(f"   log-log slope of our time over the cells: "
+              f"{_results.slope_text([r['n'] for r in rows], [r['ours_s'] for r in rows])}")
         if args.quick or args.sizes:
             continue
         _results.write(f"emd_grid_{kind}", f"exact EMD, L1 grid, {kind} inputs", "OR-Tools SimpleMinCostFlow",
