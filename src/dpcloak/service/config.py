@@ -601,8 +601,9 @@ class Deployment:
         return None if index == 0 else self._release_window(index - 1, cyc)
 
     def budget_skip(self, window: int) -> bool:
-        """Whether sensors skip ``window`` for budget: the sliding window is full and renews only after more than one
-        stride (a burst's skip phase; the even schedule's gaps of one stride, and the lifetime cap, are not)."""
+        """Whether sensors skip ``window`` for budget: the sliding window holds the schedule's release windows and
+        renews only after more than one stride (a burst's skip phase; the even schedule's gaps of one stride, and the
+        lifetime cap, are not)."""
         if window < 0 or not self.fills_up or self.is_release_window(window):
             return False
         before, after = self.previous_release_window(window), self.next_release_window(window)

@@ -701,7 +701,7 @@ def admit_release(deployment: Deployment, *, sensor: int, window: int, now: floa
     >>> admit_release(burst, sensor=0, window=5, now=330.0, last_window=3, released=False, spent_in_period=4)
     Traceback (most recent call last):
         ...
-    dpcloak.service.node.ReleaseSkipped: sensor 0: window 5: the sliding window is full: skipped for budget ...
+    dpcloak.service.node.ReleaseSkipped: sensor 0: window 5: the sliding window holds the schedule's release ...
 
     A node that starts in that rest phase has released nothing in the sliding window: not a budget skip:
 
@@ -731,8 +731,9 @@ def admit_release(deployment: Deployment, *, sensor: int, window: int, now: floa
                 else f"the lifetime cap of {dep.lifetime_releases} release windows is reached: no more releases")
         if not dep.budget_skip(w):
             why = "not a release window of the policy"
-        elif last_window >= max(0, w - dep.period_windows + 1):  # this sensor's releases fill the sliding window
-            why = "the sliding window is full: skipped for budget until it renews"
+        elif last_window >= max(0, w - dep.period_windows + 1):  # a release of this sensor is in the sliding window
+            why = ("the sliding window holds the schedule's release windows, this sensor's among them: skipped for "
+                   "budget until it renews")
         else:  # the schedule rests, but nothing of this sensor is in the sliding window: no budget is spent
             why = "the rest phase of the schedule (this sensor released nothing in the sliding window)"
         raise ReleaseSkipped(f"sensor {sensor}: window {w}: {why} (at most {dep.releases_per_period} release windows "

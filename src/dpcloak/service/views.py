@@ -233,8 +233,8 @@ def policy_view(deployment: Deployment, *, now: float, store: Store | None = Non
     >>> view["status"], view["budget_skip"], view["skipping_for_budget"], view["next_release_at"]
     ('degraded', True, [1], 600.0)
     >>> print(view["message"])  # doctest: +NORMALIZE_WHITESPACE
-    the sliding window is full (4 release windows in any 10 consecutive windows): sensor(s) 1 skip for budget until
-    window 10, in 3.92 min, when the oldest release leaves it
+    the sliding window holds the schedule's 4 release windows (4 in any 10 consecutive windows): sensor(s) 1 skip
+    for budget until window 10, in 3.92 min, when the schedule releases again
     >>> store.dispose(); tmp.cleanup()
     >>> capped = two_sensor_deployment(policy_releases=4, lifetime_releases=2)  # release windows 0 and 3 only
     >>> view = policy_view(capped, now=400.0)
@@ -260,9 +260,10 @@ def policy_view(deployment: Deployment, *, now: float, store: Store | None = Non
                                        "reached: sensors release no more")
     elif budget:
         status = "degraded"
-        message = (f"the sliding window is full ({deployment.releases_per_period} release windows in any "
+        k = deployment.releases_per_period  # all k of the schedule's, used or not: the schedule rests until nxt
+        message = (f"the sliding window holds the schedule's {k} release windows ({k} in any "
                    f"{deployment.period_windows} consecutive windows): sensor(s) {_listed(for_budget)} skip for "
-                   f"budget until window {nxt}, in {wait}, when the oldest release leaves it")
+                   f"budget until window {nxt}, in {wait}, when the schedule releases again")
     else:
         status = "ok"
         if nxt == w:
