@@ -37,10 +37,17 @@ array in JSON and Parquet, one numeric column per axis in CSV (``x_m`` and, on a
 
 
 def _duration(seconds: float) -> str:
-    """A duration in the largest unit that keeps it at least 1 (``90 s``, ``2 min``, ``1 h``, ``1.5 days``)."""
-    for unit, size in (("days", 86400.0), ("h", 3600.0), ("min", 60.0)):
+    """A duration in the largest unit that keeps it at least 1 (``90 s``, ``2 min``, ``1 h``, ``1 day``, ``1.5 days``).
+
+    Examples
+    --------
+    >>> [_duration(s) for s in (90.0, 3600.0, 86400.0, 129600.0, 86400.0 * 30)]
+    ['1.5 min', '1 h', '1 day', '1.5 days', '30 days']
+    """
+    for unit, size in (("day", 86400.0), ("h", 3600.0), ("min", 60.0)):
         if seconds >= size:
-            return f"{seconds / size:.3g} {unit}"
+            value = f"{seconds / size:.3g}"
+            return f"{value} {unit}" + ("s" if unit == "day" and value != "1" else "")
     return f"{seconds:.3g} s"
 
 
