@@ -68,9 +68,8 @@ def slope(ns: list[int], times: list[float], min_n: int = 1) -> float:
     return sum((x - mx) * (y - my) for x, y in pts) / sxx
 
 
-def slope_text(ns: list[int], times: list[float], min_n: int = 1) -> str:
-    """:func:`slope` as printed: two decimals, or why there is none."""
-    s = slope(ns, times, min_n)
+def slope_text(s: float) -> str:
+    """A :func:`slope` as printed: two decimals, or why there is none."""
     return "none (fewer than two sizes)" if math.isnan(s) else f"{s:.2f}"
 
 
@@ -90,6 +89,5 @@ def write(bench: str, kernel: str, peer: str, unit: str, rows: list[dict]) -> Pa
     RESULTS.mkdir(exist_ok=True)
     path = RESULTS / f"{bench}.json"
     path.write_text(json.dumps(doc, indent=1) + "\n")
-    print(f"log-log slope of our time over n: {slope_text([r['n'] for r in rows], [r['ours_s'] for r in rows])}; "
-          f"load average {doc['load_avg']}; wrote {path.name}")
+    print(f"log-log slope of our time over n: {slope_text(s)}; load average {doc['load_avg']}; wrote {path.name}")
     return path

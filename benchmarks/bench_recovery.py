@@ -179,7 +179,7 @@ def ladder(t: float, sizes: tuple[int, ...], repeat: int, references: bool, limi
             rows.append(_results.row(str(n), n, d["cold"], ref_time, limit, d["rss"]))
         print(line, flush=True)
     print(f"   log-log slope of the cold time (default threads) over n ≥ 2000: "
-          f"{_results.slope_text(list(sizes), cold_default, min_n=2000)}")
+          f"{_results.slope_text(_results.slope(list(sizes), cold_default, min_n=2000))}")
     if rows:
         _results.write(f"bpdn_heat1d_t{t:g}", f"BPDN, 1-D heat kernel t = {t:g}, m = n/2, cold, default threads",
                        "CVXPY + Clarabel", "sources", rows)

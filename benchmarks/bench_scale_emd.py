@@ -87,7 +87,7 @@ def main() -> None:
             print(f"{d:>7}² {ours['time']:>10.3f} {ours['cpu']:>7.3f} {peer_txt:>11} {bound}{r['ratio']:>7.1f} "
                   f"{diff_txt:>10} {ours['rss']:>12.0f}", flush=True)
         print(f"   log-log slope of our time over the cells: "
-              f"{_results.slope_text([r['n'] for r in rows], [r['ours_s'] for r in rows])}")
+              f"{_results.slope_text(_results.slope([r['n'] for r in rows], [r['ours_s'] for r in rows]))}")
         if args.quick or args.sizes:
             continue
         _results.write(f"emd_grid_{kind}", f"exact EMD, L1 grid, {kind} inputs", "OR-Tools SimpleMinCostFlow",

@@ -181,8 +181,8 @@ def main() -> None:
         if not ours["converged"]:
             line += " (solve not converged)"
         print(line, flush=True)
-    print(f"   log-log slope over n: build {_results.slope_text(list(sizes), builds)}, "
-          f"cold solve {_results.slope_text(list(sizes), solves)}")
+    print(f"   log-log slope over n: build {_results.slope_text(_results.slope(list(sizes), builds))}, "
+          f"cold solve {_results.slope_text(_results.slope(list(sizes), solves))}")
     ratios = [b / s for b, s in zip(builds, solves, strict=True)]
     if not args.quick:
         _results.write("operator_heat1d", f"1-D heat kernel operator build, m = n/2, t = {T_LAPSE:g}",
