@@ -362,7 +362,8 @@
     banner.dataset.status = health.status;
     banner.classList.toggle("degraded", health.status === "degraded");
     banner.textContent = (health.status === "degraded" ? "degraded: " : "") + health.policy.message + " · " +
-      data.release_windows_charged + " of " + data.releases_per_period + " release windows used in the sliding window" +
+      data.release_windows_charged + " of " + data.releases_per_period +
+      " release windows used in the sliding window" +
       (data.renews_at === null ? "" : "; the budget renews from window " + data.renews_at_window + " (" +
        new Date(data.renews_at * 1000).toLocaleTimeString() + ")");
     banner.dataset.renewsAtWindow = data.renews_at_window === null ? "" : String(data.renews_at_window);
